@@ -1,0 +1,58 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Keyferry",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "keyferry", targets: ["keyferry"]),
+        .library(name: "KeychainStore", targets: ["KeychainStore"]),
+        .library(name: "KeychainModel", targets: ["KeychainModel"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // The two C libraries, each reached from exactly one Swift wrapper module.
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        .systemLibrary(
+            name: "CZstd", pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
+        .target(name: "KeyferryCrypto", dependencies: ["CSodium"]),
+        .target(name: "KeyferryCompression", dependencies: ["CZstd"]),
+
+        // Pure values: what a keychain item, a query and a status are.
+        .target(name: "KeychainModel"),
+
+        // One device: keybag, lock states, apps and sandboxes, the encrypted item store.
+        .target(
+            name: "KeychainStore",
+            dependencies: [
+                "KeychainModel", "KeyferryCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+
+        .executableTarget(
+            name: "keyferry",
+            dependencies: [
+                "KeychainStore", "KeychainModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        // Shared test support: a manual clock, seeded randomness, device fixtures.
+        .target(
+            name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel"],
+            path: "Tests/KeychainTesting"),
+
+        .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
+        .testTarget(name: "KeyferryCompressionTests", dependencies: ["KeyferryCompression"]),
+        .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
+        .testTarget(
+            name: "KeychainStoreTests",
+            dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                           .product(name: "GRDB", package: "GRDB.swift")]),
+    ]
+)

@@ -1,0 +1,126 @@
+import Foundation
+
+/// An item attribute, named by Apple's short key (`acct` for `kSecAttrAccount`).
+public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    init(_ raw: String) { self.rawValue = raw }
+
+    public static func < (lhs: AttributeKey, rhs: AttributeKey) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { rawValue }
+
+    /// What kind of value an attribute holds.
+    public enum Kind: UInt8, Sendable {
+        case string = 1, data = 2, number = 3, bool = 4, date = 5
+    }
+
+    // Password attributes
+    public static let account = AttributeKey("acct")
+    public static let service = AttributeKey("svce")
+    public static let generic = AttributeKey("gena")
+    public static let label = AttributeKey("labl")
+    public static let description = AttributeKey("desc")
+    public static let comment = AttributeKey("icmt")
+    public static let creator = AttributeKey("crtr")
+    public static let type = AttributeKey("type")
+    public static let isInvisible = AttributeKey("invi")
+    public static let isNegative = AttributeKey("nega")
+    public static let securityDomain = AttributeKey("sdmn")
+    public static let server = AttributeKey("srvr")
+    public static let `protocol` = AttributeKey("ptcl")
+    public static let authenticationType = AttributeKey("atyp")
+    public static let port = AttributeKey("port")
+    public static let path = AttributeKey("path")
+    // Certificate attributes
+    public static let certificateType = AttributeKey("ctyp")
+    public static let certificateEncoding = AttributeKey("cenc")
+    public static let subject = AttributeKey("subj")
+    public static let issuer = AttributeKey("issr")
+    public static let serialNumber = AttributeKey("slnr")
+    public static let subjectKeyID = AttributeKey("skid")
+    public static let publicKeyHash = AttributeKey("pkhh")
+    // Key attributes
+    public static let keyClass = AttributeKey("kcls")
+    public static let applicationLabel = AttributeKey("klbl")
+    public static let applicationTag = AttributeKey("atag")
+    public static let keySizeInBits = AttributeKey("bsiz")
+    public static let effectiveKeySize = AttributeKey("esiz")
+    public static let startDate = AttributeKey("sdat")
+    public static let endDate = AttributeKey("edat")
+    public static let isPermanent = AttributeKey("perm")
+    public static let isSensitive = AttributeKey("sens")
+    public static let isExtractable = AttributeKey("extr")
+    public static let canEncrypt = AttributeKey("encr")
+    public static let canDecrypt = AttributeKey("decr")
+    public static let canDerive = AttributeKey("drve")
+    public static let canSign = AttributeKey("sign")
+    public static let canVerify = AttributeKey("vrfy")
+    public static let canWrap = AttributeKey("wrap")
+    public static let canUnwrap = AttributeKey("unwp")
+    // Attributes every stored item has; the engine owns them, so they are not in `ItemClass.attributes`.
+    public static let accessGroup = AttributeKey("agrp")
+    public static let accessible = AttributeKey("pdmn")
+    public static let synchronizable = AttributeKey("sync")
+    public static let accessControl = AttributeKey("accc")
+    public static let creationDate = AttributeKey("cdat")
+    public static let modificationDate = AttributeKey("mdat")
+
+    private static let kinds: [AttributeKey: Kind] = [
+        .account: .string, .service: .string, .generic: .data, .label: .string, .description: .string,
+        .comment: .string, .creator: .number, .type: .number, .isInvisible: .bool, .isNegative: .bool,
+        .securityDomain: .string, .server: .string, .protocol: .string, .authenticationType: .string,
+        .port: .number, .path: .string,
+        .certificateType: .number, .certificateEncoding: .number, .subject: .data, .issuer: .data,
+        .serialNumber: .data, .subjectKeyID: .data, .publicKeyHash: .data,
+        .keyClass: .number, .applicationLabel: .data, .applicationTag: .data, .keySizeInBits: .number,
+        .effectiveKeySize: .number, .startDate: .date, .endDate: .date, .isPermanent: .bool,
+        .isSensitive: .bool, .isExtractable: .bool, .canEncrypt: .bool, .canDecrypt: .bool,
+        .canDerive: .bool, .canSign: .bool, .canVerify: .bool, .canWrap: .bool, .canUnwrap: .bool,
+        .accessGroup: .string, .creationDate: .date, .modificationDate: .date,
+    ]
+
+    /// The kind of value, for class attributes and the engine's string and date attributes.
+    public var kind: Kind? { Self.kinds[self] }
+
+    /// Every attribute name Keyferry knows, whatever its class.
+    public static var known: Set<AttributeKey> {
+        Set(kinds.keys).union([.accessible, .synchronizable, .accessControl])
+    }
+}
+
+extension ItemClass {
+    private static let passwordCommon: [AttributeKey] = [
+        .label, .description, .comment, .creator, .type, .isInvisible, .isNegative,
+    ]
+
+    /// Class-specific attributes an item of this class may carry (the engine's own attributes,
+    /// `agrp pdmn sync accc cdat mdat`, are handled apart).
+    public var attributes: Set<AttributeKey> {
+        switch self {
+        case .genericPassword:
+            Set(Self.passwordCommon + [.account, .service, .generic])
+        case .internetPassword:
+            Set(Self.passwordCommon + [.account, .securityDomain, .server, .protocol, .authenticationType, .port, .path])
+        case .certificate:
+            [.label, .certificateType, .certificateEncoding, .subject, .issuer, .serialNumber, .subjectKeyID, .publicKeyHash]
+        case .key:
+            [.label, .keyClass, .applicationLabel, .applicationTag, .creator, .type, .keySizeInBits, .effectiveKeySize,
+             .startDate, .endDate, .isPermanent, .isSensitive, .isExtractable, .canEncrypt, .canDecrypt, .canDerive,
+             .canSign, .canVerify, .canWrap, .canUnwrap]
+        case .identity:
+            ItemClass.certificate.attributes.union(ItemClass.key.attributes)
+        }
+    }
+
+    /// The class's part of the primary key, in a fixed order (access group and synchronizable
+    /// complete it). Apple's `SecItemSchema.c` defines the same sets.
+    public var primaryKey: [AttributeKey] {
+        switch self {
+        case .genericPassword: [.account, .service]
+        case .internetPassword: [.account, .securityDomain, .server, .protocol, .authenticationType, .port, .path]
+        case .certificate: [.certificateType, .issuer, .serialNumber]
+        case .key: [.keyClass, .applicationLabel, .applicationTag, .creator, .type, .keySizeInBits, .effectiveKeySize, .startDate, .endDate]
+        case .identity: []
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// The value of one attribute.
+public enum AttributeValue: Hashable, Sendable, CustomStringConvertible {
+    case string(String)
+    case data(Data)
+    case number(Int64)
+    case bool(Bool)
+    case date(Date)
+
+    public var kind: AttributeKey.Kind {
+        switch self {
+        case .string: .string
+        case .data: .data
+        case .number: .number
+        case .bool: .bool
+        case .date: .date
+        }
+    }
+
+    /// The value a missing primary-key attribute takes: "" or 0, as on Apple's keychain.
+    public static func empty(of kind: AttributeKey.Kind) -> AttributeValue {
+        switch kind {
+        case .string: .string("")
+        case .data: .data(Data())
+        case .number: .number(0)
+        case .bool: .bool(false)
+        case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
+        }
+    }
+
+    /// A fixed byte encoding (kind byte, then the value), the input of keyed hashes and of the
+    /// attribute codec. Numbers and dates are little-endian; dates are seconds since 2001.
+    public var canonicalBytes: [UInt8] {
+        var out: [UInt8] = [kind.rawValue]
+        switch self {
+        case .string(let s): out.append(contentsOf: s.utf8)
+        case .data(let d): out.append(contentsOf: d)
+        case .number(let n): withUnsafeBytes(of: n.littleEndian) { out.append(contentsOf: $0) }
+        case .bool(let b): out.append(b ? 1 : 0)
+        case .date(let d):
+            withUnsafeBytes(of: d.timeIntervalSinceReferenceDate.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        }
+        return out
+    }
+
+    public var description: String {
+        switch self {
+        case .string(let s): s
+        case .data(let d): "<\(d.count) bytes>"
+        case .number(let n): String(n)
+        case .bool(let b): String(b)
+        case .date(let d): d.formatted(.iso8601)
+        }
+    }
+}
+
+/// Class attributes of an item or a query, by key.
+public typealias Attributes = [AttributeKey: AttributeValue]
+
+extension ItemClass {
+    /// Checks that every attribute exists for this class (`errSecNoSuchAttr`) and holds the
+    /// right kind of value (`errSecParam`).
+    public func validate(_ attributes: Attributes) throws(KeychainError) {
+        let allowed = self.attributes
+        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            guard allowed.contains(key), let kind = key.kind else {
+                throw KeychainError(.noSuchAttr, "\(name) items have no attribute '\(key)'.")
+            }
+            guard value.kind == kind else {
+                throw KeychainError(.param, "attribute '\(key)' takes a \(kind) value, not \(value.kind).")
+            }
+        }
+    }
+
+    /// `attributes` with every missing primary-key attribute set to its empty value.
+    public func withPrimaryKeyDefaults(_ attributes: Attributes) -> Attributes {
+        var out = attributes
+        for key in primaryKey where out[key] == nil {
+            out[key] = .empty(of: key.kind!)
+        }
+        return out
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// Builds the length-prefixed binary encodings of Keyferry's formats (see `Protocol/`).
+/// Integers are little-endian; variable-length fields carry a 32-bit length.
+public struct ByteWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+    public init() {}
+
+    public mutating func uint8(_ v: UInt8) { bytes.append(v) }
+    public mutating func uint32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func uint64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func raw(_ b: some Sequence<UInt8>) { bytes.append(contentsOf: b) }
+    /// A 32-bit length, then the bytes.
+    public mutating func lengthPrefixed(_ b: some Collection<UInt8>) {
+        uint32(UInt32(b.count))
+        bytes.append(contentsOf: b)
+    }
+    public mutating func string(_ s: String) { lengthPrefixed(Array(s.utf8)) }
+}
+
+/// Reads what `ByteWriter` wrote; every read checks bounds and throws on a short input.
+public struct ByteReader {
+    public struct Truncated: Error {}
+    private let input: [UInt8]
+    public private(set) var offset = 0
+
+    public init(_ bytes: some Collection<UInt8>) { self.input = Array(bytes) }
+
+    public var isAtEnd: Bool { offset == input.count }
+
+    public mutating func uint8() throws -> UInt8 { try raw(1)[0] }
+    public mutating func uint32() throws -> UInt32 {
+        try raw(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    public mutating func uint64() throws -> UInt64 {
+        try raw(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+    public mutating func raw(_ count: Int) throws -> [UInt8] {
+        guard count >= 0, input.count - offset >= count else { throw Truncated() }
+        defer { offset += count }
+        return Array(input[offset..<offset + count])
+    }
+    public mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(uint32())) }
+    public mutating func string() throws -> String {
+        guard let s = String(bytes: try lengthPrefixed(), encoding: .utf8) else { throw Truncated() }
+        return s
+    }
+}

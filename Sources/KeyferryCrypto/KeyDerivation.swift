@@ -1,0 +1,101 @@
+internal import CSodium
+import Foundation
+
+/// Keyed BLAKE2b: the keyed hashes behind primary-key lookups and key tangling.
+public enum KeyedHash {
+    public static func digest(of message: some ContiguousBytes, key: SymmetricKey, length: Int = 32) -> [UInt8] {
+        key.withUnsafeBytes { digest(of: message, keyBytes: $0, length: length) }
+    }
+
+    static func digest(of message: some ContiguousBytes, keyBytes: some ContiguousBytes, length: Int) -> [UInt8] {
+        _ = Sodium.ready
+        precondition((Int(crypto_generichash_BYTES_MIN)...Int(crypto_generichash_BYTES_MAX)).contains(length))
+        var out = [UInt8](repeating: 0, count: length)
+        message.withUnsafeBytes { m in
+            keyBytes.withUnsafeBytes { k in
+                _ = crypto_generichash(
+                    &out, length, m.sodiumBase, UInt64(m.count),
+                    k.sodiumBase, k.count)
+            }
+        }
+        return out
+    }
+}
+
+extension SymmetricKey {
+    /// A subkey for one purpose (libsodium's `crypto_kdf`, BLAKE2b-based). `context` names the
+    /// purpose in exactly eight ASCII characters; `id` separates subkeys within it.
+    public func derive(context: StaticString, id: UInt64 = 1) -> SymmetricKey {
+        _ = Sodium.ready
+        precondition(context.utf8CodeUnitCount == Int(crypto_kdf_CONTEXTBYTES), "KDF contexts are 8 bytes")
+        let sub = SecureBytes(count: SymmetricKey.byteCount)
+        withUnsafeBytes { master in
+            context.withUTF8Buffer { ctx in
+                ctx.withMemoryRebound(to: CChar.self) { c in
+                    _ = crypto_kdf_derive_from_key(
+                        sub.buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), SymmetricKey.byteCount, id,
+                        c.baseAddress!, master.bindMemory(to: UInt8.self).baseAddress!)
+                }
+            }
+        }
+        return SymmetricKey(storage: sub)
+    }
+
+    /// A key bound to both this key and `material` (keyed BLAKE2b of the material). Tangles a
+    /// passcode-derived key with the device's UID so neither alone opens the keybag.
+    public func tangled(with material: SymmetricKey) -> SymmetricKey {
+        var bytes = material.withUnsafeBytes { KeyedHash.digest(of: $0, key: self, length: SymmetricKey.byteCount) }
+        defer { SymmetricKey.wipe(&bytes) }
+        return try! SymmetricKey(bytes: bytes)
+    }
+}
+
+/// Argon2id cost parameters. Stored beside every hash they produced so a later reader can
+/// recompute it.
+public struct PasswordHashParameters: Codable, Equatable, Sendable {
+    public var operations: UInt64
+    public var memoryBytes: UInt64
+
+    public init(operations: UInt64, memoryBytes: UInt64) {
+        self.operations = operations
+        self.memoryBytes = memoryBytes
+    }
+
+    /// libsodium's "interactive" level (about 0.15 s and 64 MiB): what a device uses.
+    public static let interactive = PasswordHashParameters(
+        operations: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), memoryBytes: UInt64(crypto_pwhash_MEMLIMIT_INTERACTIVE))
+    /// The cheapest parameters libsodium accepts; for tests, never for real secrets.
+    public static let minimum = PasswordHashParameters(
+        operations: UInt64(crypto_pwhash_OPSLIMIT_MIN), memoryBytes: UInt64(crypto_pwhash_MEMLIMIT_MIN))
+
+    public static let saltByteCount = Int(crypto_pwhash_SALTBYTES)
+}
+
+public enum PasswordHash {
+    /// Argon2id (v1.3) of `password` into a 32-byte key.
+    public static func argon2id(
+        password: some ContiguousBytes, salt: [UInt8], parameters: PasswordHashParameters
+    ) throws -> SymmetricKey {
+        _ = Sodium.ready
+        guard salt.count == PasswordHashParameters.saltByteCount else {
+            throw CryptoError.invalidLength(expected: PasswordHashParameters.saltByteCount, actual: salt.count)
+        }
+        let out = SecureBytes(count: SymmetricKey.byteCount)
+        let status = password.withUnsafeBytes { p in
+            crypto_pwhash(
+                out.buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(SymmetricKey.byteCount),
+                UnsafeRawPointer(p.sodiumBase).assumingMemoryBound(to: CChar.self), UInt64(p.count), salt,
+                parameters.operations, Int(parameters.memoryBytes), crypto_pwhash_ALG_ARGON2ID13)
+        }
+        guard status == 0 else { throw CryptoError.passwordHashingFailed }
+        return SymmetricKey(storage: out)
+    }
+}
+
+/// Constant-time comparison of two byte strings of equal length.
+public func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousBytes) -> Bool {
+    _ = Sodium.ready
+    return a.withUnsafeBytes { x in
+        b.withUnsafeBytes { y in x.count == y.count && sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
+    }
+}
