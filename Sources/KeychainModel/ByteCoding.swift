@@ -20,7 +20,8 @@ public struct ByteWriter: Sendable {
 
 /// Reads what `ByteWriter` wrote; every read checks bounds and throws on a short input.
 public struct ByteReader {
-    public struct Truncated: Error {}
+    /// The input ended early or held a value that does not decode.
+    public struct Malformed: Error { public init() {} }
     private let input: [UInt8]
     public private(set) var offset = 0
 
@@ -36,13 +37,13 @@ public struct ByteReader {
         try raw(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
     public mutating func raw(_ count: Int) throws -> [UInt8] {
-        guard count >= 0, input.count - offset >= count else { throw Truncated() }
+        guard count >= 0, input.count - offset >= count else { throw Malformed() }
         defer { offset += count }
         return Array(input[offset..<offset + count])
     }
     public mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(uint32())) }
     public mutating func string() throws -> String {
-        guard let s = String(bytes: try lengthPrefixed(), encoding: .utf8) else { throw Truncated() }
+        guard let s = String(bytes: try lengthPrefixed(), encoding: .utf8) else { throw Malformed() }
         return s
     }
 }

@@ -1,0 +1,173 @@
+import Foundation
+import GRDB
+import KeychainModel
+
+extension Device {
+    /// Installs an app, or updates an installed one (an update keeps the sandbox). Installing
+    /// under another team ID is an app transfer: the app's new groups do not include the old
+    /// ones, so items there become unreachable, as on iOS.
+    public func install(_ app: AppManifest) throws {
+        try app.validate()
+        let files = FileManager.default
+        do {
+            try files.createDirectory(at: layout.documents(app.bundleID), withIntermediateDirectories: true)
+            try files.createDirectory(at: layout.defaultsFile(app.bundleID).deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw DeviceError(.io, "could not create the sandbox of \(app.bundleID): \(error.localizedDescription)")
+        }
+        let groups = String(decoding: try JSONEncoder().encode(app.accessGroups), as: UTF8.self)
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (bundle_id) DO UPDATE SET team_id = excluded.team_id,
+                        access_groups = excluded.access_groups, keychain_entitled = excluded.keychain_entitled
+                    """,
+                arguments: [app.bundleID, app.teamID, groups, app.hasKeychainEntitlement, clock.now().timeIntervalSinceReferenceDate])
+        }
+    }
+
+    /// Uninstalls an app: its sandbox (UserDefaults, Documents) is wiped; its keychain items stay,
+    /// as on iOS, and a reinstall finds them.
+    public func uninstall(bundleID: String) throws {
+        _ = try app(bundleID)
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM app WHERE bundle_id = ?", arguments: [bundleID])
+            try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [bundleID])
+        }
+        try? FileManager.default.removeItem(at: layout.sandbox(bundleID))
+    }
+
+    public func installedApps() throws -> [AppManifest] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM app ORDER BY bundle_id").map(Self.manifest)
+        }
+    }
+
+    public func app(_ bundleID: String) throws -> AppManifest {
+        guard let row = try database.read({ try Row.fetchOne($0, sql: "SELECT * FROM app WHERE bundle_id = ?", arguments: [bundleID]) }) else {
+            throw DeviceError(.appNotInstalled, "\(bundleID) is not installed on \(info.name); install it first (keyferry app install).")
+        }
+        return try Self.manifest(row)
+    }
+
+    private static func manifest(_ row: Row) throws -> AppManifest {
+        let groups = try JSONDecoder().decode([String].self, from: Data((row["access_groups"] as String).utf8))
+        return AppManifest(bundleID: row["bundle_id"], teamID: row["team_id"], accessGroups: groups,
+                           hasKeychainEntitlement: row["keychain_entitled"])
+    }
+
+    /// The keychain as `bundleID` sees it: only its entitled access groups.
+    public func keychain(for bundleID: String) throws -> Keychain {
+        let app = try app(bundleID)
+        return Keychain(device: self, scope: .groups(app.entitledGroups))
+    }
+
+    /// Every item on the device, whatever its group: for listing and export, never for apps.
+    public var deviceKeychain: Keychain { Keychain(device: self, scope: .device) }
+}
+
+/// iOS file protection classes, for sandbox files.
+public enum FileProtection: String, Codable, Sendable, CaseIterable {
+    /// Class A: readable only while unlocked.
+    case complete
+    /// Class C, the default: readable after first unlock.
+    case completeUntilFirstUserAuthentication
+    /// Class D: always readable.
+    case none
+
+    var keyClass: ProtectionClass {
+        switch self {
+        case .complete: .whenUnlocked
+        case .completeUntilFirstUserAuthentication: .afterFirstUnlock
+        case .none: .always
+        }
+    }
+}
+
+/// An app's sandbox: its UserDefaults (a real property list, plaintext as on iOS) and its files.
+/// Reads honour file protection: before first unlock UserDefaults reads back empty, the trap
+/// behind iOS 15's pre-warming logouts.
+public struct Sandbox: Sendable {
+    public let bundleID: String
+    let device: Device
+
+    /// UserDefaults' file protection: complete until first user authentication.
+    static let defaultsProtection = FileProtection.completeUntilFirstUserAuthentication
+
+    private var defaultsURL: URL { device.layout.defaultsFile(bundleID) }
+
+    private func available(_ protection: FileProtection) throws -> Bool {
+        try device.availableKeys()[protection.keyClass] != nil
+    }
+
+    /// Every UserDefaults entry; empty (not an error) while the file is protected.
+    public func defaults() throws -> [String: Any] {
+        guard try available(Self.defaultsProtection) else { return [:] }
+        guard let data = FileManager.default.contents(atPath: defaultsURL.path) else { return [:] }
+        do {
+            return try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] ?? [:]
+        } catch {
+            throw DeviceError(.corrupt, "\(defaultsURL.path) is not a property list: \(error.localizedDescription)")
+        }
+    }
+
+    public func string(forKey key: String) throws -> String? { try defaults()[key] as? String }
+
+    /// Sets one UserDefaults entry (nil removes it). Fails while the file is protected.
+    public func set(_ value: Any?, forKey key: String) throws {
+        guard try available(Self.defaultsProtection) else {
+            throw DeviceError(.protectedDataUnavailable, "UserDefaults of \(bundleID) cannot be written before first unlock.")
+        }
+        var all = try defaults()
+        all[key] = value
+        let data = try PropertyListSerialization.data(fromPropertyList: all, format: .xml, options: 0)
+        try data.write(to: defaultsURL, options: .atomic)
+    }
+
+    /// Writes a file under Documents with a protection class.
+    public func writeFile(_ name: String, _ contents: Data, protection: FileProtection = .completeUntilFirstUserAuthentication) throws {
+        let url = try documentURL(name)
+        guard try available(protection) else {
+            throw DeviceError(.protectedDataUnavailable, "\(name) is \(protection.rawValue) and cannot be written in the device's current lock state.")
+        }
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try contents.write(to: url, options: .atomic)
+        try device.database.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO sandbox_file (bundle_id, path, protection) VALUES (?, ?, ?)",
+                           arguments: [bundleID, name, protection.rawValue])
+        }
+    }
+
+    /// Reads a file under Documents; fails while its protection class is unavailable.
+    public func readFile(_ name: String) throws -> Data {
+        let url = try documentURL(name)
+        let recorded = try device.database.read { db in
+            try String.fetchOne(db, sql: "SELECT protection FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
+        }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw DeviceError(.invalidArgument, "\(bundleID) has no file \(name).")
+        }
+        let protection = recorded.flatMap(FileProtection.init(rawValue:)) ?? .completeUntilFirstUserAuthentication
+        guard try available(protection) else {
+            throw DeviceError(.protectedDataUnavailable, "\(name) is \(protection.rawValue) and cannot be read in the device's current lock state.")
+        }
+        return data
+    }
+
+    private func documentURL(_ name: String) throws -> URL {
+        let parts = name.split(separator: "/")
+        guard !name.isEmpty, !name.hasPrefix("/"), !parts.contains(".."), !parts.contains(".") else {
+            throw DeviceError(.invalidArgument, "'\(name)' is not a path inside Documents.")
+        }
+        return device.layout.documents(bundleID).appendingPathComponent(name)
+    }
+}
+
+extension Device {
+    /// The sandbox of an installed app.
+    public func sandbox(for bundleID: String) throws -> Sandbox {
+        _ = try app(bundleID)
+        return Sandbox(bundleID: bundleID, device: self)
+    }
+}

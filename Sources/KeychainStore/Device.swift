@@ -1,0 +1,354 @@
+import Foundation
+import GRDB
+import KeychainModel
+import KeyferryCrypto
+import Synchronization
+
+/// One simulated Apple device: a directory at rest, and while powered on the class keys in
+/// memory and the lock-state machine. Thread-safe; every method may be called from any task.
+public final class Device: Sendable {
+    public let info: DeviceInfo
+    let layout: DeviceLayout
+    let database: KeychainDatabase
+    let keybag: Keybag
+    let index: ItemIndex
+    let clock: any DeviceClock
+    let entropy: any EntropySource
+    /// nil while powered off.
+    private let power: Mutex<LockStateMachine?>
+
+    public var directory: URL { layout.root }
+
+    private init(layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
+                 clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?) {
+        self.layout = layout
+        self.info = info
+        self.database = database
+        self.keybag = Keybag(uid: uid, entropy: entropy)
+        self.index = ItemIndex(key: uid.derive(context: "kfindex_"))
+        self.clock = clock
+        self.entropy = entropy
+        self.power = Mutex(machine)
+    }
+
+    // MARK: Creating and powering
+
+    /// Creates a device in `directory` (which must not exist, or be empty) and powers it on,
+    /// unlocked. A failure part-way leaves no device behind.
+    @discardableResult
+    public static func create(
+        at directory: URL, options: DeviceOptions = DeviceOptions(),
+        clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
+    ) throws -> Device {
+        let files = FileManager.default
+        if let contents = try? files.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
+            throw DeviceError(.alreadyExists, "\(directory.path) already exists and is not empty; choose a new directory for the device.")
+        }
+        guard options.gracePeriod >= 0, options.gracePeriod.isFinite else {
+            throw DeviceError(.invalidArgument, "the grace period must be zero or more seconds.")
+        }
+        if let passcode = options.passcode { try validatePasscode(passcode) }
+        if options.enrollBiometry && options.passcode == nil {
+            throw DeviceError(.invalidArgument, "biometry needs a passcode, as on iOS; give the device a passcode too.")
+        }
+        // Build aside, then move into place: a crash never leaves a half-made device.
+        let staging = directory.deletingLastPathComponent()
+            .appendingPathComponent(".\(directory.lastPathComponent).creating-\(UUID().uuidString)")
+        defer { try? files.removeItem(at: staging) }
+        do {
+            try files.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let layout = DeviceLayout(root: staging)
+            let info = DeviceInfo(format: DeviceInfo.currentFormat, id: UUIDBytes.uuid(entropy.bytes(16)),
+                                  name: options.name, createdAt: clock.now(), gracePeriod: options.gracePeriod)
+            let uidBytes = entropy.bytes(SymmetricKey.byteCount)
+            guard files.createFile(atPath: layout.hardwareUID.path, contents: Data(uidBytes), attributes: [.posixPermissions: 0o600]) else {
+                throw DeviceError(.io, "could not write the hardware UID in \(staging.path).")
+            }
+            try writeInfo(info, to: layout)
+            try files.createDirectory(at: layout.apps, withIntermediateDirectories: true)
+            let database = try KeychainDatabase(path: layout.database.path)
+            let keybag = Keybag(uid: try SymmetricKey(bytes: uidBytes), entropy: entropy)
+            try database.write { db in
+                _ = try keybag.create(db, passcode: options.passcode, parameters: options.passcodeHashing)
+                if options.enrollBiometry {
+                    try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [Data(entropy.bytes(16))])
+                }
+            }
+            try database.queue.close()
+        } catch let error as DeviceError {
+            throw error
+        } catch {
+            throw DeviceError(.io, "could not create the device in \(directory.path): \(error.localizedDescription)")
+        }
+        if files.fileExists(atPath: directory.path) { try? files.removeItem(at: directory) }
+        do {
+            try files.moveItem(at: staging, to: directory)
+        } catch {
+            throw DeviceError(.io, "could not move the new device into \(directory.path): \(error.localizedDescription)")
+        }
+        let device = try powerOn(at: directory, clock: clock, entropy: entropy)
+        if let passcode = options.passcode { try device.unlock(passcode: passcode) }
+        return device
+    }
+
+    /// Powers on the device in `directory`: before first unlock if it has a passcode, otherwise
+    /// unlocked. Committed items are all there, whatever happened to the last power-on.
+    public static func powerOn(
+        at directory: URL, clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
+    ) throws -> Device {
+        let layout = DeviceLayout(root: directory)
+        let files = FileManager.default
+        guard files.fileExists(atPath: layout.info.path) else {
+            throw DeviceError(.notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
+        }
+        let info: DeviceInfo
+        do {
+            let raw = try Data(contentsOf: layout.info)
+            let probe = try JSONDecoder().decode(FormatProbe.self, from: raw)
+            guard probe.format == DeviceInfo.currentFormat else {
+                throw DeviceError(.unsupportedFormat, "\(directory.path) has device format \(probe.format); this Keyferry reads format \(DeviceInfo.currentFormat) only.")
+            }
+            info = try JSONDecoder.keyferry.decode(DeviceInfo.self, from: raw)
+        } catch let error as DeviceError {
+            throw error
+        } catch {
+            throw DeviceError(.corrupt, "\(layout.info.path) is not a readable device description: \(error.localizedDescription)")
+        }
+        guard let uidData = files.contents(atPath: layout.hardwareUID.path), uidData.count == SymmetricKey.byteCount else {
+            throw DeviceError(.corrupt, "\(layout.hardwareUID.path) is missing or not 32 bytes; without its hardware UID the device's keychain cannot be opened.")
+        }
+        let uid = try SymmetricKey(bytes: uidData)
+        let database: KeychainDatabase
+        do {
+            database = try KeychainDatabase(path: layout.database.path)
+        } catch {
+            throw DeviceError(.corrupt, "\(layout.database.path) cannot be opened: \(error)")
+        }
+        let device = Device(layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil)
+        try device.boot()
+        return device
+    }
+
+    private struct FormatProbe: Decodable { var format: Int }
+
+    private static func writeInfo(_ info: DeviceInfo, to layout: DeviceLayout) throws {
+        let data = try JSONEncoder.keyferry.encode(info)
+        try data.write(to: layout.info, options: .atomic)
+    }
+
+    static func validatePasscode(_ passcode: String) throws {
+        guard !passcode.isEmpty else {
+            throw DeviceError(.invalidArgument, "a passcode cannot be empty; to have none, leave it out.")
+        }
+    }
+
+    private func boot() throws {
+        let (keys, settings) = try database.read { db in
+            (try keybag.unwrap(db, passcode: nil), try Keybag.Settings.load(db))
+        }
+        power.withLock {
+            $0 = LockStateMachine(bootKeys: keys, passcodeSet: settings.passcodeSet, gracePeriod: info.gracePeriod)
+        }
+    }
+
+    /// Power-off: every class key leaves memory. Calls afterwards fail with `errSecNotAvailable`
+    /// until `reboot`.
+    public func powerOff() {
+        power.withLock { $0 = nil }
+    }
+
+    /// Power-cycles the device: back to before first unlock (or unlocked, without a passcode).
+    public func reboot() throws {
+        powerOff()
+        try boot()
+    }
+
+    // MARK: Lock state
+
+    /// Runs `body` on the lock-state machine after applying elapsed time.
+    func withPower<T>(_ body: (inout LockStateMachine) throws -> T) throws -> T {
+        let now = clock.now()
+        let passcodeSet = try passcodeIsSet()
+        return try power.withLock { machine in
+            guard var current = machine else {
+                throw KeychainError(.notAvailable, "the device is powered off; power it on first (keyferry node start).")
+            }
+            current.settle(at: now, passcodeSet: passcodeSet)
+            defer { machine = current }
+            return try body(&current)
+        }
+    }
+
+    /// The class keys in memory right now.
+    func availableKeys() throws -> [ProtectionClass: ClassKeys] { try withPower { $0.keys } }
+
+    private func passcodeIsSet() throws -> Bool {
+        try database.read { db in try Bool.fetchOne(db, sql: "SELECT passcode_set FROM keybag WHERE id = 1") ?? false }
+    }
+
+    /// Unlocks with the passcode (nil on a device without one). A wrong passcode is
+    /// `errSecAuthFailed` and counts a failed attempt.
+    public func unlock(passcode: String?) throws {
+        _ = try withPower { _ in () }
+        let keys: [ProtectionClass: ClassKeys]
+        do {
+            keys = try database.read { db -> [ProtectionClass: ClassKeys] in
+                let settings = try Keybag.Settings.load(db)
+                if settings.passcodeSet, passcode == nil {
+                    throw KeychainError(.authFailed, "this device has a passcode; unlock it with --passcode.")
+                }
+                return try keybag.unwrap(db, passcode: settings.passcodeSet ? passcode : nil)
+            }
+        } catch let error as KeychainError where error.status == .authFailed {
+            let attempts = try database.write { db in
+                try Int.fetchOne(db, sql: "UPDATE keybag SET failed_attempts = failed_attempts + 1 WHERE id = 1 RETURNING failed_attempts") ?? 0
+            }
+            throw KeychainError(.authFailed, "\(error.message) Failed attempts: \(attempts).")
+        }
+        try database.write { db in try db.execute(sql: "UPDATE keybag SET failed_attempts = 0 WHERE id = 1") }
+        try withPower { $0.unlocked(with: keys) }
+    }
+
+    /// Locks the screen. Class A keys leave memory when the grace period ends, or at once with
+    /// `immediately` ("require passcode immediately" and pressing the side button).
+    public func lock(immediately: Bool = false) throws {
+        let now = clock.now()
+        let passcodeSet = try passcodeIsSet()
+        try withPower { $0.lock(at: now, immediately: immediately, passcodeSet: passcodeSet) }
+    }
+
+    /// `UIApplication.isProtectedDataAvailable`: false before first unlock and once the grace
+    /// period after locking has ended.
+    public var isProtectedDataAvailable: Bool {
+        (try? withPower { $0.isProtectedDataAvailable }) ?? false
+    }
+
+    public func status() throws -> DeviceStatus {
+        let settings = try database.read { try Keybag.Settings.load($0) }
+        let now = clock.now()
+        let snapshot = try? withPower { ($0.state, $0.isProtectedDataAvailable, $0.graceRemaining(at: now)) }
+        return DeviceStatus(
+            name: info.name, id: info.id, poweredOn: snapshot != nil, lockState: snapshot?.0,
+            protectedDataAvailable: snapshot?.1 ?? false, graceRemaining: snapshot?.2,
+            passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
+            failedPasscodeAttempts: settings.failedAttempts)
+    }
+
+    // MARK: Passcode
+
+    /// Sets or changes the passcode. The device must be unlocked, and `current` must be the
+    /// present passcode when there is one.
+    public func setPasscode(_ newPasscode: String, current: String?) throws {
+        try Self.validatePasscode(newPasscode)
+        try changePasscode(to: newPasscode, current: current)
+    }
+
+    /// Removes the passcode. This destroys the `whenPasscodeSetThisDeviceOnly` class key and
+    /// deletes every item of that class, unrecoverably, and turns biometry off, as on iOS.
+    public func removePasscode(current: String) throws {
+        try changePasscode(to: nil, current: current)
+    }
+
+    private func changePasscode(to newPasscode: String?, current: String?) throws {
+        let keys = try withPower { machine -> [ProtectionClass: ClassKeys] in
+            guard machine.state == .unlocked else {
+                throw KeychainError(.interactionNotAllowed, "the device is locked; unlock it before changing the passcode.")
+            }
+            return machine.keys
+        }
+        let newKeys = try database.write { db -> [ProtectionClass: ClassKeys] in
+            let settings = try Keybag.Settings.load(db)
+            if settings.passcodeSet {
+                guard let current else { throw KeychainError(.authFailed, "give the current passcode to change it.") }
+                _ = try keybag.unwrap(db, passcode: current)
+            } else if newPasscode == nil {
+                throw DeviceError(.invalidArgument, "the device has no passcode to remove.")
+            }
+            if newPasscode == nil {
+                try db.execute(sql: "DELETE FROM item WHERE pdmn = ?", arguments: [ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue])
+                try db.execute(sql: "UPDATE keybag SET biometry_enrollment = NULL WHERE id = 1")
+            }
+            return try keybag.rewrap(db, keys: keys, newPasscode: newPasscode)
+        }
+        try withPower { $0.replaceKeys(newKeys) }
+    }
+
+    /// Checks a passcode without changing any state (for `devicePasscode` access control).
+    func isCorrectPasscode(_ passcode: String) -> Bool {
+        (try? database.read { db -> Bool in
+            guard try Keybag.Settings.load(db).passcodeSet else { return false }
+            _ = try keybag.unwrap(db, passcode: passcode)
+            return true
+        }) ?? false
+    }
+
+    // MARK: Biometry
+
+    /// Enrolls a face or finger. Needs a passcode, as on iOS.
+    public func enrollBiometry() throws {
+        try setBiometry { settings in
+            guard settings.passcodeSet else { throw DeviceError(.invalidArgument, "set a passcode before enrolling biometry.") }
+            guard settings.biometryEnrollment == nil else {
+                throw DeviceError(.invalidArgument, "biometry is already enrolled; use change to simulate a new face or finger.")
+            }
+            return entropy.bytes(16)
+        }
+    }
+
+    /// Adds a new face or finger: items bound with `biometryCurrentSet` stop opening.
+    public func changeBiometryEnrollment() throws {
+        try setBiometry { settings in
+            guard settings.biometryEnrollment != nil else { throw DeviceError(.invalidArgument, "no biometry is enrolled; enroll first.") }
+            return entropy.bytes(16)
+        }
+    }
+
+    public func removeBiometry() throws {
+        try setBiometry { settings in
+            guard settings.biometryEnrollment != nil else { throw DeviceError(.invalidArgument, "no biometry is enrolled.") }
+            return nil
+        }
+    }
+
+    private func setBiometry(_ next: (Keybag.Settings) throws -> [UInt8]?) throws {
+        _ = try withPower { _ in () }
+        try database.write { db in
+            let enrollment = try next(try Keybag.Settings.load(db))
+            try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [enrollment.map { Data($0) }])
+        }
+    }
+
+    /// The current enrollment, which `biometryCurrentSet` items are bound to.
+    func biometryEnrollment() throws -> [UInt8]? {
+        try database.read { try Keybag.Settings.load($0).biometryEnrollment }
+    }
+}
+
+extension JSONEncoder {
+    static var keyferry: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+}
+
+extension JSONDecoder {
+    static var keyferry: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
+
+enum UUIDBytes {
+    /// A version-4 UUID from 16 random bytes (drawn from the injected entropy, so tests repeat).
+    static func uuid(_ bytes: [UInt8]) -> UUID {
+        var b = bytes
+        b[6] = (b[6] & 0x0F) | 0x40
+        b[8] = (b[8] & 0x3F) | 0x80
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
+    static func bytes(_ uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
+}

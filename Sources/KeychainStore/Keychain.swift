@@ -1,0 +1,411 @@
+import Foundation
+import GRDB
+import KeychainModel
+import KeyferryCrypto
+
+/// The SecItem engine as one app (or the device itself) sees it. Every call follows Apple's
+/// semantics and fails with Apple's status in a `KeychainError`.
+public struct Keychain: Sendable {
+    enum Scope: Sendable {
+        /// An app: exactly its entitled groups, in entitlement order.
+        case groups([String])
+        /// The device's own view, every group: listing, export, tools.
+        case device
+    }
+
+    let device: Device
+    let scope: Scope
+
+    private var index: ItemIndex { device.index }
+
+    // MARK: SecItemAdd
+
+    /// Adds one item. Fails with `errSecDuplicateItem` when its primary key is taken.
+    @discardableResult
+    public func add(_ item: NewItem) throws -> ItemRecord {
+        let prepared = try prepare(item, keys: try device.availableKeys())
+        try device.database.write { db in try insert(prepared, db) }
+        return prepared.record
+    }
+
+    /// Adds many items in one transaction: the bulk path for imports and restores. All or
+    /// nothing: one duplicate fails the whole batch.
+    public func importItems(_ items: [NewItem]) throws {
+        let keys = try device.availableKeys()
+        let prepared = try items.map { try prepare($0, keys: keys) }
+        try device.database.write { db in
+            for row in prepared { try insert(row, db) }
+        }
+    }
+
+    /// Add, or on `errSecDuplicateItem` update the existing item's data and attributes: the
+    /// pattern every keychain wrapper writes by hand.
+    public func addOrUpdate(_ item: NewItem) throws {
+        do {
+            try add(item)
+        } catch let error as KeychainError where error.status == .duplicateItem {
+            let primaryKey = Dictionary(uniqueKeysWithValues: item.itemClass.primaryKey.map {
+                ($0, item.attributes[$0] ?? .empty(of: $0.kind!))
+            })
+            let query = ItemQuery(item.itemClass, attributes: primaryKey, accessGroup: item.accessGroup,
+                                  synchronizable: item.synchronizable ? .yes : .no)
+            try update(query, with: ItemChanges(
+                attributes: item.attributes, protection: item.accessControl == nil ? item.protection : nil, data: item.data))
+        }
+    }
+
+    private struct PreparedRow {
+        var sealed: SealedRow
+        var record: ItemRecord
+    }
+
+    private func prepare(_ item: NewItem, keys: [ProtectionClass: ClassKeys]) throws -> PreparedRow {
+        guard item.itemClass != .identity else {
+            throw KeychainError(.param, "an identity is a certificate plus its private key; add those two items (Keychain.addIdentity).")
+        }
+        try item.itemClass.validate(item.attributes)
+        if let accessControl = item.accessControl, let protection = item.protection, protection != accessControl.protection {
+            throw KeychainError(.param, "give the accessibility inside the access control only, not both.")
+        }
+        let protection = item.accessControl?.protection ?? item.protection ?? item.itemClass.defaultProtection
+        if item.synchronizable, let accessControl = item.accessControl, accessControl.requiresAuthentication {
+            throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
+        }
+        let group = try groupForWriting(item.accessGroup)
+        if protection == .whenPasscodeSetThisDeviceOnly, !(try device.status().passcodeSet) {
+            throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
+        }
+        guard let classKeys = keys[protection] else { throw try unavailable(protection) }
+        let now = device.clock.now()
+        let binding = item.accessControl?.flags.contains(.biometryCurrentSet) == true ? (try device.biometryEnrollment() ?? []) : []
+        let attributes = item.itemClass.withPrimaryKeyDefaults(item.attributes)
+        let metadata = ItemMetadata(accessGroup: group, accessControl: item.accessControl, biometryBinding: binding,
+                                    creationDate: now, modificationDate: now, attributes: attributes)
+        let random = device.entropy.bytes(16 + SealedRow.entropyPerRow)
+        let header = header(uuid: UUIDBytes.uuid(Array(random[0..<16])), itemClass: item.itemClass, protection: protection,
+                            synchronizable: item.synchronizable, metadata: metadata)
+        let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, keys: classKeys, random: Array(random[16...]))
+        let record = ItemRecord(itemClass: item.itemClass, uuid: header.uuid, accessGroup: group, protection: protection,
+                                synchronizable: item.synchronizable, accessControl: item.accessControl, creationDate: now,
+                                modificationDate: now, attributes: attributes, data: item.returning.contains(.data) ? item.data : nil)
+        return PreparedRow(sealed: sealed, record: record)
+    }
+
+    private func insert(_ row: PreparedRow, _ db: Database) throws {
+        if let holder = try ItemTable.holder(db, primaryKeyHash: row.sealed.header.primaryKeyHash) {
+            guard holder.isTombstone else { throw duplicate(row.record) }
+            // Adding over a tombstone revives the key as a new item.
+            try ItemTable.delete(db, id: holder.id)
+        }
+        try ItemTable.insert(db, row.sealed, changeSequence: try KeychainDatabase.nextChangeSequence(db))
+    }
+
+    private func header(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, metadata: ItemMetadata) -> RowHeader {
+        let primaryKey = PrimaryKey(itemClass: itemClass, accessGroup: metadata.accessGroup, synchronizable: synchronizable, attributes: metadata.attributes)
+        return RowHeader(uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
+                         accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+                         tokens: index.tokens(itemClass, metadata.attributes))
+    }
+
+    // MARK: SecItemCopyMatching
+
+    /// The matching items, at most `matchLimit` (default one). None is `errSecItemNotFound`.
+    public func copy(_ query: ItemQuery) throws -> [ItemRecord] {
+        if query.itemClass == .identity { return try identities(query).map(\.identity) }
+        if query.returning.contains(.ref) {
+            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects; ask for data or attributes.")
+        }
+        let limit = query.matchLimit ?? .one
+        let rows = try device.database.read { db in try find(query, db, limit: limit.maximum) }
+        guard !rows.isEmpty else { throw notFound(query) }
+        let keys = try device.availableKeys()
+        return try rows.map { try open($0, keys: keys, withData: query.returning.contains(.data), authentication: query.authentication) }
+    }
+
+    /// Opens a row into a record: metadata always, the secret when asked (after access control).
+    private func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext) throws -> ItemRecord {
+        let (metadata, classKeys) = try openMetadata(row, keys: keys)
+        var record = ItemRecord(
+            itemClass: row.header.itemClass, uuid: row.header.uuid, accessGroup: metadata.accessGroup,
+            protection: row.header.protection, synchronizable: row.header.synchronizable, accessControl: metadata.accessControl,
+            creationDate: metadata.creationDate, modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: nil)
+        if withData {
+            try authenticate(metadata, authentication)
+            record.data = try openSecret(row, classKey: classKeys.classKey)
+        }
+        return record
+    }
+
+    private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> (ItemMetadata, ClassKeys) {
+        guard let classKeys = keys[row.header.protection] else { throw try unavailable(row.header.protection) }
+        do {
+            return (try row.sealed.openMetadata(with: classKeys.metadataKey), classKeys)
+        } catch {
+            throw corrupt(row, "attributes")
+        }
+    }
+
+    private func openSecret(_ row: StoredRow, classKey: SymmetricKey) throws -> Data {
+        do {
+            return try row.sealed.openSecret(with: classKey)
+        } catch {
+            throw corrupt(row, "secret")
+        }
+    }
+
+    private func authenticate(_ metadata: ItemMetadata, _ context: AuthenticationContext) throws {
+        guard let accessControl = metadata.accessControl, accessControl.requiresAuthentication else { return }
+        let enrollment = try device.biometryEnrollment()
+        let facts = AuthenticationFacts(
+            biometryEnrolled: enrollment != nil,
+            biometryUnchangedSinceItemWasAdded: enrollment.map { $0 == metadata.biometryBinding } ?? false,
+            isCorrectPasscode: { device.isCorrectPasscode($0) })
+        if let failure = accessControl.evaluate(context, facts: facts) { throw failure }
+    }
+
+    // MARK: Finding rows
+
+    /// The live rows a query matches, in insertion order, found through keyed hashes only: no
+    /// key is needed, so delete works in every lock state.
+    private func find(_ query: ItemQuery, _ db: Database, limit: Int?) throws -> [StoredRow] {
+        try query.itemClass.validate(query.attributes)
+        var filter = ItemTable.Filter(itemClass: query.itemClass, synchronizable: query.synchronizable.values)
+        let groups = try groupsForReading(query.accessGroup)
+        filter.accessGroupHashes = groups?.map(index.accessGroupHash)
+        let primaryKey = query.itemClass.primaryKey
+        if let groups, !primaryKey.isEmpty, primaryKey.allSatisfy({ query.attributes[$0] != nil }) {
+            filter.primaryKeyHashes = groups.flatMap { group in
+                query.synchronizable.values.map { sync in
+                    index.primaryKeyHash(PrimaryKey(itemClass: query.itemClass, accessGroup: group, synchronizable: sync, attributes: query.attributes))
+                }
+            }
+        }
+        filter.protection = query.protection
+        if let reference = query.persistentReference {
+            guard reference.itemClass == query.itemClass else { return [] }
+            filter.uuid = reference.uuid
+        }
+        filter.tokens = query.attributes.map { index.token(query.itemClass, $0.key, $0.value) }
+        filter.limit = limit
+        return try ItemTable.rows(db, filter)
+    }
+
+    /// The groups a search may see: the app's entitled groups, or just the one it names.
+    private func groupsForReading(_ requested: String?) throws -> [String]? {
+        switch scope {
+        case .device:
+            return requested.map { [$0] }
+        case .groups(let entitled):
+            guard !entitled.isEmpty else { throw noEntitlement() }
+            guard let requested else { return entitled }
+            guard entitled.contains(requested) else { throw notEntitled(requested) }
+            return [requested]
+        }
+    }
+
+    /// Where a new or moved item goes: the named group if entitled, else the first entitled one.
+    private func groupForWriting(_ requested: String?) throws -> String {
+        switch scope {
+        case .device:
+            guard let requested else { throw KeychainError(.param, "the device's own keychain view needs an explicit access group to add to.") }
+            return requested
+        case .groups(let entitled):
+            guard let first = entitled.first else { throw noEntitlement() }
+            guard let requested else { return first }
+            guard entitled.contains(requested) else { throw notEntitled(requested) }
+            return requested
+        }
+    }
+
+    // MARK: SecItemUpdate
+
+    /// Applies `changes` to every match, in one transaction: all change or none. Primary-key
+    /// attributes may change (Apple's behaviour); a collision is `errSecDuplicateItem`.
+    public func update(_ query: ItemQuery, with changes: ItemChanges) throws {
+        guard query.itemClass != .identity else {
+            throw KeychainError(.unimplemented, "update the certificate and the private key of an identity separately.")
+        }
+        guard !changes.isEmpty else { throw KeychainError(.param, "SecItemUpdate needs at least one attribute or the data to change.") }
+        try query.itemClass.validate(changes.attributes)
+        if let group = changes.accessGroup { _ = try groupForWriting(group) }
+        if changes.protection == .whenPasscodeSetThisDeviceOnly, !(try device.status().passcodeSet) {
+            throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
+        }
+        let keys = try device.availableKeys()
+        let now = device.clock.now()
+        try device.database.write { db in
+            let rows = try find(query, db, limit: nil)
+            guard !rows.isEmpty else { throw notFound(query) }
+            var written = Set<[UInt8]>()
+            for row in rows {
+                let (metadata, oldKeys) = try openMetadata(row, keys: keys)
+                try authenticate(metadata, query.authentication)
+                let secret = try changes.data ?? openSecret(row, classKey: oldKeys.classKey)
+                let protection = changes.protection ?? row.header.protection
+                guard let newKeys = keys[protection] else { throw try unavailable(protection) }
+                let synchronizable = changes.synchronizable ?? row.header.synchronizable
+                if synchronizable, let accessControl = metadata.accessControl, accessControl.requiresAuthentication {
+                    throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
+                }
+                var updated = metadata
+                updated.accessGroup = changes.accessGroup ?? metadata.accessGroup
+                updated.attributes.merge(changes.attributes) { $1 }
+                updated.accessControl = try metadata.accessControl.map { try AccessControl(protection: protection, flags: $0.flags) }
+                // Strictly increasing, even when the clock has not moved since the last write.
+                updated.modificationDate = max(now, metadata.modificationDate.addingTimeInterval(0.001))
+                let header = header(uuid: row.header.uuid, itemClass: row.header.itemClass, protection: protection,
+                                    synchronizable: synchronizable, metadata: updated)
+                if header.primaryKeyHash != row.header.primaryKeyHash {
+                    if let holder = try ItemTable.holder(db, primaryKeyHash: header.primaryKeyHash) {
+                        guard holder.isTombstone else {
+                            throw KeychainError(.duplicateItem, "the update would give an item the primary key of another item; nothing was changed.")
+                        }
+                        try ItemTable.delete(db, id: holder.id)
+                    }
+                }
+                guard written.insert(header.primaryKeyHash).inserted else {
+                    throw KeychainError(.duplicateItem, "the update would give two matched items the same primary key; nothing was changed.")
+                }
+                let sealed = SealedRow.seal(header: header, metadata: updated, secret: secret, keys: newKeys,
+                                            random: device.entropy.bytes(SealedRow.entropyPerRow))
+                try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: try KeychainDatabase.nextChangeSequence(db))
+            }
+        }
+    }
+
+    // MARK: SecItemDelete
+
+    /// Deletes every match. Needs no class key, so it succeeds while locked: the trap behind
+    /// "delete on read failure". Synchronizable items leave a tombstone for sync.
+    public func delete(_ query: ItemQuery) throws {
+        guard query.matchLimit == nil else {
+            throw KeychainError(.param, "SecItemDelete deletes every match; remove kSecMatchLimit.")
+        }
+        guard query.returning.isEmpty else { throw KeychainError(.param, "SecItemDelete returns nothing; remove the kSecReturn keys.") }
+        if query.itemClass == .identity {
+            var pairQuery = query
+            pairQuery.matchLimit = .all
+            let pairs = try identities(pairQuery)
+            try device.database.write { db in
+                for pair in pairs {
+                    for part in [pair.certificate, pair.key] {
+                        try bury(try find(ItemQuery(part.itemClass, accessGroup: part.accessGroup, synchronizable: .any,
+                                                    persistentReference: part.persistentReference), db, limit: 1), db, keys: [:])
+                    }
+                }
+            }
+            return
+        }
+        let keys = try device.availableKeys()
+        try device.database.write { db in
+            let rows = try find(query, db, limit: nil)
+            guard !rows.isEmpty else { throw notFound(query) }
+            try bury(rows, db, keys: keys)
+        }
+    }
+
+    private func bury(_ rows: [StoredRow], _ db: Database, keys: [ProtectionClass: ClassKeys]) throws {
+        let now = device.clock.now()
+        for row in rows {
+            guard row.header.synchronizable else {
+                try ItemTable.delete(db, id: row.id)
+                continue
+            }
+            // The tombstone must be younger than the item; the item's date is readable only
+            // while its class key is in memory.
+            let modified = (try? openMetadata(row, keys: keys))?.0.modificationDate
+            let date = modified.map { max(now, $0.addingTimeInterval(0.001)) } ?? now
+            try ItemTable.bury(db, id: row.id, at: date, changeSequence: try KeychainDatabase.nextChangeSequence(db))
+        }
+    }
+
+    // MARK: Errors with a sentence
+
+    private func unavailable(_ protection: ProtectionClass) throws -> KeychainError {
+        let state = try device.status().lockState?.rawValue ?? "off"
+        return KeychainError(.interactionNotAllowed,
+            "the item is \(protection.name) and its class key is not available while the device is \(state == "bfu" ? "before first unlock" : state); do not treat this as a missing item, retry after unlock.")
+    }
+
+    private func notFound(_ query: ItemQuery) -> KeychainError {
+        KeychainError(.itemNotFound, "no \(query.itemClass.name) item matches the query.")
+    }
+
+    private func duplicate(_ record: ItemRecord) -> KeychainError {
+        KeychainError(.duplicateItem, "a \(record.itemClass.name) item with the same primary key already exists in \(record.accessGroup); update it instead, or delete it first.")
+    }
+
+    private func corrupt(_ row: StoredRow, _ part: String) -> KeychainError {
+        KeychainError(.decode, "the \(part) of item \(row.header.uuid) failed authentication; the database was damaged or edited, and nothing from the item was returned.")
+    }
+
+    private func noEntitlement() -> KeychainError {
+        KeychainError(.missingEntitlement, "the app has no keychain entitlement; sign it with a team so it gets its application identifier group.")
+    }
+
+    private func notEntitled(_ group: String) -> KeychainError {
+        KeychainError(.missingEntitlement, "the app is not entitled to access group '\(group)'; add it to keychain-access-groups.")
+    }
+}
+
+// MARK: Identities
+
+extension Keychain {
+    struct IdentityPair {
+        var certificate: ItemRecord
+        var key: ItemRecord
+        /// The identity as a call returns it: the certificate's attributes over the key's.
+        var identity: ItemRecord {
+            var record = certificate
+            record.itemClass = .identity
+            record.attributes = key.attributes.merging(certificate.attributes) { $1 }
+            return record
+        }
+    }
+
+    /// Certificates paired with the private key whose application label is their public key hash.
+    func identities(_ query: ItemQuery) throws -> [IdentityPair] {
+        try ItemClass.identity.validate(query.attributes)
+        let certificateAttributes = ItemClass.certificate.attributes
+        var certificates = query
+        certificates.itemClass = .certificate
+        certificates.attributes = query.attributes.filter { certificateAttributes.contains($0.key) }
+        certificates.matchLimit = .all
+        certificates.persistentReference = query.persistentReference.map { PersistentReference(itemClass: .certificate, uuid: $0.uuid) }
+        var privateKeys = ItemQuery(.key, attributes: query.attributes.filter { !certificateAttributes.contains($0.key) },
+                                    accessGroup: query.accessGroup, synchronizable: query.synchronizable, matchLimit: .all)
+        privateKeys.attributes[.keyClass] = .number(1)
+        let certs = try copyOrEmpty(certificates)
+        let keys = certs.isEmpty ? [] : try copyOrEmpty(privateKeys)
+        var pairs = [IdentityPair]()
+        for cert in certs {
+            guard let hash = cert.attributes[.publicKeyHash],
+                  let key = keys.first(where: { $0.attributes[.applicationLabel] == hash && $0.accessGroup == cert.accessGroup })
+            else { continue }
+            pairs.append(IdentityPair(certificate: cert, key: key))
+            if let limit = (query.matchLimit ?? .one).maximum, pairs.count >= limit { break }
+        }
+        guard !pairs.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query.") }
+        return pairs
+    }
+
+    private func copyOrEmpty(_ query: ItemQuery) throws -> [ItemRecord] {
+        do {
+            return try copy(query)
+        } catch let error as KeychainError where error.status == .itemNotFound {
+            return []
+        }
+    }
+
+    /// Adds a certificate and its private key in one transaction; together they are an identity.
+    public func addIdentity(certificate: NewItem, privateKey: NewItem) throws {
+        guard certificate.itemClass == .certificate, privateKey.itemClass == .key else {
+            throw KeychainError(.param, "an identity is a certificate item plus a key item.")
+        }
+        guard let hash = certificate.attributes[.publicKeyHash], privateKey.attributes[.applicationLabel] == hash,
+              privateKey.attributes[.keyClass] == .number(1) else {
+            throw KeychainError(.param, "the private key's kSecAttrApplicationLabel must equal the certificate's kSecAttrPublicKeyHash, and its kSecAttrKeyClass must be private (1).")
+        }
+        try importItems([certificate, privateKey])
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import KeychainModel
+import KeyferryCrypto
+
+/// What a row's metadata blob holds once opened: everything about an item but its secret.
+struct ItemMetadata: Equatable {
+    var accessGroup: String
+    var accessControl: AccessControl?
+    /// The biometry enrollment a `biometryCurrentSet` item was bound to when it was added.
+    var biometryBinding: [UInt8]
+    var creationDate: Date
+    var modificationDate: Date
+    var attributes: Attributes
+
+    static let formatVersion: UInt8 = 1
+
+    /// Version byte, access group, dates, access control, biometry binding, then the class
+    /// attributes sorted by key, each as (key, canonical value). See Protocol/store.md.
+    var encoded: [UInt8] {
+        var w = ByteWriter()
+        w.uint8(Self.formatVersion)
+        w.string(accessGroup)
+        w.uint64(creationDate.timeIntervalSinceReferenceDate.bitPattern)
+        w.uint64(modificationDate.timeIntervalSinceReferenceDate.bitPattern)
+        if let accessControl {
+            w.uint8(1)
+            w.string(accessControl.protection.rawValue)
+            w.uint64(accessControl.flags.rawValue)
+        } else {
+            w.uint8(0)
+        }
+        w.lengthPrefixed(biometryBinding)
+        w.uint32(UInt32(attributes.count))
+        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            w.string(key.rawValue)
+            w.lengthPrefixed(value.canonicalBytes)
+        }
+        return w.bytes
+    }
+
+    init(accessGroup: String, accessControl: AccessControl?, biometryBinding: [UInt8], creationDate: Date, modificationDate: Date, attributes: Attributes) {
+        self.accessGroup = accessGroup
+        self.accessControl = accessControl
+        self.biometryBinding = biometryBinding
+        self.creationDate = creationDate
+        self.modificationDate = modificationDate
+        self.attributes = attributes
+    }
+
+    init(decoding bytes: some Collection<UInt8>) throws {
+        var r = ByteReader(bytes)
+        guard try r.uint8() == Self.formatVersion else { throw ByteReader.Malformed() }
+        accessGroup = try r.string()
+        creationDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
+        modificationDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
+        if try r.uint8() == 1 {
+            guard let protection = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
+            accessControl = try AccessControl(protection: protection, flags: AccessControlFlags(rawValue: try r.uint64()))
+        } else {
+            accessControl = nil
+        }
+        biometryBinding = try r.lengthPrefixed()
+        var attributes = Attributes()
+        for _ in 0..<(try r.uint32()) {
+            let key = AttributeKey(rawValue: try r.string())
+            attributes[key] = try AttributeValue(canonical: try r.lengthPrefixed())
+        }
+        guard r.isAtEnd else { throw ByteReader.Malformed() }
+        self.attributes = attributes
+    }
+}
+
+extension AttributeValue {
+    /// Reads `canonicalBytes` back.
+    init(canonical bytes: [UInt8]) throws {
+        guard let tag = bytes.first, let kind = AttributeKey.Kind(rawValue: tag) else { throw ByteReader.Malformed() }
+        var r = ByteReader(bytes.dropFirst())
+        switch kind {
+        case .string:
+            guard let s = String(bytes: bytes.dropFirst(), encoding: .utf8) else { throw ByteReader.Malformed() }
+            self = .string(s)
+        case .data: self = .data(Data(bytes.dropFirst()))
+        case .number: self = .number(Int64(bitPattern: try r.uint64()))
+        case .bool: self = .bool(try r.uint8() != 0)
+        case .date: self = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64())))
+        }
+    }
+}
+
+/// The plaintext columns of an item row. All of them are bound into the row's AEAD as
+/// associated data, so editing any of them, or swapping blobs between rows, is detected.
+struct RowHeader: Equatable {
+    var uuid: UUID
+    var itemClass: ItemClass
+    var protection: ProtectionClass
+    var synchronizable: Bool
+    var accessGroupHash: [UInt8]
+    var primaryKeyHash: [UInt8]
+    var tokens: [UInt8]
+
+    var associatedData: [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array("keyferry.row.v1".utf8))
+        withUnsafeBytes(of: uuid.uuid) { w.raw($0) }
+        w.string(itemClass.rawValue)
+        w.string(protection.rawValue)
+        w.uint8(synchronizable ? 1 : 0)
+        w.lengthPrefixed(accessGroupHash)
+        w.lengthPrefixed(primaryKeyHash)
+        w.lengthPrefixed(tokens)
+        return w.bytes
+    }
+}
+
+/// The two tiers of an item at rest: metadata sealed under the class's metadata key; the secret
+/// sealed under a fresh per-row key that is itself sealed under the class key.
+struct SealedRow {
+    var header: RowHeader
+    var metadata: Data
+    /// `wrapped row key (72 bytes) || sealed secret`; nil for a tombstone.
+    var secret: Data?
+
+    static let wrappedRowKeyCount = SymmetricKey.byteCount + AEAD.overhead
+    /// Random bytes one sealing consumes: two nonces and the row key.
+    static let entropyPerRow = 3 * AEAD.nonceByteCount + SymmetricKey.byteCount
+
+    /// Seals with randomness taken from `random` (`entropyPerRow` bytes), so test vectors can
+    /// fix every byte.
+    static func seal(header: RowHeader, metadata: ItemMetadata, secret: Data, keys: ClassKeys, random: [UInt8]) -> SealedRow {
+        precondition(random.count == entropyPerRow)
+        let ad = header.associatedData
+        let n = AEAD.nonceByteCount
+        var plain = metadata.encoded
+        defer { SymmetricKey.wipe(&plain) }
+        let sealedMetadata = AEAD.seal(plain, key: keys.metadataKey, nonce: Array(random[0..<n]), associatedData: ad)
+        let rowKey = try! SymmetricKey(bytes: random[(3 * n)...])
+        var rowKeyBytes = rowKey.exportedBytes
+        defer { SymmetricKey.wipe(&rowKeyBytes) }
+        var blob = AEAD.seal(rowKeyBytes, key: keys.classKey, nonce: Array(random[n..<2 * n]), associatedData: ad)
+        blob.append(AEAD.seal(secret, key: rowKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ad))
+        return SealedRow(header: header, metadata: sealedMetadata, secret: blob)
+    }
+
+    func openMetadata(with key: SymmetricKey) throws -> ItemMetadata {
+        var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: header.associatedData))
+        defer { SymmetricKey.wipe(&plain) }
+        return try ItemMetadata(decoding: plain)
+    }
+
+    func openSecret(with classKey: SymmetricKey) throws -> Data {
+        guard let secret, secret.count >= Self.wrappedRowKeyCount else { throw CryptoError.authenticationFailed }
+        let ad = header.associatedData
+        var rowKeyBytes = [UInt8](try AEAD.open(secret.prefix(Self.wrappedRowKeyCount), key: classKey, associatedData: ad))
+        defer { SymmetricKey.wipe(&rowKeyBytes) }
+        let rowKey = try SymmetricKey(bytes: rowKeyBytes)
+        return try AEAD.open(secret.dropFirst(Self.wrappedRowKeyCount), key: rowKey, associatedData: ad)
+    }
+}
+
+/// A class key and the metadata key it unwraps, as held in memory while available.
+struct ClassKeys: Sendable {
+    var classKey: SymmetricKey
+    var metadataKey: SymmetricKey
+}
