@@ -1,0 +1,252 @@
+import Foundation
+
+/// Translates Keychain Services dictionaries (`[kSecClass: kSecClassGenericPassword, ...]`)
+/// into typed calls and typed results back into what `SecItemCopyMatching` returns.
+public enum SecDictionary {
+    public enum Operation: Sendable { case add, copy, update, delete }
+
+    // MARK: Parsing
+
+    public static func newItem(_ dictionary: [String: Any]) throws(KeychainError) -> NewItem {
+        let parts = try Parts(dictionary, operation: .add)
+        if parts.protection != nil && parts.accessControl != nil {
+            throw KeychainError(.param, "kSecAttrAccessible and kSecAttrAccessControl cannot both be given; the access control already carries the accessibility.")
+        }
+        if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be added.") }
+        let synchronizable: Bool
+        switch parts.synchronizable {
+        case .any: throw KeychainError(.param, "kSecAttrSynchronizableAny is for searches; add with true or false.")
+        case .yes: synchronizable = true
+        case .no, nil: synchronizable = false
+        }
+        return NewItem(parts.itemClass, attributes: parts.attributes, data: parts.data ?? Data(), accessGroup: parts.accessGroup,
+                       protection: parts.protection, accessControl: parts.accessControl, synchronizable: synchronizable,
+                       returning: parts.returning)
+    }
+
+    public static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
+        let parts = try Parts(dictionary, operation: operation)
+        if parts.data != nil { throw KeychainError(.param, "kSecValueData belongs in an add or in the update dictionary, not in a search.") }
+        if parts.accessControl != nil { throw KeychainError(.param, "kSecAttrAccessControl cannot be searched on.") }
+        return ItemQuery(parts.itemClass, attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
+                         synchronizable: parts.synchronizable ?? .no, persistentReference: parts.persistentReference,
+                         matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication)
+    }
+
+    /// The second dictionary of `SecItemUpdate`, checked against the class being updated.
+    public static func changes(_ dictionary: [String: Any], itemClass: ItemClass) throws(KeychainError) -> ItemChanges {
+        if dictionary[kSecClass] != nil { throw KeychainError(.param, "kSecClass cannot appear in the update dictionary.") }
+        for key in dictionary.keys.sorted() where key.hasPrefix("r_") || key.hasPrefix("m_") || key.hasPrefix("u_") {
+            throw KeychainError(.param, "'\(key)' is a search or return key and cannot appear in the update dictionary.")
+        }
+        if dictionary[kSecAttrAccessControl] != nil {
+            throw KeychainError(.param, "access control cannot be changed in place; delete the item and add it again.")
+        }
+        var withClass = dictionary
+        withClass[kSecClass] = itemClass.rawValue
+        let parts = try Parts(withClass, operation: .update)
+        if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be changed.") }
+        let synchronizable: Bool?
+        switch parts.synchronizable {
+        case .any: throw KeychainError(.param, "kSecAttrSynchronizableAny cannot be set on an item.")
+        case .yes: synchronizable = true
+        case .no: synchronizable = false
+        case nil: synchronizable = nil
+        }
+        return ItemChanges(attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
+                           synchronizable: synchronizable, data: parts.data)
+    }
+
+    /// Every key of a dictionary, sorted into its place.
+    struct Parts {
+        var itemClass: ItemClass
+        var attributes = Attributes()
+        var accessGroup: String?
+        var protection: ProtectionClass?
+        var accessControl: AccessControl?
+        var synchronizable: SynchronizableMatch?
+        var data: Data?
+        var persistentReference: PersistentReference?
+        var matchLimit: MatchLimit?
+        var returning: ReturnOptions = []
+        var authentication = AuthenticationContext()
+
+        init(_ dictionary: [String: Any], operation: Operation) throws(KeychainError) {
+            guard let rawClass = dictionary[kSecClass] else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
+            guard let name = rawClass as? String, let itemClass = ItemClass(name: name) else {
+                throw KeychainError(.noSuchClass, "'\(rawClass)' is not a keychain item class.")
+            }
+            self.itemClass = itemClass
+            for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) where key != kSecClass {
+                try take(key, value, operation)
+            }
+        }
+
+        private mutating func take(_ key: String, _ value: Any, _ operation: Operation) throws(KeychainError) {
+            switch key {
+            case kSecAttrAccessGroup: accessGroup = try Convert.string(value, key)
+            case kSecAttrAccessible:
+                guard let name = value as? String, let protection = ProtectionClass(name: name) else {
+                    throw KeychainError(.param, "'\(value)' is not a kSecAttrAccessible value.")
+                }
+                self.protection = protection
+            case kSecAttrAccessControl:
+                guard let accessControl = value as? AccessControl else {
+                    throw KeychainError(.param, "kSecAttrAccessControl takes a value made by SecAccessControlCreateWithFlags.")
+                }
+                self.accessControl = accessControl
+            case kSecAttrSynchronizable:
+                if let any = value as? String, any == kSecAttrSynchronizableAny {
+                    synchronizable = .any
+                } else {
+                    synchronizable = try Convert.bool(value, key) ? .yes : .no
+                }
+            case kSecAttrCreationDate, kSecAttrModificationDate:
+                throw KeychainError(operation == .copy || operation == .delete ? .unimplemented : .readOnlyAttr,
+                                    "'\(key)' is kept by the keychain and cannot be \(operation == .copy || operation == .delete ? "searched on in Keyferry" : "set").")
+            case kSecValueData:
+                guard operation == .add || operation == .update else { throw KeychainError(.param, "kSecValueData cannot be searched on.") }
+                data = try Convert.data(value, key)
+            case kSecValuePersistentRef:
+                persistentReference = try PersistentReference(data: try Convert.data(value, key))
+            case kSecValueRef:
+                throw KeychainError(.unimplemented, "kSecValueRef: Keyferry has no SecKey or SecCertificate objects; use attributes and kSecValueData.")
+            case kSecMatchLimit:
+                guard operation == .copy || operation == .update else {
+                    throw KeychainError(.param, operation == .delete ? "SecItemDelete deletes every match; remove kSecMatchLimit." : "kSecMatchLimit cannot appear in an add.")
+                }
+                matchLimit = try Convert.matchLimit(value)
+            case kSecReturnData, kSecReturnAttributes, kSecReturnPersistentRef, kSecReturnRef:
+                guard operation == .add || operation == .copy else {
+                    throw KeychainError(.param, "'\(key)' cannot appear in \(operation == .delete ? "SecItemDelete" : "SecItemUpdate"); it returns nothing.")
+                }
+                let option: ReturnOptions = switch key {
+                case kSecReturnData: .data
+                case kSecReturnAttributes: .attributes
+                case kSecReturnPersistentRef: .persistentRef
+                default: .ref
+                }
+                if try Convert.bool(value, key) { returning.insert(option) }
+            case kSecUseAuthenticationUI:
+                guard let mode = value as? String, [kSecUseAuthenticationUIAllow, kSecUseAuthenticationUIFail, kSecUseAuthenticationUISkip].contains(mode) else {
+                    throw KeychainError(.param, "'\(value)' is not a kSecUseAuthenticationUI value.")
+                }
+                if mode != kSecUseAuthenticationUIAllow { authentication.interactionAllowed = false }
+            case kSecUseAuthenticationContext:
+                guard let context = value as? AuthenticationContext else {
+                    throw KeychainError(.param, "kSecUseAuthenticationContext takes an AuthenticationContext (the simulated LAContext).")
+                }
+                let allowed = authentication.interactionAllowed
+                authentication = context
+                authentication.interactionAllowed = allowed && context.interactionAllowed
+            case kSecUseOperationPrompt, kSecUseDataProtectionKeychain:
+                break // Meaningful only to a real UI or to macOS's file-based keychain.
+            default:
+                let attribute = AttributeKey(rawValue: key)
+                guard itemClass.attributes.contains(attribute), let kind = attribute.kind else {
+                    if key.hasPrefix("m_") || key.hasPrefix("u_") || key.hasPrefix("r_") {
+                        throw KeychainError(.unimplemented, "'\(key)' is a Keychain Services option Keyferry does not implement.")
+                    }
+                    throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no attribute '\(key)'.")
+                }
+                attributes[attribute] = try Convert.value(value, kind: kind, key)
+            }
+        }
+    }
+
+    // MARK: Results
+
+    /// What `SecItemCopyMatching` (or `SecItemAdd` with return keys) hands back: nil without
+    /// return keys; one value for a single match; an array for a match limit above one.
+    public static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) -> Any? {
+        guard !returning.isEmpty else { return nil }
+        let values = records.map { value($0, returning) }
+        return matchLimit == .one ? values.first : values
+    }
+
+    private static func value(_ record: ItemRecord, _ returning: ReturnOptions) -> Any {
+        if returning == .data { return record.data ?? Data() }
+        if returning == .persistentRef { return record.persistentReference.data }
+        var dictionary = returning.contains(.attributes) ? attributes(of: record) : [:]
+        if returning.contains(.data) { dictionary[kSecValueData] = record.data ?? Data() }
+        if returning.contains(.persistentRef) { dictionary[kSecValuePersistentRef] = record.persistentReference.data }
+        return dictionary
+    }
+
+    /// An item's attributes keyed as `kSecReturnAttributes` returns them.
+    public static func attributes(of record: ItemRecord) -> [String: Any] {
+        var out: [String: Any] = [
+            kSecClass: record.itemClass.rawValue, kSecAttrAccessGroup: record.accessGroup,
+            kSecAttrAccessible: record.protection.rawValue, kSecAttrSynchronizable: record.synchronizable,
+            kSecAttrCreationDate: record.creationDate, kSecAttrModificationDate: record.modificationDate,
+        ]
+        if let accessControl = record.accessControl { out[kSecAttrAccessControl] = accessControl }
+        for (key, value) in record.attributes {
+            switch value {
+            case .string(let s): out[key.rawValue] = s
+            case .data(let d): out[key.rawValue] = d
+            case .number(let n): out[key.rawValue] = Int(n)
+            case .bool(let b): out[key.rawValue] = b
+            case .date(let d): out[key.rawValue] = d
+            }
+        }
+        return out
+    }
+}
+
+/// Conversions of the loosely typed values a dictionary holds.
+enum Convert {
+    static func string(_ value: Any, _ key: String) throws(KeychainError) -> String {
+        guard let s = value as? String else { throw KeychainError(.param, "'\(key)' takes a string.") }
+        return s
+    }
+
+    static func data(_ value: Any, _ key: String) throws(KeychainError) -> Data {
+        if let d = value as? Data { return d }
+        if let b = value as? [UInt8] { return Data(b) }
+        if let s = value as? String { return Data(s.utf8) }
+        throw KeychainError(.param, "'\(key)' takes data.")
+    }
+
+    static func bool(_ value: Any, _ key: String) throws(KeychainError) -> Bool {
+        if let b = value as? Bool { return b }
+        if let n = value as? Int, n == 0 || n == 1 { return n == 1 }
+        throw KeychainError(.param, "'\(key)' takes a boolean.")
+    }
+
+    static func number(_ value: Any, _ key: String) throws(KeychainError) -> Int64 {
+        switch value {
+        case let n as Int: return Int64(n)
+        case let n as Int32: return Int64(n)
+        case let n as Int64: return n
+        case let n as UInt32: return Int64(n)
+        case let n as UInt16: return Int64(n)
+        // Apple spells some numeric attribute values as strings (kSecAttrKeyTypeRSA is "42").
+        case let s as String:
+            if let n = Int64(s) { return n }
+        default: break
+        }
+        throw KeychainError(.param, "'\(key)' takes a number.")
+    }
+
+    static func value(_ value: Any, kind: AttributeKey.Kind, _ key: String) throws(KeychainError) -> AttributeValue {
+        switch kind {
+        case .string: return .string(try string(value, key))
+        case .data: return .data(try data(value, key))
+        case .number: return .number(try number(value, key))
+        case .bool: return .bool(try bool(value, key))
+        case .date:
+            guard let d = value as? Date else { throw KeychainError(.param, "'\(key)' takes a date.") }
+            return .date(d)
+        }
+    }
+
+    static func matchLimit(_ value: Any) throws(KeychainError) -> MatchLimit {
+        if let s = value as? String {
+            if s == kSecMatchLimitOne { return .one }
+            if s == kSecMatchLimitAll { return .all }
+        }
+        if let n = value as? Int, n > 0 { return n == 1 ? .one : .count(n) }
+        throw KeychainError(.param, "kSecMatchLimit takes kSecMatchLimitOne, kSecMatchLimitAll or a positive count.")
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeyferryCrypto
+
+/// A device in a fresh temporary directory with a manual clock, seeded randomness and the
+/// cheapest passcode hashing. The directory is removed when the fixture goes away.
+public final class TestDevice: @unchecked Sendable {
+    public let device: Device
+    public let clock: ManualClock
+    public let directory: URL
+    public let passcode: String?
+    private let root: URL
+
+    public static let defaultPasscode = "123456"
+    public static let teamID = "ABCDE12345"
+    public static let appID = "com.example.app"
+
+    public init(
+        passcode: String? = TestDevice.defaultPasscode, biometry: Bool = false, grace: TimeInterval = 10, seed: UInt64 = 1,
+        apps: [AppManifest] = [AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID)]
+    ) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-test-\(UUID().uuidString)")
+        directory = root.appendingPathComponent("device")
+        clock = ManualClock()
+        self.passcode = passcode
+        device = try Device.create(
+            at: directory,
+            options: DeviceOptions(name: "Test iPhone", passcode: passcode, enrollBiometry: biometry, gracePeriod: grace,
+                                   passcodeHashing: .minimum),
+            clock: clock, entropy: SeededEntropy(seed: seed))
+        for app in apps { try device.install(app) }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    /// The default app's keychain.
+    public func keychain(_ bundleID: String = TestDevice.appID) throws -> Keychain { try device.keychain(for: bundleID) }
+
+    /// Every byte of every file under the device directory (the database, its WAL, sandboxes).
+    public func allBytesOnDisk() throws -> [(path: String, bytes: Data)] {
+        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
+        var out = [(String, Data)]()
+        while let url = enumerator?.nextObject() as? URL {
+            if (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true {
+                out.append((url.path, try Data(contentsOf: url)))
+            }
+        }
+        return out
+    }
+}
+
+extension NewItem {
+    /// A generic password with the usual service and account.
+    public static func password(
+        account: String, service: String = "com.example.app", value: String = "secret",
+        protection: ProtectionClass? = nil, synchronizable: Bool = false, accessGroup: String? = nil
+    ) -> NewItem {
+        NewItem(.genericPassword, attributes: [.account: .string(account), .service: .string(service)], data: Data(value.utf8),
+                accessGroup: accessGroup, protection: protection, synchronizable: synchronizable)
+    }
+}
+
+extension ItemQuery {
+    /// A search for one generic password by its primary key, returning its data.
+    public static func password(account: String, service: String = "com.example.app", synchronizable: SynchronizableMatch = .no) -> ItemQuery {
+        ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)],
+                  synchronizable: synchronizable, returning: .data)
+    }
+}
+
+/// The status a throwing keychain call ended with: success, or the error's status.
+public func status(_ body: () throws -> Void) -> KeychainStatus {
+    do {
+        try body()
+        return .success
+    } catch let error as KeychainError {
+        return error.status
+    } catch {
+        return .internalError
+    }
+}
