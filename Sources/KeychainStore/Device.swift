@@ -168,12 +168,11 @@ public final class Device: Sendable {
     /// Runs `body` on the lock-state machine after applying elapsed time.
     func withPower<T>(_ body: (inout LockStateMachine) throws -> T) throws -> T {
         let now = clock.now()
-        let passcodeSet = try passcodeIsSet()
         return try power.withLock { machine in
             guard var current = machine else {
                 throw KeychainError(.notAvailable, "the device is powered off; power it on first (keyferry node start).")
             }
-            current.settle(at: now, passcodeSet: passcodeSet)
+            current.settle(at: now)
             defer { machine = current }
             return try body(&current)
         }
@@ -182,9 +181,7 @@ public final class Device: Sendable {
     /// The class keys in memory right now.
     func availableKeys() throws -> [ProtectionClass: ClassKeys] { try withPower { $0.keys } }
 
-    private func passcodeIsSet() throws -> Bool {
-        try database.read { db in try Bool.fetchOne(db, sql: "SELECT passcode_set FROM keybag WHERE id = 1") ?? false }
-    }
+    func passcodeIsSet() throws -> Bool { try withPower { $0.passcodeSet } }
 
     /// Unlocks with the passcode (nil on a device without one). A wrong passcode is
     /// `errSecAuthFailed` and counts a failed attempt.
@@ -213,8 +210,7 @@ public final class Device: Sendable {
     /// `immediately` ("require passcode immediately" and pressing the side button).
     public func lock(immediately: Bool = false) throws {
         let now = clock.now()
-        let passcodeSet = try passcodeIsSet()
-        try withPower { $0.lock(at: now, immediately: immediately, passcodeSet: passcodeSet) }
+        try withPower { $0.lock(at: now, immediately: immediately) }
     }
 
     /// `UIApplication.isProtectedDataAvailable`: false before first unlock and once the grace
@@ -270,16 +266,17 @@ public final class Device: Sendable {
             }
             return try keybag.rewrap(db, keys: keys, newPasscode: newPasscode)
         }
-        try withPower { $0.replaceKeys(newKeys) }
+        try withPower {
+            $0.replaceKeys(newKeys)
+            $0.passcodeSet = newPasscode != nil
+        }
     }
 
-    /// Checks a passcode without changing any state (for `devicePasscode` access control).
-    func isCorrectPasscode(_ passcode: String) -> Bool {
-        (try? database.read { db -> Bool in
-            guard try Keybag.Settings.load(db).passcodeSet else { return false }
-            _ = try keybag.unwrap(db, passcode: passcode)
-            return true
-        }) ?? false
+    /// Checks a passcode without changing any state (for `devicePasscode` access control),
+    /// inside the caller's transaction.
+    func isCorrectPasscode(_ passcode: String, _ db: Database) -> Bool {
+        guard (try? Keybag.Settings.load(db).passcodeSet) == true else { return false }
+        return (try? keybag.unwrap(db, passcode: passcode)) != nil
     }
 
     // MARK: Biometry
@@ -319,8 +316,8 @@ public final class Device: Sendable {
     }
 
     /// The current enrollment, which `biometryCurrentSet` items are bound to.
-    func biometryEnrollment() throws -> [UInt8]? {
-        try database.read { try Keybag.Settings.load($0).biometryEnrollment }
+    func biometryEnrollment(_ db: Database) throws -> [UInt8]? {
+        try Keybag.Settings.load(db).biometryEnrollment
     }
 }
 

@@ -72,12 +72,13 @@ public struct Keychain: Sendable {
             throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
         }
         let group = try groupForWriting(item.accessGroup)
-        if protection == .whenPasscodeSetThisDeviceOnly, !(try device.status().passcodeSet) {
+        if protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
             throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
         }
-        guard let classKeys = keys[protection] else { throw try unavailable(protection) }
+        guard let classKeys = keys[protection] else { throw unavailable(protection) }
         let now = device.clock.now()
-        let binding = item.accessControl?.flags.contains(.biometryCurrentSet) == true ? (try device.biometryEnrollment() ?? []) : []
+        let binding = item.accessControl?.flags.contains(.biometryCurrentSet) == true
+            ? (try device.database.read(device.biometryEnrollment) ?? []) : []
         let attributes = item.itemClass.withPrimaryKeyDefaults(item.attributes)
         let metadata = ItemMetadata(accessGroup: group, accessControl: item.accessControl, biometryBinding: binding,
                                     creationDate: now, modificationDate: now, attributes: attributes)
@@ -116,28 +117,33 @@ public struct Keychain: Sendable {
             throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects; ask for data or attributes.")
         }
         let limit = query.matchLimit ?? .one
-        let rows = try device.database.read { db in try find(query, db, limit: limit.maximum) }
-        guard !rows.isEmpty else { throw notFound(query) }
         let keys = try device.availableKeys()
-        return try rows.map { try open($0, keys: keys, withData: query.returning.contains(.data), authentication: query.authentication) }
+        return try device.database.read { db in
+            let rows = try find(query, db, limit: limit.maximum)
+            guard !rows.isEmpty else { throw notFound(query) }
+            return try rows.map {
+                try open($0, keys: keys, withData: query.returning.contains(.data), authentication: query.authentication, db)
+            }
+        }
     }
 
     /// Opens a row into a record: metadata always, the secret when asked (after access control).
-    private func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext) throws -> ItemRecord {
+    func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
+              skipAuthentication: Bool = false, _ db: Database) throws -> ItemRecord {
         let (metadata, classKeys) = try openMetadata(row, keys: keys)
         var record = ItemRecord(
             itemClass: row.header.itemClass, uuid: row.header.uuid, accessGroup: metadata.accessGroup,
             protection: row.header.protection, synchronizable: row.header.synchronizable, accessControl: metadata.accessControl,
             creationDate: metadata.creationDate, modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: nil)
         if withData {
-            try authenticate(metadata, authentication)
+            if !skipAuthentication { try authenticate(metadata, authentication, db) }
             record.data = try openSecret(row, classKey: classKeys.classKey)
         }
         return record
     }
 
     private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> (ItemMetadata, ClassKeys) {
-        guard let classKeys = keys[row.header.protection] else { throw try unavailable(row.header.protection) }
+        guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
         do {
             return (try row.sealed.openMetadata(with: classKeys.metadataKey), classKeys)
         } catch {
@@ -153,13 +159,13 @@ public struct Keychain: Sendable {
         }
     }
 
-    private func authenticate(_ metadata: ItemMetadata, _ context: AuthenticationContext) throws {
+    private func authenticate(_ metadata: ItemMetadata, _ context: AuthenticationContext, _ db: Database) throws {
         guard let accessControl = metadata.accessControl, accessControl.requiresAuthentication else { return }
-        let enrollment = try device.biometryEnrollment()
+        let enrollment = try device.biometryEnrollment(db)
         let facts = AuthenticationFacts(
             biometryEnrolled: enrollment != nil,
             biometryUnchangedSinceItemWasAdded: enrollment.map { $0 == metadata.biometryBinding } ?? false,
-            isCorrectPasscode: { device.isCorrectPasscode($0) })
+            isCorrectPasscode: { device.isCorrectPasscode($0, db) })
         if let failure = accessControl.evaluate(context, facts: facts) { throw failure }
     }
 
@@ -228,7 +234,7 @@ public struct Keychain: Sendable {
         guard !changes.isEmpty else { throw KeychainError(.param, "SecItemUpdate needs at least one attribute or the data to change.") }
         try query.itemClass.validate(changes.attributes)
         if let group = changes.accessGroup { _ = try groupForWriting(group) }
-        if changes.protection == .whenPasscodeSetThisDeviceOnly, !(try device.status().passcodeSet) {
+        if changes.protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
             throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
         }
         let keys = try device.availableKeys()
@@ -239,10 +245,10 @@ public struct Keychain: Sendable {
             var written = Set<[UInt8]>()
             for row in rows {
                 let (metadata, oldKeys) = try openMetadata(row, keys: keys)
-                try authenticate(metadata, query.authentication)
+                try authenticate(metadata, query.authentication, db)
                 let secret = try changes.data ?? openSecret(row, classKey: oldKeys.classKey)
                 let protection = changes.protection ?? row.header.protection
-                guard let newKeys = keys[protection] else { throw try unavailable(protection) }
+                guard let newKeys = keys[protection] else { throw unavailable(protection) }
                 let synchronizable = changes.synchronizable ?? row.header.synchronizable
                 if synchronizable, let accessControl = metadata.accessControl, accessControl.requiresAuthentication {
                     throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
@@ -321,10 +327,10 @@ public struct Keychain: Sendable {
 
     // MARK: Errors with a sentence
 
-    private func unavailable(_ protection: ProtectionClass) throws -> KeychainError {
-        let state = try device.status().lockState?.rawValue ?? "off"
+    private func unavailable(_ protection: ProtectionClass) -> KeychainError {
+        let state = (try? device.withPower { $0.state }) == .beforeFirstUnlock ? "before first unlock" : "locked"
         return KeychainError(.interactionNotAllowed,
-            "the item is \(protection.name) and its class key is not available while the device is \(state == "bfu" ? "before first unlock" : state); do not treat this as a missing item, retry after unlock.")
+            "the item is \(protection.name) and its class key is not available while the device is \(state); do not treat this as a missing item, retry after unlock.")
     }
 
     private func notFound(_ query: ItemQuery) -> KeychainError {

@@ -16,6 +16,8 @@ struct LockStateMachine {
     private(set) var state: LockState
     private(set) var lockedAt: Date?
     private(set) var keys: [ProtectionClass: ClassKeys]
+    /// Mirrors the keybag, so the hot path never reads the database for it.
+    var passcodeSet: Bool
     let gracePeriod: TimeInterval
 
     /// Power-on: the UID-only keys are available. With no passcode that is every class, and the
@@ -23,6 +25,7 @@ struct LockStateMachine {
     init(bootKeys: [ProtectionClass: ClassKeys], passcodeSet: Bool, gracePeriod: TimeInterval) {
         keys = bootKeys
         state = passcodeSet ? .beforeFirstUnlock : .unlocked
+        self.passcodeSet = passcodeSet
         self.gracePeriod = gracePeriod
     }
 
@@ -34,7 +37,7 @@ struct LockStateMachine {
 
     /// Locks the screen. Class A keys go at once with `immediately`, or when `settle` finds the
     /// grace period over. Without a passcode nothing protects the keys, so none are dropped.
-    mutating func lock(at now: Date, immediately: Bool, passcodeSet: Bool) {
+    mutating func lock(at now: Date, immediately: Bool) {
         guard state == .unlocked else { return }
         state = .locked
         lockedAt = now
@@ -43,7 +46,7 @@ struct LockStateMachine {
     }
 
     /// Applies the passage of time: drops class A keys once the grace period has ended.
-    mutating func settle(at now: Date, passcodeSet: Bool) {
+    mutating func settle(at now: Date) {
         guard state == .locked, passcodeSet, let lockedAt, now >= lockedAt.addingTimeInterval(gracePeriod) else { return }
         discardClassA()
     }
