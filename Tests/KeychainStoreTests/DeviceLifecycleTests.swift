@@ -1,0 +1,138 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import Testing
+
+@Suite("Device lifecycle")
+struct DeviceLifecycleTests {
+    @Test("a wrong passcode is errSecAuthFailed and counts a failed attempt; the right one resets the count")
+    func wrongPasscode() throws {
+        let t = try TestDevice()
+        try t.device.reboot()
+        #expect(status { try t.device.unlock(passcode: "000000") } == .authFailed)
+        #expect(status { try t.device.unlock(passcode: "111111") } == .authFailed)
+        #expect(try t.device.status().failedPasscodeAttempts == 2)
+        #expect(try t.device.status().lockState == .beforeFirstUnlock)
+        try t.device.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(try t.device.status().failedPasscodeAttempts == 0)
+        #expect(try t.device.status().lockState == .unlocked)
+    }
+
+    @Test("changing the passcode keeps every item; the old passcode stops working")
+    func changePasscode() throws {
+        let t = try TestDevice()
+        try t.keychain().add(.password(account: "a", protection: .whenPasscodeSetThisDeviceOnly))
+        #expect(status { try t.device.setPasscode("222222", current: "999999") } == .authFailed)
+        try t.device.setPasscode("222222", current: TestDevice.defaultPasscode)
+        try t.device.reboot()
+        #expect(status { try t.device.unlock(passcode: TestDevice.defaultPasscode) } == .authFailed)
+        try t.device.unlock(passcode: "222222")
+        #expect(try t.keychain().copy(.password(account: "a")).count == 1)
+    }
+
+    @Test("the passcode cannot change while locked")
+    func passcodeNeedsUnlock() throws {
+        let t = try TestDevice()
+        try t.device.lock(immediately: true)
+        #expect(status { try t.device.setPasscode("222222", current: TestDevice.defaultPasscode) } == .interactionNotAllowed)
+    }
+
+    @Test("a device without a passcode boots unlocked and keeps its keys when locked")
+    func noPasscode() throws {
+        let t = try TestDevice(passcode: nil)
+        try t.keychain().add(.password(account: "a"))
+        try t.device.reboot()
+        #expect(try t.device.status().lockState == .unlocked)
+        try t.device.lock(immediately: true)
+        #expect(try t.keychain().copy(.password(account: "a")).count == 1)
+        #expect(throws: DeviceError.self) { try t.device.enrollBiometry() }
+    }
+
+    @Test("before first unlock only always-class items are readable")
+    func beforeFirstUnlock() throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        for protection in ProtectionClass.allCases {
+            try keychain.add(.password(account: protection.name, protection: protection))
+        }
+        try t.device.reboot()
+        for protection in ProtectionClass.allCases {
+            let expected: KeychainStatus = protection.availability == .always ? .success : .interactionNotAllowed
+            #expect(status { _ = try keychain.copy(.password(account: protection.name)) } == expected, "\(protection.name)")
+        }
+    }
+
+    @Test("removing the passcode turns biometry off, as on iOS")
+    func removingPasscodeRemovesBiometry() throws {
+        let t = try TestDevice(biometry: true)
+        #expect(try t.device.status().biometryEnrolled)
+        try t.device.removePasscode(current: TestDevice.defaultPasscode)
+        #expect(try !t.device.status().biometryEnrolled)
+    }
+
+    @Test("a device directory is refused when it is not empty, not a device, or of a newer format")
+    func badDirectories() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-bad-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let keep = root.appendingPathComponent("keep.txt")
+        try Data("mine".utf8).write(to: keep)
+        #expect(throws: DeviceError(.alreadyExists, "\(root.path) already exists and is not empty; choose a new directory for the device.")) {
+            try Device.create(at: root, options: DeviceOptions(passcodeHashing: .minimum))
+        }
+        #expect(try Data(contentsOf: keep) == Data("mine".utf8), "a refused create leaves the directory as it was")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["keep.txt"])
+
+        do {
+            _ = try Device.powerOn(at: root)
+            Issue.record("a directory without device.json must be refused")
+        } catch let error as DeviceError {
+            #expect(error.code == .notADevice)
+        }
+
+        let device = root.appendingPathComponent("phone")
+        try Device.create(at: device, options: DeviceOptions(passcodeHashing: .minimum))
+        let info = device.appendingPathComponent("device.json")
+        let original = try Data(contentsOf: info)
+        var json = try JSONSerialization.jsonObject(with: original) as! [String: Any]
+        json["format"] = 99
+        try JSONSerialization.data(withJSONObject: json).write(to: info)
+        do {
+            _ = try Device.powerOn(at: device)
+            Issue.record("a newer device format must be refused")
+        } catch let error as DeviceError {
+            #expect(error.code == .unsupportedFormat)
+        }
+        try original.write(to: info)
+        try FileManager.default.removeItem(at: device.appendingPathComponent("hardware-uid"))
+        do {
+            _ = try Device.powerOn(at: device)
+            Issue.record("a device without its hardware UID must be refused")
+        } catch let error as DeviceError {
+            #expect(error.code == .corrupt)
+        }
+    }
+
+    @Test("bad app manifests are refused and install nothing")
+    func badApps() throws {
+        let t = try TestDevice(apps: [])
+        for app in [AppManifest(bundleID: "", teamID: TestDevice.teamID), AppManifest(bundleID: "com/evil", teamID: TestDevice.teamID),
+                    AppManifest(bundleID: "com.ok", teamID: "short"), AppManifest(bundleID: "com.ok", teamID: TestDevice.teamID, accessGroups: ["OTHERTEAM1.x"])] {
+            #expect(throws: DeviceError.self) { try t.device.install(app) }
+        }
+        #expect(try t.device.installedApps().isEmpty)
+    }
+
+    @Test("sandbox files honour their protection class and stay inside Documents")
+    func sandboxFiles() throws {
+        let t = try TestDevice()
+        let sandbox = try t.device.sandbox(for: TestDevice.appID)
+        try sandbox.writeFile("notes/secret.txt", Data("a".utf8), protection: .complete)
+        try sandbox.writeFile("cache.bin", Data("b".utf8))
+        try t.device.lock(immediately: true)
+        #expect(throws: DeviceError.self) { try sandbox.readFile("notes/secret.txt") }
+        #expect(try sandbox.readFile("cache.bin") == Data("b".utf8))
+        #expect(throws: DeviceError.self) { try sandbox.writeFile("../escape", Data()) }
+    }
+}
