@@ -1,0 +1,92 @@
+import Foundation
+import KeychainModel
+import Testing
+
+@Suite("Keychain model")
+struct ModelTests {
+    @Test("protection classes carry Apple's codes and rules")
+    func protectionClasses() {
+        #expect(ProtectionClass.allCases.map(\.rawValue) == ["ak", "ck", "dk", "aku", "cku", "dku", "akpu"])
+        #expect(ProtectionClass.allCases.filter(\.isThisDeviceOnly).count == 4)
+        #expect(ProtectionClass(name: "kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly") == .afterFirstUnlockThisDeviceOnly)
+        #expect(ProtectionClass(name: "whenUnlocked") == .whenUnlocked)
+        #expect(ProtectionClass(name: "akpu") == .whenPasscodeSetThisDeviceOnly)
+        #expect(ProtectionClass(name: "sometimes") == nil)
+        #expect(!ProtectionClass.always.isPasscodeProtected)
+        #expect(ItemClass.certificate.defaultProtection == .always)
+        #expect(ItemClass.genericPassword.defaultProtection == .whenUnlocked)
+    }
+
+    @Test("status codes print as errSecName (code)")
+    func statuses() {
+        #expect(KeychainStatus.itemNotFound.description == "errSecItemNotFound (-25300)")
+        #expect(KeychainError(.interactionNotAllowed, "locked.").description == "errSecInteractionNotAllowed (-25308): locked.")
+        #expect(KeychainStatus(rawValue: -34018).name == "errSecMissingEntitlement")
+    }
+
+    @Test("access control needs or/and between two constraints, and not both")
+    func accessControlRules() throws {
+        #expect(throws: KeychainError.self) { try AccessControl(protection: .whenUnlocked, flags: [.biometryAny, .devicePasscode]) }
+        #expect(throws: KeychainError.self) { try AccessControl(protection: .whenUnlocked, flags: [.biometryAny, .or, .and, .devicePasscode]) }
+        #expect(throws: KeychainError.self) { try AccessControl(protection: .whenUnlocked, expression: "biometryAny|maybe|devicePasscode") }
+        let control = try AccessControl(protection: .whenUnlocked, expression: "biometryCurrentSet|or|devicePasscode")
+        #expect(control.flags == [.biometryCurrentSet, .or, .devicePasscode])
+        #expect(control.expression == "biometryCurrentSet|or|devicePasscode")
+        #expect(try AccessControl(protection: .always, flags: [.privateKeyUsage]).requiresAuthentication == false)
+    }
+
+    @Test("constraint evaluation follows the user's responses", arguments: [
+        ("userPresence", [AuthenticationResponse.biometryMatch], true, KeychainStatus.success),
+        ("userPresence", [.passcode("1234")], false, .success),
+        ("userPresence", [.passcode("9999")], true, .authFailed),
+        ("biometryAny", [.passcode("1234")], true, .authFailed),
+        ("biometryAny", [.biometryMatch], false, .authFailed),
+        ("biometryAny", [.biometryNoMatch], true, .authFailed),
+        ("biometryAny", [.cancel], true, .userCanceled),
+        ("devicePasscode", [], true, .interactionNotAllowed),
+        ("biometryAny|and|devicePasscode", [.biometryMatch, .passcode("1234")], true, .success),
+        ("biometryAny|and|devicePasscode", [.passcode("1234")], true, .authFailed),
+    ])
+    func evaluation(expression: String, responses: [AuthenticationResponse], enrolled: Bool, expected: KeychainStatus) throws {
+        let control = try AccessControl(protection: .whenUnlocked, expression: expression)
+        let facts = AuthenticationFacts(biometryEnrolled: enrolled, biometryUnchangedSinceItemWasAdded: true, isCorrectPasscode: { $0 == "1234" })
+        let outcome = control.evaluate(AuthenticationContext(responses: responses), facts: facts)
+        #expect((outcome?.status ?? .success) == expected)
+    }
+
+    @Test("persistent references round-trip and reject foreign bytes")
+    func persistentReferences() throws {
+        let reference = PersistentReference(itemClass: .internetPassword, uuid: UUID())
+        #expect(try PersistentReference(data: reference.data) == reference)
+        #expect(throws: KeychainError.self) { try PersistentReference(data: Data("garbage".utf8)) }
+    }
+
+    @Test("primary keys ignore accessibility and label, and default missing attributes")
+    func primaryKeys() {
+        let a = PrimaryKey(itemClass: .genericPassword, accessGroup: "g", synchronizable: false,
+                           attributes: [.account: .string("x"), .label: .string("one")])
+        let b = PrimaryKey(itemClass: .genericPassword, accessGroup: "g", synchronizable: false,
+                           attributes: [.account: .string("x"), .service: .string(""), .label: .string("two")])
+        #expect(a == b)
+        #expect(a.canonicalBytes == b.canonicalBytes)
+        let synced = PrimaryKey(itemClass: .genericPassword, accessGroup: "g", synchronizable: true, attributes: [.account: .string("x")])
+        #expect(a.canonicalBytes != synced.canonicalBytes)
+    }
+
+    @Test("dictionaries parse into typed queries with Apple's rules")
+    func dictionaries() throws {
+        let query = try SecDictionary.query([kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
+                                             kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true,
+                                             kSecAttrSynchronizable: kSecAttrSynchronizableAny], for: .copy)
+        #expect(query.itemClass == .internetPassword)
+        #expect(query.attributes == [.server: .string("example.com"), .port: .number(443)])
+        #expect(query.matchLimit == .all)
+        #expect(query.synchronizable == .any)
+        #expect(query.returning == .attributes)
+        let key = try SecDictionary.newItem([kSecClass: kSecClassKey, kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeyClass: kSecAttrKeyClassPrivate])
+        #expect(key.attributes[.type] == .number(42))
+        #expect(throws: KeychainError(.param, "the dictionary has no kSecClass.")) { try SecDictionary.query([:], for: .copy) }
+        #expect(throws: KeychainError.self) { try SecDictionary.changes([kSecReturnData: true], itemClass: .genericPassword) }
+        #expect(throws: KeychainError.self) { try SecDictionary.query([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne], for: .delete) }
+    }
+}
