@@ -40,6 +40,7 @@ let package = Package(
             dependencies: [
                 "KeychainStore", "KeychainModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures.

@@ -261,6 +261,7 @@ public final class Device: Sendable {
                 throw DeviceError(.invalidArgument, "the device has no passcode to remove.")
             }
             if newPasscode == nil {
+                try database.saveChangeCounter(db)
                 try db.execute(sql: "DELETE FROM item WHERE pdmn = ?", arguments: [ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue])
                 try db.execute(sql: "UPDATE keybag SET biometry_enrollment = NULL WHERE id = 1")
             }

@@ -12,20 +12,22 @@ struct StoredRow {
 
     var header: RowHeader { sealed.header }
 
+    /// The columns `init(_:)` reads, by position: name lookups cost more than the lookup itself.
+    static let columns = "id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq"
+
     init(_ row: Row) throws {
-        guard let itemClass = ItemClass(rawValue: row["class"]), let protection = ProtectionClass(rawValue: row["pdmn"]),
-              let uuidData = row["uuid"] as Data?, uuidData.count == 16 else {
-            throw KeychainError(.decode, "item row \(row["id"] as Int64? ?? -1) has an unreadable class, protection or UUID; the database was edited.")
+        guard let itemClass = ItemClass(rawValue: row[2]), let protection = ProtectionClass(rawValue: row[3]),
+              let uuidData = row[1] as Data?, uuidData.count == 16 else {
+            throw KeychainError(.decode, "item row \(row[0] as Int64? ?? -1) has an unreadable class, protection or UUID; the database was edited.")
         }
-        id = row["id"]
+        id = row[0]
         let header = RowHeader(
-            uuid: UUIDBytes.uuid([UInt8](uuidData)), itemClass: itemClass, protection: protection, synchronizable: row["sync"],
-            accessGroupHash: [UInt8](row["agrp_hash"] as Data), primaryKeyHash: [UInt8](row["pk_hash"] as Data),
-            tokens: [UInt8](row["tokens"] as Data))
-        sealed = SealedRow(header: header, metadata: row["metadata"], secret: row["secret"])
-        isTombstone = row["tomb"]
-        tombstoneDate = (row["tomb_date"] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))
-        changeSequence = row["change_seq"]
+            uuid: UUIDBytes.uuid([UInt8](uuidData)), itemClass: itemClass, protection: protection, synchronizable: row[4],
+            accessGroupHash: [UInt8](row[7] as Data), primaryKeyHash: [UInt8](row[8] as Data), tokens: [UInt8](row[9] as Data))
+        sealed = SealedRow(header: header, metadata: row[10], secret: row[11])
+        isTombstone = row[5]
+        tombstoneDate = (row[6] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))
+        changeSequence = row[12]
     }
 }
 
@@ -59,12 +61,12 @@ enum ItemTable {
         if filter.synchronizable.count == 1 { list("sync", filter.synchronizable) }
         if let protection = filter.protection { list("pdmn", [protection.rawValue]) }
         if let uuid = filter.uuid { list("uuid", [UUIDBytes.bytes(uuid)]) }
-        let sql = "SELECT * FROM item WHERE \(clauses.joined(separator: " AND ")) ORDER BY id"
+        let sql = "SELECT \(StoredRow.columns) FROM item WHERE \(clauses.joined(separator: " AND ")) ORDER BY id"
         var found = [StoredRow]()
-        let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        // The same query shapes repeat endlessly; compiling each once is most of the speed.
+        let cursor = try Row.fetchCursor(try db.cachedStatement(sql: sql), arguments: arguments)
         while let row = try cursor.next() {
-            let tokens = [UInt8](row["tokens"] as Data)
-            guard ItemIndex.tokens(tokens, include: filter.tokens) else { continue }
+            guard filter.tokens.isEmpty || ItemIndex.tokens([UInt8](row[9] as Data), include: filter.tokens) else { continue }
             found.append(try StoredRow(row))
             if let limit = filter.limit, found.count >= limit { break }
         }
@@ -73,41 +75,47 @@ enum ItemTable {
 
     /// The row holding a primary key, live or tombstone.
     static func holder(_ db: Database, primaryKeyHash: [UInt8]) throws -> (id: Int64, isTombstone: Bool)? {
-        try Row.fetchOne(db, sql: "SELECT id, tomb FROM item WHERE pk_hash = ?", arguments: [Data(primaryKeyHash)])
+        try Row.fetchOne(try db.cachedStatement(sql: "SELECT id, tomb FROM item WHERE pk_hash = ?"), arguments: [Data(primaryKeyHash)])
             .map { ($0["id"], $0["tomb"]) }
     }
 
-    static func insert(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws {
+    /// Inserts a row, or takes the place of a tombstone with the same primary key (adding over
+    /// a deleted synchronizable item revives the key as a new item, last in search order).
+    /// Returns false, changing nothing, when a live item holds the primary key.
+    static func insert(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws -> Bool {
         let h = row.header
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, metadata, secret, change_seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                ON CONFLICT (pk_hash) DO UPDATE SET
+                    id = (SELECT MAX(id) FROM item) + 1, uuid = excluded.uuid, class = excluded.class, pdmn = excluded.pdmn, sync = excluded.sync,
+                    tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens,
+                    metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
+                WHERE item.tomb = 1
+                """).execute(
             arguments: [UUIDBytes.bytes(h.uuid), h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
                         Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence])
+        return db.changesCount > 0
     }
 
     static func replace(_ db: Database, id: Int64, with row: SealedRow, changeSequence: Int64) throws {
         let h = row.header
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 UPDATE item SET pdmn = ?, sync = ?, agrp_hash = ?, pk_hash = ?, tokens = ?, metadata = ?, secret = ?,
                     change_seq = ? WHERE id = ?
-                """,
+                """).execute(
             arguments: [h.protection.rawValue, h.synchronizable, Data(h.accessGroupHash), Data(h.primaryKeyHash),
                         Data(h.tokens), row.metadata, row.secret, changeSequence, id])
     }
 
     static func delete(_ db: Database, id: Int64) throws {
-        try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [id])
+        try db.cachedStatement(sql: "DELETE FROM item WHERE id = ?").execute(arguments: [id])
     }
 
     /// Turns a synchronizable item into a tombstone: the secret is destroyed; the sealed
     /// metadata (its primary key) stays so the delete can replicate.
     static func bury(_ db: Database, id: Int64, at date: Date, changeSequence: Int64) throws {
-        try db.execute(
-            sql: "UPDATE item SET tomb = 1, secret = NULL, tomb_date = ?, change_seq = ? WHERE id = ?",
-            arguments: [date.timeIntervalSinceReferenceDate, changeSequence, id])
+        try db.cachedStatement(sql: "UPDATE item SET tomb = 1, secret = NULL, tomb_date = ?, change_seq = ? WHERE id = ?")
+            .execute(arguments: [date.timeIntervalSinceReferenceDate, changeSequence, id])
     }
 }

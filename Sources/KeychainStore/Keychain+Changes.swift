@@ -51,7 +51,7 @@ extension Keychain {
 
 extension ItemTable {
     static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?) throws -> [StoredRow] {
-        var sql = "SELECT * FROM item WHERE change_seq > ?"
+        var sql = "SELECT \(StoredRow.columns) FROM item WHERE change_seq > ?"
         var arguments: StatementArguments = [sequence]
         if let hashes = accessGroupHashes {
             sql += " AND agrp_hash IN (\(Array(repeating: "?", count: hashes.count).joined(separator: ",")))"

@@ -15,8 +15,22 @@ public struct Keychain: Sendable {
 
     let device: Device
     let scope: Scope
+    /// Keyed hashes of the entitled groups, computed once per keychain rather than per call.
+    private let groupHashes: [String: [UInt8]]
+
+    init(device: Device, scope: Scope) {
+        self.device = device
+        self.scope = scope
+        if case .groups(let groups) = scope {
+            groupHashes = Dictionary(groups.map { ($0, device.index.accessGroupHash($0)) }, uniquingKeysWith: { a, _ in a })
+        } else {
+            groupHashes = [:]
+        }
+    }
 
     private var index: ItemIndex { device.index }
+
+    private func accessGroupHash(_ group: String) -> [UInt8] { groupHashes[group] ?? index.accessGroupHash(group) }
 
     // MARK: SecItemAdd
 
@@ -93,18 +107,15 @@ public struct Keychain: Sendable {
     }
 
     private func insert(_ row: PreparedRow, _ db: Database) throws {
-        if let holder = try ItemTable.holder(db, primaryKeyHash: row.sealed.header.primaryKeyHash) {
-            guard holder.isTombstone else { throw duplicate(row.record) }
-            // Adding over a tombstone revives the key as a new item.
-            try ItemTable.delete(db, id: holder.id)
+        guard try ItemTable.insert(db, row.sealed, changeSequence: device.database.nextChangeSequence()) else {
+            throw duplicate(row.record)
         }
-        try ItemTable.insert(db, row.sealed, changeSequence: try KeychainDatabase.nextChangeSequence(db))
     }
 
     private func header(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, metadata: ItemMetadata) -> RowHeader {
         let primaryKey = PrimaryKey(itemClass: itemClass, accessGroup: metadata.accessGroup, synchronizable: synchronizable, attributes: metadata.attributes)
         return RowHeader(uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
-                         accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+                         accessGroupHash: accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
                          tokens: index.tokens(itemClass, metadata.attributes))
     }
 
@@ -177,7 +188,7 @@ public struct Keychain: Sendable {
         try query.itemClass.validate(query.attributes)
         var filter = ItemTable.Filter(itemClass: query.itemClass, synchronizable: query.synchronizable.values)
         let groups = try groupsForReading(query.accessGroup)
-        filter.accessGroupHashes = groups?.map(index.accessGroupHash)
+        filter.accessGroupHashes = groups?.map(accessGroupHash)
         let primaryKey = query.itemClass.primaryKey
         if let groups, !primaryKey.isEmpty, primaryKey.allSatisfy({ query.attributes[$0] != nil }) {
             filter.primaryKeyHashes = groups.flatMap { group in
@@ -266,6 +277,7 @@ public struct Keychain: Sendable {
                         guard holder.isTombstone else {
                             throw KeychainError(.duplicateItem, "the update would give an item the primary key of another item; nothing was changed.")
                         }
+                        try device.database.saveChangeCounter(db)
                         try ItemTable.delete(db, id: holder.id)
                     }
                 }
@@ -274,7 +286,7 @@ public struct Keychain: Sendable {
                 }
                 let sealed = SealedRow.seal(header: header, metadata: updated, secret: secret, keys: newKeys,
                                             random: device.entropy.bytes(SealedRow.entropyPerRow))
-                try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: try KeychainDatabase.nextChangeSequence(db))
+                try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: device.database.nextChangeSequence())
             }
         }
     }
@@ -312,6 +324,7 @@ public struct Keychain: Sendable {
 
     private func bury(_ rows: [StoredRow], _ db: Database, keys: [ProtectionClass: ClassKeys]) throws {
         let now = device.clock.now()
+        try device.database.saveChangeCounter(db)
         for row in rows {
             guard row.header.synchronizable else {
                 try ItemTable.delete(db, id: row.id)
@@ -321,7 +334,7 @@ public struct Keychain: Sendable {
             // while its class key is in memory.
             let modified = (try? openMetadata(row, keys: keys))?.0.modificationDate
             let date = modified.map { max(now, $0.addingTimeInterval(0.001)) } ?? now
-            try ItemTable.bury(db, id: row.id, at: date, changeSequence: try KeychainDatabase.nextChangeSequence(db))
+            try ItemTable.bury(db, id: row.id, at: date, changeSequence: device.database.nextChangeSequence())
         }
     }
 

@@ -1,11 +1,21 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The device's SQLite database: keybag, items, installed apps. One `DatabaseQueue` in WAL mode
 /// with `synchronous = NORMAL`: a killed process loses no committed transaction.
 /// Migrations are append-only; never edit one that has shipped.
 struct KeychainDatabase: Sendable {
     let queue: DatabaseQueue
+    /// The last change sequence handed out. Rows keep their own `change_seq`, so the counter is
+    /// the larger of the highest row and the value saved in the keybag whenever rows are deleted
+    /// (the only way the highest value could vanish); adds and updates never write it.
+    private let changeCounter: ChangeCounter
+
+    final class ChangeCounter: Sendable {
+        let value: Mutex<Int64>
+        init(_ start: Int64) { value = Mutex(start) }
+    }
 
     init(path: String) throws {
         var configuration = Configuration()
@@ -18,6 +28,11 @@ struct KeychainDatabase: Sendable {
         }
         queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(queue)
+        let start = try queue.read { db in
+            max(try Int64.fetchOne(db, sql: "SELECT change_counter FROM keybag") ?? 0,
+                try Int64.fetchOne(db, sql: "SELECT MAX(change_seq) FROM item") ?? 0)
+        }
+        changeCounter = ChangeCounter(start)
     }
 
     static var migrator: DatabaseMigrator {
@@ -55,7 +70,6 @@ struct KeychainDatabase: Sendable {
                     secret BLOB,
                     change_seq INTEGER NOT NULL
                 );
-                CREATE INDEX item_by_scope ON item (class, agrp_hash);
                 CREATE INDEX item_by_change ON item (change_seq);
                 CREATE TABLE app (
                     bundle_id TEXT PRIMARY KEY,
@@ -75,11 +89,41 @@ struct KeychainDatabase: Sendable {
         return migrator
     }
 
-    func read<T>(_ body: (Database) throws -> T) throws -> T { try queue.read(body) }
-    func write<T>(_ body: (Database) throws -> T) throws -> T { try queue.write(body) }
+    /// Runs `body` alone on the connection. GRDB's `read` also opens a transaction and toggles
+    /// `query_only`, re-parsing those statements on every call (most of a lookup's cost). A
+    /// `DatabaseQueue` runs one closure at a time on its single connection, so no write of ours
+    /// can interleave; and `body` must not write.
+    func read<T>(_ body: (Database) throws -> T) throws -> T { try queue.unsafeRead(body) }
 
-    /// Takes the next value of the device-wide change sequence (inside the caller's transaction).
-    static func nextChangeSequence(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "UPDATE keybag SET change_counter = change_counter + 1 RETURNING change_counter")!
+    /// Runs `body` in one IMMEDIATE transaction: all of it commits, or none of it on a throw.
+    /// The same as GRDB's `write`, with its BEGIN and COMMIT compiled once instead of per call.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            do {
+                let result = try body(db)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                return result
+            } catch {
+                if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                throw error
+            }
+        }
+    }
+
+    /// Takes the next value of the device-wide change sequence. Values taken by a transaction
+    /// that rolls back are skipped: the sequence has gaps but never repeats.
+    func nextChangeSequence() -> Int64 {
+        changeCounter.value.withLock { value in
+            value += 1
+            return value
+        }
+    }
+
+    /// Saves the counter before rows are deleted (inside the deleting transaction), so the
+    /// highest sequence value survives the rows that carried it.
+    func saveChangeCounter(_ db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE keybag SET change_counter = ? WHERE id = 1")
+            .execute(arguments: [changeCounter.value.withLock { $0 }])
     }
 }

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import KeychainModel
+import KeychainStore
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Keyferry against plain SQLite on this machine.",
+        subcommands: [StoreBench.self])
+}
+
+/// The keychain engine against plain SQLite single-row transactions, measured in one run on the
+/// same disk so the ratios hold however noisy the machine is.
+struct StoreBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Add, copy, update, delete and bulk import N generic passwords (run with -c release).",
+        discussion: """
+            Targets: add at least 0.5x the plain SQLite single-row transaction rate; copy by primary key \
+            at least 50,000 per second; bulk import at least 100,000 items per second.
+            """)
+
+    @Option(help: "Generic passwords per phase.") var items = 10_000
+    @Option(help: "Items in the bulk import phase.") var bulkItems = 100_000
+    @Option(help: "Directory for the scratch databases (default: a temporary directory).") var dir: String?
+    @Flag(help: "Print the figures as JSON.") var json = false
+
+    func validate() throws {
+        guard items > 0, bulkItems > 0 else { throw ValidationError("--items and --bulk-items must be positive.") }
+    }
+
+    func run() throws {
+        let root = URL(fileURLWithPath: dir ?? FileManager.default.temporaryDirectory.path)
+            .appendingPathComponent("keyferry-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let secret = Data((0..<256).map { UInt8($0 % 251) })
+        var results = [Measurement]()
+        func progress(_ text: String) { if !json { FileHandle.standardError.write(Data("  \(text)...\n".utf8)) } }
+
+        if ProcessInfo.processInfo.environment["KF_PROBE"] != nil { try Probe.run(root); return }
+        progress("plain SQLite baseline")
+        let baseline = try measure("sqlite single-row transactions", items) { try PlainSQLite(at: root.appendingPathComponent("plain.db")).insertEach(items, value: secret) }
+        results.append(baseline)
+
+        let device = try Device.create(at: root.appendingPathComponent("device"),
+                                       options: DeviceOptions(name: "Bench iPhone", passcode: "123456", passcodeHashing: .minimum))
+        try device.install(AppManifest(bundleID: "com.example.bench", teamID: "BENCH12345"))
+        let keychain = try device.keychain(for: "com.example.bench")
+        func item(_ n: Int, service: String = "bench") -> NewItem {
+            NewItem(.genericPassword, attributes: [.account: .string("account-\(n)"), .service: .string(service)], data: secret)
+        }
+        func query(_ n: Int, _ returning: ReturnOptions) -> ItemQuery {
+            ItemQuery(.genericPassword, attributes: [.account: .string("account-\(n)"), .service: .string("bench")], returning: returning)
+        }
+
+        progress("add")
+        results.append(try measure("add (one transaction each)", items) { for n in 0..<items { try keychain.add(item(n)) } })
+        progress("copy")
+        results.append(try measure("copy by primary key, data", items) { for n in 0..<items { _ = try keychain.copy(query(n, .data)) } })
+        results.append(try measure("copy by primary key, attributes", items) { for n in 0..<items { _ = try keychain.copy(query(n, .attributes)) } })
+        progress("update")
+        results.append(try measure("update data", items) {
+            for n in 0..<items { try keychain.update(query(n, []), with: ItemChanges(data: Data(secret.reversed()))) }
+        })
+        progress("delete")
+        results.append(try measure("delete", items) { for n in 0..<items { try keychain.delete(query(n, [])) } })
+        progress("bulk import")
+        let bulk = (0..<bulkItems).map { item($0, service: "bulk") }
+        results.append(try measure("bulk import (one transaction)", bulkItems) { try keychain.importItems(bulk) })
+
+        let report = BenchReport(items: items, bulkItems: bulkItems, baselinePerSecond: baseline.perSecond, results: results)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report.table)
+        }
+    }
+
+    private func measure(_ name: String, _ count: Int, _ body: () throws -> Void) throws -> Measurement {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return Measurement(name: name, operations: count, seconds: seconds)
+    }
+}
+
+struct Measurement: Encodable {
+    var name: String
+    var operations: Int
+    var seconds: Double
+    var perSecond: Double { Double(operations) / seconds }
+
+    enum CodingKeys: String, CodingKey { case name, operations, seconds, perSecond }
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(operations, forKey: .operations)
+        try c.encode(seconds, forKey: .seconds)
+        try c.encode(perSecond.rounded(), forKey: .perSecond)
+    }
+}
+
+struct BenchReport: Encodable {
+    var items: Int
+    var bulkItems: Int
+    var baselinePerSecond: Double
+    var results: [Measurement]
+
+    var table: String {
+        var lines = ["operation                              ops/s   x SQLite single-row tx"]
+        for r in results {
+            let rate = String(Int(r.perSecond.rounded())).leftPadded(to: 9)
+            let ratio = String(format: "%.2f", r.perSecond / baselinePerSecond).leftPadded(to: 8)
+            lines.append(r.name.padding(toLength: 34, withPad: " ", startingAt: 0) + rate + ratio)
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
+}
+
+/// The baseline: one row per transaction into a plain table, same pragmas as the keychain.
+struct PlainSQLite {
+    let queue: DatabaseQueue
+
+    init(at url: URL) throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        queue = try DatabaseQueue(path: url.path, configuration: configuration)
+        try queue.write { try $0.execute(sql: "CREATE TABLE row (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v BLOB NOT NULL)") }
+    }
+
+    func insertEach(_ count: Int, value: Data) throws {
+        for n in 0..<count {
+            try queue.write { db in
+                try db.cachedStatement(sql: "INSERT INTO row (k, v) VALUES (?, ?)").execute(arguments: ["account-\(n)", value])
+            }
+        }
+    }
+}
