@@ -43,10 +43,11 @@ public struct Keychain: Sendable {
     }
 
     /// Adds many items in one transaction: the bulk path for imports and restores. All or
-    /// nothing: one duplicate fails the whole batch.
+    /// nothing: one duplicate fails the whole batch. Items are sealed on every core, then
+    /// inserted in the order given.
     public func importItems(_ items: [NewItem]) throws {
         let keys = try device.availableKeys()
-        let prepared = try items.map { try prepare($0, keys: keys) }
+        let prepared = try ParallelMap.map(items) { try prepare($0, keys: keys) }
         try device.database.write { db in
             for row in prepared { try insert(row, db) }
         }
@@ -68,7 +69,7 @@ public struct Keychain: Sendable {
         }
     }
 
-    private struct PreparedRow {
+    private struct PreparedRow: Sendable {
         var sealed: SealedRow
         var record: ItemRecord
     }

@@ -3,7 +3,7 @@ import KeychainModel
 import KeyferryCrypto
 
 /// What a row's metadata blob holds once opened: everything about an item but its secret.
-struct ItemMetadata: Equatable {
+struct ItemMetadata: Equatable, Sendable {
     var accessGroup: String
     var accessControl: AccessControl?
     /// The biometry enrollment a `biometryCurrentSet` item was bound to when it was added.
@@ -89,7 +89,7 @@ extension AttributeValue {
 
 /// The plaintext columns of an item row. All of them are bound into the row's AEAD as
 /// associated data, so editing any of them, or swapping blobs between rows, is detected.
-struct RowHeader: Equatable {
+struct RowHeader: Equatable, Sendable {
     var uuid: UUID
     var itemClass: ItemClass
     var protection: ProtectionClass
@@ -114,7 +114,7 @@ struct RowHeader: Equatable {
 
 /// The two tiers of an item at rest: metadata sealed under the class's metadata key; the secret
 /// sealed under a fresh per-row key that is itself sealed under the class key.
-struct SealedRow {
+struct SealedRow: Sendable {
     var header: RowHeader
     var metadata: Data
     /// `wrapped row key (72 bytes) || sealed secret`; nil for a tombstone.

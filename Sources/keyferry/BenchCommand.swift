@@ -40,10 +40,12 @@ struct StoreBench: ParsableCommand {
         var results = [Measurement]()
         func progress(_ text: String) { if !json { FileHandle.standardError.write(Data("  \(text)...\n".utf8)) } }
 
-        if ProcessInfo.processInfo.environment["KF_PROBE"] != nil { try Probe.run(root); return }
-        progress("plain SQLite baseline")
-        let baseline = try measure("sqlite single-row transactions", items) { try PlainSQLite(at: root.appendingPathComponent("plain.db")).insertEach(items, value: secret) }
+        progress("plain SQLite baselines")
+        let plain = try PlainSQLite(at: root.appendingPathComponent("plain.db"))
+        let baseline = try measure("sqlite single-row transactions", items) { try plain.insertEach(items, value: secret) }
         results.append(baseline)
+        let batchBaseline = try measure("sqlite batch insert (one transaction)", bulkItems) { try plain.insertBatch(bulkItems, value: secret) }
+        results.append(batchBaseline)
 
         let device = try Device.create(at: root.appendingPathComponent("device"),
                                        options: DeviceOptions(name: "Bench iPhone", passcode: "123456", passcodeHashing: .minimum))
@@ -71,7 +73,8 @@ struct StoreBench: ParsableCommand {
         let bulk = (0..<bulkItems).map { item($0, service: "bulk") }
         results.append(try measure("bulk import (one transaction)", bulkItems) { try keychain.importItems(bulk) })
 
-        let report = BenchReport(items: items, bulkItems: bulkItems, baselinePerSecond: baseline.perSecond, results: results)
+        let report = BenchReport(items: items, bulkItems: bulkItems, baselinePerSecond: baseline.perSecond,
+                                 batchPerSecond: batchBaseline.perSecond, results: results)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -109,14 +112,16 @@ struct BenchReport: Encodable {
     var items: Int
     var bulkItems: Int
     var baselinePerSecond: Double
+    var batchPerSecond: Double
     var results: [Measurement]
 
     var table: String {
-        var lines = ["operation                              ops/s   x SQLite single-row tx"]
+        var lines = ["operation                                  ops/s   x SQLite single-row tx   x SQLite batch"]
         for r in results {
             let rate = String(Int(r.perSecond.rounded())).leftPadded(to: 9)
             let ratio = String(format: "%.2f", r.perSecond / baselinePerSecond).leftPadded(to: 8)
-            lines.append(r.name.padding(toLength: 34, withPad: " ", startingAt: 0) + rate + ratio)
+            let batchRatio = String(format: "%.2f", r.perSecond / batchPerSecond).leftPadded(to: 25)
+            lines.append(r.name.padding(toLength: 38, withPad: " ", startingAt: 0) + rate + ratio + batchRatio)
         }
         return lines.joined(separator: "\n")
     }
@@ -126,7 +131,8 @@ extension String {
     func leftPadded(to width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
 }
 
-/// The baseline: one row per transaction into a plain table, same pragmas as the keychain.
+/// The baselines: a plain table (text key, 256-byte value) with the keychain's pragmas, one row
+/// per transaction and many rows in one.
 struct PlainSQLite {
     let queue: DatabaseQueue
 
@@ -140,11 +146,27 @@ struct PlainSQLite {
         try queue.write { try $0.execute(sql: "CREATE TABLE row (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v BLOB NOT NULL)") }
     }
 
+    /// Like the keychain's own transactions: BEGIN and COMMIT compiled once.
+    private func transaction(_ body: (Database) throws -> Void) throws {
+        try queue.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            try body(db)
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+        }
+    }
+
     func insertEach(_ count: Int, value: Data) throws {
         for n in 0..<count {
-            try queue.write { db in
+            try transaction { db in
                 try db.cachedStatement(sql: "INSERT INTO row (k, v) VALUES (?, ?)").execute(arguments: ["account-\(n)", value])
             }
+        }
+    }
+
+    func insertBatch(_ count: Int, value: Data) throws {
+        try transaction { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO row (k, v) VALUES (?, ?)")
+            for n in 0..<count { try insert.execute(arguments: ["batch-\(n)", value]) }
         }
     }
 }
