@@ -95,7 +95,12 @@ extension ItemClass {
 
     /// Class-specific attributes an item of this class may carry (the engine's own attributes,
     /// `agrp pdmn sync accc cdat mdat`, are handled apart).
-    public var attributes: Set<AttributeKey> {
+    public var attributes: Set<AttributeKey> { Self.attributeSets[self]! }
+
+    // Built once: every call validates against these sets.
+    private static let attributeSets = Dictionary(uniqueKeysWithValues: allCases.map { ($0, $0.makeAttributes()) })
+
+    private func makeAttributes() -> Set<AttributeKey> {
         switch self {
         case .genericPassword:
             Set(Self.passwordCommon + [.account, .service, .generic])
@@ -108,7 +113,7 @@ extension ItemClass {
              .startDate, .endDate, .isPermanent, .isSensitive, .isExtractable, .canEncrypt, .canDecrypt, .canDerive,
              .canSign, .canVerify, .canWrap, .canUnwrap]
         case .identity:
-            ItemClass.certificate.attributes.union(ItemClass.key.attributes)
+            ItemClass.certificate.makeAttributes().union(ItemClass.key.makeAttributes())
         }
     }
 

@@ -22,26 +22,31 @@ public struct ByteWriter: Sendable {
 public struct ByteReader {
     /// The input ended early or held a value that does not decode.
     public struct Malformed: Error { public init() {} }
-    private let input: [UInt8]
-    public private(set) var offset = 0
+    private let input: ArraySlice<UInt8>
+    public private(set) var offset: Int
 
-    public init(_ bytes: some Collection<UInt8>) { self.input = Array(bytes) }
+    public init(_ bytes: [UInt8]) { self.init(bytes[...]) }
 
-    public var isAtEnd: Bool { offset == input.count }
+    public init(_ bytes: ArraySlice<UInt8>) {
+        input = bytes
+        offset = bytes.startIndex
+    }
 
-    public mutating func uint8() throws -> UInt8 { try raw(1)[0] }
+    public var isAtEnd: Bool { offset == input.endIndex }
+
+    public mutating func uint8() throws -> UInt8 { try raw(1).first! }
     public mutating func uint32() throws -> UInt32 {
         try raw(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
     }
     public mutating func uint64() throws -> UInt64 {
         try raw(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
-    public mutating func raw(_ count: Int) throws -> [UInt8] {
-        guard count >= 0, input.count - offset >= count else { throw Malformed() }
+    public mutating func raw(_ count: Int) throws -> ArraySlice<UInt8> {
+        guard count >= 0, input.endIndex - offset >= count else { throw Malformed() }
         defer { offset += count }
-        return Array(input[offset..<offset + count])
+        return input[offset..<offset + count]
     }
-    public mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(uint32())) }
+    public mutating func lengthPrefixed() throws -> ArraySlice<UInt8> { try raw(Int(uint32())) }
     public mutating func string() throws -> String {
         guard let s = String(bytes: try lengthPrefixed(), encoding: .utf8) else { throw Malformed() }
         return s

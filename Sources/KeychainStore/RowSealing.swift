@@ -47,7 +47,7 @@ struct ItemMetadata: Equatable, Sendable {
         self.attributes = attributes
     }
 
-    init(decoding bytes: some Collection<UInt8>) throws {
+    init(decoding bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         guard try r.uint8() == Self.formatVersion else { throw ByteReader.Malformed() }
         accessGroup = try r.string()
@@ -59,7 +59,7 @@ struct ItemMetadata: Equatable, Sendable {
         } else {
             accessControl = nil
         }
-        biometryBinding = try r.lengthPrefixed()
+        biometryBinding = Array(try r.lengthPrefixed())
         var attributes = Attributes()
         for _ in 0..<(try r.uint32()) {
             let key = AttributeKey(rawValue: try r.string())
@@ -72,7 +72,7 @@ struct ItemMetadata: Equatable, Sendable {
 
 extension AttributeValue {
     /// Reads `canonicalBytes` back.
-    init(canonical bytes: [UInt8]) throws {
+    init(canonical bytes: ArraySlice<UInt8>) throws {
         guard let tag = bytes.first, let kind = AttributeKey.Kind(rawValue: tag) else { throw ByteReader.Malformed() }
         var r = ByteReader(bytes.dropFirst())
         switch kind {
