@@ -9,6 +9,13 @@ extension Device {
     public func install(_ app: AppManifest) throws {
         try app.validate()
         let files = FileManager.default
+        let installed = try database.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM app WHERE bundle_id = ?", arguments: [app.bundleID]) ?? false
+        }
+        if !installed {
+            // A fresh install starts empty, even if an uninstall was cut short before its files went.
+            try? files.removeItem(at: layout.sandbox(app.bundleID))
+        }
         do {
             try files.createDirectory(at: layout.documents(app.bundleID), withIntermediateDirectories: true)
             try files.createDirectory(at: layout.defaultsFile(app.bundleID).deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -28,7 +35,8 @@ extension Device {
     }
 
     /// Uninstalls an app: its sandbox (UserDefaults, Documents) is wiped; its keychain items stay,
-    /// as on iOS, and a reinstall finds them.
+    /// as on iOS, and a reinstall finds them. The registry goes first: if the files outlive a
+    /// crash here, the next install removes them.
     public func uninstall(bundleID: String) throws {
         _ = try app(bundleID)
         try database.write { db in

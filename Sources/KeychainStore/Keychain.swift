@@ -62,7 +62,8 @@ public struct Keychain: Sendable {
             let primaryKey = Dictionary(uniqueKeysWithValues: item.itemClass.primaryKey.map {
                 ($0, item.attributes[$0] ?? .empty(of: $0.kind!))
             })
-            let query = ItemQuery(item.itemClass, attributes: primaryKey, accessGroup: item.accessGroup,
+            // The item the add collided with: same key in the group the add went to, no other.
+            let query = ItemQuery(item.itemClass, attributes: primaryKey, accessGroup: try groupForWriting(item.accessGroup),
                                   synchronizable: item.synchronizable ? .yes : .no)
             try update(query, with: ItemChanges(
                 attributes: item.attributes, protection: item.accessControl == nil ? item.protection : nil, data: item.data))

@@ -136,3 +136,60 @@ struct DeviceLifecycleTests {
         #expect(throws: DeviceError.self) { try sandbox.writeFile("../escape", Data()) }
     }
 }
+
+@Suite("Crash points")
+struct CrashPointTests {
+    @Test("a sandbox left behind by an interrupted uninstall is not seen by the next install")
+    func interruptedUninstall() throws {
+        let t = try TestDevice()
+        try t.device.sandbox(for: TestDevice.appID).set("alice", forKey: "user")
+        let leftover = t.directory.appendingPathComponent("apps/\(TestDevice.appID)")
+        let copy = t.directory.deletingLastPathComponent().appendingPathComponent("sandbox-copy")
+        try FileManager.default.copyItem(at: leftover, to: copy)
+        try t.device.uninstall(bundleID: TestDevice.appID)
+        // The crash: the registry row is gone but the files survived.
+        try FileManager.default.moveItem(at: copy, to: leftover)
+        try t.device.install(AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID))
+        #expect(try t.device.sandbox(for: TestDevice.appID).defaults().isEmpty)
+    }
+
+    @Test("a failing update in the middle of a batch leaves every item as it was")
+    func atomicUpdate() throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        try keychain.add(.password(account: "a", value: "A"))
+        try keychain.add(.password(account: "b", value: "B"))
+        #expect(status { try keychain.update(ItemQuery(.genericPassword), with: ItemChanges(attributes: [.account: .string("same")], data: Data("X".utf8))) } == .duplicateItem)
+        #expect(try keychain.copy(.password(account: "a")).first?.data == Data("A".utf8))
+        #expect(try keychain.copy(.password(account: "b")).first?.data == Data("B".utf8))
+        #expect(status { _ = try keychain.copy(.password(account: "same")) } == .itemNotFound)
+    }
+
+    @Test("a bulk import with one duplicate adds nothing")
+    func atomicImport() throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        try keychain.add(.password(account: "taken"))
+        let batch = (0..<600).map { NewItem.password(account: "n\($0)") } + [.password(account: "taken")]
+        #expect(status { try keychain.importItems(batch) } == .duplicateItem)
+        #expect(status { _ = try keychain.copy(.password(account: "n0")) } == .itemNotFound)
+        try keychain.importItems(Array(batch.dropLast()))
+        #expect(try keychain.copy(ItemQuery(.genericPassword, matchLimit: .all)).count == 601)
+    }
+
+    @Test("the change sequence never repeats, even after the newest item is deleted and the device restarts")
+    func changeSequenceSurvivesDeletes() throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        try keychain.add(.password(account: "a"))
+        try keychain.add(.password(account: "b"))
+        let before = try t.device.deviceKeychain.changes(since: 0).map(\.changeSequence).max()!
+        try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("b")]))
+        let reopened = try Device.powerOn(at: t.directory, clock: t.clock)
+        try reopened.unlock(passcode: TestDevice.defaultPasscode)
+        try reopened.keychain(for: TestDevice.appID).add(.password(account: "c"))
+        let after = try reopened.deviceKeychain.changes(since: before).map(\.changeSequence)
+        #expect(after.count == 1)
+        #expect(after.allSatisfy { $0 > before })
+    }
+}

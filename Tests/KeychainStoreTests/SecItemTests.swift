@@ -297,3 +297,18 @@ struct SecItemTests {
         #expect(add([kSecAttrAccount: "a"]) == errSecNotAvailable)
     }
 }
+
+extension SecItemTests {
+    @Test("add-or-update touches only the group the add went to")
+    func addOrUpdateStaysInItsGroup() throws {
+        let own = "\(TestDevice.teamID).\(TestDevice.appID)"
+        try keychain.add(.password(account: "a", value: "own", accessGroup: own))
+        try keychain.addOrUpdate(.password(account: "a", value: "shared-1"))
+        try keychain.addOrUpdate(.password(account: "a", value: "shared-2"))
+        var query = ItemQuery.password(account: "a")
+        query.accessGroup = own
+        #expect(try keychain.copy(query).first?.data == Data("own".utf8))
+        query.accessGroup = "\(TestDevice.teamID).shared"
+        #expect(try keychain.copy(query).first?.data == Data("shared-2".utf8))
+    }
+}
