@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
+import Synchronization
 
 /// One row of the `item` table as read back: the sealed row plus its bookkeeping.
 struct StoredRow {
@@ -49,28 +50,62 @@ enum ItemTable {
     }
 
     static func rows(_ db: Database, _ filter: Filter) throws -> [StoredRow] {
-        var clauses = ["class = ?"]
         var arguments: StatementArguments = [filter.itemClass.rawValue]
-        func list(_ column: String, _ values: [some DatabaseValueConvertible]) {
-            clauses.append("\(column) IN (\(Array(repeating: "?", count: values.count).joined(separator: ",")))")
-            for value in values { arguments += [value] }
-        }
-        if !filter.includeTombstones { clauses.append("tomb = 0") }
-        if let hashes = filter.primaryKeyHashes { list("pk_hash", hashes.map { Data($0) }) }
-        if let hashes = filter.accessGroupHashes { list("agrp_hash", hashes.map { Data($0) }) }
-        if filter.synchronizable.count == 1 { list("sync", filter.synchronizable) }
-        if let protection = filter.protection { list("pdmn", [protection.rawValue]) }
-        if let uuid = filter.uuid { list("uuid", [UUIDBytes.bytes(uuid)]) }
-        let sql = "SELECT \(StoredRow.columns) FROM item WHERE \(clauses.joined(separator: " AND ")) ORDER BY id"
-        var found = [StoredRow]()
+        for hash in filter.primaryKeyHashes ?? [] { arguments += [Data(hash)] }
+        for hash in filter.accessGroupHashes ?? [] { arguments += [Data(hash)] }
+        if filter.synchronizable.count == 1 { arguments += [filter.synchronizable[0]] }
+        if let protection = filter.protection { arguments += [protection.rawValue] }
+        if let uuid = filter.uuid { arguments += [UUIDBytes.bytes(uuid)] }
         // The same query shapes repeat endlessly; compiling each once is most of the speed.
-        let cursor = try Row.fetchCursor(try db.cachedStatement(sql: sql), arguments: arguments)
+        let statement = try db.cachedStatement(sql: Shape(filter).sql)
+        var found = [StoredRow]()
+        let cursor = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try cursor.next() {
             guard filter.tokens.isEmpty || ItemIndex.tokens([UInt8](row[9] as Data), include: filter.tokens) else { continue }
             found.append(try StoredRow(row))
             if let limit = filter.limit, found.count >= limit { break }
         }
         return found
+    }
+
+    /// What distinguishes one search's SQL from another's: which clauses, and how many values
+    /// each `IN` list holds. The text is built once per shape.
+    private struct Shape: Hashable {
+        var primaryKeys: Int?
+        var accessGroups: Int?
+        var bySync: Bool
+        var byProtection: Bool
+        var byUUID: Bool
+        var includeTombstones: Bool
+
+        init(_ filter: Filter) {
+            primaryKeys = filter.primaryKeyHashes?.count
+            accessGroups = filter.accessGroupHashes?.count
+            bySync = filter.synchronizable.count == 1
+            byProtection = filter.protection != nil
+            byUUID = filter.uuid != nil
+            includeTombstones = filter.includeTombstones
+        }
+
+        private static let cache = Mutex<[Shape: String]>([:])
+
+        /// Arguments bind in this order: class, primary-key hashes, group hashes, sync, protection, UUID.
+        var sql: String {
+            if let known = Self.cache.withLock({ $0[self] }) { return known }
+            func list(_ column: String, _ count: Int) -> String {
+                "\(column) IN (\(Array(repeating: "?", count: count).joined(separator: ",")))"
+            }
+            var clauses = ["class = ?"]
+            if !includeTombstones { clauses.append("tomb = 0") }
+            if let primaryKeys { clauses.append(list("pk_hash", primaryKeys)) }
+            if let accessGroups { clauses.append(list("agrp_hash", accessGroups)) }
+            if bySync { clauses.append("sync = ?") }
+            if byProtection { clauses.append("pdmn = ?") }
+            if byUUID { clauses.append("uuid = ?") }
+            let text = "SELECT \(StoredRow.columns) FROM item WHERE \(clauses.joined(separator: " AND ")) ORDER BY id"
+            Self.cache.withLock { $0[self] = text }
+            return text
+        }
     }
 
     /// The row holding a primary key, live or tombstone.

@@ -3,21 +3,21 @@ import Foundation
 
 /// Keyed BLAKE2b: the keyed hashes behind primary-key lookups and key tangling.
 public enum KeyedHash {
+    @inlinable
     public static func digest(of message: some ContiguousBytes, key: SymmetricKey, length: Int = 32) -> [UInt8] {
-        key.withUnsafeBytes { digest(of: message, keyBytes: $0, length: length) }
+        message.withUnsafeBytes { m in key.withUnsafeBytes { digestRaw(m, keyBytes: $0, length: length) } }
     }
 
     static func digest(of message: some ContiguousBytes, keyBytes: some ContiguousBytes, length: Int) -> [UInt8] {
+        message.withUnsafeBytes { m in keyBytes.withUnsafeBytes { digestRaw(m, keyBytes: $0, length: length) } }
+    }
+
+    @usableFromInline
+    static func digestRaw(_ message: UnsafeRawBufferPointer, keyBytes: UnsafeRawBufferPointer, length: Int) -> [UInt8] {
         _ = Sodium.ready
-        precondition((Int(crypto_generichash_BYTES_MIN)...Int(crypto_generichash_BYTES_MAX)).contains(length))
+        precondition((16...64).contains(length), "BLAKE2b digests are 16 to 64 bytes")
         var out = [UInt8](repeating: 0, count: length)
-        message.withUnsafeBytes { m in
-            keyBytes.withUnsafeBytes { k in
-                _ = crypto_generichash(
-                    &out, length, m.sodiumBase, UInt64(m.count),
-                    k.sodiumBase, k.count)
-            }
-        }
+        _ = crypto_generichash(&out, length, message.sodiumBase, UInt64(message.count), keyBytes.sodiumBase, keyBytes.count)
         return out
     }
 }

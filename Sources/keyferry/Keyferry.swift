@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Keyferry: AsyncParsableCommand {
+struct Keyferry: ParsableCommand {
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
