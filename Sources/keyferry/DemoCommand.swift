@@ -10,8 +10,14 @@ struct DemoCommand: ParsableCommand {
         commandName: "demo",
         abstract: "Run a short demo: a simulated iPhone, its keychain, and what lock, reboot and passcode changes do to it.")
 
-    @Option(help: "Keep the demo device in this directory (it must not exist yet) instead of a temporary one.")
+    @Option(help: "Keep the demo device in this directory (it must not exist yet, or be empty) instead of a temporary one.")
     var dir: String?
+
+    func validate() throws {
+        if let dir, let contents = try? FileManager.default.contentsOfDirectory(atPath: dir), !contents.isEmpty {
+            throw ValidationError("\(dir) is not empty; give --dir a new directory for the demo device.")
+        }
+    }
 
     func run() throws {
         let root = URL(fileURLWithPath: dir ?? FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-demo-\(UUID().uuidString)").path)
