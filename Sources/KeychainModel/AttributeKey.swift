@@ -82,10 +82,6 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
     /// The kind of value, for class attributes and the engine's string and date attributes.
     public var kind: Kind? { Self.kinds[self] }
 
-    /// Every attribute name Keyferry knows, whatever its class.
-    public static var known: Set<AttributeKey> {
-        Set(kinds.keys).union([.accessible, .synchronizable, .accessControl])
-    }
 }
 
 extension ItemClass {

@@ -1,5 +1,6 @@
 /// A failure of the simulated device itself rather than of a keychain call: a directory that
-/// is not a device, a device that is off, an app that is not installed.
+/// is not a device, an app that is not installed, a sandbox file that is protected right now.
+/// (A device that is off answers keychain calls with `errSecNotAvailable`.)
 public struct DeviceError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: RawRepresentable, Hashable, Sendable {
         public let rawValue: String
@@ -9,7 +10,6 @@ public struct DeviceError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let alreadyExists = Code(rawValue: "alreadyExists")
         public static let unsupportedFormat = Code(rawValue: "unsupportedFormat")
         public static let corrupt = Code(rawValue: "corrupt")
-        public static let poweredOff = Code(rawValue: "poweredOff")
         public static let invalidArgument = Code(rawValue: "invalidArgument")
         public static let appNotInstalled = Code(rawValue: "appNotInstalled")
         public static let protectedDataUnavailable = Code(rawValue: "protectedDataUnavailable")

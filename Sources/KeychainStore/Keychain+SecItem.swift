@@ -7,7 +7,7 @@ import KeychainModel
 ///     let status = keychain.SecItemCopyMatching([kSecClass: kSecClassGenericPassword,
 ///         kSecAttrAccount: "token", kSecReturnData: true], &result)
 ///
-/// Each returns Apple's status; `lastError` style detail is in the typed API's `KeychainError`.
+/// Each returns Apple's status only; the typed API throws the same status with a sentence.
 extension Keychain {
     public func SecItemAdd(_ attributes: [String: Any], _ result: UnsafeMutablePointer<Any?>?) -> OSStatus {
         status {
@@ -45,8 +45,6 @@ extension Keychain {
             return errSecSuccess
         } catch let error as KeychainError {
             return error.status.rawValue
-        } catch let error as DeviceError where error.code == .poweredOff {
-            return errSecNotAvailable
         } catch {
             return errSecInternalError
         }

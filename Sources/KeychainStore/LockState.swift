@@ -67,6 +67,4 @@ struct LockStateMachine {
 
     /// `isProtectedDataAvailable`: class A files and items can be read.
     var isProtectedDataAvailable: Bool { keys[.whenUnlocked] != nil }
-    /// Class C material (UserDefaults, afterFirstUnlock items) can be read.
-    var hasUnlockedSinceBoot: Bool { keys[.afterFirstUnlock] != nil }
 }

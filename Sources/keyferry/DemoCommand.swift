@@ -23,7 +23,7 @@ struct DemoCommand: ParsableCommand {
         let root = URL(fileURLWithPath: dir ?? FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-demo-\(UUID().uuidString)").path)
         defer { if dir == nil { try? FileManager.default.removeItem(at: root) } }
         let clock = ManualClock()
-        var tour = Tour()
+        let tour = Tour()
 
         tour.heading("A fleet of one: Alice's iPhone")
         let phone = try Device.create(at: root, options: DeviceOptions(name: "Alice's iPhone", passcode: "123456", enrollBiometry: true, gracePeriod: 10), clock: clock)
