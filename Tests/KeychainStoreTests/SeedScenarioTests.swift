@@ -136,6 +136,10 @@ struct SeedScenarioTests {
         let t = try TestDevice()
         let sandbox = try t.device.sandbox(for: TestDevice.appID)
         try sandbox.set("alice", forKey: "user")
+        // UserDefaults is a real property list, plaintext on disk: a legacy store, not a keychain.
+        let plist = t.directory.appendingPathComponent("apps/\(TestDevice.appID)/Library/Preferences/\(TestDevice.appID).plist")
+        let onDisk = try PropertyListSerialization.propertyList(from: try Data(contentsOf: plist), format: nil) as? [String: Any]
+        #expect(onDisk?["user"] as? String == "alice")
         try t.device.reboot()
         #expect(!t.device.isProtectedDataAvailable)
         #expect(try sandbox.defaults().isEmpty)
