@@ -204,7 +204,9 @@ public struct Keychain: Sendable {
             guard reference.itemClass == query.itemClass else { return [] }
             filter.uuid = reference.uuid
         }
-        filter.tokens = query.attributes.map { index.token(query.itemClass, $0.key, $0.value) }
+        // Attributes the primary-key hash already pins need no token of their own.
+        let pinned = filter.primaryKeyHashes == nil ? [] : Set(primaryKey)
+        filter.tokens = query.attributes.filter { !pinned.contains($0.key) }.map { index.token(query.itemClass, $0.key, $0.value) }
         filter.limit = limit
         return try ItemTable.rows(db, filter)
     }
