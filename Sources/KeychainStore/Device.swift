@@ -183,19 +183,19 @@ public final class Device: Sendable {
 
     func passcodeIsSet() throws -> Bool { try withPower { $0.passcodeSet } }
 
+    /// Fails with `errSecNotAvailable` while the device is off.
+    private func requirePower() throws { try withPower { _ in } }
+
     /// Unlocks with the passcode (nil on a device without one). A wrong passcode is
     /// `errSecAuthFailed` and counts a failed attempt.
     public func unlock(passcode: String?) throws {
-        _ = try withPower { _ in () }
+        let passcodeSet = try passcodeIsSet()
+        if passcodeSet, passcode == nil {
+            throw KeychainError(.authFailed, "this device has a passcode; give it to unlock the device.")
+        }
         let keys: [ProtectionClass: ClassKeys]
         do {
-            keys = try database.read { db -> [ProtectionClass: ClassKeys] in
-                let settings = try Keybag.Settings.load(db)
-                if settings.passcodeSet, passcode == nil {
-                    throw KeychainError(.authFailed, "this device has a passcode; unlock it with --passcode.")
-                }
-                return try keybag.unwrap(db, passcode: settings.passcodeSet ? passcode : nil)
-            }
+            keys = try database.read { db in try keybag.unwrap(db, passcode: passcodeSet ? passcode : nil) }
         } catch let error as KeychainError where error.status == .authFailed {
             let attempts = try database.write { db in
                 try Int.fetchOne(db, sql: "UPDATE keybag SET failed_attempts = failed_attempts + 1 WHERE id = 1 RETURNING failed_attempts") ?? 0
@@ -309,7 +309,7 @@ public final class Device: Sendable {
     }
 
     private func setBiometry(_ next: (Keybag.Settings) throws -> [UInt8]?) throws {
-        _ = try withPower { _ in () }
+        try requirePower()
         try database.write { db in
             let enrollment = try next(try Keybag.Settings.load(db))
             try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [enrollment.map { Data($0) }])
