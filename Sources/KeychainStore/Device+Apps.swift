@@ -129,7 +129,12 @@ public struct Sandbox: Sendable {
         }
         var all = try defaults()
         all[key] = value
-        let data = try PropertyListSerialization.data(fromPropertyList: all, format: .xml, options: 0)
+        let data: Data
+        do {
+            data = try PropertyListSerialization.data(fromPropertyList: all, format: .xml, options: 0)
+        } catch {
+            throw DeviceError(.invalidArgument, "UserDefaults holds property-list values only (strings, numbers, booleans, dates, data, arrays, dictionaries); '\(key)' is not one.")
+        }
         try data.write(to: defaultsURL, options: .atomic)
     }
 

@@ -135,6 +135,17 @@ struct DeviceLifecycleTests {
         #expect(try sandbox.readFile("cache.bin") == Data("b".utf8))
         #expect(throws: DeviceError.self) { try sandbox.writeFile("../escape", Data()) }
     }
+
+    @Test("UserDefaults refuses a value a property list cannot hold and keeps what it had")
+    func defaultsRefuseNonPlistValues() throws {
+        let t = try TestDevice()
+        let sandbox = try t.device.sandbox(for: TestDevice.appID)
+        try sandbox.set("alice", forKey: "user")
+        struct NotAPlistValue {}
+        #expect(throws: DeviceError.self) { try sandbox.set(NotAPlistValue(), forKey: "bad") }
+        #expect(try sandbox.defaults().count == 1)
+        #expect(try sandbox.string(forKey: "user") == "alice")
+    }
 }
 
 @Suite("Crash points")
