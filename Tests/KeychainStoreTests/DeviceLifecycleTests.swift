@@ -204,3 +204,28 @@ struct CrashPointTests {
         #expect(after.allSatisfy { $0 > before })
     }
 }
+
+@Suite("Concurrency")
+struct ConcurrencyTests {
+    @Test("adds, reads and deletes from many tasks at once all land, with distinct change sequences")
+    func concurrentCalls() async throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for n in 0..<50 {
+                        try keychain.add(.password(account: "w\(worker)-\(n)", value: "v\(n)"))
+                        #expect(try keychain.copy(.password(account: "w\(worker)-\(n)")).first?.data == Data("v\(n)".utf8))
+                        if n % 5 == 0 { try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("w\(worker)-\(n)")])) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let all = try keychain.copy(ItemQuery(.genericPassword, matchLimit: .all, returning: .attributes))
+        #expect(all.count == 8 * 40)
+        let sequences = try t.device.deviceKeychain.changes(since: 0).map(\.changeSequence)
+        #expect(Set(sequences).count == sequences.count)
+    }
+}
