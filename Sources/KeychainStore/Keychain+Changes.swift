@@ -20,7 +20,7 @@ extension Keychain {
     /// as the system does for backup; an app's view still asks.
     public func changes(since sequence: Int64, includingData: Bool = false,
                         authentication: AuthenticationContext = .noInteraction) throws -> [ItemChange] {
-        let groupHashes = try scopeGroupHashes()
+        let groupHashes = try groupsForReading(nil)?.map(accessGroupHash)
         let keys = try device.availableKeys()
         return try device.database.read { db in
             try ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes).map { row in
@@ -35,17 +35,6 @@ extension Keychain {
     private var isDeviceScope: Bool {
         if case .device = scope { return true }
         return false
-    }
-
-    private func scopeGroupHashes() throws -> [[UInt8]]? {
-        switch scope {
-        case .device: return nil
-        case .groups(let groups):
-            guard !groups.isEmpty else {
-                throw KeychainError(.missingEntitlement, "the app has no keychain entitlement; sign it with a team so it gets its application identifier group.")
-            }
-            return groups.map(device.index.accessGroupHash)
-        }
     }
 }
 

@@ -30,7 +30,7 @@ public struct Keychain: Sendable {
 
     private var index: ItemIndex { device.index }
 
-    private func accessGroupHash(_ group: String) -> [UInt8] { groupHashes[group] ?? index.accessGroupHash(group) }
+    func accessGroupHash(_ group: String) -> [UInt8] { groupHashes[group] ?? index.accessGroupHash(group) }
 
     // MARK: SecItemAdd
 
@@ -84,13 +84,9 @@ public struct Keychain: Sendable {
             throw KeychainError(.param, "give the accessibility inside the access control only, not both.")
         }
         let protection = item.accessControl?.protection ?? item.protection ?? item.itemClass.defaultProtection
-        if item.synchronizable, let accessControl = item.accessControl, accessControl.requiresAuthentication {
-            throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
-        }
+        try checkSynchronizable(item.synchronizable, item.accessControl)
         let group = try groupForWriting(item.accessGroup)
-        if protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
-            throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
-        }
+        try checkPasscode(for: protection)
         guard let classKeys = keys[protection] else { throw unavailable(protection) }
         let now = device.clock.now()
         let binding = item.accessControl?.flags.contains(.biometryCurrentSet) == true
@@ -102,10 +98,7 @@ public struct Keychain: Sendable {
         let header = header(uuid: UUIDBytes.uuid(Array(random[0..<16])), itemClass: item.itemClass, protection: protection,
                             synchronizable: item.synchronizable, metadata: metadata)
         let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, keys: classKeys, random: Array(random[16...]))
-        let record = ItemRecord(itemClass: item.itemClass, uuid: header.uuid, accessGroup: group, protection: protection,
-                                synchronizable: item.synchronizable, accessControl: item.accessControl, creationDate: now,
-                                modificationDate: now, attributes: attributes, data: item.returning.contains(.data) ? item.data : nil)
-        return PreparedRow(sealed: sealed, record: record)
+        return PreparedRow(sealed: sealed, record: record(header, metadata, data: item.returning.contains(.data) ? item.data : nil))
     }
 
     private func insert(_ row: PreparedRow, _ db: Database) throws {
@@ -144,15 +137,19 @@ public struct Keychain: Sendable {
     func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
               skipAuthentication: Bool = false, _ db: Database) throws -> ItemRecord {
         let (metadata, classKeys) = try openMetadata(row, keys: keys)
-        var record = ItemRecord(
-            itemClass: row.header.itemClass, uuid: row.header.uuid, accessGroup: metadata.accessGroup,
-            protection: row.header.protection, synchronizable: row.header.synchronizable, accessControl: metadata.accessControl,
-            creationDate: metadata.creationDate, modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: nil)
+        var data: Data?
         if withData {
             if !skipAuthentication { try authenticate(metadata, authentication, db) }
-            record.data = try openSecret(row, classKey: classKeys.classKey)
+            data = try openSecret(row, classKey: classKeys.classKey)
         }
-        return record
+        return record(row.header, metadata, data: data)
+    }
+
+    /// An item as calls return it: the row's plaintext columns plus its opened metadata.
+    private func record(_ header: RowHeader, _ metadata: ItemMetadata, data: Data?) -> ItemRecord {
+        ItemRecord(itemClass: header.itemClass, uuid: header.uuid, accessGroup: metadata.accessGroup, protection: header.protection,
+                   synchronizable: header.synchronizable, accessControl: metadata.accessControl, creationDate: metadata.creationDate,
+                   modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
     private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> (ItemMetadata, ClassKeys) {
@@ -212,7 +209,7 @@ public struct Keychain: Sendable {
     }
 
     /// The groups a search may see: the app's entitled groups, or just the one it names.
-    private func groupsForReading(_ requested: String?) throws -> [String]? {
+    func groupsForReading(_ requested: String?) throws -> [String]? {
         switch scope {
         case .device:
             return requested.map { [$0] }
@@ -238,6 +235,20 @@ public struct Keychain: Sendable {
         }
     }
 
+    /// Apple refuses access-control constraints on an item that would leave the device.
+    private func checkSynchronizable(_ synchronizable: Bool, _ accessControl: AccessControl?) throws {
+        if synchronizable, let accessControl, accessControl.requiresAuthentication {
+            throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
+        }
+    }
+
+    /// `whenPasscodeSetThisDeviceOnly` exists only while the device has a passcode.
+    private func checkPasscode(for protection: ProtectionClass) throws {
+        if protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
+            throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
+        }
+    }
+
     // MARK: SecItemUpdate
 
     /// Applies `changes` to every match, in one transaction: all change or none. Primary-key
@@ -249,9 +260,7 @@ public struct Keychain: Sendable {
         guard !changes.isEmpty else { throw KeychainError(.param, "SecItemUpdate needs at least one attribute or the data to change.") }
         try query.itemClass.validate(changes.attributes)
         if let group = changes.accessGroup { _ = try groupForWriting(group) }
-        if changes.protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
-            throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
-        }
+        if let protection = changes.protection { try checkPasscode(for: protection) }
         let keys = try device.availableKeys()
         let now = device.clock.now()
         try device.database.write { db in
@@ -265,9 +274,7 @@ public struct Keychain: Sendable {
                 let protection = changes.protection ?? row.header.protection
                 guard let newKeys = keys[protection] else { throw unavailable(protection) }
                 let synchronizable = changes.synchronizable ?? row.header.synchronizable
-                if synchronizable, let accessControl = metadata.accessControl, accessControl.requiresAuthentication {
-                    throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
-                }
+                try checkSynchronizable(synchronizable, metadata.accessControl)
                 var updated = metadata
                 updated.accessGroup = changes.accessGroup ?? metadata.accessGroup
                 updated.attributes.merge(changes.attributes) { $1 }
