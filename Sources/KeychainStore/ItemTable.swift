@@ -34,7 +34,7 @@ struct StoredRow {
 
 /// The SQL of the `item` table, and nothing else.
 enum ItemTable {
-    /// Which rows a search considers before opening any of them.
+    /// Which live rows (never tombstones) a search considers before opening any of them.
     struct Filter {
         var itemClass: ItemClass
         var synchronizable: [Bool] = [false, true]
@@ -45,7 +45,6 @@ enum ItemTable {
         var protection: ProtectionClass?
         var uuid: UUID?
         var tokens: [[UInt8]] = []
-        var includeTombstones = false
         var limit: Int?
     }
 
@@ -76,7 +75,6 @@ enum ItemTable {
         var bySync: Bool
         var byProtection: Bool
         var byUUID: Bool
-        var includeTombstones: Bool
 
         init(_ filter: Filter) {
             primaryKeys = filter.primaryKeyHashes?.count
@@ -84,7 +82,6 @@ enum ItemTable {
             bySync = filter.synchronizable.count == 1
             byProtection = filter.protection != nil
             byUUID = filter.uuid != nil
-            includeTombstones = filter.includeTombstones
         }
 
         private static let cache = Mutex<[Shape: String]>([:])
@@ -92,13 +89,9 @@ enum ItemTable {
         /// Arguments bind in this order: class, primary-key hashes, group hashes, sync, protection, UUID.
         var sql: String {
             if let known = Self.cache.withLock({ $0[self] }) { return known }
-            func list(_ column: String, _ count: Int) -> String {
-                "\(column) IN (\(Array(repeating: "?", count: count).joined(separator: ",")))"
-            }
-            var clauses = ["class = ?"]
-            if !includeTombstones { clauses.append("tomb = 0") }
-            if let primaryKeys { clauses.append(list("pk_hash", primaryKeys)) }
-            if let accessGroups { clauses.append(list("agrp_hash", accessGroups)) }
+            var clauses = ["class = ?", "tomb = 0"]
+            if let primaryKeys { clauses.append("pk_hash IN \(placeholders(primaryKeys))") }
+            if let accessGroups { clauses.append("agrp_hash IN \(placeholders(accessGroups))") }
             if bySync { clauses.append("sync = ?") }
             if byProtection { clauses.append("pdmn = ?") }
             if byUUID { clauses.append("uuid = ?") }
@@ -106,6 +99,11 @@ enum ItemTable {
             Self.cache.withLock { $0[self] = text }
             return text
         }
+    }
+
+    /// `(?,?,…)` for an `IN` list of `count` values.
+    static func placeholders(_ count: Int) -> String {
+        "(" + Array(repeating: "?", count: count).joined(separator: ",") + ")"
     }
 
     /// The row holding a primary key, live or tombstone.

@@ -43,7 +43,7 @@ extension ItemTable {
         var sql = "SELECT \(StoredRow.columns) FROM item WHERE change_seq > ?"
         var arguments: StatementArguments = [sequence]
         if let hashes = accessGroupHashes {
-            sql += " AND agrp_hash IN (\(Array(repeating: "?", count: hashes.count).joined(separator: ",")))"
+            sql += " AND agrp_hash IN \(placeholders(hashes.count))"
             for hash in hashes { arguments += [Data(hash)] }
         }
         return try Row.fetchAll(db, sql: sql + " ORDER BY change_seq", arguments: arguments).map(StoredRow.init)
