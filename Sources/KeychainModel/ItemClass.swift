@@ -1,5 +1,7 @@
 /// The five `kSecClass` values. Raw values are Apple's.
-public enum ItemClass: String, CaseIterable, Hashable, Sendable, Codable {
+public enum ItemClass: String, AppleNamed, Hashable, Sendable, Codable {
+    public static let secConstantPrefix = "kSecClass"
+
     case genericPassword = "genp"
     case internetPassword = "inet"
     case certificate = "cert"
@@ -17,21 +19,6 @@ public enum ItemClass: String, CaseIterable, Hashable, Sendable, Codable {
         case .identity: "identity"
         }
     }
-
-    /// Apple's constant name: `kSecClassGenericPassword`.
-    public var secConstantName: String { "kSecClass" + name.prefix(1).uppercased() + name.dropFirst() }
-
-    /// Accepts the short code (`genp`), the name (`genericPassword`) or Apple's constant name.
-    public init?(name: String) {
-        if let match = Self.allCases.first(where: { $0.rawValue == name || $0.name == name || $0.secConstantName == name }) {
-            self = match
-        } else {
-            return nil
-        }
-    }
-
-    /// Classes that have rows of their own.
-    public static let stored: [ItemClass] = [.genericPassword, .internetPassword, .certificate, .key]
 
     /// The secret-free default protection for new items: certificates are public, so Apple
     /// gives them class D; everything else defaults to `whenUnlocked`.

@@ -1,5 +1,7 @@
 /// The seven data-protection classes of `kSecAttrAccessible`. Raw values are Apple's (`pdmn`).
-public enum ProtectionClass: String, CaseIterable, Hashable, Sendable, Codable {
+public enum ProtectionClass: String, AppleNamed, Hashable, Sendable, Codable {
+    public static let secConstantPrefix = "kSecAttrAccessible"
+
     case whenUnlocked = "ak"
     case afterFirstUnlock = "ck"
     case always = "dk"
@@ -38,9 +40,6 @@ public enum ProtectionClass: String, CaseIterable, Hashable, Sendable, Codable {
     /// protected by the hardware UID alone.
     public var isPasscodeProtected: Bool { availability != .always }
 
-    /// Apple's constant name, e.g. `kSecAttrAccessibleWhenUnlocked`.
-    public var secConstantName: String { "kSecAttrAccessible" + name.prefix(1).uppercased() + name.dropFirst() }
-
     /// The name without Apple's prefix, as the command line spells it: `whenUnlocked`.
     public var name: String {
         switch self {
@@ -51,15 +50,6 @@ public enum ProtectionClass: String, CaseIterable, Hashable, Sendable, Codable {
         case .afterFirstUnlockThisDeviceOnly: "afterFirstUnlockThisDeviceOnly"
         case .alwaysThisDeviceOnly: "alwaysThisDeviceOnly"
         case .whenPasscodeSetThisDeviceOnly: "whenPasscodeSetThisDeviceOnly"
-        }
-    }
-
-    /// Accepts the short code (`ak`), the name (`whenUnlocked`) or Apple's constant name.
-    public init?(name: String) {
-        if let match = Self.allCases.first(where: { $0.rawValue == name || $0.name == name || $0.secConstantName == name }) {
-            self = match
-        } else {
-            return nil
         }
     }
 }
