@@ -52,14 +52,15 @@ struct Keybag: Sendable {
     }
 
     private func write(_ db: Database, _ protection: ProtectionClass, _ keys: ClassKeys, under wrappingKey: SymmetricKey, _ wrapping: Wrapping) throws {
-        var classBytes = keys.classKey.exportedBytes
-        var metadataBytes = keys.metadataKey.exportedBytes
-        defer { SymmetricKey.wipe(&classBytes); SymmetricKey.wipe(&metadataBytes) }
-        let wrapped = AEAD.seal(classBytes, key: wrappingKey, associatedData: Self.classKeyAD(protection), entropy: entropy)
-        let wrappedMetadata = AEAD.seal(metadataBytes, key: keys.classKey, associatedData: Self.metadataKeyAD(protection), entropy: entropy)
+        let wrapped = AEAD.wrap(keys.classKey, under: wrappingKey, associatedData: Self.classKeyAD(protection), entropy: entropy)
+        let wrappedMetadata = AEAD.wrap(keys.metadataKey, under: keys.classKey, associatedData: Self.metadataKeyAD(protection), entropy: entropy)
         try db.execute(
             sql: "INSERT OR REPLACE INTO class_key (class, wrapping, wrapped_key, wrapped_metadata_key) VALUES (?, ?, ?, ?)",
             arguments: [protection.rawValue, wrapping.rawValue, wrapped, wrappedMetadata])
+    }
+
+    private func freshClassKeys() -> ClassKeys {
+        ClassKeys(classKey: SymmetricKey(randomFrom: entropy), metadataKey: SymmetricKey(randomFrom: entropy))
     }
 
     private func wrapping(for protection: ProtectionClass, passcodeKey: SymmetricKey?) -> (SymmetricKey, Wrapping) {
@@ -80,7 +81,7 @@ struct Keybag: Sendable {
         let passcodeKey = try passcode.map { try self.passcodeKey($0, settings: settings) }
         var keys = [ProtectionClass: ClassKeys]()
         for protection in ProtectionClass.allCases where protection != .whenPasscodeSetThisDeviceOnly || passcode != nil {
-            let fresh = ClassKeys(classKey: SymmetricKey(randomFrom: entropy), metadataKey: SymmetricKey(randomFrom: entropy))
+            let fresh = freshClassKeys()
             let (key, kind) = wrapping(for: protection, passcodeKey: passcodeKey)
             try write(db, protection, fresh, under: key, kind)
             keys[protection] = fresh
@@ -106,12 +107,9 @@ struct Keybag: Sendable {
                 wrappingKey = passcodeKey
             }
             do {
-                var classBytes = [UInt8](try AEAD.open(row["wrapped_key"] as Data, key: wrappingKey, associatedData: Self.classKeyAD(protection)))
-                defer { SymmetricKey.wipe(&classBytes) }
-                let classKey = try SymmetricKey(bytes: classBytes)
-                var metadataBytes = [UInt8](try AEAD.open(row["wrapped_metadata_key"] as Data, key: classKey, associatedData: Self.metadataKeyAD(protection)))
-                defer { SymmetricKey.wipe(&metadataBytes) }
-                keys[protection] = ClassKeys(classKey: classKey, metadataKey: try SymmetricKey(bytes: metadataBytes))
+                let classKey = try AEAD.unwrap(row["wrapped_key"] as Data, under: wrappingKey, associatedData: Self.classKeyAD(protection))
+                let metadataKey = try AEAD.unwrap(row["wrapped_metadata_key"] as Data, under: classKey, associatedData: Self.metadataKeyAD(protection))
+                keys[protection] = ClassKeys(classKey: classKey, metadataKey: metadataKey)
             } catch CryptoError.authenticationFailed where kind == .passcode {
                 throw KeychainError(.authFailed, "the passcode is not correct.")
             } catch CryptoError.authenticationFailed {
@@ -136,7 +134,7 @@ struct Keybag: Sendable {
             keys[.whenPasscodeSetThisDeviceOnly] = nil
             try db.execute(sql: "DELETE FROM class_key WHERE class = ?", arguments: [ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue])
         } else if keys[.whenPasscodeSetThisDeviceOnly] == nil {
-            keys[.whenPasscodeSetThisDeviceOnly] = ClassKeys(classKey: SymmetricKey(randomFrom: entropy), metadataKey: SymmetricKey(randomFrom: entropy))
+            keys[.whenPasscodeSetThisDeviceOnly] = freshClassKeys()
         }
         for (protection, classKeys) in keys where protection.isPasscodeProtected {
             let (key, kind) = wrapping(for: protection, passcodeKey: passcodeKey)

@@ -134,9 +134,7 @@ struct SealedRow: Sendable {
         defer { SymmetricKey.wipe(&plain) }
         let sealedMetadata = AEAD.seal(plain, key: keys.metadataKey, nonce: Array(random[0..<n]), associatedData: ad)
         let rowKey = try! SymmetricKey(bytes: random[(3 * n)...])
-        var rowKeyBytes = rowKey.exportedBytes
-        defer { SymmetricKey.wipe(&rowKeyBytes) }
-        var blob = AEAD.seal(rowKeyBytes, key: keys.classKey, nonce: Array(random[n..<2 * n]), associatedData: ad)
+        var blob = AEAD.wrap(rowKey, under: keys.classKey, nonce: Array(random[n..<2 * n]), associatedData: ad)
         blob.append(AEAD.seal(secret, key: rowKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ad))
         return SealedRow(header: header, metadata: sealedMetadata, secret: blob)
     }
@@ -150,9 +148,7 @@ struct SealedRow: Sendable {
     func openSecret(with classKey: SymmetricKey) throws -> Data {
         guard let secret, secret.count >= Self.wrappedRowKeyCount else { throw CryptoError.authenticationFailed }
         let ad = header.associatedData
-        var rowKeyBytes = [UInt8](try AEAD.open(secret.prefix(Self.wrappedRowKeyCount), key: classKey, associatedData: ad))
-        defer { SymmetricKey.wipe(&rowKeyBytes) }
-        let rowKey = try SymmetricKey(bytes: rowKeyBytes)
+        let rowKey = try AEAD.unwrap(secret.prefix(Self.wrappedRowKeyCount), under: classKey, associatedData: ad)
         return try AEAD.open(secret.dropFirst(Self.wrappedRowKeyCount), key: rowKey, associatedData: ad)
     }
 }

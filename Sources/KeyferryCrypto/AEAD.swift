@@ -79,3 +79,42 @@ public enum AEAD {
         return out
     }
 }
+
+// Keys sealed under other keys: the key's bytes go straight from one zeroed buffer into the
+// cipher and back, never through an ordinary array.
+extension AEAD {
+    /// Seals `key` under `wrappingKey` with a fresh nonce.
+    public static func wrap(
+        _ key: SymmetricKey, under wrappingKey: SymmetricKey, associatedData: some ContiguousBytes,
+        entropy: any EntropySource = SystemEntropy()
+    ) -> Data {
+        wrap(key, under: wrappingKey, nonce: entropy.bytes(nonceByteCount), associatedData: associatedData)
+    }
+
+    /// Seals `key` with a caller-chosen nonce, for rows sealed from one draw of randomness.
+    public static func wrap(_ key: SymmetricKey, under wrappingKey: SymmetricKey, nonce: [UInt8], associatedData: some ContiguousBytes) -> Data {
+        key.withUnsafeBytes { bytes in
+            associatedData.withUnsafeBytes { ad in
+                nonce.withUnsafeBytes { sealRaw(bytes, key: wrappingKey, nonce: $0, associatedData: ad) }
+            }
+        }
+    }
+
+    /// Opens a key sealed by `wrap`; fails like `open` on any tampering or the wrong key.
+    public static func unwrap(_ box: some ContiguousBytes, under wrappingKey: SymmetricKey, associatedData: some ContiguousBytes) throws -> SymmetricKey {
+        _ = Sodium.ready
+        return try box.withUnsafeBytes { sealed in
+            guard sealed.count == overhead + SymmetricKey.byteCount else { throw CryptoError.authenticationFailed }
+            let out = SecureBytes(count: SymmetricKey.byteCount)
+            let status = associatedData.withUnsafeBytes { ad in
+                wrappingKey.withUnsafeBytes { k in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.buffer.sodiumBase, nil, nil, sealed.sodiumBase + nonceByteCount, UInt64(sealed.count - nonceByteCount),
+                        ad.sodiumBase, UInt64(ad.count), sealed.sodiumBase, k.sodiumBase)
+                }
+            }
+            guard status == 0 else { throw CryptoError.authenticationFailed }
+            return SymmetricKey(storage: out)
+        }
+    }
+}

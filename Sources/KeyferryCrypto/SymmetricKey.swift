@@ -28,7 +28,8 @@ public struct SymmetricKey: Sendable, Equatable {
         try body(UnsafeRawBufferPointer(storage.buffer))
     }
 
-    /// The key as plain bytes, for wrapping it under another key. The caller owns the copy.
+    /// The key in an ordinary array, for published test vectors. To store a key, wrap it with
+    /// `AEAD.wrap` instead, which never copies it out of zeroed memory.
     public var exportedBytes: [UInt8] { Array(UnsafeRawBufferPointer(storage.buffer)) }
 
     public static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool {
