@@ -13,15 +13,9 @@ public enum SecDictionary {
             throw KeychainError(.param, "kSecAttrAccessible and kSecAttrAccessControl cannot both be given; the access control already carries the accessibility.")
         }
         if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be added.") }
-        let synchronizable: Bool
-        switch parts.synchronizable {
-        case .any: throw KeychainError(.param, "kSecAttrSynchronizableAny is for searches; add with true or false.")
-        case .yes: synchronizable = true
-        case .no, nil: synchronizable = false
-        }
         return NewItem(parts.itemClass, attributes: parts.attributes, data: parts.data ?? Data(), accessGroup: parts.accessGroup,
-                       protection: parts.protection, accessControl: parts.accessControl, synchronizable: synchronizable,
-                       returning: parts.returning)
+                       protection: parts.protection, accessControl: parts.accessControl,
+                       synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
     }
 
     public static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
@@ -46,15 +40,8 @@ public enum SecDictionary {
         withClass[kSecClass] = itemClass.rawValue
         let parts = try Parts(withClass, operation: .update)
         if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be changed.") }
-        let synchronizable: Bool?
-        switch parts.synchronizable {
-        case .any: throw KeychainError(.param, "kSecAttrSynchronizableAny cannot be set on an item.")
-        case .yes: synchronizable = true
-        case .no: synchronizable = false
-        case nil: synchronizable = nil
-        }
         return ItemChanges(attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
-                           synchronizable: synchronizable, data: parts.data)
+                           synchronizable: try parts.synchronizableSetting(), data: parts.data)
     }
 
     /// Every key of a dictionary, sorted into its place.
@@ -70,6 +57,17 @@ public enum SecDictionary {
         var matchLimit: MatchLimit?
         var returning: ReturnOptions = []
         var authentication = AuthenticationContext()
+
+        /// `kSecAttrSynchronizable` as a value to store: nil when absent; `SynchronizableAny`,
+        /// which only searches may use, is refused.
+        func synchronizableSetting() throws(KeychainError) -> Bool? {
+            switch synchronizable {
+            case .any: throw KeychainError(.param, "kSecAttrSynchronizableAny is for searches; set true or false on an item.")
+            case .yes: true
+            case .no: false
+            case nil: nil
+            }
+        }
 
         init(_ dictionary: [String: Any], operation: Operation) throws(KeychainError) {
             guard let rawClass = dictionary[kSecClass] else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
