@@ -46,6 +46,11 @@ struct StoreBench: ParsableCommand {
         results.append(baseline)
         let batchBaseline = try measure("sqlite batch insert (one transaction)", bulkItems) { try plain.insertBatch(bulkItems, value: secret) }
         results.append(batchBaseline)
+        // Floors: what GRDB and SQLite alone cost for the keychain's shapes, with no crypto at all.
+        results.append(try measure("floor: sqlite lookup by key", items) { try plain.lookupEach(items) })
+        let shaped = try PlainSQLite(at: root.appendingPathComponent("shaped.db"), keychainShape: true)
+        let shapedRows = ShapedRows(count: bulkItems)
+        results.append(try measure("floor: batch insert, keychain row shape", bulkItems) { try shaped.insertShaped(shapedRows) })
 
         let device = try Device.create(at: root.appendingPathComponent("device"),
                                        options: DeviceOptions(name: "Bench iPhone", passcode: "123456", passcodeHashing: .minimum))
@@ -136,14 +141,26 @@ extension String {
 struct PlainSQLite {
     let queue: DatabaseQueue
 
-    init(at url: URL) throws {
+    /// `keychainShape`: instead of the plain table, one shaped like the keychain's `item` rows
+    /// (two unique 32-byte keyed-hash columns at random positions, a sequence index, ~600 bytes).
+    init(at url: URL, keychainShape: Bool = false) throws {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         queue = try DatabaseQueue(path: url.path, configuration: configuration)
-        try queue.write { try $0.execute(sql: "CREATE TABLE row (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v BLOB NOT NULL)") }
+        try queue.write { db in
+            if keychainShape {
+                try db.execute(sql: """
+                    CREATE TABLE row (id INTEGER PRIMARY KEY, uuid BLOB NOT NULL UNIQUE, pk BLOB NOT NULL UNIQUE,
+                                      attributes BLOB NOT NULL, secret BLOB NOT NULL, seq INTEGER NOT NULL);
+                    CREATE INDEX row_by_seq ON row (seq);
+                    """)
+            } else {
+                try db.execute(sql: "CREATE TABLE row (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v BLOB NOT NULL)")
+            }
+        }
     }
 
     /// Like the keychain's own transactions: BEGIN and COMMIT compiled once.
@@ -163,10 +180,48 @@ struct PlainSQLite {
         }
     }
 
+    /// Reads back every row `insertEach` wrote, one lookup each, through GRDB's row API.
+    func lookupEach(_ count: Int) throws {
+        try queue.unsafeRead { db in
+            let select = try db.cachedStatement(sql: "SELECT k, v FROM row WHERE k = ?")
+            for n in 0..<count {
+                guard let row = try Row.fetchOne(select, arguments: ["account-\(n)"]), (row[1] as Data).count > 0 else {
+                    throw ValidationError("row account-\(n) is missing from the baseline table")
+                }
+            }
+        }
+    }
+
+    func insertShaped(_ rows: ShapedRows) throws {
+        try transaction { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO row (uuid, pk, attributes, secret, seq) VALUES (?, ?, ?, ?, ?)")
+            for (n, (uuid, pk)) in rows.keys.enumerated() {
+                try insert.execute(arguments: [uuid, pk, rows.attributes, rows.secret, n])
+            }
+        }
+    }
+
     func insertBatch(_ count: Int, value: Data) throws {
         try transaction { db in
             let insert = try db.cachedStatement(sql: "INSERT INTO row (k, v) VALUES (?, ?)")
             for n in 0..<count { try insert.execute(arguments: ["batch-\(n)", value]) }
         }
+    }
+}
+
+/// Random keys and blobs for the row-shape floor, made before the clock starts.
+struct ShapedRows {
+    var keys: [(uuid: Data, pk: Data)]
+    var attributes: Data
+    var secret: Data
+
+    init(count: Int) {
+        var random = SystemRandomNumberGenerator()
+        func bytes(_ n: Int) -> Data {
+            Data((0..<(n + 7) / 8).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } }.prefix(n))
+        }
+        keys = (0..<count).map { _ in (bytes(16), bytes(32)) }
+        attributes = bytes(200)
+        secret = bytes(370)
     }
 }
