@@ -12,6 +12,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // The two C libraries, each reached from exactly one Swift wrapper module.
@@ -35,10 +39,22 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
+        // A powered-on device as a process: the control API on a socket in its directory,
+        // the client the command line uses, and the launcher that starts and stops it.
+        .target(
+            name: "Node",
+            dependencies: [
+                "KeychainStore", "KeychainModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel",
+                "KeychainStore", "KeychainModel", "Node",
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),

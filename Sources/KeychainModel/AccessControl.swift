@@ -1,7 +1,7 @@
 import Foundation
 
 /// Apple's `SecAccessControlCreateFlags`, with Apple's bit values.
-public struct AccessControlFlags: OptionSet, Hashable, Sendable {
+public struct AccessControlFlags: OptionSet, Hashable, Sendable, Codable {
     public let rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
@@ -28,7 +28,7 @@ public typealias SecAccessControlCreateFlags = AccessControlFlags
 
 /// A `SecAccessControl`: the protection class plus the user-presence constraints a read or an
 /// update must satisfy. Valid by construction.
-public struct AccessControl: Hashable, Sendable, CustomStringConvertible {
+public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertible {
     public let protection: ProtectionClass
     public let flags: AccessControlFlags
 
@@ -48,6 +48,15 @@ public struct AccessControl: Hashable, Sendable, CustomStringConvertible {
         }
         self.protection = protection
         self.flags = flags
+    }
+
+    private enum CodingKeys: String, CodingKey { case protection, flags }
+
+    /// Decoding validates like `init(protection:flags:)`: an access control is never invalid.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(protection: try container.decode(ProtectionClass.self, forKey: .protection),
+                      flags: try container.decode(AccessControlFlags.self, forKey: .flags))
     }
 
     /// Parses Apple's flag names joined by `|`, e.g. `biometryCurrentSet|or|devicePasscode`.
@@ -146,7 +155,7 @@ public func SecAccessControlCreateWithFlags(
 }
 
 /// One thing the simulated user does at an authentication prompt.
-public enum AuthenticationResponse: Hashable, Sendable {
+public enum AuthenticationResponse: Hashable, Sendable, Codable {
     case biometryMatch
     case biometryNoMatch
     case cancel
@@ -155,7 +164,7 @@ public enum AuthenticationResponse: Hashable, Sendable {
 
 /// The `LAContext` of a call: what the simulated user will do if prompted, and whether a
 /// prompt may be shown at all (`kSecUseAuthenticationUIFail`, background work).
-public struct AuthenticationContext: Hashable, Sendable {
+public struct AuthenticationContext: Hashable, Sendable, Codable {
     public var responses: [AuthenticationResponse]
     public var interactionAllowed: Bool
 

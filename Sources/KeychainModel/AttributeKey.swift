@@ -82,6 +82,39 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
     /// The kind of value, for class attributes and the engine's string and date attributes.
     public var kind: Kind? { Self.kinds[self] }
 
+    /// Apple's constant name without `kSecAttr`, as the command line and JSON spell it:
+    /// `account` for `kSecAttrAccount`. Keys Keyferry does not know keep their short code.
+    public var name: String { Self.names[self] ?? rawValue }
+
+    /// Accepts the name (`account`), Apple's constant (`kSecAttrAccount`) or the short code (`acct`).
+    public init?(name: String) {
+        let bare = name.hasPrefix("kSecAttr") ? String(name.dropFirst(8)) : name
+        let lowered = bare.prefix(1).lowercased() + bare.dropFirst()
+        if let key = Self.byName[lowered] {
+            self = key
+        } else if Self.kinds[AttributeKey(name)] != nil {
+            self = AttributeKey(name)
+        } else {
+            return nil
+        }
+    }
+
+    private static let names: [AttributeKey: String] = [
+        .account: "account", .service: "service", .generic: "generic", .label: "label", .description: "description",
+        .comment: "comment", .creator: "creator", .type: "type", .isInvisible: "isInvisible", .isNegative: "isNegative",
+        .securityDomain: "securityDomain", .server: "server", .protocol: "protocol", .authenticationType: "authenticationType",
+        .port: "port", .path: "path",
+        .certificateType: "certificateType", .certificateEncoding: "certificateEncoding", .subject: "subject",
+        .issuer: "issuer", .serialNumber: "serialNumber", .subjectKeyID: "subjectKeyID", .publicKeyHash: "publicKeyHash",
+        .keyClass: "keyClass", .applicationLabel: "applicationLabel", .applicationTag: "applicationTag",
+        .keySizeInBits: "keySizeInBits", .effectiveKeySize: "effectiveKeySize", .startDate: "startDate", .endDate: "endDate",
+        .isPermanent: "isPermanent", .isSensitive: "isSensitive", .isExtractable: "isExtractable",
+        .canEncrypt: "canEncrypt", .canDecrypt: "canDecrypt", .canDerive: "canDerive", .canSign: "canSign",
+        .canVerify: "canVerify", .canWrap: "canWrap", .canUnwrap: "canUnwrap",
+        .accessGroup: "accessGroup", .accessible: "accessible", .synchronizable: "synchronizable",
+        .accessControl: "accessControl", .creationDate: "creationDate", .modificationDate: "modificationDate",
+    ]
+    private static let byName = Dictionary(uniqueKeysWithValues: names.map { ($0.value, $0.key) })
 }
 
 extension ItemClass {

@@ -2,7 +2,7 @@ import Foundation
 
 /// Which items a query sees by their synchronizable flag. Apple's default is `.no`: a query
 /// without `kSecAttrSynchronizable` never sees synced items.
-public enum SynchronizableMatch: Hashable, Sendable {
+public enum SynchronizableMatch: Hashable, Sendable, Codable {
     case no, yes, any
 
     public var values: [Bool] {
@@ -15,7 +15,7 @@ public enum SynchronizableMatch: Hashable, Sendable {
 }
 
 /// `kSecMatchLimit`: copy defaults to one; update and delete always touch every match.
-public enum MatchLimit: Hashable, Sendable {
+public enum MatchLimit: Hashable, Sendable, Codable {
     case one
     case all
     case count(Int)
@@ -30,7 +30,7 @@ public enum MatchLimit: Hashable, Sendable {
 }
 
 /// The `kSecReturn*` keys of a call.
-public struct ReturnOptions: OptionSet, Hashable, Sendable {
+public struct ReturnOptions: OptionSet, Hashable, Sendable, Codable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public static let data = ReturnOptions(rawValue: 1 << 0)
@@ -41,7 +41,7 @@ public struct ReturnOptions: OptionSet, Hashable, Sendable {
 
 /// An opaque, stable handle to one item (`kSecReturnPersistentRef`). It survives updates,
 /// including primary-key changes, because it names the item's UUID.
-public struct PersistentReference: Hashable, Sendable {
+public struct PersistentReference: Hashable, Sendable, Codable {
     public let itemClass: ItemClass
     public let uuid: UUID
 
@@ -63,6 +63,15 @@ public struct PersistentReference: Hashable, Sendable {
         return Data(out)
     }
 
+    public init(from decoder: any Decoder) throws {
+        try self.init(data: try decoder.singleValueContainer().decode(Data.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(data)
+    }
+
     public init(data: Data) throws(KeychainError) {
         let bytes = [UInt8](data)
         guard bytes.count == 25, Array(bytes[0..<4]) == Self.magic, bytes[4] == Self.version,
@@ -77,7 +86,7 @@ public struct PersistentReference: Hashable, Sendable {
 }
 
 /// The search half of `SecItemCopyMatching`, `SecItemUpdate` and `SecItemDelete`.
-public struct ItemQuery: Hashable, Sendable {
+public struct ItemQuery: Hashable, Sendable, Codable {
     public var itemClass: ItemClass
     /// Class attributes that must be equal.
     public var attributes: Attributes
@@ -110,7 +119,7 @@ public struct ItemQuery: Hashable, Sendable {
 }
 
 /// The attributes of `SecItemAdd`.
-public struct NewItem: Hashable, Sendable {
+public struct NewItem: Hashable, Sendable, Codable {
     public var itemClass: ItemClass
     public var attributes: Attributes
     /// nil: the app's first entitled access group.
@@ -139,7 +148,7 @@ public struct NewItem: Hashable, Sendable {
 }
 
 /// The second dictionary of `SecItemUpdate`: what to change on every match.
-public struct ItemChanges: Hashable, Sendable {
+public struct ItemChanges: Hashable, Sendable, Codable {
     public var attributes: Attributes
     public var accessGroup: String?
     public var protection: ProtectionClass?
@@ -163,7 +172,7 @@ public struct ItemChanges: Hashable, Sendable {
 }
 
 /// One item as a call returns it.
-public struct ItemRecord: Hashable, Sendable {
+public struct ItemRecord: Hashable, Sendable, Codable {
     public var itemClass: ItemClass
     public var uuid: UUID
     public var accessGroup: String

@@ -220,14 +220,16 @@ public final class Device: Sendable {
     }
 
     public func status() throws -> DeviceStatus {
-        let settings = try database.read { try Keybag.Settings.load($0) }
+        let (settings, itemCount) = try database.read { db in
+            (try Keybag.Settings.load(db), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0") ?? 0)
+        }
         let now = clock.now()
         let snapshot = try? withPower { ($0.state, $0.isProtectedDataAvailable, $0.graceRemaining(at: now)) }
         return DeviceStatus(
             name: info.name, id: info.id, poweredOn: snapshot != nil, lockState: snapshot?.0,
             protectedDataAvailable: snapshot?.1 ?? false, graceRemaining: snapshot?.2,
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
-            failedPasscodeAttempts: settings.failedAttempts)
+            failedPasscodeAttempts: settings.failedAttempts, itemCount: itemCount)
     }
 
     // MARK: Passcode

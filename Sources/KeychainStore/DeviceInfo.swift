@@ -63,4 +63,6 @@ public struct DeviceStatus: Sendable, Codable, Equatable {
     public var passcodeSet: Bool
     public var biometryEnrolled: Bool
     public var failedPasscodeAttempts: Int
+    /// Live items (tombstones excluded), counted without opening any.
+    public var itemCount: Int
 }

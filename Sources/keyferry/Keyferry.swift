@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Keyferry: ParsableCommand {
+struct Keyferry: AsyncParsableCommand {
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
@@ -10,8 +10,19 @@ struct Keyferry: ParsableCommand {
         discussion: """
             Keyferry runs simulated iPhones and iPads on Linux. Each device keeps an encrypted keychain \
             that behaves like the one on a phone: protection classes, lock states, passcode and biometry, \
-            access groups, app installs. Start with `keyferry demo`.
+            access groups, app installs. Start with `keyferry demo`, or:
+
+              keyferry device init ./phone --passcode 123456
+              keyferry node start ./phone
+              keyferry device unlock ./phone --passcode 123456
+              keyferry app install ./phone --bundle com.example.mail --team ABCDE12345
+              keyferry item add ./phone --app com.example.mail --account alice --value-stdin
+              keyferry item get ./phone --app com.example.mail --account alice
+              keyferry node stop ./phone
+
+            Exit status: 0 success; 3 a keychain status other than success (errSecName (-NNNNN) on \
+            stderr); 64 a usage error; 1 any other failure.
             """,
         version: version,
-        subcommands: [DemoCommand.self, BenchCommand.self])
+        subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, DemoCommand.self, BenchCommand.self])
 }

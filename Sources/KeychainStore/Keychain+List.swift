@@ -1,0 +1,30 @@
+import KeychainModel
+
+/// Every item a keychain can see, attributes only: what `keyferry item list` shows.
+public struct ItemListing: Sendable {
+    public var items: [ItemRecord]
+    /// Protection classes whose items exist but cannot be opened in the current lock state.
+    public var unavailable: [ProtectionClass]
+}
+
+extension Keychain {
+    /// Lists every live item, class by class and protection class by protection class, so
+    /// that a locked class hides only its own items. Never returns secrets.
+    public func list() throws -> ItemListing {
+        var listing = ItemListing(items: [], unavailable: [])
+        for protection in ProtectionClass.allCases {
+            for itemClass in ItemClass.allCases where itemClass != .identity {
+                let query = ItemQuery(itemClass, protection: protection, synchronizable: .any, matchLimit: .all, returning: .attributes)
+                do {
+                    listing.items += try copy(query)
+                } catch let error as KeychainError where error.status == .itemNotFound {
+                    continue
+                } catch let error as KeychainError where error.status == .interactionNotAllowed || error.status == .notAvailable {
+                    if !listing.unavailable.contains(protection) { listing.unavailable.append(protection) }
+                }
+            }
+        }
+        listing.items.sort { ($0.creationDate, $0.uuid.uuidString) < ($1.creationDate, $1.uuid.uuidString) }
+        return listing
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Appends one line per message to the node's log file: timestamp, level, message, metadata.
+struct FileLogHandler: LogHandler {
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    private let file: SharedFile
+
+    init(url: URL) {
+        file = SharedFile.open(url)
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        file.append("\(stamp) \(event.level) \(event.message)\(details)\n")
+    }
+
+    /// One handle per log file, shared by every logger of the process.
+    final class SharedFile: Sendable {
+        private let handle: Mutex<FileHandle?>
+        private init(_ handle: FileHandle?) { self.handle = Mutex(handle) }
+
+        private static let opened = Mutex<[URL: SharedFile]>([:])
+
+        static func open(_ url: URL) -> SharedFile {
+            opened.withLock { files in
+                if let file = files[url] { return file }
+                if !FileManager.default.fileExists(atPath: url.path) {
+                    _ = FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600])
+                }
+                let handle = try? FileHandle(forWritingTo: url)
+                _ = try? handle?.seekToEnd()
+                let file = SharedFile(handle)
+                files[url] = file
+                return file
+            }
+        }
+
+        func append(_ line: String) {
+            handle.withLock { try? $0?.write(contentsOf: Data(line.utf8)) }
+        }
+    }
+}

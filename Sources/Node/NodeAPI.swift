@@ -1,0 +1,184 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+
+/// The control API a node serves on `DIR/node.sock`: JSON over HTTP/1.1, one POST per
+/// operation (GET for reads without a body). Every failure is a `NodeAPI.Failure` body with a
+/// non-2xx status. The command line is one client; anything that speaks HTTP over a Unix
+/// socket (curl `--unix-socket`) is another.
+public enum NodeAPI {
+    public static let version = "v1"
+
+    /// Paths, relative to `/v1/`.
+    public enum Route: String, CaseIterable, Sendable {
+        case status
+        case reboot
+        case unlock, lock, passcode, biometry
+        case apps, install, uninstall, defaults
+        case add, copy, update, delete, list
+    }
+
+    // MARK: Device
+
+    /// What `GET /v1/status` answers: the device plus the process serving it.
+    public struct NodeStatus: Codable, Sendable {
+        public var pid: Int32
+        public var device: DeviceStatus
+        public var apps: [AppManifest]
+    }
+
+    public struct Unlock: Codable, Sendable {
+        public var passcode: String?
+        public init(passcode: String?) { self.passcode = passcode }
+    }
+
+    public struct Lock: Codable, Sendable {
+        public var immediately: Bool
+        public init(immediately: Bool) { self.immediately = immediately }
+    }
+
+    /// Set (or change, with `current`) or remove the passcode.
+    public struct Passcode: Codable, Sendable {
+        public var new: String?
+        public var current: String?
+        public var remove: Bool
+        public init(new: String?, current: String?, remove: Bool) {
+            self.new = new
+            self.current = current
+            self.remove = remove
+        }
+    }
+
+    public enum BiometryAction: String, Codable, Sendable, CaseIterable {
+        case enroll, change, remove
+    }
+
+    public struct Biometry: Codable, Sendable {
+        public var action: BiometryAction
+        public init(action: BiometryAction) { self.action = action }
+    }
+
+    // MARK: Apps
+
+    public struct Uninstall: Codable, Sendable {
+        public var bundleID: String
+        public init(bundleID: String) { self.bundleID = bundleID }
+    }
+
+    /// UserDefaults of one app: set string values, then answer the whole dictionary
+    /// (strings only; other property-list values are shown by their description).
+    public struct Defaults: Codable, Sendable {
+        public var bundleID: String
+        public var set: [String: String]
+        public init(bundleID: String, set: [String: String] = [:]) {
+            self.bundleID = bundleID
+            self.set = set
+        }
+    }
+
+    // MARK: Items
+
+    public struct Add: Codable, Sendable {
+        public var app: String
+        public var item: NewItem
+        public init(app: String, item: NewItem) {
+            self.app = app
+            self.item = item
+        }
+    }
+
+    public struct Search: Codable, Sendable {
+        public var app: String
+        public var query: ItemQuery
+        public init(app: String, query: ItemQuery) {
+            self.app = app
+            self.query = query
+        }
+    }
+
+    public struct Update: Codable, Sendable {
+        public var app: String
+        public var query: ItemQuery
+        public var changes: ItemChanges
+        public init(app: String, query: ItemQuery, changes: ItemChanges) {
+            self.app = app
+            self.query = query
+            self.changes = changes
+        }
+    }
+
+    /// Every live item's attributes (never data), of one app or, with no app, of the whole
+    /// device.
+    public struct List: Codable, Sendable {
+        public var app: String?
+        public init(app: String?) { self.app = app }
+    }
+
+    public struct Items: Codable, Sendable {
+        public var items: [ItemRecord]
+    }
+
+    public struct Listing: Codable, Sendable {
+        public var items: [ItemRecord]
+        /// Protection classes whose items are sealed in the current lock state.
+        public var unavailable: [ProtectionClass]
+    }
+
+    public struct Empty: Codable, Sendable {
+        public init() {}
+    }
+
+    // MARK: Failures
+
+    /// Why a call failed. `keychain` failures carry Apple's status.
+    public struct Failure: Codable, Sendable, Error {
+        public enum Domain: String, Codable, Sendable {
+            /// A keychain status other than success.
+            case keychain
+            /// The device refused: not installed, invalid argument, corrupt store.
+            case device
+            /// The request itself was malformed.
+            case request
+        }
+
+        public var domain: Domain
+        public var status: OSStatus?
+        public var code: String?
+        public var message: String
+
+        public init(_ error: any Error) {
+            switch error {
+            case let error as KeychainError:
+                domain = .keychain
+                status = error.status.rawValue
+                message = error.message
+            case let error as DeviceError:
+                domain = .device
+                code = error.code.rawValue
+                message = error.message
+            case let error as Failure:
+                self = error
+            default:
+                domain = .request
+                message = "\(error)"
+            }
+        }
+
+        public init(request message: String) {
+            domain = .request
+            self.message = message
+        }
+
+        /// The typed error back, on the client side.
+        public var error: any Error {
+            switch domain {
+            case .keychain: KeychainError(KeychainStatus(rawValue: status ?? errSecInternalError), message)
+            case .device: DeviceError(DeviceError.Code(rawValue: code ?? "io"), message)
+            case .request: self
+            }
+        }
+    }
+
+    static let encoder = JSONEncoder()
+    static let decoder = JSONDecoder()
+}

@@ -1,0 +1,60 @@
+import AsyncHTTPClient
+import Foundation
+import KeychainModel
+import KeychainStore
+import NIOCore
+
+/// Calls a running node's control API over its socket. Failures come back typed: a
+/// `KeychainError` with Apple's status, a `DeviceError`, or a `NodeError` naming the fix.
+public struct NodeClient: Sendable {
+    public let paths: NodePaths
+
+    public init(directory: URL) {
+        paths = NodePaths(directory: directory)
+    }
+
+    public func status() async throws -> NodeAPI.NodeStatus {
+        try await call(.status, get: true, body: Optional<NodeAPI.Empty>.none)
+    }
+
+    /// One POST: `body` as JSON in, the route's answer out.
+    public func call<Answer: Decodable>(_ route: NodeAPI.Route, _ body: some Encodable) async throws -> Answer {
+        try await call(route, get: false, body: body)
+    }
+
+    /// A POST whose answer carries nothing.
+    public func send(_ route: NodeAPI.Route, _ body: some Encodable) async throws {
+        let _: NodeAPI.Empty = try await call(route, get: false, body: body)
+    }
+
+    private func call<Answer: Decodable, Body: Encodable>(_ route: NodeAPI.Route, get: Bool, body: Body?) async throws -> Answer {
+        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
+            throw NodeError.launch("the socket path \(paths.socket.path) cannot be addressed.")
+        }
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = get ? .GET : .POST
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try NodeAPI.encoder.encode(body)))
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        } catch {
+            guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
+            throw NodeError.launch("the node for \(paths.directory.path) did not answer (\(error)); its log is \(paths.log.path).")
+        }
+        let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
+        guard response.status == .ok else {
+            guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
+                throw NodeError.protocolMismatch("the node answered \(response.status) without an explanation; its log is \(paths.log.path).")
+            }
+            throw failure.error
+        }
+        do {
+            return try NodeAPI.decoder.decode(Answer.self, from: bytes)
+        } catch {
+            throw NodeError.protocolMismatch("the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
+        }
+    }
+}

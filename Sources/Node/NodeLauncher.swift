@@ -1,0 +1,83 @@
+import Foundation
+
+/// Starts and stops node processes: `keyferry node start|stop DIR`.
+public enum NodeLauncher {
+    /// Launches `keyferry node run DIR` detached, and returns once it answers.
+    /// `executable` is the keyferry binary to run (normally this one).
+    public static func start(directory: URL, executable: URL = currentExecutable, timeout: Duration = .seconds(20)) async throws -> NodeAPI.NodeStatus {
+        let paths = NodePaths(directory: directory)
+        guard FileManager.default.fileExists(atPath: paths.info.path) else { throw NodeError.notADevice(paths.directory) }
+        guard !NodeLock.isHeld(paths) else { throw NodeError.alreadyRunning(paths.directory) }
+        // sun_path holds 107 bytes and a terminating zero.
+        guard paths.socket.path.utf8.count <= 107 else {
+            throw NodeError.launch("the socket path \(paths.socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
+        }
+        let logStart = (try? FileManager.default.attributesOfItem(atPath: paths.log.path)[.size] as? Int) ?? 0
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["node", "run", "--detach", paths.directory.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try logHandle(paths)
+        do {
+            try process.run()
+        } catch {
+            throw NodeError.launch("cannot run \(executable.path): \(error.localizedDescription).")
+        }
+        let client = NodeClient(directory: directory)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = try? await client.status() { return status }
+            if !process.isRunning {
+                throw NodeError.launch("the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        process.terminate()
+        throw NodeError.launch("the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
+    }
+
+    /// Powers the node off (SIGTERM, then SIGKILL if it will not go) and waits until it is
+    /// gone. Returns false when no node was running.
+    @discardableResult
+    public static func stop(directory: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
+        let paths = NodePaths(directory: directory)
+        guard NodeLock.isHeld(paths) else { return false }
+        let pid = try await NodeClient(directory: directory).status().pid
+        ProcessControl.terminate(pid)
+        let deadline = ContinuousClock.now + timeout
+        while ProcessControl.isAlive(pid) || NodeLock.isHeld(paths) {
+            if ContinuousClock.now >= deadline {
+                ProcessControl.forceKill(pid)
+                try await Task.sleep(for: .milliseconds(100))
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    /// The binary of this process.
+    public static var currentExecutable: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    }
+
+    /// Called first thing by `keyferry node run --detach`: leaves the launching shell's
+    /// session, so closing the terminal does not power the node off.
+    public static func detach() { ProcessControl.detachFromTerminal() }
+
+    private static func logHandle(_ paths: NodePaths) throws -> FileHandle {
+        if !FileManager.default.fileExists(atPath: paths.log.path) {
+            _ = FileManager.default.createFile(atPath: paths.log.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        let handle = try FileHandle(forWritingTo: paths.log)
+        try handle.seekToEnd()
+        return handle
+    }
+
+    /// What the node wrote to its log since `offset`: why it could not start.
+    private static func logTail(_ paths: NodePaths, from offset: Int) -> String {
+        guard let data = FileManager.default.contents(atPath: paths.log.path), data.count > offset else { return "no reason given." }
+        return String(decoding: data.dropFirst(offset), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Hummingbird
+import KeychainModel
+import KeychainStore
+import Logging
+
+/// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
+/// power it off. The class keys live in this process only.
+public enum NodeServer {
+    /// Runs in the foreground: `keyferry node start` launches this in a detached process.
+    public static func run(directory: URL) async throws {
+        let paths = NodePaths(directory: directory)
+        let lock = try NodeLock.acquire(paths)
+        defer { lock.release() }
+        let logger = Logger(label: "keyferry.node") { _ in FileLogHandler(url: paths.log) }
+
+        let device = try Device.powerOn(at: directory)
+        defer { device.powerOff() }
+        // A socket left by a killed node: safe to remove, since this process holds the lock.
+        try? FileManager.default.removeItem(at: paths.socket)
+
+        let router = Router()
+        routes(router, device: device, logger: logger)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .unixDomainSocket(path: paths.socket.path), serverName: "keyferry-node"),
+            onServerRunning: { _ in
+                try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: paths.socket.path)
+                logger.info("node up", metadata: ["device": "\(device.info.name)", "pid": "\(ProcessInfo.processInfo.processIdentifier)"])
+            },
+            logger: logger)
+
+        // The lock-state machine settles lazily; this makes the grace period end on time even
+        // when nobody asks, so class A keys really leave memory.
+        let settler = Task {
+            var wasAvailable = device.isProtectedDataAvailable
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                let available = device.isProtectedDataAvailable
+                if wasAvailable && !available { logger.info("class A keys discarded") }
+                wasAvailable = available
+            }
+        }
+        defer { settler.cancel() }
+        try await app.runService()
+        try? FileManager.default.removeItem(at: paths.socket)
+        logger.info("node down")
+    }
+
+    static func routes(_ router: Router<BasicRequestContext>, device: Device, logger: Logger) {
+        typealias API = NodeAPI
+        router.get(path(.status)) { _, _ in
+            try reply(logger, .status) {
+                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status(), apps: try device.installedApps())
+            }
+        }
+        post(router, .reboot, API.Empty.self, logger) { _ in
+            try device.reboot()
+            logger.info("rebooted: before first unlock")
+            return API.Empty()
+        }
+        post(router, .unlock, API.Unlock.self, logger) { try device.unlock(passcode: $0.passcode); return API.Empty() }
+        post(router, .lock, API.Lock.self, logger) { try device.lock(immediately: $0.immediately); return API.Empty() }
+        post(router, .passcode, API.Passcode.self, logger) { request in
+            if request.remove {
+                guard let current = request.current else { throw API.Failure(request: "removing the passcode needs the current one.") }
+                try device.removePasscode(current: current)
+            } else {
+                guard let new = request.new else { throw API.Failure(request: "give the new passcode, or ask to remove it.") }
+                try device.setPasscode(new, current: request.current)
+            }
+            return API.Empty()
+        }
+        post(router, .biometry, API.Biometry.self, logger) { request in
+            switch request.action {
+            case .enroll: try device.enrollBiometry()
+            case .change: try device.changeBiometryEnrollment()
+            case .remove: try device.removeBiometry()
+            }
+            return API.Empty()
+        }
+        router.get(path(.apps)) { _, _ in try reply(logger, .apps) { try device.installedApps() } }
+        post(router, .install, AppManifest.self, logger) { try device.install($0); return API.Empty() }
+        post(router, .uninstall, API.Uninstall.self, logger) { try device.uninstall(bundleID: $0.bundleID); return API.Empty() }
+        post(router, .defaults, API.Defaults.self, logger) { request in
+            let sandbox = try device.sandbox(for: request.bundleID)
+            for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
+            return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
+        }
+        post(router, .add, API.Add.self, logger) { request in
+            API.Items(items: [try device.keychain(for: request.app).add(request.item)])
+        }
+        post(router, .copy, API.Search.self, logger) { request in
+            API.Items(items: try device.keychain(for: request.app).copy(request.query))
+        }
+        post(router, .update, API.Update.self, logger) { request in
+            try device.keychain(for: request.app).update(request.query, with: request.changes)
+            return API.Empty()
+        }
+        post(router, .delete, API.Search.self, logger) { request in
+            try device.keychain(for: request.app).delete(request.query)
+            return API.Empty()
+        }
+        post(router, .list, API.List.self, logger) { request in
+            let keychain = try request.app.map(device.keychain(for:)) ?? device.deviceKeychain
+            let listing = try keychain.list()
+            return API.Listing(items: listing.items, unavailable: listing.unavailable)
+        }
+    }
+
+    private static func path(_ route: NodeAPI.Route) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.rawValue)") }
+
+    /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
+    /// since they carry secrets and passcodes.
+    private static func post<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
+        _ router: Router<BasicRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
+        _ action: @escaping @Sendable (Body) throws -> Result
+    ) {
+        router.post(path(route)) { request, context in
+            let decoded: Body
+            do {
+                decoded = try await request.decode(as: Body.self, context: context)
+            } catch {
+                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error)"))
+            }
+            return try reply(logger, route) { try action(decoded) }
+        }
+    }
+
+    private static func reply(_ logger: Logger, _ route: NodeAPI.Route, _ action: () throws -> some Encodable) throws -> Response {
+        do {
+            let body = try NodeAPI.encoder.encode(try action())
+            logger.debug("\(route.rawValue): ok")
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        } catch {
+            return failure(logger, route, NodeAPI.Failure(error))
+        }
+    }
+
+    private static func failure(_ logger: Logger, _ route: NodeAPI.Route, _ failure: NodeAPI.Failure) -> Response {
+        // The status only: messages may name an account or a service.
+        logger.info("\(route.rawValue): \(failure.domain.rawValue) \(failure.status.map(String.init) ?? failure.code ?? "")")
+        let status: HTTPResponse.Status = switch failure.domain {
+        case .keychain: .conflict
+        case .device: .unprocessableContent
+        case .request: .badRequest
+        }
+        let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

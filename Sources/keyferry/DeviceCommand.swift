@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import KeychainModel
+import KeychainStore
+import Node
+
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device",
+        abstract: "Create a device and drive its lock state, passcode and biometry.",
+        discussion: "Every command but init and status needs the device's node running (`keyferry node start DIR`).",
+        subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self])
+
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a new device in DIR (powered off; start it with `keyferry node start DIR`).")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The device's name.") var name = "iPhone"
+        @Option(help: "Give the device a passcode.") var passcode: String?
+        @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
+        @Option(help: "Seconds class A keys stay in memory after the screen locks.") var grace: Double = 10
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard grace >= 0, grace.isFinite else { throw ValidationError("--grace must be zero or more seconds.") }
+            if biometry && passcode == nil { throw ValidationError("--biometry needs --passcode: iOS enrolls biometry only on a device with a passcode.") }
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let created = try Device.create(
+                    at: device.url, options: DeviceOptions(name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace))
+                created.powerOff()
+                let status = try created.status()
+                if output.json { try printJSON(encodable: status) } else { print("created \(name) in \(device.dir) (powered off)") }
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show power, lock state (bfu, unlocked, locked), passcode and biometry.")
+
+        @OptionGroup var device: DeviceDirectory
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let status = try await currentStatus(device)
+                if output.json { try printJSON(encodable: status) } else { print(status.summary) }
+            }
+        }
+    }
+
+    struct Unlock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The device passcode (leave out on a device without one).") var passcode: String?
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try await device.client.send(.unlock, NodeAPI.Unlock(passcode: passcode))
+                try await printStatus(device, json: output.json)
+            }
+        }
+    }
+
+    struct Lock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lock the screen; class A keys go when the grace period ends.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Flag(help: "Skip the grace period: class A keys leave memory at once.") var now = false
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try await device.client.send(.lock, NodeAPI.Lock(immediately: now))
+                try await printStatus(device, json: output.json)
+            }
+        }
+    }
+
+    struct Passcode: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set, change or remove the passcode (the device must be unlocked).",
+            discussion: "Removing the passcode destroys every whenPasscodeSetThisDeviceOnly item, as on iOS.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The new passcode.") var set: String?
+        @Flag(help: "Remove the passcode.") var remove = false
+        @Option(help: "The current passcode (needed to change or remove one).") var current: String?
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard (set != nil) != remove else { throw ValidationError("give exactly one of --set NEW or --remove.") }
+            if remove && current == nil { throw ValidationError("--remove needs --current OLD.") }
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try await device.client.send(.passcode, NodeAPI.Passcode(new: set, current: current, remove: remove))
+                try await printStatus(device, json: output.json)
+            }
+        }
+    }
+
+    struct Biometry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Enroll, change or remove biometry.",
+            discussion: "--change simulates a new face or finger: items with biometryCurrentSet stop opening.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Flag(exclusivity: .exclusive, help: "What to do.") var action: NodeAPI.BiometryAction
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try await device.client.send(.biometry, NodeAPI.Biometry(action: action))
+                try await printStatus(device, json: output.json)
+            }
+        }
+    }
+}
+
+extension NodeAPI.BiometryAction: EnumerableFlag {
+    public static func help(for value: Self) -> ArgumentHelp? {
+        switch value {
+        case .enroll: "Enroll a face or finger."
+        case .change: "Replace the enrollment (invalidates biometryCurrentSet items)."
+        case .remove: "Remove biometry."
+        }
+    }
+}
+
+/// From the node when it runs; otherwise read from the powered-off device on disk.
+func currentStatus(_ device: DeviceDirectory) async throws -> DeviceStatus {
+    do {
+        return try await device.client.status().device
+    } catch NodeError.notRunning {
+        let offline = try Device.powerOn(at: device.url)
+        offline.powerOff()
+        return try offline.status()
+    }
+}
+
+func printStatus(_ device: DeviceDirectory, json: Bool) async throws {
+    let status = try await device.client.status().device
+    if json { try printJSON(encodable: status) } else { print(status.summary) }
+}
+
+extension DeviceStatus {
+    /// One line: `Alice's iPhone: on, unlocked, passcode set, biometry enrolled, 3 items`.
+    var summary: String {
+        var parts = [poweredOn ? "on" : "off"]
+        if let lockState {
+            parts.append(lockState.rawValue + (graceRemaining.map { String(format: " (class A keys for %.0f s more)", $0) } ?? ""))
+        }
+        parts.append(passcodeSet ? "passcode set" : "no passcode")
+        parts.append(biometryEnrolled ? "biometry enrolled" : "no biometry")
+        if failedPasscodeAttempts > 0 { parts.append("\(failedPasscodeAttempts) failed passcode attempts") }
+        parts.append(itemCount == 1 ? "1 item" : "\(itemCount) items")
+        return "\(name): " + parts.joined(separator: ", ")
+    }
+}

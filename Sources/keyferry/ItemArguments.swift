@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import KeychainModel
+
+/// The class and attribute flags shared by every item command, named as Apple names the
+/// attributes (`kSecAttrAccount` is `--account`). `--attr NAME=VALUE` reaches the rest.
+struct ItemAttributes: ParsableArguments {
+    @Option(name: .customLong("class"), help: "Item class: genericPassword, internetPassword, certificate, key, identity.")
+    var itemClass: ItemClass = .genericPassword
+    @Option(help: "kSecAttrService.") var service: String?
+    @Option(help: "kSecAttrAccount.") var account: String?
+    @Option(help: "kSecAttrServer.") var server: String?
+    @Option(name: .customLong("protocol"), help: "kSecAttrProtocol, e.g. htps.") var protocolName: String?
+    @Option(help: "kSecAttrPort.") var port: Int64?
+    @Option(help: "kSecAttrPath.") var path: String?
+    @Option(help: "kSecAttrSecurityDomain.") var securityDomain: String?
+    @Option(help: "kSecAttrAuthenticationType, e.g. form.") var authenticationType: String?
+    @Option(help: "kSecAttrLabel.") var label: String?
+    @Option(help: "kSecAttrComment.") var comment: String?
+    @Option(help: "kSecAttrAccessGroup: which of the app's groups (default: its first).") var group: String?
+    @Option(name: .customLong("attr"), help: ArgumentHelp(
+        "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keySizeInBits=256 (repeatable).",
+        discussion: "Data values take hex: or base64: prefixes (plain text otherwise); dates take ISO 8601."))
+    var extra: [String] = []
+
+    /// The attributes given, typed by each attribute's kind.
+    func attributes() throws -> Attributes {
+        var out = Attributes()
+        let named: [(AttributeKey, String?)] = [
+            (.service, service), (.account, account), (.server, server), (.protocol, protocolName),
+            (.path, path), (.securityDomain, securityDomain), (.authenticationType, authenticationType),
+            (.label, label), (.comment, comment),
+        ]
+        for case let (key, value?) in named { out[key] = .string(value) }
+        if let port { out[.port] = .number(port) }
+        for assignment in extra {
+            let (key, value) = try parseAssignment(assignment, flag: "--attr")
+            out[key] = value
+        }
+        return out
+    }
+}
+
+/// `NAME=VALUE` with the value read according to the attribute's kind.
+func parseAssignment(_ text: String, flag: String) throws -> (AttributeKey, AttributeValue) {
+    guard let equals = text.firstIndex(of: "=") else { throw ValidationError("\(flag) takes NAME=VALUE, not '\(text)'.") }
+    let name = String(text[..<equals]), raw = String(text[text.index(after: equals)...])
+    guard let key = AttributeKey(name: name), let kind = key.kind else {
+        throw ValidationError("\(flag): '\(name)' is not a keychain attribute (try account, service, label, applicationTag, keySizeInBits ...).")
+    }
+    return (key, try attributeValue(raw, kind: kind, name: name))
+}
+
+func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws -> AttributeValue {
+    switch kind {
+    case .string:
+        return .string(raw)
+    case .number:
+        guard let n = Int64(raw) else { throw ValidationError("\(name) takes a whole number, not '\(raw)'.") }
+        return .number(n)
+    case .bool:
+        switch raw.lowercased() {
+        case "true", "yes", "1": return .bool(true)
+        case "false", "no", "0": return .bool(false)
+        default: throw ValidationError("\(name) takes true or false, not '\(raw)'.")
+        }
+    case .data:
+        if raw.hasPrefix("hex:") {
+            let hex = Array(raw.dropFirst(4).utf8)
+            guard hex.count % 2 == 0, let bytes = hexBytes(hex) else { throw ValidationError("\(name): '\(raw)' is not valid hex.") }
+            return .data(Data(bytes))
+        }
+        if raw.hasPrefix("base64:") {
+            guard let data = Data(base64Encoded: String(raw.dropFirst(7))) else { throw ValidationError("\(name): '\(raw)' is not valid base64.") }
+            return .data(data)
+        }
+        return .data(Data(raw.utf8))
+    case .date:
+        if let date = try? Date(raw, strategy: .iso8601) { return .date(date) }
+        throw ValidationError("\(name) takes an ISO 8601 date such as 2026-01-31T12:00:00Z, not '\(raw)'.")
+    }
+}
+
+private func hexBytes(_ digits: [UInt8]) -> [UInt8]? {
+    func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+    var out = [UInt8]()
+    for i in stride(from: 0, to: digits.count, by: 2) {
+        guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
+        out.append(high << 4 | low)
+    }
+    return out
+}
+
+/// The search-only flags of get, update and delete.
+struct SearchOptions: ParsableArguments {
+    @Option(help: "Which items by kSecAttrSynchronizable: no (Apple's default), yes or any.")
+    var sync: SynchronizableChoice = .no
+    @Option(help: ArgumentHelp(
+        "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
+    var accessible: ProtectionClass?
+
+    enum SynchronizableChoice: String, ExpressibleByArgument, CaseIterable {
+        case yes, no, any
+        var match: SynchronizableMatch {
+            switch self {
+            case .yes: .yes
+            case .no: .no
+            case .any: .any
+            }
+        }
+    }
+}
+
+/// `--auth`: what the simulated user does when a prompt appears.
+enum AuthChoice: ExpressibleByArgument {
+    case respond(AuthenticationResponse)
+    /// No prompt may be shown (kSecUseAuthenticationUIFail).
+    case none
+
+    init?(argument: String) {
+        switch argument {
+        case "match": self = .respond(.biometryMatch)
+        case "nomatch": self = .respond(.biometryNoMatch)
+        case "cancel": self = .respond(.cancel)
+        case "none": self = .none
+        default:
+            guard argument.hasPrefix("passcode:") else { return nil }
+            self = .respond(.passcode(String(argument.dropFirst(9))))
+        }
+    }
+
+    static var allValueStrings: [String] { ["match", "nomatch", "cancel", "passcode:CODE", "none"] }
+
+    static func context(_ choices: [AuthChoice]) -> AuthenticationContext {
+        var context = AuthenticationContext()
+        for choice in choices {
+            switch choice {
+            case .respond(let response): context.responses.append(response)
+            case .none: context.interactionAllowed = false
+            }
+        }
+        return context
+    }
+}

@@ -1,0 +1,214 @@
+import ArgumentParser
+import Foundation
+import KeychainModel
+import Node
+
+struct ItemCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "item",
+        abstract: "SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete as one app sees them.",
+        discussion: """
+            Failures print `errSecName (-NNNNN): sentence` on stderr and exit with status 3. Class and \
+            protection names are Apple's without prefix: genericPassword, whenUnlocked, ...
+            """,
+        subcommands: [Add.self, Get.self, Update.self, Delete.self, List.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an item (SecItemAdd). Give the secret with --value-file or --value-stdin.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The calling app's bundle ID.") var app: String
+        @OptionGroup var attributes: ItemAttributes
+        @OptionGroup var secret: SecretInput
+        @Option(help: "kSecAttrAccessible (default: whenUnlocked; certificates: always).") var accessible: ProtectionClass?
+        @Option(help: ArgumentHelp(
+            "kSecAttrAccessControl flags joined by their combinator, e.g. biometryCurrentSet|or|devicePasscode.", valueName: "EXPR"))
+        var accessControl: String?
+        @Flag(help: "kSecAttrSynchronizable: sync the item to the user's other devices.") var sync = false
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            if secret.given == 0 { throw ValidationError("give the secret with --value-file, --value-stdin or --value.") }
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                var item = NewItem(attributes.itemClass, attributes: try attributes.attributes(), data: try secret.read() ?? Data(),
+                                   accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
+                if let accessControl {
+                    item.accessControl = try AccessControl(protection: accessible ?? attributes.itemClass.defaultProtection, expression: accessControl)
+                } else {
+                    item.protection = accessible
+                }
+                let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
+                if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { print(answer.items.map(\.headline).joined(separator: "\n")) }
+            }
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Find items (SecItemCopyMatching).",
+            discussion: """
+                With one item and --return data (the default) the secret's bytes are printed exactly, \
+                nothing added. --json prints an array of items; data appears as base64 (and as text when \
+                it is UTF-8).
+                """)
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The calling app's bundle ID.") var app: String
+        @OptionGroup var attributes: ItemAttributes
+        @OptionGroup var search: SearchOptions
+        @Option(help: "kSecMatchLimit: one (default), all, or a number.") var limit: Limit = .one
+        @Option(name: .customLong("return"), help: "What to return: data (default), attributes or both.") var returning: Returning = .data
+        @Option(help: ArgumentHelp(
+            "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE; none forbids prompts. Repeat for successive prompts.",
+            valueName: "RESPONSE"))
+        var auth: [AuthChoice] = []
+        @OptionGroup var output: JSONFlag
+
+        enum Returning: String, ExpressibleByArgument, CaseIterable {
+            case data, attributes, both
+            var options: ReturnOptions {
+                switch self {
+                case .data: .data
+                case .attributes: .attributes
+                case .both: [.data, .attributes]
+                }
+            }
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let query = ItemQuery(
+                    attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
+                    protection: search.accessible, synchronizable: search.sync.match, matchLimit: limit.matchLimit,
+                    returning: returning.options, authentication: AuthChoice.context(auth))
+                let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
+                if output.json {
+                    printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
+                } else if returning == .data, answer.items.count == 1, let data = answer.items[0].data {
+                    FileHandle.standardOutput.write(data)
+                } else {
+                    print(answer.items.map { $0.described(withData: returning != .attributes) }.joined(separator: "\n\n"))
+                }
+            }
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change every matching item (SecItemUpdate).",
+            discussion: "The search flags pick the items; the --set-* flags say what changes. Changing the account or service changes the primary key.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The calling app's bundle ID.") var app: String
+        @OptionGroup var attributes: ItemAttributes
+        @OptionGroup var search: SearchOptions
+        @Option(help: "New secret as text (for tests; prefer --set-value-file or --set-value-stdin).") var setValue: String?
+        @Option(help: "Read the new secret from this file.", completion: .file()) var setValueFile: String?
+        @Flag(help: "Read the new secret from standard input.") var setValueStdin = false
+        @Option(help: "New kSecAttrAccount.") var setAccount: String?
+        @Option(help: "New kSecAttrService.") var setService: String?
+        @Option(help: "New kSecAttrLabel.") var setLabel: String?
+        @Option(help: "New kSecAttrAccessible.") var setAccessible: ProtectionClass?
+        @Option(help: "Move to another of the app's access groups.") var setGroup: String?
+        @Option(help: "New kSecAttrSynchronizable: yes or no.") var setSync: Bool?
+        @Option(help: "Any other new attribute as NAME=VALUE (repeatable).") var setAttr: [String] = []
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            let sources = [setValue != nil, setValueFile != nil, setValueStdin].filter { $0 }.count
+            guard sources <= 1 else { throw ValidationError("give the new secret once: --set-value, --set-value-file or --set-value-stdin.") }
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let query = ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
+                                      protection: search.accessible, synchronizable: search.sync.match)
+                var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync,
+                                          data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
+                if let setAccount { changes.attributes[.account] = .string(setAccount) }
+                if let setService { changes.attributes[.service] = .string(setService) }
+                if let setLabel { changes.attributes[.label] = .string(setLabel) }
+                for assignment in setAttr {
+                    let (key, value) = try parseAssignment(assignment, flag: "--set-attr")
+                    changes.attributes[key] = value
+                }
+                guard !changes.isEmpty else { throw ValidationError("say what to change with a --set-* flag.") }
+                try await device.client.send(.update, NodeAPI.Update(app: app, query: query, changes: changes))
+                if output.json { printJSON(["updated": true]) } else { print("updated") }
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete every matching item (SecItemDelete). Works while locked, as on iOS.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The calling app's bundle ID.") var app: String
+        @OptionGroup var attributes: ItemAttributes
+        @OptionGroup var search: SearchOptions
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let query = ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
+                                      protection: search.accessible, synchronizable: search.sync.match)
+                try await device.client.send(.delete, NodeAPI.Search(app: app, query: query))
+                if output.json { printJSON(["deleted": true]) } else { print("deleted") }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List items, attributes only (never secrets): one app's, or the whole device's.",
+            discussion: "Items of protection classes that are sealed in the current lock state are counted as unavailable, not shown.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "Only what this app can see.") var app: String?
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let listing: NodeAPI.Listing = try await device.client.call(.list, NodeAPI.List(app: app))
+                if output.json {
+                    printJSON(["items": listing.items.map { $0.presented(withData: false) }, "unavailable": listing.unavailable.map(\.name)])
+                    return
+                }
+                for item in listing.items { print(item.headline) }
+                if !listing.unavailable.isEmpty {
+                    print("sealed in this lock state: \(listing.unavailable.map(\.name).joined(separator: ", "))")
+                }
+            }
+        }
+    }
+}
+
+/// `--limit`: one, all, or a number.
+enum Limit: ExpressibleByArgument, Equatable {
+    case one, all, count(Int)
+
+    init?(argument: String) {
+        switch argument {
+        case "one": self = .one
+        case "all": self = .all
+        default:
+            guard let n = Int(argument), n > 0 else { return nil }
+            self = .count(n)
+        }
+    }
+
+    static var allValueStrings: [String] { ["one", "all", "N"] }
+
+    var matchLimit: MatchLimit {
+        switch self {
+        case .one: .one
+        case .all: .all
+        case .count(let n): .count(n)
+        }
+    }
+}

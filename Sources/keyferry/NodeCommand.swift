@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import Node
+
+struct NodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "node",
+        abstract: "Power a device on and off: a background process serving its control API.",
+        discussion: """
+            A node holds the device's class keys in memory only and answers on DIR/node.sock \
+            (owner-only). It logs to DIR/node.log, never secrets. A node killed by any means \
+            restarts before first unlock with every committed item intact.
+            """,
+        subcommands: [Start.self, Stop.self, Reboot.self, Run.self])
+
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Power the device on; returns once the node answers.")
+        @OptionGroup var device: DeviceDirectory
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let status = try await NodeLauncher.start(directory: device.url)
+                if output.json { try printJSON(encodable: status.device) } else { print("started (pid \(status.pid)): \(status.device.summary)") }
+            }
+        }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Power the device off: every class key leaves memory.")
+        @OptionGroup var device: DeviceDirectory
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let wasRunning = try await NodeLauncher.stop(directory: device.url)
+                if output.json { printJSON(["stopped": wasRunning]) } else { print(wasRunning ? "stopped" : "not running") }
+            }
+        }
+    }
+
+    struct Reboot: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Restart the device: back to before first unlock.")
+        @OptionGroup var device: DeviceDirectory
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try await device.client.send(.reboot, NodeAPI.Empty())
+                try await printStatus(device, json: output.json)
+            }
+        }
+    }
+
+    /// What `start` launches in the background; run it by hand to keep a node in the foreground.
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the node in the foreground until SIGTERM or SIGINT (what `start` launches).",
+            shouldDisplay: false)
+        @OptionGroup var device: DeviceDirectory
+        @Flag(help: .hidden) var detach = false
+
+        func run() async throws {
+            if detach { NodeLauncher.detach() }
+            try await reporting(json: false) { try await NodeServer.run(directory: device.url) }
+        }
+    }
+}
