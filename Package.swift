@@ -71,5 +71,7 @@ let package = Package(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
+        // End to end: the built `keyferry` binary against nodes in temporary directories.
+        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry"]),
     ]
 )

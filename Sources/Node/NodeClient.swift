@@ -31,6 +31,9 @@ public struct NodeClient: Sendable {
         guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
             throw NodeError.launch("the socket path \(paths.socket.path) cannot be addressed.")
         }
+        // A dead node leaves its socket behind; without this check the client would retry it
+        // until the timeout.
+        guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = get ? .GET : .POST
         if let body {
@@ -41,7 +44,6 @@ public struct NodeClient: Sendable {
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         } catch {
-            guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
             throw NodeError.launch("the node for \(paths.directory.path) did not answer (\(error)); its log is \(paths.log.path).")
         }
         let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))

@@ -11,7 +11,7 @@ struct NodeCommand: AsyncParsableCommand {
             (owner-only). It logs to DIR/node.log, never secrets. A node killed by any means \
             restarts before first unlock with every committed item intact.
             """,
-        subcommands: [Start.self, Stop.self, Reboot.self, Run.self])
+        subcommands: [Start.self, Stop.self, Reboot.self, Status.self, Run.self])
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Power the device on; returns once the node answers.")
@@ -48,6 +48,19 @@ struct NodeCommand: AsyncParsableCommand {
             try await reporting(json: output.json) {
                 try await device.client.send(.reboot, NodeAPI.Empty())
                 try await printStatus(device, json: output.json)
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the node's process and its device.")
+        @OptionGroup var device: DeviceDirectory
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let status = try await device.client.status()
+                if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
             }
         }
     }

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Runs the built `keyferry` binary against devices in a temporary directory, and on the way
+/// out stops every node those devices still run, whether the test passed or not.
+final class CLI: @unchecked Sendable {
+    struct Result {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+        var text: String { String(decoding: stdout, as: UTF8.self) }
+
+        /// stdout as a JSON object or array.
+        func json() throws -> Any { try JSONSerialization.jsonObject(with: stdout) }
+        func object() throws -> [String: Any] { try #require(try json() as? [String: Any]) }
+    }
+
+    let root: URL
+    let binary: URL
+
+    init() throws {
+        root = URL(fileURLWithPath: "/tmp").appendingPathComponent("kf-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        binary = try Self.locateBinary()
+    }
+
+    deinit {
+        // Every device directory under root whose node still holds its lock gets stopped.
+        let devices = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        for name in devices where FileManager.default.fileExists(atPath: root.appendingPathComponent("\(name)/node.sock").path) {
+            _ = try? run(["node", "stop", path(name)])
+        }
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// The binary beside the test bundle (`swift build` puts both in the same directory), or
+    /// `KEYFERRY_BIN`.
+    static func locateBinary() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["KEYFERRY_BIN"] { return URL(fileURLWithPath: path) }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("keyferry")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        Issue.record("the keyferry binary was not found beside \(CommandLine.arguments[0]); run `swift build` first or set KEYFERRY_BIN.")
+        throw CancellationError()
+    }
+
+    func path(_ device: String) -> String { root.appendingPathComponent(device).path }
+
+    @discardableResult
+    func run(_ arguments: [String], stdin: Data? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        try process.run()
+        if let stdin {
+            input.fileHandleForWriting.write(stdin)
+            try input.fileHandleForWriting.close()
+        }
+        // Read both pipes before waiting, so a chatty command cannot fill one and block.
+        let (stdout, stderr) = (out.fileHandleForReading.readDataToEndOfFile(), err.fileHandleForReading.readDataToEndOfFile())
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Runs and expects success, recording stderr when it fails.
+    @discardableResult
+    func ok(_ arguments: [String], stdin: Data? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        let result = try run(arguments, stdin: stdin)
+        #expect(result.status == 0, "keyferry \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// A device with a node running, unlocked, and one app installed.
+    func poweredDevice(_ name: String, passcode: String? = "123456", extra: [String] = [], app: String = "com.example.mail",
+                       team: String = "ABCDE12345") throws -> String {
+        let dir = path(name)
+        try ok(["device", "init", dir, "--name", name] + (passcode.map { ["--passcode", $0] } ?? []) + extra)
+        try ok(["node", "start", dir])
+        if let passcode { try ok(["device", "unlock", dir, "--passcode", passcode]) }
+        try ok(["app", "install", dir, "--bundle", app, "--team", team])
+        return dir
+    }
+
+    func status(_ dir: String) throws -> [String: Any] {
+        try ok(["device", "status", dir, "--json"]).object()
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+
+/// The seed scenarios and the node lifecycle, through the command line only.
+@Suite("keyferry CLI against running nodes")
+struct NodeCLITests {
+    let app = ["--app", "com.example.mail"]
+
+    @Test("a node starts, refuses a second start, counts wrong passcodes and powers off")
+    func lifecycle() throws {
+        let cli = try CLI()
+        let dir = cli.path("phone")
+        try cli.ok(["device", "init", dir, "--passcode", "123456", "--biometry"])
+        #expect(try cli.status(dir)["poweredOn"] as? Bool == false)
+        try cli.ok(["node", "start", dir])
+        let second = try cli.run(["node", "start", dir])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("already running"))
+        #expect(try cli.status(dir)["lockState"] as? String == "bfu")
+
+        let wrong = try cli.run(["device", "unlock", dir, "--passcode", "000000", "--json"])
+        #expect(wrong.status == 3)
+        #expect(wrong.stderr.hasPrefix("errSecAuthFailed (-25293): "))
+        #expect(try wrong.object()["status"] as? Int == -25293)
+        #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 1)
+        try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
+        #expect(try cli.status(dir)["lockState"] as? String == "unlocked")
+
+        try cli.ok(["node", "stop", dir])
+        #expect(try cli.status(dir)["poweredOn"] as? Bool == false)
+        let stopped = try cli.run(["device", "lock", dir])
+        #expect(stopped.status == 1)
+        #expect(stopped.stderr.contains("keyferry node start"))
+    }
+
+    @Test("item get prints the secret's bytes exactly; list, JSON and the log never show it")
+    func secretsRoundTrip() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let secret = Data([0x73, 0x33, 0x00, 0x0a, 0xff, 0x21])  // a NUL, a newline, invalid UTF-8
+        let file = cli.root.appendingPathComponent("secret.bin")
+        try secret.write(to: file)
+        try cli.ok(["item", "add", dir] + app + ["--account", "alice", "--service", "mail", "--value-file", file.path])
+        try cli.ok(["item", "add", dir] + app + ["--class", "internetPassword", "--server", "example.com", "--protocol", "htps",
+                                                 "--port", "443", "--account", "bob", "--value-stdin"], stdin: Data("hunter2-marker".utf8))
+
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "alice", "--service", "mail"]).stdout == secret)
+        let inet = try cli.ok(["item", "get", dir] + app + ["--class", "internetPassword", "--server", "example.com",
+                                                            "--return", "both", "--json"]).json() as? [[String: Any]]
+        #expect(inet?.first?["text"] as? String == "hunter2-marker")
+        #expect((inet?.first?["attributes"] as? [String: Any])?["port"] as? Int == 443)
+
+        let listing = try cli.ok(["item", "list", dir, "--json"])
+        #expect(try (listing.object()["items"] as? [Any])?.count == 2)
+        #expect(!listing.text.contains("hunter2"))
+        let log = try String(contentsOfFile: dir + "/node.log", encoding: .utf8)
+        #expect(!log.contains("hunter2") && !log.contains("123456"))
+    }
+
+    @Test("lock with a grace period, then reboot: which classes stay readable (seed 001 scenarios 1, 2, 6)")
+    func lockGraceAndReboot() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone", extra: ["--grace", "1"])
+        for (account, accessible) in [("fg", "whenUnlocked"), ("bg", "afterFirstUnlock"), ("always", "always")] {
+            try cli.ok(["item", "add", dir] + app + ["--account", account, "--accessible", accessible, "--value", "v-\(account)"])
+        }
+        func read(_ account: String) throws -> CLI.Result { try cli.run(["item", "get", dir] + app + ["--account", account]) }
+
+        try cli.ok(["device", "lock", dir])
+        #expect(try read("fg").text == "v-fg", "class A keys stay during the grace period")
+        Thread.sleep(forTimeInterval: 1.6)
+        #expect(try cli.status(dir)["protectedDataAvailable"] as? Bool == false)
+        #expect(try read("fg").stderr.hasPrefix("errSecInteractionNotAllowed (-25308)"))
+        #expect(try read("bg").text == "v-bg")
+
+        try cli.ok(["node", "reboot", dir])
+        #expect(try cli.status(dir)["lockState"] as? String == "bfu")
+        #expect(try read("bg").status == 3)
+        #expect(try read("always").text == "v-always")
+    }
+
+    @Test("delete succeeds while locked, so 'cannot read, so delete' destroys a good item (seed 000)")
+    func deleteWhileLocked() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir] + app + ["--account", "token", "--value", "t"])
+        try cli.ok(["device", "lock", dir, "--now"])
+        #expect(try cli.run(["item", "get", dir] + app + ["--account", "token"]).status == 3)
+        try cli.ok(["item", "delete", dir] + app + ["--account", "token"])
+        try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
+        #expect(try cli.run(["item", "get", dir] + app + ["--account", "token"]).stderr.hasPrefix("errSecItemNotFound (-25300)"))
+    }
+
+    @Test("removing the passcode destroys whenPasscodeSetThisDeviceOnly items; a biometry change locks biometryCurrentSet")
+    func passcodeAndBiometry() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone", extra: ["--biometry"])
+        try cli.ok(["item", "add", dir] + app + ["--account", "vault", "--accessible", "whenPasscodeSetThisDeviceOnly",
+                                                 "--access-control", "biometryCurrentSet", "--value", "v"])
+        try cli.ok(["item", "add", dir] + app + ["--account", "plain", "--value", "p"])
+        let get = ["item", "get", dir] + app + ["--account", "vault"]
+        #expect(try cli.run(get + ["--auth", "none"]).stderr.hasPrefix("errSecInteractionNotAllowed"))
+        #expect(try cli.ok(get + ["--auth", "match"]).text == "v")
+        #expect(try cli.run(get + ["--auth", "cancel"]).stderr.hasPrefix("errSecUserCanceled (-128)"))
+
+        try cli.ok(["device", "biometry", dir, "--change"])
+        #expect(try cli.run(get + ["--auth", "match"]).stderr.hasPrefix("errSecAuthFailed (-25293)"))
+
+        try cli.ok(["device", "passcode", dir, "--remove", "--current", "123456"])
+        #expect(try cli.run(get + ["--auth", "match"]).stderr.hasPrefix("errSecItemNotFound"))
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "plain"]).text == "p")
+    }
+
+    @Test("phantom mismatch, rename by update, and reinstall keeping items but not the sandbox (seed 000)")
+    func phantomRenameReinstall() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir] + app + ["--account", "a", "--service", "old", "--accessible", "afterFirstUnlock", "--value", "x"])
+        let phantom = try cli.run(["item", "get", dir] + app + ["--account", "a", "--service", "old", "--accessible", "whenUnlocked"])
+        #expect(phantom.stderr.hasPrefix("errSecItemNotFound"))
+        let again = try cli.run(["item", "add", dir] + app + ["--account", "a", "--service", "old", "--value", "y"])
+        #expect(again.stderr.hasPrefix("errSecDuplicateItem (-25299)"))
+
+        try cli.ok(["item", "update", dir] + app + ["--service", "old", "--set-service", "new"])
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "a", "--service", "new"]).text == "x")
+
+        try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "hasLaunched=yes"])
+        try cli.ok(["app", "uninstall", dir, "--bundle", "com.example.mail"])
+        #expect(try cli.ok(["item", "list", dir]).text.contains("account=a"))
+        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+        #expect(try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--list", "--json"]).object().isEmpty)
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "a", "--service", "new"]).text == "x")
+    }
+
+    @Test("a node killed with SIGKILL in the middle of writes restarts before first unlock with every committed item")
+    func sigkillMidWrite() async throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let pid = try #require(try cli.ok(["node", "status", dir, "--json"]).object()["pid"] as? Int)
+        // A writer adding items one by one, recording each add the node confirmed.
+        let committed = cli.root.appendingPathComponent("committed.txt")
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        writer.arguments = ["-c", """
+            for i in $(seq 1 120); do
+              "$0" item add "$1" --app com.example.mail --account "acct-$i" --value "v$i" 2>/dev/null && echo "$i" >> "$2"
+            done
+            """, cli.binary.path, dir, committed.path]
+        try writer.run()
+        func confirmed() -> [String] {
+            ((try? String(contentsOf: committed, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while confirmed().count < 10 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        kill(Int32(pid), SIGKILL)
+        writer.waitUntilExit()
+        let survivors = confirmed()
+        #expect(survivors.count >= 10 && survivors.count < 120, "the kill landed mid-write")
+
+        try cli.ok(["node", "start", dir])
+        #expect(try cli.status(dir)["lockState"] as? String == "bfu")
+        try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
+        let count = try #require(try cli.status(dir)["itemCount"] as? Int)
+        // Every confirmed add is there; at most the one in flight when the node died got in unconfirmed.
+        #expect(count == survivors.count || count == survivors.count + 1)
+        for i in survivors {
+            #expect(try cli.ok(["item", "get", dir] + app + ["--account", "acct-\(i)"]).text == "v\(i)")
+        }
+    }
+}
