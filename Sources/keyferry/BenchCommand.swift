@@ -4,11 +4,11 @@ import GRDB
 import KeychainModel
 import KeychainStore
 
-struct BenchCommand: ParsableCommand {
+struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Keyferry against plain SQLite on this machine.",
-        subcommands: [StoreBench.self])
+        subcommands: [StoreBench.self, NodeBench.self])
 }
 
 /// The keychain engine against plain SQLite single-row transactions, measured in one run on the
