@@ -61,10 +61,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try await device.client.send(.unlock, NodeAPI.Unlock(passcode: passcode))
-                try await printStatus(device, json: output.json)
-            }
+            try await device.send(.unlock, NodeAPI.Unlock(passcode: passcode), json: output.json)
         }
     }
 
@@ -76,10 +73,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try await device.client.send(.lock, NodeAPI.Lock(immediately: now))
-                try await printStatus(device, json: output.json)
-            }
+            try await device.send(.lock, NodeAPI.Lock(immediately: now), json: output.json)
         }
     }
 
@@ -100,10 +94,7 @@ struct DeviceCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try await device.client.send(.passcode, NodeAPI.Passcode(new: set, current: current, remove: remove))
-                try await printStatus(device, json: output.json)
-            }
+            try await device.send(.passcode, NodeAPI.Passcode(new: set, current: current, remove: remove), json: output.json)
         }
     }
 
@@ -117,10 +108,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try await device.client.send(.biometry, NodeAPI.Biometry(action: action))
-                try await printStatus(device, json: output.json)
-            }
+            try await device.send(.biometry, NodeAPI.Biometry(action: action), json: output.json)
         }
     }
 }
@@ -143,6 +131,17 @@ func currentStatus(_ device: DeviceDirectory) async throws -> DeviceStatus {
         let offline = try Device.powerOn(at: device.url)
         offline.powerOff()
         return try offline.status()
+    }
+}
+
+extension DeviceDirectory {
+    /// Sends one request to the node, then shows the device's status: what every lock,
+    /// passcode and biometry command prints.
+    func send(_ route: NodeAPI.Route, _ body: some Encodable, json: Bool) async throws {
+        try await reporting(json: json) {
+            try await client.send(route, body)
+            try await printStatus(self, json: json)
+        }
     }
 }
 

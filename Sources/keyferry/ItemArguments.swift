@@ -106,6 +106,12 @@ struct SearchOptions: ParsableArguments {
         "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
     var accessible: ProtectionClass?
 
+    /// The search these flags and `attributes` describe.
+    func query(_ attributes: ItemAttributes) throws -> ItemQuery {
+        ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
+                  protection: accessible, synchronizable: sync.match)
+    }
+
     enum SynchronizableChoice: String, ExpressibleByArgument, CaseIterable {
         case yes, no, any
         var match: SynchronizableMatch {

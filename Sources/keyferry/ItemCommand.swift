@@ -81,10 +81,10 @@ struct ItemCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting(json: output.json) {
-                let query = ItemQuery(
-                    attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
-                    protection: search.accessible, synchronizable: search.sync.match, matchLimit: limit.matchLimit,
-                    returning: returning.options, authentication: AuthChoice.context(auth))
+                var query = try search.query(attributes)
+                query.matchLimit = limit.matchLimit
+                query.returning = returning.options
+                query.authentication = AuthChoice.context(auth)
                 let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
                 if output.json {
                     printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
@@ -125,8 +125,7 @@ struct ItemCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting(json: output.json) {
-                let query = ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
-                                      protection: search.accessible, synchronizable: search.sync.match)
+                let query = try search.query(attributes)
                 var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync,
                                           data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
                 if let setAccount { changes.attributes[.account] = .string(setAccount) }
@@ -155,8 +154,7 @@ struct ItemCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting(json: output.json) {
-                let query = ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
-                                      protection: search.accessible, synchronizable: search.sync.match)
+                let query = try search.query(attributes)
                 try await device.client.send(.delete, NodeAPI.Search(app: app, query: query))
                 if output.json { printJSON(["deleted": true]) } else { print("deleted") }
             }

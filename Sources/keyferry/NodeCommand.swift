@@ -45,10 +45,7 @@ struct NodeCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try await device.client.send(.reboot, NodeAPI.Empty())
-                try await printStatus(device, json: output.json)
-            }
+            try await device.send(.reboot, NodeAPI.Empty(), json: output.json)
         }
     }
 
