@@ -159,7 +159,10 @@ public enum NodeAPI {
             case let error as Failure:
                 self = error
             default:
-                domain = .request
+                // Anything unforeseen (a database error, say) is the device's failure, not the
+                // caller's: it must not read as "your request was malformed".
+                domain = .device
+                code = "internal"
                 message = "\(error)"
             }
         }
