@@ -96,11 +96,9 @@ public final class Device: Sendable {
     public static func powerOn(
         at directory: URL, clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
     ) throws -> Device {
+        try requireDevice(at: directory)
         let layout = DeviceLayout(root: directory)
         let files = FileManager.default
-        guard files.fileExists(atPath: layout.info.path) else {
-            throw DeviceError(.notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
-        }
         let info: DeviceInfo
         do {
             let raw = try Data(contentsOf: layout.info)
@@ -127,6 +125,14 @@ public final class Device: Sendable {
         let device = Device(layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil)
         try device.boot()
         return device
+    }
+
+    /// Fails with `notADevice` unless `directory` holds a device (its `device.json`), without
+    /// opening anything: the check a launcher makes before starting a process for it.
+    public static func requireDevice(at directory: URL) throws {
+        guard FileManager.default.fileExists(atPath: DeviceLayout(root: directory).info.path) else {
+            throw DeviceError(.notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
+        }
     }
 
     private struct FormatProbe: Decodable { var format: Int }

@@ -20,7 +20,9 @@ extension Keychain {
                 } catch let error as KeychainError where error.status == .itemNotFound {
                     continue
                 } catch let error as KeychainError where error.status == .interactionNotAllowed || error.status == .notAvailable {
-                    if !listing.unavailable.contains(protection) { listing.unavailable.append(protection) }
+                    // The class key is missing, so every other class of this protection is sealed too.
+                    listing.unavailable.append(protection)
+                    break
                 }
             }
         }

@@ -29,7 +29,7 @@ public struct NodeClient: Sendable {
 
     private func call<Answer: Decodable, Body: Encodable>(_ route: NodeAPI.Route, get: Bool, body: Body?) async throws -> Answer {
         guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
-            throw NodeError.launch("the socket path \(paths.socket.path) cannot be addressed.")
+            throw NodeError.failed("the socket path \(paths.socket.path) cannot be addressed.")
         }
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
@@ -44,19 +44,19 @@ public struct NodeClient: Sendable {
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         } catch {
-            throw NodeError.launch("the node for \(paths.directory.path) did not answer (\(error)); its log is \(paths.log.path).")
+            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(error)); its log is \(paths.log.path).")
         }
         let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
         guard response.status == .ok else {
             guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
-                throw NodeError.protocolMismatch("the node answered \(response.status) without an explanation; its log is \(paths.log.path).")
+                throw NodeError.failed("the node answered \(response.status) without an explanation; its log is \(paths.log.path).")
             }
             throw failure.error
         }
         do {
             return try NodeAPI.decoder.decode(Answer.self, from: bytes)
         } catch {
-            throw NodeError.protocolMismatch("the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
+            throw NodeError.failed("the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
         }
     }
 }

@@ -5,9 +5,8 @@ import Foundation
 public enum NodeError: Error, CustomStringConvertible, Sendable {
     case notRunning(URL)
     case alreadyRunning(URL)
-    case notADevice(URL)
-    case launch(String)
-    case protocolMismatch(String)
+    /// Could not start, reach or understand the node; the message says why and where to look.
+    case failed(String)
 
     public var description: String {
         switch self {
@@ -15,10 +14,7 @@ public enum NodeError: Error, CustomStringConvertible, Sendable {
             "no node is running for \(dir.path); start it with `keyferry node start \(dir.path)`."
         case .alreadyRunning(let dir):
             "a node is already running for \(dir.path); stop it first with `keyferry node stop \(dir.path)`."
-        case .notADevice(let dir):
-            "\(dir.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(dir.path)`."
-        case .launch(let message): message
-        case .protocolMismatch(let message): message
+        case .failed(let message): message
         }
     }
 }

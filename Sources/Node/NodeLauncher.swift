@@ -1,4 +1,5 @@
 import Foundation
+import KeychainStore
 
 /// Starts and stops node processes: `keyferry node start|stop DIR`.
 public enum NodeLauncher {
@@ -6,11 +7,11 @@ public enum NodeLauncher {
     /// `executable` is the keyferry binary to run (normally this one).
     public static func start(directory: URL, executable: URL = currentExecutable, timeout: Duration = .seconds(20)) async throws -> NodeAPI.NodeStatus {
         let paths = NodePaths(directory: directory)
-        guard FileManager.default.fileExists(atPath: paths.info.path) else { throw NodeError.notADevice(paths.directory) }
+        try Device.requireDevice(at: paths.directory)
         guard !NodeLock.isHeld(paths) else { throw NodeError.alreadyRunning(paths.directory) }
         // sun_path holds 107 bytes and a terminating zero.
         guard paths.socket.path.utf8.count <= 107 else {
-            throw NodeError.launch("the socket path \(paths.socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
+            throw NodeError.failed("the socket path \(paths.socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
         }
         let logStart = (try? FileManager.default.attributesOfItem(atPath: paths.log.path)[.size] as? Int) ?? 0
         let process = Process()
@@ -22,19 +23,19 @@ public enum NodeLauncher {
         do {
             try process.run()
         } catch {
-            throw NodeError.launch("cannot run \(executable.path): \(error.localizedDescription).")
+            throw NodeError.failed("cannot run \(executable.path): \(error.localizedDescription).")
         }
         let client = NodeClient(directory: directory)
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let status = try? await client.status() { return status }
             if !process.isRunning {
-                throw NodeError.launch("the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
+                throw NodeError.failed("the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
         process.terminate()
-        throw NodeError.launch("the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
+        throw NodeError.failed("the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
     }
 
     /// Powers the node off (SIGTERM, then SIGKILL if it will not go) and waits until it is

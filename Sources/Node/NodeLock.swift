@@ -11,7 +11,7 @@ struct NodeLock {
     static func acquire(_ paths: NodePaths) throws -> NodeLock {
         let fd = open(paths.lock.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw NodeError.launch("cannot open \(paths.lock.path): \(String(cString: strerror(errno))).")
+            throw NodeError.failed("cannot open \(paths.lock.path): \(String(cString: strerror(errno))).")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)

@@ -11,5 +11,4 @@ public struct NodePaths: Sendable {
     var lock: URL { directory.appendingPathComponent("node.lock") }
     /// What the node did, without secrets.
     public var log: URL { directory.appendingPathComponent("node.log") }
-    var info: URL { directory.appendingPathComponent("device.json") }
 }

@@ -46,10 +46,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status = try await currentStatus(device)
-                if output.json { try printJSON(encodable: status) } else { print(status.summary) }
-            }
+            try await reporting(json: output.json) { try await printStatus(device, json: output.json) }
         }
     }
 
@@ -146,7 +143,7 @@ extension DeviceDirectory {
 }
 
 func printStatus(_ device: DeviceDirectory, json: Bool) async throws {
-    let status = try await device.client.status().device
+    let status = try await currentStatus(device)
     if json { try printJSON(encodable: status) } else { print(status.summary) }
 }
 
