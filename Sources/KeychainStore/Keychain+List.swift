@@ -1,7 +1,7 @@
 import KeychainModel
 
 /// Every item a keychain can see, attributes only: what `keyferry item list` shows.
-public struct ItemListing: Sendable {
+public struct ItemListing: Codable, Sendable {
     public var items: [ItemRecord]
     /// Protection classes whose items exist but cannot be opened in the current lock state.
     public var unavailable: [ProtectionClass]

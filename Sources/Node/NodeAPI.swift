@@ -24,7 +24,6 @@ public enum NodeAPI {
     public struct NodeStatus: Codable, Sendable {
         public var pid: Int32
         public var device: DeviceStatus
-        public var apps: [AppManifest]
     }
 
     public struct Unlock: Codable, Sendable {
@@ -116,12 +115,6 @@ public enum NodeAPI {
 
     public struct Items: Codable, Sendable {
         public var items: [ItemRecord]
-    }
-
-    public struct Listing: Codable, Sendable {
-        public var items: [ItemRecord]
-        /// Protection classes whose items are sealed in the current lock state.
-        public var unavailable: [ProtectionClass]
     }
 
     public struct Empty: Codable, Sendable {

@@ -17,6 +17,10 @@ public struct NodeClient: Sendable {
         try await call(.status, get: true, body: Optional<NodeAPI.Empty>.none)
     }
 
+    public func apps() async throws -> [AppManifest] {
+        try await call(.apps, get: true, body: Optional<NodeAPI.Empty>.none)
+    }
+
     /// One POST: `body` as JSON in, the route's answer out.
     public func call<Answer: Decodable>(_ route: NodeAPI.Route, _ body: some Encodable) async throws -> Answer {
         try await call(route, get: false, body: body)

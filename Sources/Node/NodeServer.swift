@@ -51,7 +51,7 @@ public enum NodeServer {
         typealias API = NodeAPI
         router.get(path(.status)) { _, _ in
             try reply(logger, .status) {
-                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status(), apps: try device.installedApps())
+                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status())
             }
         }
         post(router, .reboot, API.Empty.self, logger) { _ in
@@ -102,9 +102,7 @@ public enum NodeServer {
             return API.Empty()
         }
         post(router, .list, API.List.self, logger) { request in
-            let keychain = try request.app.map(device.keychain(for:)) ?? device.deviceKeychain
-            let listing = try keychain.list()
-            return API.Listing(items: listing.items, unavailable: listing.unavailable)
+            try (request.app.map(device.keychain(for:)) ?? device.deviceKeychain).list()
         }
     }
 

@@ -53,7 +53,7 @@ struct AppCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting(json: output.json) {
-                let apps = try await device.client.status().apps
+                let apps = try await device.client.apps()
                 if output.json { try printJSON(encodable: apps); return }
                 for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
             }

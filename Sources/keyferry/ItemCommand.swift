@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
+import KeychainStore
 import Node
 
 struct ItemCommand: AsyncParsableCommand {
@@ -172,7 +173,7 @@ struct ItemCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting(json: output.json) {
-                let listing: NodeAPI.Listing = try await device.client.call(.list, NodeAPI.List(app: app))
+                let listing: ItemListing = try await device.client.call(.list, NodeAPI.List(app: app))
                 if output.json {
                     printJSON(["items": listing.items.map { $0.presented(withData: false) }, "unavailable": listing.unavailable.map(\.name)])
                     return
