@@ -101,7 +101,7 @@ private func hexBytes(_ digits: [UInt8]) -> [UInt8]? {
 /// The search-only flags of get, update and delete.
 struct SearchOptions: ParsableArguments {
     @Option(help: "Which items by kSecAttrSynchronizable: no (Apple's default), yes or any.")
-    var sync: SynchronizableChoice = .no
+    var sync: SynchronizableMatch = .no
     @Option(help: ArgumentHelp(
         "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
     var accessible: ProtectionClass?
@@ -109,19 +109,22 @@ struct SearchOptions: ParsableArguments {
     /// The search these flags and `attributes` describe.
     func query(_ attributes: ItemAttributes) throws -> ItemQuery {
         ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
-                  protection: accessible, synchronizable: sync.match)
+                  protection: accessible, synchronizable: sync)
     }
+}
 
-    enum SynchronizableChoice: String, ExpressibleByArgument, CaseIterable {
-        case yes, no, any
-        var match: SynchronizableMatch {
-            switch self {
-            case .yes: .yes
-            case .no: .no
-            case .any: .any
-            }
+/// `--sync yes|no|any`.
+extension SynchronizableMatch: ExpressibleByArgument {
+    public init?(argument: String) {
+        switch argument {
+        case "yes": self = .yes
+        case "no": self = .no
+        case "any": self = .any
+        default: return nil
         }
     }
+
+    public static var allValueStrings: [String] { ["yes", "no", "any"] }
 }
 
 /// `--auth`: what the simulated user does when a prompt appears.

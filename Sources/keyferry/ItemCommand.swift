@@ -61,7 +61,7 @@ struct ItemCommand: AsyncParsableCommand {
         @Option(help: "The calling app's bundle ID.") var app: String
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var search: SearchOptions
-        @Option(help: "kSecMatchLimit: one (default), all, or a number.") var limit: Limit = .one
+        @Option(help: "kSecMatchLimit: one (default), all, or a number.") var limit: MatchLimit = .one
         @Option(name: .customLong("return"), help: "What to return: data (default), attributes or both.") var returning: Returning = .data
         @Option(help: ArgumentHelp(
             "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE; none forbids prompts. Repeat for successive prompts.",
@@ -83,7 +83,7 @@ struct ItemCommand: AsyncParsableCommand {
         func run() async throws {
             try await reporting(json: output.json) {
                 var query = try search.query(attributes)
-                query.matchLimit = limit.matchLimit
+                query.matchLimit = limit
                 query.returning = returning.options
                 query.authentication = AuthChoice.context(auth)
                 let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
@@ -188,10 +188,8 @@ struct ItemCommand: AsyncParsableCommand {
 }
 
 /// `--limit`: one, all, or a number.
-enum Limit: ExpressibleByArgument, Equatable {
-    case one, all, count(Int)
-
-    init?(argument: String) {
+extension MatchLimit: ExpressibleByArgument {
+    public init?(argument: String) {
         switch argument {
         case "one": self = .one
         case "all": self = .all
@@ -201,13 +199,5 @@ enum Limit: ExpressibleByArgument, Equatable {
         }
     }
 
-    static var allValueStrings: [String] { ["one", "all", "N"] }
-
-    var matchLimit: MatchLimit {
-        switch self {
-        case .one: .one
-        case .all: .all
-        case .count(let n): .count(n)
-        }
-    }
+    public static var allValueStrings: [String] { ["one", "all", "N"] }
 }
