@@ -81,9 +81,7 @@ struct StoreBench: ParsableCommand {
         let report = BenchReport(items: items, bulkItems: bulkItems, baselinePerSecond: baseline.perSecond,
                                  batchPerSecond: batchBaseline.perSecond, results: results)
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            try printJSON(encodable: report)
         } else {
             print(report.table)
         }
