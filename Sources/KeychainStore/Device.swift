@@ -41,6 +41,10 @@ public final class Device: Sendable {
         clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
     ) throws -> Device {
         let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        if files.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw DeviceError(.alreadyExists, "\(directory.path) is a file, not a directory; choose a new directory for the device.")
+        }
         if let contents = try? files.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
             throw DeviceError(.alreadyExists, "\(directory.path) already exists and is not empty; choose a new directory for the device.")
         }

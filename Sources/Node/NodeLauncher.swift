@@ -43,6 +43,7 @@ public enum NodeLauncher {
     @discardableResult
     public static func stop(directory: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         let paths = NodePaths(directory: directory)
+        try Device.requireDevice(at: paths.directory)
         guard NodeLock.isHeld(paths) else { return false }
         let pid = try await NodeClient(directory: directory).status().pid
         ProcessControl.terminate(pid)

@@ -50,6 +50,17 @@ struct BadInputTests {
         #expect(again.status == 1)
         #expect(again.stderr.contains("not empty"))
 
+        // A file where the device should go is refused, and left as it was.
+        let file = cli.path("notes.txt")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
+        let onFile = try cli.run(["device", "init", file])
+        #expect(onFile.status == 1)
+        #expect(onFile.stderr.contains("is a file"))
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "keep me")
+        let stopNothing = try cli.run(["node", "stop", notADevice])
+        #expect(stopNothing.status == 1)
+        #expect(stopNothing.stderr.contains("keyferry device init"))
+
         try cli.ok(["node", "start", dir])
         let noApp = try cli.run(["item", "get", dir, "--app", "com.example.absent", "--account", "a"])
         #expect(noApp.status == 1)
