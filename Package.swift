@@ -50,11 +50,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
+        // Devices run side by side: fleet files (YAML) and bringing their nodes up and down.
+        .target(
+            name: "Fleet",
+            dependencies: ["KeychainModel", "KeychainStore", "Node", .product(name: "Yams", package: "Yams")]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node",
-                .product(name: "Yams", package: "Yams"),
+                "KeychainStore", "KeychainModel", "Node", "Fleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
@@ -71,6 +75,7 @@ let package = Package(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
         .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry"]),
     ]

@@ -32,14 +32,26 @@ public struct AppManifest: Codable, Hashable, Sendable {
 
     /// Checks the shapes Apple enforces at signing time.
     public func validate() throws {
+        try Self.validate(bundleID: bundleID)
+        try Self.validate(teamID: teamID)
+        try Self.validate(accessGroups: accessGroups, teamID: teamID)
+    }
+
+    public static func validate(bundleID: String) throws {
         let bundleCharacters = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-"))
         guard !bundleID.isEmpty, bundleID.unicodeScalars.allSatisfy({ bundleCharacters.contains($0) && $0.isASCII }),
               !bundleID.hasPrefix("."), !bundleID.hasSuffix("."), !bundleID.contains("..") else {
             throw DeviceError(.invalidArgument, "'\(bundleID)' is not a bundle ID; use reverse-DNS letters, digits, dots and hyphens, e.g. com.example.app.")
         }
+    }
+
+    public static func validate(teamID: String) throws {
         guard teamID.count == 10, teamID.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) }) else {
             throw DeviceError(.invalidArgument, "'\(teamID)' is not a team ID; team IDs are ten upper-case letters and digits, e.g. ABCDE12345.")
         }
+    }
+
+    public static func validate(accessGroups: [String], teamID: String) throws {
         for group in accessGroups {
             guard group.hasPrefix("\(teamID).") || group.hasPrefix("group."), group.count > teamID.count + 1,
                   !group.contains("/"), !group.contains(" ") else {

@@ -17,6 +17,18 @@ public struct NodeClient: Sendable {
         try await call(.status, get: true, body: Optional<NodeAPI.Empty>.none)
     }
 
+    /// The device's status: from its node when it runs, otherwise read from the powered-off
+    /// device on disk.
+    public func deviceStatus() async throws -> DeviceStatus {
+        do {
+            return try await status().device
+        } catch NodeError.notRunning {
+            let offline = try Device.powerOn(at: paths.directory)
+            offline.powerOff()
+            return try offline.status()
+        }
+    }
+
     public func apps() async throws -> [AppManifest] {
         try await call(.apps, get: true, body: Optional<NodeAPI.Empty>.none)
     }

@@ -9,10 +9,7 @@ public enum NodeLauncher {
         let paths = NodePaths(directory: directory)
         try Device.requireDevice(at: paths.directory)
         guard !NodeLock.isHeld(paths) else { throw NodeError.alreadyRunning(paths.directory) }
-        // sun_path holds 107 bytes and a terminating zero.
-        guard paths.socket.path.utf8.count <= 107 else {
-            throw NodeError.failed("the socket path \(paths.socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
-        }
+        try paths.requireSocketPathFits()
         let logStart = (try? FileManager.default.attributesOfItem(atPath: paths.log.path)[.size] as? Int) ?? 0
         let process = Process()
         process.executableURL = executable

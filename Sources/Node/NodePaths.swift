@@ -11,4 +11,12 @@ public struct NodePaths: Sendable {
     var lock: URL { directory.appendingPathComponent("node.lock") }
     /// What the node did, without secrets.
     public var log: URL { directory.appendingPathComponent("node.log") }
+
+    /// Fails when the socket's path is too long to bind: sun_path holds 107 bytes and a
+    /// terminating zero.
+    public func requireSocketPathFits() throws {
+        guard socket.path.utf8.count <= 107 else {
+            throw NodeError.failed("the socket path \(socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
+        }
+    }
 }

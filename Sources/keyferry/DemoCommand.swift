@@ -1,123 +1,167 @@
 import ArgumentParser
+import Fleet
 import Foundation
 import KeychainModel
 import KeychainStore
+import Node
 
-/// A short tour on one simulated iPhone of the rules the iOS Simulator does not enforce.
-/// Time is simulated, so the grace period passes instantly and every run prints the same story.
-struct DemoCommand: ParsableCommand {
+/// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
+/// secrets of several classes, the phone locks, reboots, changes its face and loses its
+/// passcode, and every read prints Apple's status. The fleet goes down at the end.
+struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run a short demo: a simulated iPhone, its keychain, and what lock, reboot and passcode changes do to it.")
+        abstract: "Run a short demo: the family fleet comes up, and the phone shows what lock, reboot and passcode changes do to its keychain.")
 
-    @Option(help: "Keep the demo device in this directory (it must not exist yet, or be empty) instead of a temporary one.")
-    var dir: String?
+    @Option(help: "The family fleet file (the demo tells its story).", completion: .file(extensions: ["yaml"]))
+    var fleet = "Peers/family.yaml"
+    @Option(help: "Keep the fleet's devices in this directory (new or empty) instead of a temporary one.", completion: .directory)
+    var root: String?
 
     func validate() throws {
-        if let dir, let contents = try? FileManager.default.contentsOfDirectory(atPath: dir), !contents.isEmpty {
-            throw ValidationError("\(dir) is not empty; give --dir a new directory for the demo device.")
+        if let root, let contents = try? FileManager.default.contentsOfDirectory(atPath: root), !contents.isEmpty {
+            throw ValidationError("\(root) is not empty; give --root a new directory for the demo's devices.")
         }
     }
 
-    func run() throws {
-        let root = URL(fileURLWithPath: dir ?? FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-demo-\(UUID().uuidString)").path)
-        defer { if dir == nil { try? FileManager.default.removeItem(at: root) } }
-        let clock = ManualClock()
+    func run() async throws {
+        try await reporting(json: false) {
+            let file = try FleetFile.load(URL(fileURLWithPath: fleet), displayName: fleet)
+            // Short, so the sockets' paths fit.
+            let rootURL = URL(fileURLWithPath: root ?? "/tmp/keyferry-demo-\(UUID().uuidString.prefix(8))")
+            let runner = FleetRunner(fleet: file, root: rootURL)
+            defer { if root == nil { try? FileManager.default.removeItem(at: rootURL) } }
+            do {
+                try await tour(runner)
+            } catch {
+                _ = try? await runner.down()
+                throw error
+            }
+        }
+    }
+
+    private func tour(_ runner: FleetRunner) async throws {
+        guard let member = runner.fleet.members.first(where: { $0.id == "phone" }),
+              let passcode = member.passcode, member.biometry,
+              Set(member.apps.map(\.bundleID)).isSuperset(of: [Self.mail, Self.widget, Self.bank]) else {
+            throw FleetFileError(file: fleet, problem: "the demo tells the story of Peers/family.yaml and needs a device `phone` with a passcode, biometry and the apps \(Self.mail), \(Self.widget) and \(Self.bank).")
+        }
         let tour = Tour()
+        tour.heading("The \(runner.fleet.name) fleet comes up (\(fleet))")
+        for arrival in try await runner.up() {
+            tour.say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
+        }
+        let phone = NodeClient(directory: runner.directory(of: member))
 
-        tour.heading("A fleet of one: Alice's iPhone")
-        let phone = try Device.create(at: root, options: DeviceOptions(name: "Alice's iPhone", passcode: "123456", enrollBiometry: true, gracePeriod: 10), clock: clock)
-        let mail = AppManifest(bundleID: "com.example.mail", teamID: "ABCDE12345", accessGroups: ["ABCDE12345.shared"])
-        let widget = AppManifest(bundleID: "com.example.mail.widget", teamID: "ABCDE12345", accessGroups: ["ABCDE12345.shared"])
-        try phone.install(mail)
-        try phone.install(widget)
-        tour.say("device   \(phone.info.name), passcode set, Face ID enrolled, grace period 10 s")
-        tour.say("apps     \(mail.bundleID) and \(widget.bundleID), sharing ABCDE12345.shared")
-        tour.say("stored   \(root.path)")
-
-        tour.heading("The mail app stores its secrets")
-        let keychain = try phone.keychain(for: mail.bundleID)
+        tour.heading("The mail app stores its secrets on \(member.deviceName)")
         let vaultControl = try AccessControl(protection: .whenPasscodeSetThisDeviceOnly, expression: "biometryCurrentSet|or|devicePasscode")
-        let items: [(String, NewItem)] = [
+        let items: [(name: String, item: NewItem)] = [
             ("session-token", .generic("session-token", protection: .whenUnlocked)),
             ("push-key", .generic("push-key", protection: .afterFirstUnlockThisDeviceOnly)),
             ("imap password", NewItem(.internetPassword, attributes: [.server: .string("imap.example.com"), .account: .string("alice"), .protocol: .string("imap")],
                                       data: Data("imap-secret".utf8), protection: .afterFirstUnlock, synchronizable: true)),
             ("vault-key", NewItem(.genericPassword, attributes: [.account: .string("vault-key")], data: Data("vault-secret".utf8), accessControl: vaultControl)),
             ("legacy-pin", .generic("legacy-pin", protection: .always)),
+            ("signing key", NewItem(.key, attributes: [.applicationTag: .data(Data("com.example.mail.signing".utf8)), .keyClass: .number(1)],
+                                    data: Data("signing-key-secret".utf8), protection: .afterFirstUnlockThisDeviceOnly)),
         ]
         for (name, item) in items {
-            tour.attempt("add \(name.padding(toLength: 14, withPad: " ", startingAt: 0)) \(item.protectionName)") { try keychain.add(item) }
+            await tour.attempt("add \(name.padded(14)) \(item.itemClass.name.padded(16)) \(item.protectionName)") { try await phone.add(Self.mail, item) }
         }
-        try phone.sandbox(for: mail.bundleID).set("alice@example.com", forKey: "signedInUser")
+        _ = try await phone.call(.defaults, NodeAPI.Defaults(bundleID: Self.mail, set: ["signedInUser": "alice@example.com"])) as [String: String]
         tour.say("UserDefaults: signedInUser = alice@example.com (a plaintext property list in the sandbox)")
-        tour.attempt("the widget reads session-token through the shared group") {
-            _ = try phone.keychain(for: widget.bundleID).copy(.generic("session-token"))
-        }
-        tour.attempt("add session-token again as afterFirstUnlock (phantom mismatch)") {
-            try keychain.add(.generic("session-token", protection: .afterFirstUnlock))
+        await tour.attempt("the widget reads session-token through the shared group") { try await phone.read(Self.widget, "session-token") }
+        await tour.attempt("the bank app, another team's, reads session-token") { try await phone.read(Self.bank, "session-token") }
+        await tour.attempt("add session-token again as afterFirstUnlock (phantom mismatch)") {
+            try await phone.add(Self.mail, .generic("session-token", protection: .afterFirstUnlock))
         }
 
-        tour.heading("Alice locks the phone")
-        try phone.lock()
-        clock.advance(by: 5)
-        tour.attempt("5 s later, read session-token (grace period)") { _ = try keychain.copy(.generic("session-token")) }
-        clock.advance(by: 6)
-        tour.attempt("11 s later, read session-token") { _ = try keychain.copy(.generic("session-token")) }
-        tour.attempt("a push extension reads push-key") { _ = try keychain.copy(.generic("push-key")) }
-        tour.say("isProtectedDataAvailable = \(phone.isProtectedDataAvailable)")
+        tour.heading("Alice locks the phone (grace period \(Int(member.grace)) s, in real time)")
+        try await phone.send(.lock, NodeAPI.Lock(immediately: false))
+        let lockedAt = ContinuousClock.now
+        await tour.attempt("at once, read session-token (grace period)") { try await phone.read(Self.mail, "session-token") }
+        while try await phone.status().device.protectedDataAvailable, ContinuousClock.now - lockedAt < .seconds(member.grace + 10) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let waited = (ContinuousClock.now - lockedAt).components.seconds
+        await tour.attempt("\(waited) s later, read session-token") { try await phone.read(Self.mail, "session-token") }
+        await tour.attempt("a push extension reads push-key") { try await phone.read(Self.mail, "push-key") }
+        tour.say("device status: \(try await phone.status().device.summary)")
 
         tour.heading("The phone reboots: before first unlock")
-        try phone.reboot()
-        tour.attempt("read push-key") { _ = try keychain.copy(.generic("push-key")) }
-        tour.attempt("read legacy-pin (always)") { _ = try keychain.copy(.generic("legacy-pin")) }
-        let defaults = try phone.sandbox(for: mail.bundleID).defaults()
-        tour.say("a pre-warmed launch reads UserDefaults: \(defaults.isEmpty ? "empty, so the app thinks nobody is signed in" : "\(defaults)")")
-        tour.attempt("unlock with a wrong passcode") { try phone.unlock(passcode: "000000") }
-        tour.attempt("unlock with 123456") { try phone.unlock(passcode: "123456") }
+        try await phone.send(.reboot, NodeAPI.Empty())
+        await tour.attempt("read push-key") { try await phone.read(Self.mail, "push-key") }
+        await tour.attempt("read legacy-pin (always)") { try await phone.read(Self.mail, "legacy-pin") }
+        await tour.attempt("unlock with a wrong passcode") { try await phone.send(.unlock, NodeAPI.Unlock(passcode: "000000")) }
+        await tour.attempt("unlock with the passcode") { try await phone.send(.unlock, NodeAPI.Unlock(passcode: passcode)) }
 
-        tour.heading("Face ID and the passcode change")
-        tour.attempt("read vault-key with Face ID") { _ = try keychain.copy(.generic("vault-key", authentication: .responding(.biometryMatch))) }
-        try phone.changeBiometryEnrollment()
+        tour.heading("Face ID and the passcode")
+        await tour.attempt("read vault-key with Face ID") { try await phone.read(Self.mail, "vault-key", .responding(.biometryMatch)) }
+        try await phone.send(.biometry, NodeAPI.Biometry(action: .change))
         tour.say("a new face is enrolled")
-        tour.attempt("read vault-key with Face ID") { _ = try keychain.copy(.generic("vault-key", authentication: .responding(.biometryMatch))) }
-        tour.attempt("read vault-key with the passcode") { _ = try keychain.copy(.generic("vault-key", authentication: .responding(.passcode("123456")))) }
-        try phone.removePasscode(current: "123456")
-        tour.say("Alice removes her passcode")
-        tour.attempt("read vault-key") { _ = try keychain.copy(.generic("vault-key", authentication: .responding(.passcode("123456")))) }
+        await tour.attempt("read vault-key with Face ID") { try await phone.read(Self.mail, "vault-key", .responding(.biometryMatch)) }
+        await tour.attempt("read vault-key with the passcode") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
+        try await phone.send(.passcode, NodeAPI.Passcode(new: nil, current: passcode, remove: true))
+        tour.say("Alice removes her passcode: whenPasscodeSetThisDeviceOnly items are destroyed")
+        await tour.attempt("read vault-key") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
+
+        tour.heading("Fleet status")
+        for status in try await runner.status() {
+            tour.say(runner.line(status.member, status.device?.fleetLine ?? "not created"))
+        }
+
+        tour.heading("The fleet goes down: every class key leaves memory")
+        for (member, departure) in try await runner.down() {
+            tour.say(runner.line(member, departure.text))
+        }
 
         tour.heading("What is on disk")
-        let secrets = ["session", "push", "imap-secret", "vault-secret", "legacy-pin"].map { Data($0.utf8) }
+        let secrets = items.map(\.item.data)
         var files = 0, hits = 0
-        for case let url as URL in FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) ?? .init() {
-            guard let bytes = try? Data(contentsOf: url), !url.hasDirectoryPath else { continue }
+        for case let url as URL in FileManager.default.enumerator(at: runner.root, includingPropertiesForKeys: nil) ?? .init() {
+            guard !url.hasDirectoryPath, let bytes = try? Data(contentsOf: url) else { continue }
             files += 1
             if url.pathComponents.contains("apps") { continue } // the sandbox is the app's own plaintext
             hits += secrets.filter { bytes.range(of: $0) != nil }.count
         }
         tour.say("\(files) files; keychain secrets found in plaintext outside app sandboxes: \(hits)")
-        tour.say("(the sandbox's UserDefaults stays plaintext, as on iOS: a legacy store is not a keychain)")
-        if dir != nil { tour.say("The device stays in \(root.path).") }
+        tour.say("(UserDefaults stays plaintext, as on iOS: a legacy store is not a keychain)")
+        if root != nil { tour.say("The devices stay in \(runner.root.path); `keyferry fleet up \(fleet) --root \(runner.root.path)` brings them back.") }
     }
+
+    static let mail = "com.example.mail"
+    static let widget = "com.example.mail.widget"
+    static let bank = "com.bank.wallet"
 }
 
-/// Prints the demo's story: headings, sentences and the outcome of each keychain call.
+/// Prints the demo's story: headings, sentences and the outcome of each call.
 struct Tour {
     func heading(_ text: String) { print("\n== \(text)") }
     func say(_ text: String) { print("   \(text)") }
 
-    func attempt(_ label: String, _ body: () throws -> Void) {
+    func attempt(_ label: String, _ body: () async throws -> Void) async {
         let outcome: String
         do {
-            try body()
+            try await body()
             outcome = "ok"
         } catch let error as KeychainError {
             outcome = error.status.description
         } catch {
             outcome = "\(error)"
         }
-        let width = 72
-        print("   \(label.count < width ? label.padding(toLength: width, withPad: " ", startingAt: 0) : label + "  ")\(outcome)")
+        print("   \(label.count < 72 ? label.padded(72) : label + "  ")\(outcome)")
+    }
+}
+
+extension NodeClient {
+    func add(_ app: String, _ item: NewItem) async throws {
+        let _: NodeAPI.Items = try await call(.add, NodeAPI.Add(app: app, item: item))
+    }
+
+    /// Reads a generic password's data by account, as `app`.
+    func read(_ app: String, _ account: String, _ authentication: AuthenticationContext = .noInteraction) async throws {
+        let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], returning: .data, authentication: authentication)
+        let _: NodeAPI.Items = try await call(.copy, NodeAPI.Search(app: app, query: query))
     }
 }
 
@@ -132,11 +176,5 @@ extension NewItem {
         if let accessControl, accessControl.requiresAuthentication { text += " + \(accessControl.expression)" }
         if synchronizable { text += ", synchronizable" }
         return text
-    }
-}
-
-extension ItemQuery {
-    static func generic(_ account: String, authentication: AuthenticationContext = .noInteraction) -> ItemQuery {
-        ItemQuery(.genericPassword, attributes: [.account: .string(account)], returning: .data, authentication: authentication)
     }
 }

@@ -120,17 +120,6 @@ extension NodeAPI.BiometryAction: EnumerableFlag {
     }
 }
 
-/// From the node when it runs; otherwise read from the powered-off device on disk.
-func currentStatus(_ device: DeviceDirectory) async throws -> DeviceStatus {
-    do {
-        return try await device.client.status().device
-    } catch NodeError.notRunning {
-        let offline = try Device.powerOn(at: device.url)
-        offline.powerOff()
-        return try offline.status()
-    }
-}
-
 extension DeviceDirectory {
     /// Sends one request to the node, then shows the device's status: what every lock,
     /// passcode and biometry command prints.
@@ -143,7 +132,7 @@ extension DeviceDirectory {
 }
 
 func printStatus(_ device: DeviceDirectory, json: Bool) async throws {
-    let status = try await currentStatus(device)
+    let status = try await device.client.deviceStatus()
     if json { try printJSON(encodable: status) } else { print(status.summary) }
 }
 

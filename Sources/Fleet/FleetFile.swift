@@ -1,0 +1,135 @@
+import Foundation
+import KeychainStore
+
+/// What a fleet file describes: devices to run side by side on one machine, and the apps
+/// installed on each. Pure values; `FleetRunner` brings them to life.
+///
+/// ```yaml
+/// fleet: family
+/// apps:
+///   com.example.mail: { team: F4M1LY0001, groups: [F4M1LY0001.shared] }
+/// devices:
+///   phone:
+///     name: Alice's iPhone
+///     passcode: "123456"
+///     biometry: true
+///     apps: [com.example.mail]
+/// ```
+public struct FleetFile: Equatable, Sendable {
+    /// Names the fleet's default directory; letters, digits, `-` and `_`.
+    public var name: String
+    /// In file order.
+    public var members: [Member]
+
+    /// One device of the fleet.
+    public struct Member: Equatable, Sendable {
+        /// The key under `devices:`: the device's directory under the fleet's root.
+        public var id: String
+        /// The device's own name (`Alice's iPhone`); the id when the file gives none.
+        public var deviceName: String
+        public var passcode: String?
+        public var biometry: Bool
+        /// Seconds class A keys stay in memory after the screen locks.
+        public var grace: Double
+        public var apps: [AppManifest]
+
+        public init(id: String, deviceName: String, passcode: String?, biometry: Bool, grace: Double, apps: [AppManifest]) {
+            self.id = id
+            self.deviceName = deviceName
+            self.passcode = passcode
+            self.biometry = biometry
+            self.grace = grace
+            self.apps = apps
+        }
+
+        /// How `Device.create` makes this member when its directory does not exist yet.
+        public var deviceOptions: DeviceOptions {
+            DeviceOptions(name: deviceName, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace)
+        }
+    }
+
+    public init(name: String, members: [Member]) {
+        self.name = name
+        self.members = members
+    }
+
+    /// Reads and checks a fleet file. Any problem is a `FleetFileError` naming the file (as
+    /// `displayName`, default the path given), the line and the field.
+    public static func load(_ url: URL, displayName: String? = nil) throws -> FleetFile {
+        let file = displayName ?? url.relativePath
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw FleetFileError(file: file, problem: "cannot read the fleet file (\(error.localizedDescription)).")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw FleetFileError(file: file, problem: "not UTF-8 text; a fleet file is YAML.")
+        }
+        return try FleetFile(yaml: text, file: file)
+    }
+
+    /// Parses fleet YAML; `file` names it in errors.
+    public init(yaml: String, file: String) throws {
+        guard let document = try YAMLField.document(yaml, file: file) else {
+            throw FleetFileError(file: file, line: 1, problem: "the file is empty; a fleet file needs `fleet:` (its name) and `devices:`.")
+        }
+        let top = try document.fields(allowed: ["fleet", "apps", "devices"])
+        guard let nameField = top["fleet"] else { throw document.failure("missing `fleet:`, the fleet's name.") }
+        name = try nameField.text()
+        guard name.range(of: #"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"#, options: .regularExpression) != nil else {
+            throw nameField.failure("'\(name)' cannot name a fleet; use letters, digits, '-' and '_' (it names the fleet's directory).")
+        }
+
+        var catalog: [String: AppManifest] = [:]
+        for (bundleID, field) in try top["apps"]?.entries() ?? [] {
+            let app = try field.fields(allowed: ["team", "groups"])
+            guard let teamField = app["team"] else { throw field.failure("missing `team:`, the app's ten-character team ID.") }
+            let team = try teamField.text(), groups = try app["groups"]?.texts() ?? []
+            do {
+                try AppManifest.validate(bundleID: bundleID)
+            } catch let error as DeviceError {
+                throw field.keyFailure(error.message)
+            }
+            try teamField.check { try AppManifest.validate(teamID: team) }
+            try app["groups"]?.check { try AppManifest.validate(accessGroups: groups, teamID: team) }
+            catalog[bundleID] = AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups)
+        }
+
+        guard let devicesField = top["devices"] else { throw document.failure("missing `devices:`, the fleet's devices by directory name.") }
+        let devices = try devicesField.entries()
+        guard !devices.isEmpty else { throw devicesField.failure("a fleet needs at least one device.") }
+        members = try devices.map { id, field in try Member(id: id, field: field, catalog: catalog) }
+    }
+}
+
+extension FleetFile.Member {
+    fileprivate init(id: String, field: YAMLField, catalog: [String: AppManifest]) throws {
+        guard id.range(of: #"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"#, options: .regularExpression) != nil else {
+            throw field.keyFailure("'\(id)' cannot name a device directory; use letters, digits, '.', '-' and '_'.")
+        }
+        let fields = try field.fields(allowed: ["name", "passcode", "biometry", "grace", "apps"])
+        self.id = id
+        deviceName = try fields["name"]?.text() ?? id
+        passcode = try fields["passcode"]?.text()
+        if let passcodeField = fields["passcode"], passcode?.isEmpty == true {
+            throw passcodeField.failure("a passcode cannot be empty; leave the field out for a device without one.")
+        }
+        biometry = try fields["biometry"]?.bool() ?? false
+        if biometry, passcode == nil, let biometryField = fields["biometry"] {
+            throw biometryField.failure("biometry needs a passcode, as on iOS; give this device a passcode.")
+        }
+        grace = try fields["grace"]?.number() ?? 10
+        if grace < 0, let graceField = fields["grace"] {
+            throw graceField.failure("the grace period must be zero or more seconds.")
+        }
+        apps = try fields["apps"].map { field in
+            try field.texts().map { bundleID in
+                if let app = catalog[bundleID] { return app }
+                let known = catalog.keys.sorted()
+                throw field.failure("'\(bundleID)' is not among the fleet's apps; "
+                    + (known.isEmpty ? "describe it under `apps:` first." : "expected one of \(known.joined(separator: ", ")), or describe it under `apps:`."))
+            }
+        } ?? []
+    }
+}

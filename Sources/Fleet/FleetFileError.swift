@@ -1,0 +1,30 @@
+/// A fleet file that cannot be used, located the way a compiler locates an error:
+/// `Peers/family.yaml:12:15: devices.phone.biometry: expected true or false, found "often".`
+public struct FleetFileError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file as the user named it.
+    public var file: String
+    /// 1-based; nil when the whole file is at fault (unreadable).
+    public var line: Int?
+    public var column: Int?
+    /// The dotted path of the field at fault (`devices.phone.passcode`); nil for a YAML syntax
+    /// error or a problem of the whole file.
+    public var field: String?
+    public var problem: String
+
+    public init(file: String, line: Int? = nil, column: Int? = nil, field: String? = nil, problem: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.field = field
+        self.problem = problem
+    }
+
+    public var description: String {
+        var location = file
+        if let line {
+            location += ":\(line)"
+            if let column { location += ":\(column)" }
+        }
+        return "\(location): " + (field.map { "\($0): " } ?? "") + problem
+    }
+}

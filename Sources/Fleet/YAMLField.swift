@@ -1,0 +1,116 @@
+import Foundation
+import KeychainStore
+import Yams
+
+/// A node of a parsed YAML document together with where it is: its dotted field path and its
+/// line, so that every complaint about it can name both.
+struct YAMLField {
+    let node: Yams.Node
+    let path: String
+    let file: String
+    /// The key this node is the value of, when it is one: complaints about the name itself
+    /// point there.
+    var key: Yams.Node? = nil
+
+    /// Parses `text`; a syntax error comes back located.
+    static func document(_ text: String, file: String) throws -> YAMLField? {
+        do {
+            return try Yams.compose(yaml: text).map { YAMLField(node: $0, path: "", file: file) }
+        } catch let error as YamlError {
+            throw located(error, file: file)
+        }
+    }
+
+    func failure(_ problem: String) -> FleetFileError {
+        FleetFileError(file: file, line: node.mark?.line, column: node.mark?.column, field: path.isEmpty ? nil : path, problem: problem)
+    }
+
+    /// A complaint about this entry's name, located at the key.
+    func keyFailure(_ problem: String) -> FleetFileError {
+        let mark = (key ?? node).mark
+        return FleetFileError(file: file, line: mark?.line, column: mark?.column, field: path.isEmpty ? nil : path, problem: problem)
+    }
+
+    /// Runs a check that throws `DeviceError`, and locates its complaint at this field.
+    func check(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as DeviceError {
+            throw failure(error.message)
+        }
+    }
+
+    /// The entries of a mapping, in file order, refusing keys outside `allowed`.
+    func entries(allowed: [String]? = nil) throws -> [(key: String, value: YAMLField)] {
+        guard let mapping = node.mapping else { throw failure("expected a mapping of names to values, found \(kind).") }
+        return try mapping.map { key, value in
+            let name = key.scalar?.string ?? ""
+            let field = YAMLField(node: value, path: path.isEmpty ? name : "\(path).\(name)", file: file, key: key)
+            guard !name.isEmpty else { throw field.keyFailure("expected a name as the key.") }
+            if let allowed, !allowed.contains(name) {
+                throw field.keyFailure("unknown field; expected one of: \(allowed.joined(separator: ", ")).")
+            }
+            return (name, field)
+        }
+    }
+
+    /// The entries of a mapping by name, for fixed fields.
+    func fields(allowed: [String]) throws -> [String: YAMLField] {
+        Dictionary(uniqueKeysWithValues: try entries(allowed: allowed).map { ($0.key, $0.value) })
+    }
+
+    /// Text, however the YAML typed it: a passcode written as `123456` is the text "123456".
+    func text() throws -> String {
+        guard let scalar = node.scalar else { throw failure("expected text, found \(kind).") }
+        if scalar.style == .plain, node.null != nil { throw failure("expected text, found nothing.") }
+        return scalar.string
+    }
+
+    func bool() throws -> Bool {
+        guard let value = node.bool, node.scalar?.style == .plain else {
+            throw failure("expected true or false, found \(kind).")
+        }
+        return value
+    }
+
+    func number() throws -> Double {
+        guard node.scalar?.style == .plain, let value = node.float, value.isFinite else {
+            throw failure("expected a number, found \(kind).")
+        }
+        return value
+    }
+
+    /// A list of text, or a single text standing for a list of one.
+    func texts() throws -> [String] {
+        if node.scalar != nil { return [try text()] }
+        guard let sequence = node.sequence else { throw failure("expected a list, found \(kind).") }
+        return try sequence.enumerated().map { index, element in
+            try YAMLField(node: element, path: "\(path)[\(index)]", file: file).text()
+        }
+    }
+
+    /// How a complaint describes what it found.
+    var kind: String {
+        switch node {
+        case .mapping: "a mapping"
+        case .sequence: "a list"
+        case .scalar(let scalar): scalar.string.isEmpty ? "nothing" : "\"\(scalar.string)\""
+        case .alias: "an alias"
+        }
+    }
+
+    private static func located(_ error: YamlError, file: String) -> FleetFileError {
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _), let .composer(context, problem, mark, _):
+            let detail = [context?.text, problem].compactMap { $0 }.joined(separator: " ")
+            return FleetFileError(file: file, line: mark.line, column: mark.column, problem: "not valid YAML: \(detail).")
+        case let .duplicatedKeysInMapping(duplicates, context):
+            let names = duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")
+            return FleetFileError(file: file, line: context.mark.line, column: context.mark.column, problem: "\(names) appears twice in one mapping.")
+        case let .reader(problem, _, _, _):
+            return FleetFileError(file: file, problem: "not readable as YAML text: \(problem).")
+        default:
+            return FleetFileError(file: file, problem: "not valid YAML: \(error).")
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Fleet
+import Foundation
+import KeychainStore
+import Testing
+
+@Suite("Fleet files")
+struct FleetFileTests {
+    static let peers = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Peers")
+
+    @Test("The family fleet: phone, tablet and laptop with passcodes, biometry and a shared group")
+    func family() throws {
+        let fleet = try FleetFile.load(Self.peers.appendingPathComponent("family.yaml"))
+        #expect(fleet.name == "family")
+        #expect(fleet.members.map(\.id) == ["phone", "tablet", "laptop"])
+        #expect(fleet.members.allSatisfy { $0.passcode != nil })
+        #expect(fleet.members.filter(\.biometry).map(\.id) == ["phone", "laptop"])
+        let phone = try #require(fleet.members.first)
+        #expect(phone.deviceName == "Alice's iPhone")
+        #expect(phone.passcode == "123456")
+        #expect(phone.grace == 5)
+        // Apps of one team share a group across the fleet; another team's app does not.
+        let groups = fleet.members.flatMap(\.apps).filter { $0.teamID == "EXMPL12345" }.map(\.accessGroups)
+        #expect(groups.count >= 4 && groups.allSatisfy { $0 == ["EXMPL12345.com.example.shared"] })
+        #expect(fleet.members.flatMap(\.apps).contains { $0.teamID != "EXMPL12345" && $0.accessGroups.isEmpty })
+        // An unquoted passcode is text, spaces and all.
+        #expect(fleet.members[2].passcode == "correct horse battery staple")
+    }
+
+    @Test("The team fleet: two devices")
+    func team() throws {
+        let fleet = try FleetFile.load(Self.peers.appendingPathComponent("team.yaml"))
+        #expect(fleet.name == "team")
+        #expect(fleet.members.count == 2)
+        #expect(fleet.members.map(\.grace) == [10, 30])
+        #expect(fleet.members[1].biometry == false)
+    }
+
+    @Test("Defaults: name from the key, no passcode, no biometry, 10 s grace, no apps; numbers are text where text is asked")
+    func defaults() throws {
+        let fleet = try FleetFile(yaml: "fleet: f\ndevices:\n  solo: {}\n  pin:\n    passcode: 0042\n", file: "f.yaml")
+        #expect(fleet.members[0] == FleetFile.Member(id: "solo", deviceName: "solo", passcode: nil, biometry: false, grace: 10, apps: []))
+        #expect(fleet.members[1].passcode == "0042")
+    }
+
+    /// Each malformed file, with the line, column and field its error must name.
+    static let malformed: [(yaml: String, line: Int, field: String?, mentions: String)] = [
+        ("fleet: f\ndevices:\n  phone:\n    passcod: '1'\n", 4, "devices.phone.passcod", "unknown field"),
+        ("fleet: f\ndevices:\n  phone:\n    passcode: '1'\n    biometry: often\n", 5, "devices.phone.biometry", "true or false"),
+        ("fleet: f\ndevices:\n  phone:\n    biometry: true\n", 4, "devices.phone.biometry", "needs a passcode"),
+        ("fleet: f\ndevices:\n  phone:\n    grace: -3\n", 4, "devices.phone.grace", "zero or more"),
+        ("fleet: f\ndevices:\n  phone:\n    grace: soon\n", 4, "devices.phone.grace", "a number"),
+        ("fleet: f\ndevices:\n  phone:\n    passcode: [1, 2]\n", 4, "devices.phone.passcode", "expected text"),
+        ("fleet: f\ndevices:\n  phone:\n    passcode: ''\n", 4, "devices.phone.passcode", "cannot be empty"),
+        ("fleet: f\ndevices:\n  phone:\n    apps: [com.example.mail]\n", 4, "devices.phone.apps", "not among the fleet's apps"),
+        ("fleet: f\napps:\n  com.example.mail:\n    groups: [x]\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail", "missing `team:`"),
+        ("fleet: f\napps:\n  com.example.mail:\n    team: lower\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail.team", "not a team ID"),
+        ("fleet: f\napps:\n  com..mail:\n    team: ABCDE12345\ndevices:\n  phone: {}\n", 3, "apps.com..mail", "not a bundle ID"),
+        ("fleet: f\napps:\n  com.example.mail:\n    team: ABCDE12345\n    groups: [OTHER.group]\ndevices:\n  phone: {}\n", 5, "apps.com.example.mail.groups", "must start with the team ID"),
+        ("fleet: f\ndevices:\n  ../escape:\n    passcode: '1'\n", 3, "devices.../escape", "cannot name a device directory"),
+        ("fleet: my fleet\ndevices:\n  phone: {}\n", 1, "fleet", "cannot name a fleet"),
+        ("devices:\n  phone: {}\n", 1, nil, "missing `fleet:`"),
+        ("fleet: f\n", 1, nil, "missing `devices:`"),
+        ("fleet: f\ndevices: {}\n", 2, "devices", "at least one device"),
+        ("fleet: f\ndevices:\n  - phone\n", 3, "devices", "expected a mapping"),
+        ("fleet: f\nrelay: x\ndevices:\n  phone: {}\n", 2, "relay", "unknown field"),
+        ("fleet: f\ndevices:\n  phone: {passcode: '1'\n", 4, nil, "not valid YAML"),
+        ("fleet: f\ndevices:\n  phone: {}\n  phone: {}\n", 3, nil, "appears twice"),
+        ("", 1, nil, "empty"),
+    ]
+
+    @Test("A malformed file names the file, the line and the field", arguments: malformed.indices)
+    func malformedFile(index: Int) throws {
+        let case_ = Self.malformed[index]
+        let error = try #require(throws: FleetFileError.self) { try FleetFile(yaml: case_.yaml, file: "fleets/bad.yaml") }
+        #expect(error.file == "fleets/bad.yaml")
+        #expect(error.line == case_.line, "\(error)")
+        #expect(error.field == case_.field, "\(error)")
+        #expect(error.problem.contains(case_.mentions), "\(error)")
+        #expect(error.description.hasPrefix("fleets/bad.yaml:\(case_.line):"))
+    }
+
+    @Test("An unreadable or non-UTF-8 file is named")
+    func unreadable() throws {
+        let missing = try #require(throws: FleetFileError.self) { try FleetFile.load(URL(fileURLWithPath: "/nonexistent/fleet.yaml"), displayName: "fleet.yaml") }
+        #expect(missing.description.hasPrefix("fleet.yaml: cannot read"))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString).yaml")
+        try Data([0xff, 0xfe, 0x00]).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let binary = try #require(throws: FleetFileError.self) { try FleetFile.load(file, displayName: "fleet.yaml") }
+        #expect(binary.problem.contains("UTF-8"))
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+
+/// `keyferry fleet up|status|down` against fleets in a temporary root (the test's own, so
+/// that `CLI` stops their nodes however the test ends).
+@Suite("keyferry fleet")
+struct FleetCLITests {
+    static let fleet = """
+        fleet: pair
+        apps:
+          com.example.mail: { team: ABCDE12345, groups: [ABCDE12345.shared] }
+          com.example.widget: { team: ABCDE12345, groups: [ABCDE12345.shared] }
+        devices:
+          phone:
+            name: Test iPhone
+            passcode: "123456"
+            biometry: true
+            apps: [com.example.mail, com.example.widget]
+          tablet:
+            apps: [com.example.mail]
+        """
+
+    func write(_ cli: CLI, _ text: String, as name: String = "pair.yaml") throws -> String {
+        let file = cli.root.appendingPathComponent(name)
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    @Test("up creates, starts, unlocks and installs; status shows each node; up again changes nothing; down stops")
+    func lifecycle() throws {
+        let cli = try CLI()
+        let file = try write(cli, Self.fleet)
+        let root = ["--root", cli.root.path]
+
+        let arrivals = try #require(try cli.ok(["fleet", "up", file, "--json"] + root).json() as? [[String: Any]])
+        #expect(arrivals.map { $0["member"] as? String } == ["phone", "tablet"])
+        let phone = arrivals[0]
+        #expect(phone["created"] as? Bool == true && phone["started"] as? Bool == true && phone["unlocked"] as? Bool == true)
+        #expect(phone["installed"] as? [String] == ["com.example.mail", "com.example.widget"])
+        // A device without a passcode comes up unlocked: nothing to unlock.
+        #expect(arrivals[1]["unlocked"] as? Bool == false)
+        let phoneStatus = try cli.status(cli.path("phone"))
+        #expect(phoneStatus["lockState"] as? String == "unlocked")
+        #expect(phoneStatus["biometryEnrolled"] as? Bool == true)
+        #expect(phoneStatus["name"] as? String == "Test iPhone")
+
+        // The apps share their group on the phone: one writes, the other reads.
+        try cli.ok(["item", "add", cli.path("phone"), "--app", "com.example.mail", "--account", "a", "--group", "ABCDE12345.shared", "--value", "v"])
+        #expect(try cli.ok(["item", "get", cli.path("phone"), "--app", "com.example.widget", "--account", "a"]).text == "v")
+
+        let lines = try cli.ok(["fleet", "status", file] + root).text.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0].hasPrefix("phone ") && lines[0].contains("on") && lines[0].contains("unlocked") && lines[0].contains("1 item"))
+        #expect(lines[1].hasPrefix("tablet") && lines[1].contains("0 items"))
+
+        let again = try cli.ok(["fleet", "up", file] + root).text
+        #expect(again.components(separatedBy: "already up").count == 3, "\(again)")
+
+        let down = try #require(try cli.ok(["fleet", "down", file, "--json"] + root).json() as? [[String: String]])
+        #expect(down.map { $0["result"] } == ["stopped", "stopped"])
+        let statuses = try #require(try cli.ok(["fleet", "status", file, "--json"] + root).json() as? [[String: Any]])
+        #expect(statuses.compactMap { ($0["device"] as? [String: Any])?["poweredOn"] as? Bool } == [false, false])
+        #expect(try cli.ok(["fleet", "down", file] + root).text.contains("not running"))
+    }
+
+    @Test("a malformed file names file, line and field, and creates and starts nothing")
+    func malformed() throws {
+        let cli = try CLI()
+        let file = try write(cli, Self.fleet.replacingOccurrences(of: "    biometry: true", with: "    biometry: true\n    passcod: 1"), as: "bad.yaml")
+        let root = cli.root.appendingPathComponent("fleet")
+        let result = try cli.run(["fleet", "up", file, "--root", root.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("bad.yaml:10:5: devices.phone.passcod: unknown field"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: root.path))
+
+        let missing = try cli.run(["fleet", "status", cli.root.appendingPathComponent("none.yaml").path])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("none.yaml: cannot read the fleet file"))
+    }
+
+    @Test("when one device fails, up stops what it started and removes what it created")
+    func rollback() throws {
+        let cli = try CLI()
+        let file = try write(cli, Self.fleet)
+        // The tablet exists already, with a passcode the fleet file does not know.
+        try cli.ok(["device", "init", cli.path("tablet"), "--passcode", "999999"])
+
+        let result = try cli.run(["fleet", "up", file, "--root", cli.root.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("tablet: errSecAuthFailed (-25293)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cli.path("phone")))
+        let tablet = try cli.status(cli.path("tablet"))
+        #expect(tablet["poweredOn"] as? Bool == false)
+
+        // A directory in a member's place that is not a device: refused before anything starts.
+        try FileManager.default.removeItem(atPath: cli.path("tablet"))
+        try FileManager.default.createDirectory(atPath: cli.path("tablet"), withIntermediateDirectories: false)
+        let notDevice = try cli.run(["fleet", "up", file, "--root", cli.root.path])
+        #expect(notDevice.status == 1)
+        #expect(notDevice.stderr.contains("tablet: ") && notDevice.stderr.contains("is not a Keyferry device"))
+        #expect(!FileManager.default.fileExists(atPath: cli.path("phone")))
+    }
+}
+
+@Suite("keyferry demo")
+struct DemoCLITests {
+    @Test("the README's demo runs the family fleet through its story and leaves no node running")
+    func demo() throws {
+        let cli = try CLI()
+        let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/family.yaml")
+        let root = cli.root.appendingPathComponent("demo")
+        let lines = try cli.ok(["demo", "--fleet", peers.path, "--root", root.path]).text.split(separator: "\n").map(String.init)
+        func outcome(_ label: String) -> String? {
+            lines.first { $0.contains(label) }?.split(separator: " ").last.map(String.init)
+        }
+        #expect(outcome("the widget reads session-token") == "ok")
+        #expect(outcome("the bank app") == "(-25300)")
+        #expect(outcome("(phantom mismatch)") == "(-25299)")
+        #expect(outcome("at once, read session-token") == "ok")
+        #expect(lines.contains { $0.hasSuffix("s later, read session-token") == false && $0.contains("s later, read session-token") && $0.hasSuffix("(-25308)") })
+        #expect(outcome("read legacy-pin (always)") == "ok")
+        #expect(outcome("keychain secrets found in plaintext") == "0")
+        #expect(lines.filter { $0.hasSuffix("stopped") }.count == 3)
+        let statuses = try #require(try cli.ok(["fleet", "status", peers.path, "--root", root.path, "--json"]).json() as? [[String: Any]])
+        #expect(statuses.count == 3)
+        #expect(statuses.allSatisfy { ($0["device"] as? [String: Any])?["poweredOn"] as? Bool == false })
+    }
+}
