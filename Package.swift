@@ -77,6 +77,6 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
-        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry"]),
+        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "KeychainModel", "KeychainStore"]),
     ]
 )

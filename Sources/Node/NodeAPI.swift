@@ -16,6 +16,7 @@ public enum NodeAPI {
         case unlock, lock, passcode, biometry
         case apps, install, uninstall, defaults
         case add, copy, update, delete, list
+        case copyMany = "copy-many"
     }
 
     // MARK: Device
@@ -93,6 +94,40 @@ public enum NodeAPI {
             self.app = app
             self.query = query
         }
+    }
+
+    /// Many searches of one app in one call: what a batch client sends instead of a `copy`
+    /// per item. Each query is answered on its own, in order; one failing fails only itself.
+    public struct SearchMany: Codable, Sendable {
+        public var app: String
+        public var queries: [ItemQuery]
+        public init(app: String, queries: [ItemQuery]) {
+            self.app = app
+            self.queries = queries
+        }
+    }
+
+    /// One answer of `copy-many`: the items found, or why not.
+    public struct Found: Codable, Sendable {
+        public var items: [ItemRecord]?
+        public var failure: Failure?
+
+        public init(_ result: Result<[ItemRecord], any Error>) {
+            switch result {
+            case .success(let items): self.items = items
+            case .failure(let error): failure = Failure(error)
+            }
+        }
+
+        /// The items, or the typed error, on the client side.
+        public func get() throws -> [ItemRecord] {
+            if let failure { throw failure.error }
+            return items ?? []
+        }
+    }
+
+    public struct FoundMany: Codable, Sendable {
+        public var results: [Found]
     }
 
     public struct Update: Codable, Sendable {

@@ -93,6 +93,10 @@ public enum NodeServer {
         post(router, .copy, API.Search.self, logger) { request in
             API.Items(items: try device.keychain(for: request.app).copy(request.query))
         }
+        post(router, .copyMany, API.SearchMany.self, logger) { request in
+            let keychain = try device.keychain(for: request.app)
+            return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) }) })
+        }
         post(router, .update, API.Update.self, logger) { request in
             try device.keychain(for: request.app).update(request.query, with: request.changes)
             return API.Empty()

@@ -10,7 +10,7 @@ struct AppCommand: AsyncParsableCommand {
         subcommands: [Install.self, Uninstall.self, List.self, Defaults.self])
 
     struct Install: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "install", 
             abstract: "Install an app with its team and keychain access groups.",
             discussion: "TEAMID.bundleID is always entitled; --group adds shared groups (Apple's keychain-access-groups). Installing again updates the entitlements and keeps the sandbox.")
 
@@ -31,7 +31,7 @@ struct AppCommand: AsyncParsableCommand {
     }
 
     struct Uninstall: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Uninstall an app: its sandbox is wiped, its keychain items stay.")
+        static let configuration = CommandConfiguration(commandName: "uninstall", abstract: "Uninstall an app: its sandbox is wiped, its keychain items stay.")
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "Bundle ID.") var bundle: String
@@ -46,7 +46,7 @@ struct AppCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List installed apps and their access groups.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List installed apps and their access groups.")
 
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: JSONFlag
@@ -61,7 +61,7 @@ struct AppCommand: AsyncParsableCommand {
     }
 
     struct Defaults: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "defaults", 
             abstract: "Read or write an app's UserDefaults (a plaintext property list in its sandbox).",
             discussion: "UserDefaults are unreadable before first unlock, as on iOS.")
 

@@ -12,7 +12,7 @@ struct DeviceCommand: AsyncParsableCommand {
         subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self])
 
     struct Init: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "init", 
             abstract: "Create a new device in DIR (powered off; start it with `keyferry node start DIR`).")
 
         @OptionGroup var device: DeviceDirectory
@@ -39,7 +39,7 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "status", 
             abstract: "Show power, lock state (bfu, unlocked, locked), passcode and biometry.")
 
         @OptionGroup var device: DeviceDirectory
@@ -51,7 +51,7 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Unlock: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
+        static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device passcode (leave out on a device without one).") var passcode: String?
@@ -63,7 +63,7 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Lock: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lock the screen; class A keys go when the grace period ends.")
+        static let configuration = CommandConfiguration(commandName: "lock", abstract: "Lock the screen; class A keys go when the grace period ends.")
 
         @OptionGroup var device: DeviceDirectory
         @Flag(help: "Skip the grace period: class A keys leave memory at once.") var now = false
@@ -75,7 +75,7 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Passcode: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "passcode", 
             abstract: "Set, change or remove the passcode (the device must be unlocked).",
             discussion: "Removing the passcode destroys every whenPasscodeSetThisDeviceOnly item, as on iOS.")
 
@@ -96,7 +96,7 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Biometry: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "biometry", 
             abstract: "Enroll, change or remove biometry.",
             discussion: "--change simulates a new face or finger: items with biometryCurrentSet stop opening.")
 

@@ -16,7 +16,7 @@ struct FleetCommand: AsyncParsableCommand {
         subcommands: [Up.self, Status.self, Down.self])
 
     struct Up: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "up", 
             abstract: "Create missing devices, start every node, unlock each and install its apps.",
             discussion: """
                 Devices that exist keep their own passcode, biometry and grace period. Running \
@@ -42,7 +42,7 @@ struct FleetCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "status", 
             abstract: "One line per device: power, lock state, item count.")
         @OptionGroup var fleet: FleetArguments
         @OptionGroup var output: JSONFlag
@@ -60,7 +60,7 @@ struct FleetCommand: AsyncParsableCommand {
     }
 
     struct Down: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop every node of the fleet (the devices stay on disk).")
+        static let configuration = CommandConfiguration(commandName: "down", abstract: "Stop every node of the fleet (the devices stay on disk).")
         @OptionGroup var fleet: FleetArguments
         @OptionGroup var output: JSONFlag
 

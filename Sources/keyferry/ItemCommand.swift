@@ -15,7 +15,7 @@ struct ItemCommand: AsyncParsableCommand {
         subcommands: [Add.self, Get.self, Update.self, Delete.self, List.self])
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "add", 
             abstract: "Add an item (SecItemAdd). Give the secret with --value-file or --value-stdin.")
 
         @OptionGroup var device: DeviceDirectory
@@ -49,7 +49,7 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct Get: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "get", 
             abstract: "Find items (SecItemCopyMatching).",
             discussion: """
                 With one item and --return data (the default) the secret's bytes are printed exactly, \
@@ -99,7 +99,7 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct Update: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "update", 
             abstract: "Change every matching item (SecItemUpdate).",
             discussion: "The search flags pick the items; the --set-* flags say what changes. Changing the account or service changes the primary key.")
 
@@ -144,7 +144,7 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "delete", 
             abstract: "Delete every matching item (SecItemDelete). Works while locked, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
@@ -163,7 +163,7 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "list", 
             abstract: "List items, attributes only (never secrets): one app's, or the whole device's.",
             discussion: "Items of protection classes that are sealed in the current lock state are counted as unavailable, not shown.")
 

@@ -1,5 +1,8 @@
 import ArgumentParser
 
+/// Every command names itself (`commandName:`): otherwise ArgumentParser derives each name
+/// through `String(describing:)`, whose dynamic casts scan every protocol conformance in this
+/// large binary, and that was half of a short command's start-up.
 @main
 struct Keyferry: AsyncParsableCommand {
     static let version = "0.1.0"
@@ -10,7 +13,8 @@ struct Keyferry: AsyncParsableCommand {
         discussion: """
             Keyferry runs simulated iPhones and iPads on Linux. Each device keeps an encrypted keychain \
             that behaves like the one on a phone: protection classes, lock states, passcode and biometry, \
-            access groups, app installs. Start with `keyferry demo`, or:
+            access groups, app installs. Start with `keyferry demo`, bring up a ready-made fleet with \
+            `keyferry fleet up Peers/family.yaml`, or drive one device by hand:
 
               keyferry device init ./phone --passcode 123456
               keyferry node start ./phone

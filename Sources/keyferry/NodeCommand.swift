@@ -14,7 +14,7 @@ struct NodeCommand: AsyncParsableCommand {
         subcommands: [Start.self, Stop.self, Reboot.self, Status.self, Run.self])
 
     struct Start: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Power the device on; returns once the node answers.")
+        static let configuration = CommandConfiguration(commandName: "start", abstract: "Power the device on; returns once the node answers.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: JSONFlag
 
@@ -27,7 +27,7 @@ struct NodeCommand: AsyncParsableCommand {
     }
 
     struct Stop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Power the device off: every class key leaves memory.")
+        static let configuration = CommandConfiguration(commandName: "stop", abstract: "Power the device off: every class key leaves memory.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: JSONFlag
 
@@ -40,7 +40,7 @@ struct NodeCommand: AsyncParsableCommand {
     }
 
     struct Reboot: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Restart the device: back to before first unlock.")
+        static let configuration = CommandConfiguration(commandName: "reboot", abstract: "Restart the device: back to before first unlock.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: JSONFlag
 
@@ -50,7 +50,7 @@ struct NodeCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the node's process and its device.")
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the node's process and its device.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: JSONFlag
 
@@ -64,7 +64,7 @@ struct NodeCommand: AsyncParsableCommand {
 
     /// What `start` launches in the background; run it by hand to keep a node in the foreground.
     struct Run: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "run", 
             abstract: "Run the node in the foreground until SIGTERM or SIGINT (what `start` launches).",
             shouldDisplay: false)
         @OptionGroup var device: DeviceDirectory

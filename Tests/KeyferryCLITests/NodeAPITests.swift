@@ -1,0 +1,42 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import Node
+import Testing
+
+/// The control API itself, through `NodeClient`, against a node of the built binary.
+@Suite("Node control API")
+struct NodeAPITests {
+    @Test("copy-many answers each query in order; a failing one fails alone, with its status")
+    func copyMany() async throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let app = ["--app", "com.example.mail"]
+        try cli.ok(["item", "add", dir] + app + ["--account", "a", "--value", "secret-a"])
+        try cli.ok(["item", "add", dir] + app + ["--account", "b", "--value", "secret-b", "--accessible", "afterFirstUnlock"])
+        let client = NodeClient(directory: URL(fileURLWithPath: dir))
+        func query(_ account: String) -> ItemQuery {
+            ItemQuery(.genericPassword, attributes: [.account: .string(account)], returning: .data)
+        }
+        let batch = NodeAPI.SearchMany(app: "com.example.mail", queries: [query("a"), query("missing"), query("b")])
+
+        let unlocked: NodeAPI.FoundMany = try await client.call(.copyMany, batch)
+        #expect(unlocked.results.count == 3)
+        #expect(try unlocked.results[0].get().first?.data == Data("secret-a".utf8))
+        let missing = #expect(throws: KeychainError.self) { try unlocked.results[1].get() }
+        #expect(missing?.status == .itemNotFound)
+        #expect(try unlocked.results[2].get().first?.data == Data("secret-b".utf8))
+
+        // Locked: the whenUnlocked item is unreadable, the afterFirstUnlock one still reads.
+        try cli.ok(["device", "lock", dir, "--now"])
+        let locked: NodeAPI.FoundMany = try await client.call(.copyMany, batch)
+        let status = (locked.results[0].failure?.status).map(KeychainStatus.init(rawValue:))
+        #expect(status == .interactionNotAllowed)
+        #expect(try locked.results[2].get().first?.data == Data("secret-b".utf8))
+
+        // An app that is not installed fails the whole call, as `copy` would.
+        await #expect(throws: DeviceError.self) {
+            let _: NodeAPI.FoundMany = try await client.call(.copyMany, NodeAPI.SearchMany(app: "com.example.none", queries: [query("a")]))
+        }
+    }
+}
