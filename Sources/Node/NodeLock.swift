@@ -37,10 +37,23 @@ struct NodeLock {
     }
 }
 
-/// Process control the launcher needs, in one place.
-enum ProcessControl {
+/// Process control the launcher and the command line need, in one place.
+public enum ProcessControl {
     static func isAlive(_ pid: Int32) -> Bool { kill(pid, 0) == 0 || errno == EPERM }
     static func terminate(_ pid: Int32) { kill(pid, SIGTERM) }
     static func forceKill(_ pid: Int32) { kill(pid, SIGKILL) }
     static func detachFromTerminal() { _ = setsid() }
+
+    /// Runs `handler` on SIGINT or SIGTERM instead of dying at once, so that what the process
+    /// started can be stopped first. Handling lasts while the returned value is kept.
+    public static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> AnyObject {
+        let sources = [SIGINT, SIGTERM].map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+        return sources as AnyObject
+    }
 }

@@ -30,7 +30,17 @@ struct DemoCommand: AsyncParsableCommand {
             // Short, so the sockets' paths fit.
             let rootURL = URL(fileURLWithPath: root ?? "/tmp/keyferry-demo-\(UUID().uuidString.prefix(8))")
             let runner = FleetRunner(fleet: file, root: rootURL)
-            defer { if root == nil { try? FileManager.default.removeItem(at: rootURL) } }
+            let removeRoot = root == nil
+            defer { if removeRoot { try? FileManager.default.removeItem(at: rootURL) } }
+            // Ctrl-C brings the fleet down first: no node outlives the demo.
+            let interrupt = ProcessControl.onInterrupt {
+                Task {
+                    _ = try? await runner.down()
+                    if removeRoot { try? FileManager.default.removeItem(at: rootURL) }
+                    Foundation.exit(130)
+                }
+            }
+            defer { withExtendedLifetime(interrupt) {} }
             do {
                 try await tour(runner)
             } catch {
