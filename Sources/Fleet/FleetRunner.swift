@@ -44,9 +44,9 @@ public struct FleetRunner: Sendable {
     }
 
     /// Creates missing devices, starts every node, unlocks each and installs the apps it lacks.
-    /// Nothing starts unless every member's directory is usable. If any member fails, the nodes
-    /// this call started are stopped and the devices it created removed, so the fleet is left
-    /// as it was; the error names each failure. `progress` hears each member as it is ready.
+    /// Nothing starts unless every member's directory is usable. If any member fails, the apps
+    /// this call installed are uninstalled, the nodes it started stopped and the devices it
+    /// created removed; the error names each failure. `progress` hears each member as it is ready.
     public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> [Arrival] {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
@@ -108,9 +108,15 @@ public struct FleetRunner: Sendable {
         arrival.device = try await client.status().device
     }
 
-    /// Takes back what one `up` did to a member.
+    /// Takes back what one `up` did to a member: the apps it installed (their sandboxes are
+    /// still empty), the node it started, the device it created.
     private func undo(_ arrival: Arrival) async {
         let directory = URL(fileURLWithPath: arrival.directory)
+        if !arrival.created {
+            for bundleID in arrival.installed {
+                try? await NodeClient(directory: directory).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
+            }
+        }
         if arrival.started { _ = try? await NodeLauncher.stop(directory: directory) }
         if arrival.created { try? FileManager.default.removeItem(at: directory) }
     }

@@ -20,8 +20,8 @@ struct FleetCommand: AsyncParsableCommand {
             abstract: "Create missing devices, start every node, unlock each and install its apps.",
             discussion: """
                 Devices that exist keep their own passcode, biometry and grace period. Running \
-                nodes are left running. If any device fails, the nodes this command started are \
-                stopped and the devices it created removed.
+                nodes are left running. If any device fails, the apps this command installed are \
+                uninstalled, the nodes it started stopped and the devices it created removed.
                 """)
         @OptionGroup var fleet: FleetArguments
         @OptionGroup var output: JSONFlag

@@ -78,27 +78,36 @@ struct FleetCLITests {
         #expect(missing.stderr.contains("none.yaml: cannot read the fleet file"))
     }
 
-    @Test("when one device fails, up stops what it started and removes what it created")
+    @Test("when one device fails, up uninstalls what it installed, stops what it started and removes what it created")
     func rollback() throws {
         let cli = try CLI()
-        let file = try write(cli, Self.fleet)
-        // The tablet exists already, with a passcode the fleet file does not know.
-        try cli.ok(["device", "init", cli.path("tablet"), "--passcode", "999999"])
+        let file = try write(cli, Self.fleet + """
+
+              laptop:
+                passcode: "4321"
+            """)
+        // The phone exists with a passcode the fleet file does not know; the tablet exists and runs.
+        try cli.ok(["device", "init", cli.path("phone"), "--passcode", "999999"])
+        try cli.ok(["device", "init", cli.path("tablet")])
+        try cli.ok(["node", "start", cli.path("tablet")])
 
         let result = try cli.run(["fleet", "up", file, "--root", cli.root.path])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("tablet: errSecAuthFailed (-25293)"), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: cli.path("phone")))
-        let tablet = try cli.status(cli.path("tablet"))
-        #expect(tablet["poweredOn"] as? Bool == false)
+        #expect(result.stderr.contains("phone: errSecAuthFailed (-25293)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cli.path("laptop")))
+        #expect(try cli.status(cli.path("phone"))["poweredOn"] as? Bool == false)
+        #expect(try cli.status(cli.path("tablet"))["poweredOn"] as? Bool == true)
+        #expect((try cli.ok(["app", "list", cli.path("tablet"), "--json"]).json() as? [Any])?.isEmpty == true)
+        try cli.ok(["node", "stop", cli.path("tablet")])
 
         // A directory in a member's place that is not a device: refused before anything starts.
-        try FileManager.default.removeItem(atPath: cli.path("tablet"))
-        try FileManager.default.createDirectory(atPath: cli.path("tablet"), withIntermediateDirectories: false)
+        try FileManager.default.removeItem(atPath: cli.path("phone"))
+        try FileManager.default.createDirectory(atPath: cli.path("phone"), withIntermediateDirectories: false)
         let notDevice = try cli.run(["fleet", "up", file, "--root", cli.root.path])
         #expect(notDevice.status == 1)
-        #expect(notDevice.stderr.contains("tablet: ") && notDevice.stderr.contains("is not a Keyferry device"))
-        #expect(!FileManager.default.fileExists(atPath: cli.path("phone")))
+        #expect(notDevice.stderr.contains("phone: ") && notDevice.stderr.contains("is not a Keyferry device"))
+        #expect(!FileManager.default.fileExists(atPath: cli.path("laptop")))
+        #expect(try cli.status(cli.path("tablet"))["poweredOn"] as? Bool == false)
     }
 }
 
