@@ -86,11 +86,7 @@ public struct FleetFile: Equatable, Sendable {
             let app = try field.fields(allowed: ["team", "groups"])
             guard let teamField = app["team"] else { throw field.failure("missing `team:`, the app's ten-character team ID.") }
             let team = try teamField.text(), groups = try app["groups"]?.texts() ?? []
-            do {
-                try AppManifest.validate(bundleID: bundleID)
-            } catch let error as DeviceError {
-                throw field.keyFailure(error.message)
-            }
+            try field.check(atKey: true) { try AppManifest.validate(bundleID: bundleID) }
             try teamField.check { try AppManifest.validate(teamID: team) }
             try app["groups"]?.check { try AppManifest.validate(accessGroups: groups, teamID: team) }
             catalog[bundleID] = AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups)

@@ -31,12 +31,13 @@ struct YAMLField {
         return FleetFileError(file: file, line: mark?.line, column: mark?.column, field: path.isEmpty ? nil : path, problem: problem)
     }
 
-    /// Runs a check that throws `DeviceError`, and locates its complaint at this field.
-    func check(_ body: () throws -> Void) throws {
+    /// Runs a check that throws `DeviceError`, and locates its complaint at this field (or at
+    /// its key, when the name is what is checked).
+    func check(atKey: Bool = false, _ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as DeviceError {
-            throw failure(error.message)
+            throw atKey ? keyFailure(error.message) : failure(error.message)
         }
     }
 
