@@ -58,6 +58,9 @@ final class CLI: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        // Waiting through the termination handler: waitUntilExit polls every 50 ms on Linux.
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
         if let stdin {
             input.fileHandleForWriting.write(stdin)
@@ -65,7 +68,7 @@ final class CLI: @unchecked Sendable {
         }
         // Read both pipes before waiting, so a chatty command cannot fill one and block.
         let (stdout, stderr) = (out.fileHandleForReading.readDataToEndOfFile(), err.fileHandleForReading.readDataToEndOfFile())
-        process.waitUntilExit()
+        exited.wait()
         return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
     }
 
