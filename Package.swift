@@ -55,6 +55,9 @@ let package = Package(
             name: "Fleet",
             dependencies: ["KeychainModel", "KeychainStore", "Node", .product(name: "Yams", package: "Yams")]),
 
+        // Backup archives: the sealed, compressed container; what goes in it and back out.
+        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression"]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
@@ -76,6 +79,7 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
+        .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
         .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "KeychainModel", "KeychainStore"]),
     ]

@@ -1,0 +1,49 @@
+import Foundation
+
+/// Why an archive cannot be read. Each kind of damage has its own case and sentence, so a user
+/// can tell a wrong password from a truncated copy from a flipped byte.
+public enum ArchiveError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No Keyferry magic at the front.
+    case notAnArchive
+    /// Written by a newer Keyferry.
+    case newerFormat(found: UInt16, supported: UInt16)
+    /// The header's bytes do not match its digest, or do not parse.
+    case corruptHeader(String)
+    /// An encrypted archive and no password, or the wrong one.
+    case passwordRequired
+    case wrongPassword
+    /// The file ends before the manifest: an interrupted copy or write.
+    case truncated(afterSections: Int)
+    /// A section whose seal or digest does not match: edited, or from another archive.
+    case corruptSection(index: Int, kind: String)
+    /// A section in another's place: sections swapped, dropped or repeated.
+    case misplacedSection(expected: Int, found: Int)
+    /// Bytes after the manifest, or a manifest that miscounts the sections.
+    case inconsistent(String)
+    case unreadable(String)
+
+    public var description: String {
+        switch self {
+        case .notAnArchive:
+            "not a Keyferry backup archive (no KFBACKUP header)."
+        case .newerFormat(let found, let supported):
+            "the archive is format \(found), newer than this Keyferry reads (\(supported)); use a newer keyferry."
+        case .corruptHeader(let detail):
+            "the archive's header is damaged (\(detail)); the archive cannot be used."
+        case .passwordRequired:
+            "the archive is encrypted; give its password with --password-file or KEYFERRY_BACKUP_PASSWORD."
+        case .wrongPassword:
+            "wrong password: it does not open this archive's key."
+        case .truncated(let count):
+            "the archive is truncated: it ends after \(count) sections, before its manifest (an interrupted copy or write)."
+        case .corruptSection(let index, let kind):
+            "section \(index) (\(kind)) is damaged or was altered: its \(kind == "manifest" ? "digest" : "seal or digest") does not match."
+        case .misplacedSection(let expected, let found):
+            "section \(found) is where section \(expected) belongs: sections were swapped, dropped or repeated."
+        case .inconsistent(let detail):
+            "the archive is inconsistent: \(detail)."
+        case .unreadable(let detail):
+            "cannot read the archive: \(detail)."
+        }
+    }
+}

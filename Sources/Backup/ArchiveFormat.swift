@@ -1,0 +1,139 @@
+import Foundation
+import KeyferryCrypto
+
+/// The fixed facts of a backup archive. The bytes are specified in Protocol/backup.md:
+///
+///     archive = header, section*, manifest section
+///     header  = "KFBACKUP" | version u16 | length u32 | header JSON | header digest (32)
+///     section = kind u8 | index u32 | body length u64 | body
+///
+/// Every integer is big-endian. A section's body is zstd-compressed content, either sealed
+/// (XChaCha20-Poly1305) or followed by a keyed BLAKE2b digest; both are bound to the header
+/// digest, the section's kind and its index, so an edited, swapped or foreign section fails.
+public enum ArchiveFormat {
+    public static let magic = Array("KFBACKUP".utf8)
+    /// The newest format this build reads and the one it writes.
+    public static let version: UInt16 = 1
+    /// The most content one section holds; larger content spans several sections of one kind,
+    /// so neither writer nor reader holds more than this at once.
+    public static let maximumSectionBytes = 4 << 20
+    /// Longest header accepted, so a corrupt length cannot make a reader allocate gigabytes.
+    static let maximumHeaderBytes = 1 << 20
+    static let digestByteCount = 32
+    /// kind, index, body length.
+    static let sectionFrameByteCount = 1 + 4 + 8
+
+    /// The header digest's key: public, so it detects damage rather than forgery. Forgery is
+    /// caught by the sealed sections (encrypted archives) and by the device-bound wrapping of
+    /// every keychain item (both kinds).
+    static let headerDigestKey = try! SymmetricKey(bytes: Array("keyferry backup header digest 01".utf8))
+}
+
+/// What a section holds.
+public enum SectionKind: UInt8, Codable, Sendable, CaseIterable, CustomStringConvertible {
+    /// The installed apps: bundle ID, team, access groups.
+    case apps = 1
+    /// Keychain items, in batches.
+    case keychain = 2
+    /// Sandbox files of the apps, in batches.
+    case sandbox = 3
+    /// The last section: what the archive holds, counted. Plain in both modes, so that
+    /// `backup inspect` reads it without the password.
+    case manifest = 0xFF
+
+    public var description: String {
+        switch self {
+        case .apps: "apps"
+        case .keychain: "keychain"
+        case .sandbox: "sandbox"
+        case .manifest: "manifest"
+        }
+    }
+}
+
+public enum ArchiveMode: String, Codable, Sendable {
+    /// Sections sealed under a key that only the backup password opens.
+    case encrypted
+    /// Sections in plain (compressed), each with a keyed digest.
+    case unencrypted
+}
+
+/// The public facts at the front of an archive, readable without the password.
+public struct ArchiveHeader: Codable, Equatable, Sendable {
+    public var mode: ArchiveMode
+    /// 16 random bytes naming this archive; bound into the sealed archive key.
+    public var archiveID: Data
+    public var created: Date
+    public var deviceID: UUID
+    public var deviceName: String
+    /// Encrypted archives: how the password becomes the key that opens `sealedKey`.
+    public var passwordHashing: PasswordHashing?
+    /// Encrypted archives: the archive key, sealed under the password's key.
+    public var sealedKey: Data?
+
+    public struct PasswordHashing: Codable, Equatable, Sendable {
+        public var algorithm = "argon2id13"
+        public var salt: Data
+        public var parameters: PasswordHashParameters
+    }
+}
+
+/// The last section: counts for `backup inspect`, and the number of sections before it, so a
+/// reader knows it has seen them all.
+public struct ArchiveManifest: Codable, Equatable, Sendable {
+    /// Sections before the manifest.
+    public var sectionCount: Int
+    /// Free-form counts by name (`items.genp.ak`, `apps`, `sandboxFiles` ...).
+    public var counts: [String: Int]
+    /// What a reader of this archive should know (a plaintext secret in a sandbox ...).
+    public var warnings: [String]
+
+    public init(sectionCount: Int = 0, counts: [String: Int] = [:], warnings: [String] = []) {
+        self.sectionCount = sectionCount
+        self.counts = counts
+        self.warnings = warnings
+    }
+}
+
+/// The keys a header leads to. Encrypted: the archive key, opened with the password.
+/// Unencrypted: a digest key anyone can compute from the header.
+struct SectionKeys {
+    /// nil for unencrypted archives.
+    let sealing: SymmetricKey?
+    let digest: SymmetricKey
+
+    init(archiveKey: SymmetricKey) {
+        sealing = archiveKey.derive(context: "kfsealsc")
+        digest = archiveKey.derive(context: "kfdigest")
+    }
+
+    init(headerDigest: [UInt8]) {
+        sealing = nil
+        digest = try! SymmetricKey(bytes: headerDigest)
+    }
+
+    /// What every section's seal or digest is bound to.
+    static func associatedData(headerDigest: [UInt8], kind: SectionKind, index: UInt32) -> [UInt8] {
+        var bytes = headerDigest
+        bytes.append(kind.rawValue)
+        bytes.append(contentsOf: index.bigEndianBytes)
+        return bytes
+    }
+}
+
+extension FixedWidthInteger {
+    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: bigEndian) { Array($0) } }
+
+    init(bigEndianBytes bytes: some Collection<UInt8>) {
+        self = bytes.reduce(0) { $0 << 8 | Self($1) }
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys, so the same header is the same bytes: archives are reproducible from a seed.
+    static let archive: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}

@@ -1,0 +1,115 @@
+import Foundation
+import KeyferryCompression
+import KeyferryCrypto
+
+/// Writes one archive: the header at once, sections as they come, the manifest last. Everything
+/// goes to a hidden file beside the destination, renamed into place only by `finish`, so an
+/// interrupted backup never leaves a half archive under the real name.
+public final class ArchiveWriter {
+    public enum Mode {
+        case encrypted(password: Data, parameters: PasswordHashParameters = .interactive)
+        case unencrypted
+    }
+
+    public let header: ArchiveHeader
+    public let destination: URL
+    private let temporary: URL
+    private let headerDigest: [UInt8]
+    private let keys: SectionKeys
+    private let entropy: any EntropySource
+    private var handle: FileHandle?
+    private var sectionCount: UInt32 = 0
+
+    public init(to destination: URL, mode: Mode, deviceID: UUID, deviceName: String, created: Date = Date(),
+                entropy: any EntropySource = SystemEntropy()) throws {
+        self.destination = destination
+        self.entropy = entropy
+        let archiveID = Data(entropy.bytes(16))
+        var header = ArchiveHeader(mode: .unencrypted, archiveID: archiveID, created: created, deviceID: deviceID, deviceName: deviceName)
+        var archiveKey: SymmetricKey?
+        if case .encrypted(let password, let parameters) = mode {
+            let salt = entropy.bytes(PasswordHashParameters.saltByteCount)
+            let passwordKey = try PasswordHash.argon2id(password: password, salt: salt, parameters: parameters)
+            let key = SymmetricKey(randomFrom: entropy)
+            header.mode = .encrypted
+            header.passwordHashing = .init(salt: Data(salt), parameters: parameters)
+            header.sealedKey = AEAD.wrap(key, under: passwordKey, associatedData: archiveID, entropy: entropy)
+            archiveKey = key
+        }
+        self.header = header
+
+        let body = try JSONEncoder.archive.encode(header)
+        var prefix = ArchiveFormat.magic
+        prefix += ArchiveFormat.version.bigEndianBytes
+        prefix += UInt32(body.count).bigEndianBytes
+        prefix += body
+        headerDigest = KeyedHash.digest(of: prefix, key: ArchiveFormat.headerDigestKey)
+        keys = archiveKey.map(SectionKeys.init(archiveKey:)) ?? SectionKeys(headerDigest: headerDigest)
+
+        temporary = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw ArchiveError.unreadable("cannot create \(temporary.path) beside the archive")
+        }
+        handle = try FileHandle(forWritingTo: temporary)
+        try write(prefix + headerDigest)
+    }
+
+    deinit { abandon() }
+
+    /// Appends one section. Content above `ArchiveFormat.maximumSectionBytes` is refused:
+    /// callers write large content as several sections.
+    public func append(_ kind: SectionKind, _ content: Data) throws {
+        precondition(kind != .manifest, "the manifest is written by finish")
+        try appendSection(kind, content)
+    }
+
+    /// Writes the manifest, flushes to disk and renames the archive into place.
+    public func finish(_ manifest: ArchiveManifest) throws {
+        var manifest = manifest
+        manifest.sectionCount = Int(sectionCount)
+        try appendSection(.manifest, try JSONEncoder.archive.encode(manifest))
+        try handle?.synchronize()
+        try handle?.close()
+        handle = nil
+        do {
+            _ = try? FileManager.default.removeItem(at: destination)
+            try FileManager.default.moveItem(at: temporary, to: destination)
+        } catch {
+            throw ArchiveError.unreadable("cannot move the finished archive to \(destination.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Drops the unfinished archive (also what happens when the writer is released unfinished).
+    public func abandon() {
+        guard let handle else { return }
+        try? handle.close()
+        self.handle = nil
+        try? FileManager.default.removeItem(at: temporary)
+    }
+
+    private func appendSection(_ kind: SectionKind, _ content: Data) throws {
+        guard content.count <= ArchiveFormat.maximumSectionBytes else {
+            throw ArchiveError.inconsistent("a \(kind) section of \(content.count) bytes exceeds the \(ArchiveFormat.maximumSectionBytes)-byte limit")
+        }
+        let index = sectionCount
+        let associatedData = SectionKeys.associatedData(headerDigest: headerDigest, kind: kind, index: index)
+        let compressed = try Zstd.compress(content)
+        let body: Data
+        if let sealing = keys.sealing, kind != .manifest {
+            body = AEAD.seal(compressed, key: sealing, associatedData: associatedData, entropy: entropy)
+        } else {
+            body = compressed + KeyedHash.digest(of: associatedData + compressed, key: keys.digest)
+        }
+        var frame = [kind.rawValue]
+        frame += index.bigEndianBytes
+        frame += UInt64(body.count).bigEndianBytes
+        try write(Data(frame) + body)
+        sectionCount += 1
+    }
+
+    private func write(_ bytes: some DataProtocol) throws {
+        guard let handle else { throw ArchiveError.inconsistent("the archive was already finished or abandoned") }
+        try handle.write(contentsOf: bytes)
+    }
+}
