@@ -79,7 +79,7 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
-        .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto"]),
+        .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
         .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "KeychainModel", "KeychainStore"]),
     ]

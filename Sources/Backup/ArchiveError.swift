@@ -21,6 +21,7 @@ public enum ArchiveError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Bytes after the manifest, or a manifest that miscounts the sections.
     case inconsistent(String)
     case unreadable(String)
+    case cannotWrite(String)
 
     public var description: String {
         switch self {
@@ -44,6 +45,8 @@ public enum ArchiveError: Error, Equatable, Sendable, CustomStringConvertible {
             "the archive is inconsistent: \(detail)."
         case .unreadable(let detail):
             "cannot read the archive: \(detail)."
+        case .cannotWrite(let detail):
+            "cannot write the archive: \(detail)."
         }
     }
 }

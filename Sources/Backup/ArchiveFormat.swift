@@ -101,15 +101,19 @@ struct SectionKeys {
     /// nil for unencrypted archives.
     let sealing: SymmetricKey?
     let digest: SymmetricKey
+    /// Encrypted archives: the keys migratable items are wrapped with.
+    let backupKeybag: BackupKeybag?
 
     init(archiveKey: SymmetricKey) {
         sealing = archiveKey.derive(context: "kfsealsc")
         digest = archiveKey.derive(context: "kfdigest")
+        backupKeybag = BackupKeybag(archiveKey: archiveKey)
     }
 
     init(headerDigest: [UInt8]) {
         sealing = nil
         digest = try! SymmetricKey(bytes: headerDigest)
+        backupKeybag = nil
     }
 
     /// What every section's seal or digest is bound to.

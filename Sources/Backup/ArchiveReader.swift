@@ -83,7 +83,8 @@ public struct ArchiveReader {
         }
     }
 
-    private func sectionKeys(password: Data?) throws -> SectionKeys {
+    /// The keys the password (or, unencrypted, the header) leads to.
+    func sectionKeys(password: Data?) throws -> SectionKeys {
         guard header.mode == .encrypted else { return SectionKeys(headerDigest: headerDigest) }
         guard let password else { throw ArchiveError.passwordRequired }
         guard let hashing = header.passwordHashing, let sealedKey = header.sealedKey else {

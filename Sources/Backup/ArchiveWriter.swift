@@ -49,13 +49,16 @@ public final class ArchiveWriter {
         temporary = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw ArchiveError.unreadable("cannot create \(temporary.path) beside the archive")
+            throw ArchiveError.cannotWrite("cannot create \(temporary.path) beside the archive")
         }
         handle = try FileHandle(forWritingTo: temporary)
         try write(prefix + headerDigest)
     }
 
     deinit { abandon() }
+
+    /// Encrypted archives: the keys migratable items are wrapped with.
+    var backupKeybag: BackupKeybag? { keys.backupKeybag }
 
     /// Appends one section. Content above `ArchiveFormat.maximumSectionBytes` is refused:
     /// callers write large content as several sections.
@@ -64,8 +67,10 @@ public final class ArchiveWriter {
         try appendSection(kind, content)
     }
 
-    /// Writes the manifest, flushes to disk and renames the archive into place.
-    public func finish(_ manifest: ArchiveManifest) throws {
+    /// Writes the manifest (with the section count filled in), flushes to disk and renames the
+    /// archive into place.
+    @discardableResult
+    public func finish(_ manifest: ArchiveManifest) throws -> ArchiveManifest {
         var manifest = manifest
         manifest.sectionCount = Int(sectionCount)
         try appendSection(.manifest, try JSONEncoder.archive.encode(manifest))
@@ -76,8 +81,9 @@ public final class ArchiveWriter {
             _ = try? FileManager.default.removeItem(at: destination)
             try FileManager.default.moveItem(at: temporary, to: destination)
         } catch {
-            throw ArchiveError.unreadable("cannot move the finished archive to \(destination.path): \(error.localizedDescription)")
+            throw ArchiveError.cannotWrite("cannot move the finished archive to \(destination.path): \(error.localizedDescription)")
         }
+        return manifest
     }
 
     /// Drops the unfinished archive (also what happens when the writer is released unfinished).

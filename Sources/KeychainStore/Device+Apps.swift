@@ -168,6 +168,21 @@ public struct Sandbox: Sendable {
         return data
     }
 
+    /// Every file under Documents with its protection class, by path (for backup).
+    public func files() throws -> [(path: String, protection: FileProtection)] {
+        try device.database.read { db in
+            try Row.fetchAll(db, sql: "SELECT path, protection FROM sandbox_file WHERE bundle_id = ? ORDER BY path", arguments: [bundleID])
+                .map { row in (row["path"], FileProtection(rawValue: row["protection"]) ?? .completeUntilFirstUserAuthentication) }
+        }
+    }
+
+    /// The UserDefaults property list as stored; nil when the app never wrote one, or while it
+    /// is protected.
+    public func defaultsData() throws -> Data? {
+        guard try available(Self.defaultsProtection) else { return nil }
+        return FileManager.default.contents(atPath: defaultsURL.path)
+    }
+
     private func documentURL(_ name: String) throws -> URL {
         let parts = name.split(separator: "/")
         guard !name.isEmpty, !name.hasPrefix("/"), !parts.contains(".."), !parts.contains(".") else {

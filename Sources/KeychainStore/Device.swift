@@ -14,6 +14,9 @@ public final class Device: Sendable {
     let index: ItemIndex
     let clock: any DeviceClock
     let entropy: any EntropySource
+    /// Wraps this device's items in its backups wherever they may come back only here: derived
+    /// from the hardware UID, so no other device can derive it.
+    public let deviceBoundBackupKey: SymmetricKey
     /// nil while powered off.
     private let power: Mutex<LockStateMachine?>
 
@@ -26,6 +29,7 @@ public final class Device: Sendable {
         self.database = database
         self.keybag = Keybag(uid: uid, entropy: entropy)
         self.index = ItemIndex(key: uid.derive(context: "kfindex_"))
+        self.deviceBoundBackupKey = uid.derive(context: "kfbackup")
         self.clock = clock
         self.entropy = entropy
         self.power = Mutex(machine)

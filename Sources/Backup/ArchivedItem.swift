@@ -1,0 +1,84 @@
+import Foundation
+import KeychainModel
+import KeyferryCrypto
+
+/// One keychain item as a backup carries it: in view, what a restore report needs to name the
+/// item; sealed, the whole item, under a key that decides where it can come back.
+public struct ArchivedItem: Codable, Sendable, Equatable {
+    public var uuid: UUID
+    public var itemClass: ItemClass
+    public var protection: ProtectionClass
+    public var synchronizable: Bool
+    public var accessGroup: String
+    public var wrapping: Wrapping
+    /// XChaCha20-Poly1305 of the item's JSON (an `ItemRecord` with its data).
+    public var sealed: Data
+
+    public enum Wrapping: String, Codable, Sendable {
+        /// Under the source device's UID-derived backup key: comes back on that device only.
+        case device
+        /// Under the encrypted archive's backup keybag: comes back on any device.
+        case backup
+    }
+
+    /// Which key an item is wrapped with in an archive of `mode`; nil for items never exported
+    /// (`whenPasscodeSetThisDeviceOnly`).
+    static func wrapping(for protection: ProtectionClass, mode: ArchiveMode) -> Wrapping? {
+        if protection == .whenPasscodeSetThisDeviceOnly { return nil }
+        return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
+    }
+
+    init(_ record: ItemRecord, wrapping: Wrapping, key: SymmetricKey, entropy: any EntropySource) throws {
+        uuid = record.uuid
+        itemClass = record.itemClass
+        protection = record.protection
+        synchronizable = record.synchronizable
+        accessGroup = record.accessGroup
+        self.wrapping = wrapping
+        sealed = AEAD.seal(try JSONEncoder.archive.encode(record), key: key, associatedData: Self.associatedData(uuid, protection, wrapping),
+                           entropy: entropy)
+    }
+
+    /// The item itself; fails with `CryptoError.authenticationFailed` under any other key.
+    func open(with key: SymmetricKey) throws -> ItemRecord {
+        let json = try AEAD.open(sealed, key: key, associatedData: Self.associatedData(uuid, protection, wrapping))
+        let record = try JSONDecoder().decode(ItemRecord.self, from: json)
+        guard record.uuid == uuid, record.protection == protection, record.itemClass == itemClass else {
+            throw CryptoError.authenticationFailed
+        }
+        return record
+    }
+
+    /// Binds the seal to the item's identity, class and wrapping: a sealed item moved onto
+    /// another entry does not open.
+    private static func associatedData(_ uuid: UUID, _ protection: ProtectionClass, _ wrapping: Wrapping) -> [UInt8] {
+        Array("keyferry item 1|\(uuid.uuidString)|\(protection.rawValue)|\(wrapping.rawValue)".utf8)
+    }
+}
+
+/// One file of an app's sandbox, or a piece of one: files larger than a section are carried in
+/// pieces at increasing offsets.
+public struct SandboxEntry: Codable, Sendable, Equatable {
+    public var bundleID: String
+    /// `Library/Preferences/BUNDLE.plist` for UserDefaults, `Documents/NAME` for files.
+    public var path: String
+    public var protection: String
+    public var offset: Int
+    public var contents: Data
+}
+
+/// The backup keybag of an encrypted archive: one key per migratable protection class, derived
+/// from the archive key, which only the password opens.
+struct BackupKeybag {
+    let archiveKey: SymmetricKey
+
+    func key(for protection: ProtectionClass) -> SymmetricKey {
+        let id: UInt64 = switch protection {
+        case .whenUnlocked: 1
+        case .afterFirstUnlock: 2
+        case .always: 3
+        default: preconditionFailure("\(protection.name) items are never wrapped with the backup keybag")
+        }
+        return archiveKey.derive(context: "kfbkbag_", id: id)
+    }
+}

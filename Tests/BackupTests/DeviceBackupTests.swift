@@ -1,0 +1,108 @@
+@testable import Backup
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import KeyferryCrypto
+import Testing
+
+@Suite("Backup create")
+struct DeviceBackupTests {
+    static let classes: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
+                                             .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+    let password = Data("backup password".utf8)
+
+    /// A device with one item per protection class (secret "marker-secret-CLASS", account
+    /// "marker-account-CLASS") and a UserDefaults entry.
+    func device() throws -> TestDevice {
+        let fixture = try TestDevice()
+        let keychain = try fixture.keychain()
+        for protection in Self.classes {
+            try keychain.add(.password(account: "marker-account-\(protection.name)", value: "marker-secret-\(protection.name)",
+                                       protection: protection))
+        }
+        try fixture.device.sandbox(for: TestDevice.appID).set("marker-defaults", forKey: "token")
+        return fixture
+    }
+
+    func archive() -> URL { FileManager.default.temporaryDirectory.appendingPathComponent("backup-\(UUID().uuidString).kfbackup") }
+
+    /// Every archived item of a readable archive.
+    func items(_ url: URL, password: Data?) throws -> [ArchivedItem] {
+        var items: [ArchivedItem] = []
+        try ArchiveReader(contentsOf: url).read(password: password) { kind, content in
+            if kind == .keychain { items += try JSONDecoder().decode([ArchivedItem].self, from: content) }
+        }
+        return items
+    }
+
+    @Test("encrypted: migratable items under the backup keybag, ThisDeviceOnly under the device key, akpu never; no marker in the file")
+    func encrypted() throws {
+        let fixture = try device()
+        let url = archive()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let manifest = try DeviceBackup.create(from: fixture.device, to: url, mode: .encrypted(password: password, parameters: .minimum))
+        #expect(manifest.counts["items.genericPassword.whenPasscodeSetThisDeviceOnly"] == 1)
+        #expect(manifest.counts["notExported.genericPassword.whenPasscodeSetThisDeviceOnly"] == 1)
+        #expect(manifest.counts["apps"] == 1 && manifest.counts["sandboxFiles"] == 1)
+        #expect(manifest.warnings.contains { $0.contains("never exported") })
+
+        let archived = try items(url, password: password)
+        #expect(archived.count == 6)
+        let keybag = try #require(try ArchiveReader(contentsOf: url).sectionKeys(password: password).backupKeybag)
+        for item in archived {
+            #expect(item.wrapping == (item.protection.isThisDeviceOnly ? .device : .backup))
+            let key = item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.deviceBoundBackupKey
+            #expect(try item.open(with: key).data == Data("marker-secret-\(item.protection.name)".utf8))
+        }
+        let bytes = try Data(contentsOf: url)
+        for marker in ["marker-secret", "marker-account", "marker-defaults"] {
+            #expect(bytes.range(of: Data(marker.utf8)) == nil, "\(marker) is readable in the encrypted archive")
+        }
+    }
+
+    @Test("unencrypted: every item under the device key only, which another device cannot derive; sandboxes in plain, with warnings")
+    func unencrypted() throws {
+        let fixture = try device()
+        let other = try TestDevice(seed: 99)
+        let url = archive()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let manifest = try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted)
+        #expect(manifest.warnings.contains { $0.contains("restore only onto the device") })
+        #expect(manifest.warnings.contains { $0.contains("stored in plain") })
+        let archived = try items(url, password: nil)
+        #expect(archived.count == 6 && archived.allSatisfy { $0.wrapping == .device })
+        for item in archived {
+            #expect(try item.open(with: fixture.device.deviceBoundBackupKey).attributes[.account] == .string("marker-account-\(item.protection.name)"))
+            #expect(throws: CryptoError.authenticationFailed) { try item.open(with: other.device.deviceBoundBackupKey) }
+        }
+        let bytes = try Data(contentsOf: url)
+        #expect(bytes.range(of: Data("marker-secret".utf8)) == nil)
+        // A legacy plaintext secret in UserDefaults is readable, as from an iOS unencrypted backup.
+        var defaults: [SandboxEntry] = []
+        try ArchiveReader(contentsOf: url).read(password: nil) { kind, content in
+            if kind == .sandbox { defaults += try JSONDecoder().decode([SandboxEntry].self, from: content) }
+        }
+        #expect(defaults.count == 1 && defaults[0].contents.range(of: Data("marker-defaults".utf8)) != nil)
+    }
+
+    @Test("a locked device is refused and no archive is written")
+    func locked() throws {
+        let fixture = try device()
+        try fixture.device.lock(immediately: true)
+        let url = archive()
+        #expect(throws: DeviceError.self) { try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted) }
+        #expect(!FileManager.default.fileExists(atPath: url.path))
+    }
+
+    @Test("an item moved onto another entry does not open")
+    func boundToEntry() throws {
+        let fixture = try device()
+        let url = archive()
+        defer { try? FileManager.default.removeItem(at: url) }
+        try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted)
+        var archived = try items(url, password: nil)
+        archived[0].sealed = archived[1].sealed
+        #expect(throws: CryptoError.authenticationFailed) { try archived[0].open(with: fixture.device.deviceBoundBackupKey) }
+    }
+}
