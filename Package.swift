@@ -39,12 +39,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
+        // Backup archives: the sealed, compressed container; what goes in it and back out.
+        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression"]),
+
         // A powered-on device as a process: the control API on a socket in its directory,
         // the client the command line uses, and the launcher that starts and stops it.
         .target(
             name: "Node",
             dependencies: [
-                "KeychainStore", "KeychainModel",
+                "KeychainStore", "KeychainModel", "Backup",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -55,13 +58,10 @@ let package = Package(
             name: "Fleet",
             dependencies: ["KeychainModel", "KeychainStore", "Node", .product(name: "Yams", package: "Yams")]),
 
-        // Backup archives: the sealed, compressed container; what goes in it and back out.
-        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression"]),
-
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),

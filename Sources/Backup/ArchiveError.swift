@@ -36,7 +36,7 @@ public enum ArchiveError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongPassword:
             "wrong password: it does not open this archive's key."
         case .truncated(let count):
-            "the archive is truncated: it ends after \(count) sections, before its manifest (an interrupted copy or write)."
+            "the archive is truncated: it ends after \(count) section\(count == 1 ? "" : "s"), before its manifest (an interrupted copy or write)."
         case .corruptSection(let index, let kind):
             "section \(index) (\(kind)) is damaged or was altered: its \(kind == "manifest" ? "digest" : "seal or digest") does not match."
         case .misplacedSection(let expected, let found):

@@ -1,3 +1,4 @@
+import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
@@ -17,6 +18,7 @@ public enum NodeAPI {
         case apps, install, uninstall, defaults
         case add, copy, update, delete, list
         case copyMany = "copy-many"
+        case backup
     }
 
     // MARK: Device
@@ -152,6 +154,19 @@ public enum NodeAPI {
         public var items: [ItemRecord]
     }
 
+    // MARK: Backup
+
+    /// Write a backup archive of this device to `path` (absolute); the answer is its manifest.
+    public struct Backup: Codable, Sendable {
+        public var path: String
+        /// nil: an unencrypted archive.
+        public var password: String?
+        public init(path: String, password: String?) {
+            self.path = path
+            self.password = password
+        }
+    }
+
     public struct Empty: Codable, Sendable {
         public init() {}
     }
@@ -186,6 +201,10 @@ public enum NodeAPI {
                 message = error.message
             case let error as Failure:
                 self = error
+            case let error as ArchiveError:
+                domain = .device
+                code = "archive"
+                message = error.description
             default:
                 // Anything unforeseen (a database error, say) is the device's failure, not the
                 // caller's: it must not read as "your request was malformed".

@@ -1,3 +1,4 @@
+import Backup
 import Foundation
 import Hummingbird
 import KeychainModel
@@ -107,6 +108,13 @@ public enum NodeServer {
         }
         post(router, .list, API.List.self, logger) { request in
             try (request.app.map(device.keychain(for:)) ?? device.deviceKeychain).list()
+        }
+        post(router, .backup, API.Backup.self, logger) { request in
+            guard request.path.hasPrefix("/") else { throw API.Failure(request: "the archive path must be absolute.") }
+            let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
+            let manifest = try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode)
+            logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
+            return manifest
         }
     }
 

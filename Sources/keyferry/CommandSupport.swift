@@ -47,6 +47,12 @@ func reporting(json: Bool, _ body: () async throws -> Void) async throws {
     }
 }
 
+/// A failure that is only a sentence naming the fix (exit status 1).
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
 func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }

@@ -50,10 +50,14 @@ final class CLI: @unchecked Sendable {
     func path(_ device: String) -> String { root.appendingPathComponent(device).path }
 
     @discardableResult
-    func run(_ arguments: [String], stdin: Data? = nil) throws -> Result {
+    func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        // Hermetic: only the test's own password reaches the command.
+        var inherited = ProcessInfo.processInfo.environment
+        inherited["KEYFERRY_BACKUP_PASSWORD"] = nil
+        process.environment = inherited.merging(environment) { $1 }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -74,8 +78,9 @@ final class CLI: @unchecked Sendable {
 
     /// Runs and expects success, recording stderr when it fails.
     @discardableResult
-    func ok(_ arguments: [String], stdin: Data? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
-        let result = try run(arguments, stdin: stdin)
+    func ok(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+            sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        let result = try run(arguments, stdin: stdin, environment: environment)
         #expect(result.status == 0, "keyferry \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
         return result
     }

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Backup
+import Foundation
+import Node
+
+struct BackupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Back a device up into one archive, and inspect or verify archives.",
+        discussion: """
+            Encrypted archives (--encrypted, with a password) carry migratable keychain items under a \
+            backup keybag the password protects: they restore onto any device. ThisDeviceOnly items \
+            stay wrapped with a key of the source device's hardware UID, and whenPasscodeSetThisDeviceOnly \
+            items are never exported. Unencrypted archives carry every keychain item under the \
+            device's key alone, so on another device none comes back; app sandboxes are in plain. \
+            The password comes from --password-file (its first line) or KEYFERRY_BACKUP_PASSWORD.
+            """,
+        subcommands: [Create.self, Inspect.self, Verify.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create", abstract: "Write a backup of a running, unlocked device to FILE.")
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The archive to write (must not exist yet).", completion: .file()) var out: String
+        @Flag(help: "Encrypt under a password (the password's key protects the backup keybag).") var encrypted = false
+        @Flag(help: "Write an unencrypted archive: keychain items restore onto this device only.") var unencrypted = false
+        @OptionGroup var password: BackupPassword
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard encrypted != unencrypted else { throw ValidationError("choose --encrypted or --unencrypted.") }
+            if unencrypted && password.passwordFile != nil { throw ValidationError("--password-file is for --encrypted archives.") }
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let destination = URL(fileURLWithPath: out).standardizedFileURL
+                guard !FileManager.default.fileExists(atPath: destination.path) else {
+                    throw ArchiveError.cannotWrite("\(out) already exists; choose a new file name")
+                }
+                let secret = encrypted ? try password.read(required: true) : nil
+                let manifest: ArchiveManifest = try await device.client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+                if output.json { try printJSON(encodable: manifest); return }
+                print("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
+                for warning in manifest.warnings { print("warning: \(warning)") }
+            }
+        }
+    }
+
+    struct Inspect: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "inspect", abstract: "Show an archive's header, counts and warnings (no password needed).")
+        @Argument(help: "The archive.", completion: .file()) var file: String
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
+                let manifest = try reader.unverifiedManifest()
+                let header = reader.header
+                if output.json {
+                    try printJSON(encodable: Inspection(header: header, manifest: manifest, authenticated: header.mode == .unencrypted))
+                    return
+                }
+                print("\(file): Keyferry backup, \(header.mode.rawValue)")
+                print("device   \(header.deviceName) (\(header.deviceID.uuidString))")
+                print("created  \(header.created.formatted(.iso8601))")
+                if let hashing = header.passwordHashing {
+                    print("password Argon2id, \(hashing.parameters.operations) passes, \(hashing.parameters.memoryBytes >> 20) MiB")
+                }
+                print("holds    \(manifest.summary)")
+                for (name, count) in manifest.counts.sorted(by: { $0.key < $1.key }) where name.hasPrefix("items.") || name.hasPrefix("notExported.") {
+                    print("  \(name.padded(70)) \(count)")
+                }
+                for warning in manifest.warnings { print("warning: \(warning)") }
+                if header.mode == .encrypted {
+                    print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
+                }
+            }
+        }
+
+        struct Inspection: Encodable {
+            var header: ArchiveHeader
+            var manifest: ArchiveManifest
+            /// Whether the counts were authenticated (unencrypted archives) or are as recorded.
+            var authenticated: Bool
+        }
+    }
+
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "verify", abstract: "Read and authenticate every byte of an archive.")
+        @Argument(help: "The archive.", completion: .file()) var file: String
+        @OptionGroup var password: BackupPassword
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
+                let secret = reader.header.mode == .encrypted ? try password.read(required: true) : nil
+                var sections = 0
+                let manifest = try reader.read(password: secret.map { Data($0.utf8) }) { _, _ in sections += 1 }
+                if output.json { printJSON(["verified": true, "sections": sections + 1]); return }
+                print("\(file): every byte authenticated (\(sections + 1) sections); \(manifest.summary)")
+            }
+        }
+    }
+}
+
+/// Where a backup password comes from: a file's first line, or the environment.
+struct BackupPassword: ParsableArguments {
+    @Option(help: "A file whose first line is the backup password (else KEYFERRY_BACKUP_PASSWORD).", completion: .file())
+    var passwordFile: String?
+
+    func read(required: Bool) throws -> String? {
+        var password: String?
+        if let passwordFile {
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw CommandFailure("cannot read the password file \(passwordFile); check its path and permissions.")
+            }
+            password = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+                .first.map(String.init)
+        } else {
+            password = ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"]
+        }
+        if required, password?.isEmpty ?? true {
+            throw CommandFailure("an encrypted archive needs a password: --password-file F (its first line), or KEYFERRY_BACKUP_PASSWORD.")
+        }
+        return password
+    }
+}
+
+extension ArchiveManifest {
+    /// `3 apps, 12 keychain items (1 never exported), 4 sandbox files`
+    var summary: String {
+        let items = counts.filter { $0.key.hasPrefix("items.") }.values.reduce(0, +)
+        let never = counts.filter { $0.key.hasPrefix("notExported.") }.values.reduce(0, +)
+        let apps = counts["apps"] ?? 0, files = counts["sandboxFiles"] ?? 0
+        return "\(apps) app\(apps == 1 ? "" : "s"), \(items) keychain item\(items == 1 ? "" : "s")"
+            + (never > 0 ? " (\(never) never exported)" : "") + ", \(files) sandbox file\(files == 1 ? "" : "s")"
+    }
+}
