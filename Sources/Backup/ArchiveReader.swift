@@ -40,7 +40,11 @@ public struct ArchiveReader {
     /// the manifest. Encrypted archives need the password.
     @discardableResult
     public func read(password: Data?, _ section: (SectionKind, Data) throws -> Void = { _, _ in }) throws -> ArchiveManifest {
-        let keys = try sectionKeys(password: password)
+        try read(keys: try sectionKeys(password: password), section)
+    }
+
+    /// `read` with the keys already derived (restore needs them for the items too).
+    func read(keys: SectionKeys, _ section: (SectionKind, Data) throws -> Void) throws -> ArchiveManifest {
         let file = try ArchiveFile(url)
         defer { file.close() }
         try file.seek(to: sectionsOffset)

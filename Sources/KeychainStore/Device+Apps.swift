@@ -183,6 +183,18 @@ public struct Sandbox: Sendable {
         return FileManager.default.contents(atPath: defaultsURL.path)
     }
 
+    /// Writes a file as a backup recorded it: `Library/Preferences/BUNDLE.plist` (UserDefaults)
+    /// or `Documents/NAME`.
+    public func restoreFile(path: String, contents: Data, protection: FileProtection) throws {
+        if path == "Library/Preferences/\(bundleID).plist" {
+            try contents.write(to: defaultsURL, options: .atomic)
+        } else if path.hasPrefix("Documents/") {
+            try writeFile(String(path.dropFirst("Documents/".count)), contents, protection: protection)
+        } else {
+            throw DeviceError(.invalidArgument, "'\(path)' is not a sandbox path Keyferry restores.")
+        }
+    }
+
     private func documentURL(_ name: String) throws -> URL {
         let parts = name.split(separator: "/")
         guard !name.isEmpty, !name.hasPrefix("/"), !parts.contains(".."), !parts.contains(".") else {

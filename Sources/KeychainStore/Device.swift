@@ -138,6 +138,7 @@ public final class Device: Sendable {
     /// Fails with `notADevice` unless `directory` holds a device (its `device.json`), without
     /// opening anything: the check a launcher makes before starting a process for it.
     public static func requireDevice(at directory: URL) throws {
+        recoverReplacement(at: directory)
         guard FileManager.default.fileExists(atPath: DeviceLayout(root: directory).info.path) else {
             throw DeviceError(.notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
         }

@@ -107,7 +107,7 @@ public struct Keychain: Sendable {
         }
     }
 
-    private func header(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, metadata: ItemMetadata) -> RowHeader {
+    func header(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, metadata: ItemMetadata) -> RowHeader {
         let primaryKey = PrimaryKey(itemClass: itemClass, accessGroup: metadata.accessGroup, synchronizable: synchronizable, attributes: metadata.attributes)
         return RowHeader(uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
                          accessGroupHash: accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
@@ -243,7 +243,7 @@ public struct Keychain: Sendable {
     }
 
     /// `whenPasscodeSetThisDeviceOnly` exists only while the device has a passcode.
-    private func checkPasscode(for protection: ProtectionClass) throws {
+    func checkPasscode(for protection: ProtectionClass) throws {
         if protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
             throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
         }
@@ -351,7 +351,7 @@ public struct Keychain: Sendable {
 
     // MARK: Errors with a sentence
 
-    private func unavailable(_ protection: ProtectionClass) -> KeychainError {
+    func unavailable(_ protection: ProtectionClass) -> KeychainError {
         let state = (try? device.withPower { $0.state }) == .beforeFirstUnlock ? "before first unlock" : "locked"
         return KeychainError(.interactionNotAllowed,
             "the item is \(protection.name) and its class key is not available while the device is \(state); do not treat this as a missing item, retry after unlock.")

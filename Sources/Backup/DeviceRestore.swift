@@ -1,0 +1,190 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeyferryCrypto
+
+/// Restores an archive onto a powered-off device, the same one or a new one, as iOS does: the
+/// target keeps its hardware UID and passcode; items come back only where their wrapping
+/// opens; the target's non-synchronizable items are replaced and its synchronizable ones merged.
+/// The new store is built beside the target and swapped in only when complete.
+public enum DeviceRestore {
+    /// `passcode` is the target's own (its class keys are needed to store the items).
+    public static func restore(
+        _ archive: URL, password: Data?, to target: URL, passcode: String?,
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) throws -> RestoreReport {
+        // Everything that can be refused is refused before the target is touched.
+        let reader = try ArchiveReader(contentsOf: archive)
+        let keys = try reader.sectionKeys(password: password)
+        try Device.requireDevice(at: target)
+        Device.removeAbandonedStaging(for: target)
+
+        let staging = Device.stagingDirectory(for: target)
+        var swapped = false
+        defer { if !swapped { try? FileManager.default.removeItem(at: staging) } }
+        do {
+            try FileManager.default.copyItem(at: target, to: staging)
+        } catch {
+            throw DeviceError(.io, "cannot copy \(target.path) aside to build the restore: \(error.localizedDescription)")
+        }
+        let device = try Device.powerOn(at: staging)
+        defer { device.powerOff() }
+        if try device.status().passcodeSet {
+            guard let passcode else {
+                throw KeychainError(.authFailed, "\(target.path) has a passcode; give it with --passcode to restore onto it.")
+            }
+            try device.unlock(passcode: passcode)
+        }
+
+        var contents = Contents()
+        let manifest = try reader.read(keys: keys) { kind, data in try contents.add(kind, data) }
+        var report = RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode)
+        report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
+            .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
+
+        // Apps first, sandboxes replaced: their groups decide which items have a home.
+        for app in contents.apps {
+            if (try? device.app(app.bundleID)) != nil { try device.uninstall(bundleID: app.bundleID) }
+            try device.install(app)
+            report.apps.append(app.bundleID)
+        }
+        let entitledGroups = Set(try device.installedApps().flatMap(\.entitledGroups))
+
+        let keychain = device.deviceKeychain
+        let synchronizedOnTarget = try keychain.changes(since: 0).filter(\.record.synchronizable)
+            .reduce(into: [PrimaryKey: ItemChange]()) { $0[$1.record.primaryKey] = $1 }
+        try keychain.deleteNonSynchronizableItems()
+
+        var restored: [ItemRecord] = []
+        let total = contents.items.count + contents.files.count
+        for (done, item) in contents.items.enumerated() {
+            let outcome: RestoreReport.Reason?
+            let key = item.wrapping == .backup ? keys.backupKeybag?.key(for: item.protection) : device.deviceBoundBackupKey
+            if let key, let record = try? item.open(with: key) {
+                outcome = decide(record, entitledGroups: entitledGroups, onTarget: synchronizedOnTarget[record.primaryKey])
+                if outcome == nil { restored.append(record) }
+            } else {
+                outcome = report.sameDevice ? .damaged
+                    : item.protection.isThisDeviceOnly ? .deviceBound
+                    : .unencryptedOnAnotherDevice
+            }
+            report.items.append(.init(item, reason: outcome))
+            progress(done + 1, total)
+        }
+        try keychain.restore(restored)
+
+        for (done, file) in contents.files.enumerated() {
+            try device.sandbox(for: file.bundleID).restoreFile(path: file.path, contents: file.contents,
+                                                               protection: FileProtection(rawValue: file.protection) ?? .completeUntilFirstUserAuthentication)
+            report.sandboxFiles += 1
+            progress(contents.items.count + done + 1, total)
+        }
+
+        device.powerOff()
+        try Device.replace(at: target, with: staging)
+        swapped = true
+        return report
+    }
+
+    /// Why an item that opened does not come back, or nil when it does.
+    private static func decide(_ record: ItemRecord, entitledGroups: Set<String>, onTarget: ItemChange?) -> RestoreReport.Reason? {
+        guard entitledGroups.contains(record.accessGroup) else { return .appNotInstalled }
+        guard let onTarget else { return nil }
+        if onTarget.isTombstone, let deleted = onTarget.tombstoneDate, deleted > record.modificationDate { return .newerTombstone }
+        if !onTarget.isTombstone, onTarget.record.modificationDate > record.modificationDate { return .newerOnDevice }
+        return nil
+    }
+
+    /// What an archive holds, gathered section by section.
+    private struct Contents {
+        var apps: [AppManifest] = []
+        var items: [ArchivedItem] = []
+        var files: [SandboxFile] = []
+
+        struct SandboxFile {
+            var bundleID: String
+            var path: String
+            var protection: String
+            var contents: Data
+        }
+
+        mutating func add(_ kind: SectionKind, _ data: Data) throws {
+            switch kind {
+            case .apps: apps += try JSONDecoder().decode([AppManifest].self, from: data)
+            case .keychain: items += try JSONDecoder().decode([ArchivedItem].self, from: data)
+            case .sandbox:
+                for entry in try JSONDecoder().decode([SandboxEntry].self, from: data) {
+                    let id = "\(entry.bundleID)/\(entry.path)"
+                    if entry.offset == 0 {
+                        files.append(SandboxFile(bundleID: entry.bundleID, path: entry.path, protection: entry.protection, contents: entry.contents))
+                    } else if let last = files.indices.last, "\(files[last].bundleID)/\(files[last].path)" == id, files[last].contents.count == entry.offset {
+                        files[last].contents += entry.contents
+                    } else {
+                        throw ArchiveError.inconsistent("a piece of \(id) at offset \(entry.offset) arrives out of order")
+                    }
+                }
+            case .manifest: break
+            }
+        }
+    }
+}
+
+/// What a restore did with every item of the archive, and why.
+public struct RestoreReport: Codable, Sendable {
+    /// The archive came from the target itself (same hardware identity).
+    public var sameDevice: Bool
+    public var mode: ArchiveMode
+    public var items: [ItemOutcome] = []
+    /// Items the source never exported, by `CLASS.PROTECTION`: they are not in the archive.
+    public var neverExported: [String: Int] = [:]
+    public var apps: [String] = []
+    public var sandboxFiles = 0
+
+    public struct ItemOutcome: Codable, Sendable {
+        public var uuid: UUID
+        public var itemClass: ItemClass
+        public var protection: ProtectionClass
+        public var synchronizable: Bool
+        public var accessGroup: String
+        public var restored: Bool
+        public var reason: Reason?
+
+        init(_ item: ArchivedItem, reason: Reason?) {
+            uuid = item.uuid
+            itemClass = item.itemClass
+            protection = item.protection
+            synchronizable = item.synchronizable
+            accessGroup = item.accessGroup
+            restored = reason == nil
+            self.reason = reason
+        }
+    }
+
+    public enum Reason: String, Codable, Sendable {
+        /// ThisDeviceOnly: wrapped with the source device's hardware UID.
+        case deviceBound
+        /// From an unencrypted archive, whose items only the source device opens.
+        case unencryptedOnAnotherDevice
+        /// No installed app is entitled to the item's access group.
+        case appNotInstalled
+        /// Deleted on the target after the backup was made (a newer tombstone).
+        case newerTombstone
+        /// The target's synchronizable copy is newer.
+        case newerOnDevice
+        /// The item does not open on the device that made it: damaged or altered.
+        case damaged
+
+        public var sentence: String {
+            switch self {
+            case .deviceBound: "device-bound (ThisDeviceOnly): only the device that made the backup can open it"
+            case .unencryptedOnAnotherDevice: "unencrypted archive on another device: its keychain items open only on the device that made it"
+            case .appNotInstalled: "no installed app has its access group"
+            case .newerTombstone: "deleted on this device after the backup was made"
+            case .newerOnDevice: "this device has a newer copy"
+            case .damaged: "does not open: damaged or altered"
+            }
+        }
+    }
+
+    public var restoredCount: Int { items.filter(\.restored).count }
+}

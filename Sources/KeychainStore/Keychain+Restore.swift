@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+import KeychainModel
+
+extension Keychain {
+    /// Deletes every non-synchronizable item, the first step of a restore (Apple's merge:
+    /// the backup replaces what is device-local; synchronizable items merge). Device scope only.
+    public func deleteNonSynchronizableItems() throws {
+        try requireDeviceScope()
+        try device.database.write { db in
+            try device.database.saveChangeCounter(db)
+            try db.execute(sql: "DELETE FROM item WHERE sync = 0")
+        }
+    }
+
+    /// Writes items as a backup recorded them: UUID, dates, class, protection, access group,
+    /// synchronizable and access control are kept. An item holding the same primary key or UUID,
+    /// live or tombstone, gives way. All in one transaction. Device scope only.
+    ///
+    /// An item bound to a biometry enrollment (`biometryCurrentSet`) comes back bound to none,
+    /// so biometry no longer opens it, as after a new enrollment.
+    public func restore(_ records: [ItemRecord]) throws {
+        try requireDeviceScope()
+        let keys = try device.availableKeys()
+        let sealed = try records.map { record -> SealedRow in
+            try checkPasscode(for: record.protection)
+            guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
+            let metadata = ItemMetadata(accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
+                                        creationDate: record.creationDate, modificationDate: record.modificationDate,
+                                        attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
+            let header = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
+                                synchronizable: record.synchronizable, metadata: metadata)
+            return SealedRow.seal(header: header, metadata: metadata, secret: record.data ?? Data(), keys: classKeys,
+                                  random: device.entropy.bytes(SealedRow.entropyPerRow))
+        }
+        try device.database.write { db in
+            try device.database.saveChangeCounter(db)
+            for row in sealed {
+                try db.execute(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?",
+                               arguments: [UUIDBytes.bytes(row.header.uuid), Data(row.header.primaryKeyHash)])
+                _ = try ItemTable.insert(db, row, changeSequence: device.database.nextChangeSequence())
+            }
+        }
+    }
+
+    private func requireDeviceScope() throws {
+        guard case .device = scope else { throw KeychainError(.param, "restoring works on the device's whole keychain, not an app's.") }
+    }
+}

@@ -1,0 +1,200 @@
+@testable import Backup
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import KeyferryCrypto
+import Testing
+
+@Suite("Restore")
+struct DeviceRestoreTests {
+    static let classes: [ProtectionClass] = DeviceBackupTests.classes
+    let password = Data("backup password".utf8)
+
+    /// A source device with one item per protection class and synchronizable or not
+    /// (`acct-CLASS-sync|local`, secret the same with `secret-`), and a UserDefaults entry.
+    func source(seed: UInt64 = 1) throws -> TestDevice {
+        let fixture = try TestDevice(seed: seed)
+        let keychain = try fixture.keychain()
+        for protection in Self.classes {
+            for sync in [false, true] {
+                let name = "\(protection.name)-\(sync ? "sync" : "local")"
+                try keychain.add(.password(account: "acct-\(name)", value: "secret-\(name)", protection: protection, synchronizable: sync))
+            }
+        }
+        try fixture.device.sandbox(for: TestDevice.appID).set("alice", forKey: "signedInUser")
+        return fixture
+    }
+
+    func archive(_ fixture: TestDevice, encrypted: Bool) throws -> URL {
+        let url = fixture.directory.deletingLastPathComponent().appendingPathComponent("backup-\(encrypted).kfbackup")
+        try DeviceBackup.create(from: fixture.device, to: url, mode: encrypted ? .encrypted(password: password, parameters: .minimum) : .unencrypted)
+        return url
+    }
+
+    /// Accounts and secrets readable on the device in `directory`, after power-on and unlock.
+    func contents(_ directory: URL, passcode: String? = TestDevice.defaultPasscode) throws -> [String: String] {
+        let device = try Device.powerOn(at: directory)
+        defer { device.powerOff() }
+        if let passcode { try device.unlock(passcode: passcode) }
+        var found: [String: String] = [:]
+        for change in try device.deviceKeychain.changes(since: 0, includingData: true) where !change.isTombstone {
+            if case .string(let account) = change.record.attributes[.account] {
+                found[account] = String(decoding: change.record.data ?? Data(), as: UTF8.self)
+            }
+        }
+        return found
+    }
+
+    /// What SEMANTICS.md says comes back: never akpu; on a new device, only migratable items
+    /// from an encrypted archive.
+    static func expected(_ protection: ProtectionClass, encrypted: Bool, sameDevice: Bool) -> Bool {
+        if protection == .whenPasscodeSetThisDeviceOnly { return false }
+        if sameDevice { return true }
+        return encrypted && !protection.isThisDeviceOnly
+    }
+
+    @Test("the matrix: 7 classes x synchronizable x {encrypted, unencrypted} x {same device, new device}",
+          arguments: [(true, true), (true, false), (false, true), (false, false)])
+    func matrix(encrypted: Bool, sameDevice: Bool) throws {
+        let fixture = try source()
+        let url = try archive(fixture, encrypted: encrypted)
+        let newDevice = try TestDevice(seed: 7)
+        let target = sameDevice ? fixture.directory : newDevice.directory
+        fixture.device.powerOff()
+        newDevice.device.powerOff()
+
+        let report = try DeviceRestore.restore(url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode)
+        #expect(report.sameDevice == sameDevice)
+        #expect(report.neverExported["genericPassword.whenPasscodeSetThisDeviceOnly"] == 2)
+        let found = try contents(target)
+        for protection in Self.classes {
+            for sync in [false, true] {
+                let name = "\(protection.name)-\(sync ? "sync" : "local")"
+                let comesBack = Self.expected(protection, encrypted: encrypted, sameDevice: sameDevice)
+                // A synchronizable item already on the target merges instead of being replaced,
+                // so the source's own never-exported synchronizable item stays where it was.
+                let stays = sameDevice && sync && protection == .whenPasscodeSetThisDeviceOnly
+                #expect((found["acct-\(name)"] == "secret-\(name)") == (comesBack || stays), "\(name)")
+                let outcome = report.items.first { $0.protection == protection && $0.synchronizable == sync }
+                if protection == .whenPasscodeSetThisDeviceOnly {
+                    #expect(outcome == nil)
+                } else {
+                    #expect(outcome?.restored == comesBack, "\(name)")
+                    if !comesBack {
+                        #expect(outcome?.reason == (protection.isThisDeviceOnly ? .deviceBound : .unencryptedOnAnotherDevice), "\(name)")
+                    }
+                }
+            }
+        }
+        // Sandboxes come back everywhere; the target keeps its own passcode.
+        let restored = try Device.powerOn(at: target)
+        defer { restored.powerOff() }
+        try restored.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(try restored.sandbox(for: TestDevice.appID).string(forKey: "signedInUser") == "alice")
+    }
+
+    @Test("the seed-001 scenario: on a new phone from an encrypted backup, every ThisDeviceOnly item is errSecItemNotFound, every migratable one readable")
+    func seedScenario() throws {
+        let fixture = try source()
+        let url = try archive(fixture, encrypted: true)
+        let phone = try TestDevice(seed: 11)
+        phone.device.powerOff()
+        _ = try DeviceRestore.restore(url, password: password, to: phone.directory, passcode: TestDevice.defaultPasscode)
+        let device = try Device.powerOn(at: phone.directory)
+        defer { device.powerOff() }
+        try device.unlock(passcode: TestDevice.defaultPasscode)
+        let keychain = try device.keychain(for: TestDevice.appID)
+        for protection in Self.classes {
+            let query = ItemQuery.password(account: "acct-\(protection.name)-local")
+            if protection.isThisDeviceOnly {
+                #expect(status { _ = try keychain.copy(query) } == .itemNotFound, "\(protection.name)")
+            } else {
+                #expect(try keychain.copy(query).first?.data == Data("secret-\(protection.name)-local".utf8))
+            }
+        }
+    }
+
+    @Test("merge: the target's local items are replaced, a newer synchronizable copy and a newer tombstone win")
+    func merge() throws {
+        let fixture = try source()
+        let url = try archive(fixture, encrypted: true)
+        fixture.clock.advance(by: 60)
+        let keychain = try fixture.keychain()
+        try keychain.add(.password(account: "made-after-backup", value: "x"))
+        try keychain.update(.password(account: "acct-whenUnlocked-sync", synchronizable: .yes), with: ItemChanges(data: Data("newer".utf8)))
+        try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("acct-afterFirstUnlock-sync")], synchronizable: .yes))
+        fixture.device.powerOff()
+
+        let report = try DeviceRestore.restore(url, password: password, to: fixture.directory, passcode: TestDevice.defaultPasscode)
+        let found = try contents(fixture.directory)
+        #expect(found["made-after-backup"] == nil)
+        #expect(found["acct-whenUnlocked-sync"] == "newer")
+        #expect(found["acct-afterFirstUnlock-sync"] == nil)
+        #expect(found["acct-always-sync"] == "secret-always-sync")
+        let reasons = Dictionary(report.items.compactMap { item in item.reason.map { ("\(item.protection.name)-\(item.synchronizable)", $0) } },
+                                 uniquingKeysWith: { a, _ in a })
+        #expect(reasons["whenUnlocked-true"] == .newerOnDevice)
+        #expect(reasons["afterFirstUnlock-true"] == .newerTombstone)
+    }
+
+    @Test("a wrong password, a damaged archive or a wrong target passcode leave the target exactly as it was")
+    func refusals() throws {
+        let fixture = try source()
+        let url = try archive(fixture, encrypted: true)
+        let target = try TestDevice(seed: 5)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        target.device.powerOff()
+        let before = try snapshot(target.directory)
+
+        #expect(throws: ArchiveError.wrongPassword) {
+            try DeviceRestore.restore(url, password: Data("nope".utf8), to: target.directory, passcode: TestDevice.defaultPasscode)
+        }
+        #expect(throws: KeychainError.self) {
+            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: "000000")
+        }
+        var bytes = try Data(contentsOf: url)
+        bytes[bytes.count - 40] ^= 1
+        try bytes.write(to: url)
+        #expect(throws: ArchiveError.self) {
+            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode)
+        }
+        #expect(try snapshot(target.directory) == before)
+        #expect(try contents(target.directory)["target-own"] == "keep")
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
+        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
+    }
+
+    @Test("a swap cut between its two renames is finished on the next access; a half-built restore is undone")
+    func interruptedSwap() throws {
+        let fixture = try source()
+        fixture.device.powerOff()
+        let directory = fixture.directory
+        let parent = directory.deletingLastPathComponent()
+        // Cut after the point of no return: the new device marked ready, the old one moved aside.
+        let staging = Device.stagingDirectory(for: directory)
+        try FileManager.default.copyItem(at: directory, to: staging)
+        FileManager.default.createFile(atPath: staging.appendingPathComponent("replace-ready").path, contents: Data())
+        try FileManager.default.moveItem(at: directory, to: parent.appendingPathComponent(".device.replaced-1"))
+        try Device.requireDevice(at: directory)
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("device.json").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix(".") }.isEmpty)
+        // Cut before it: the old device moved aside, the new one not ready.
+        try FileManager.default.moveItem(at: directory, to: parent.appendingPathComponent(".device.replaced-2"))
+        try FileManager.default.createDirectory(at: parent.appendingPathComponent(".device.restoring-x"), withIntermediateDirectories: true)
+        try Device.requireDevice(at: directory)
+        #expect(try contents(directory)["acct-always-local"] == "secret-always-local")
+    }
+
+    /// Every file's bytes under a directory, by relative path.
+    func snapshot(_ directory: URL) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
+        while let url = enumerator?.nextObject() as? URL {
+            if try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
+                files[String(url.path.dropFirst(directory.path.count))] = try Data(contentsOf: url)
+            }
+        }
+        return files
+    }
+}
