@@ -56,6 +56,16 @@ public enum NodeLauncher {
         return true
     }
 
+    /// Runs `body` while holding the powered-off device, so that no node starts on it meanwhile
+    /// (what a restore needs). Fails, doing nothing, when a node is running.
+    public static func whilePoweredOff<T>(directory: URL, _ body: () throws -> T) throws -> T {
+        let paths = NodePaths(directory: directory)
+        try Device.requireDevice(at: paths.directory)
+        let lock = try NodeLock.acquire(paths)
+        defer { lock.release() }
+        return try body()
+    }
+
     /// The binary of this process.
     public static var currentExecutable: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

@@ -44,6 +44,9 @@ public enum ProcessControl {
     static func forceKill(_ pid: Int32) { kill(pid, SIGKILL) }
     static func detachFromTerminal() { _ = setsid() }
 
+    /// Whether standard error is a terminal: progress is shown there, and only there.
+    public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
     /// Runs `handler` on SIGINT or SIGTERM instead of dying at once, so that what the process
     /// started can be stopped first. Handling lasts while the returned value is kept.
     public static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> AnyObject {

@@ -53,8 +53,8 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+func printError(_ line: String, newline: Bool = true) {
+    FileHandle.standardError.write(Data((line + (newline ? "\n" : "")).utf8))
 }
 
 /// Pretty, key-sorted JSON of plain values (dictionaries, arrays, strings, numbers, booleans).

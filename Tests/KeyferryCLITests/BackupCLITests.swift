@@ -4,22 +4,10 @@ import Testing
 /// `keyferry backup create|inspect|verify` against a running node.
 @Suite("keyferry backup")
 struct BackupCLITests {
-    /// A running, unlocked phone with a migratable, a ThisDeviceOnly and a never-exported item,
-    /// and a UserDefaults entry.
-    func phone(_ cli: CLI) throws -> String {
-        let dir = try cli.poweredDevice("phone")
-        for protection in ["whenUnlocked", "afterFirstUnlockThisDeviceOnly", "whenPasscodeSetThisDeviceOnly"] {
-            try cli.ok(["item", "add", dir, "--app", "com.example.mail", "--account", "marker-account-\(protection)",
-                        "--value", "marker-secret-\(protection)", "--accessible", protection])
-        }
-        try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "token=marker-defaults"])
-        return dir
-    }
-
     @Test("create both kinds, inspect without the password, verify with it; the encrypted file holds no marker")
     func createInspectVerify() throws {
         let cli = try CLI()
-        let dir = try phone(cli)
+        let dir = try cli.backupSource()
         let passwordFile = cli.root.appendingPathComponent("password")
         try "correct horse\n".write(to: passwordFile, atomically: true, encoding: .utf8)
         let encrypted = cli.root.appendingPathComponent("enc.kfbackup").path
@@ -51,7 +39,7 @@ struct BackupCLITests {
     @Test("bad input: no password, a wrong one, an existing file, a locked device, a truncated archive; nothing written")
     func badInput() throws {
         let cli = try CLI()
-        let dir = try phone(cli)
+        let dir = try cli.backupSource()
         let archive = cli.root.appendingPathComponent("a.kfbackup").path
         let wrong = cli.root.appendingPathComponent("wrong")
         try "nope\n".write(to: wrong, atomically: true, encoding: .utf8)
@@ -79,5 +67,82 @@ struct BackupCLITests {
         #expect(locked.status == 1 && locked.stderr.contains("locked"))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.contains("b.kfbackup") }
         #expect(leftovers.isEmpty)
+    }
+}
+
+/// `keyferry restore` onto the same and onto a new device.
+@Suite("keyferry restore")
+struct RestoreCLITests {
+    @Test("a new phone from an encrypted backup: migratable back, ThisDeviceOnly dropped with its reason; the same device gets all")
+    func newPhone() throws {
+        let cli = try CLI()
+        let dir = try cli.backupSource()
+        let password = cli.root.appendingPathComponent("password")
+        try "correct horse\n".write(to: password, atomically: true, encoding: .utf8)
+        let archive = cli.root.appendingPathComponent("enc.kfbackup").path
+        try cli.ok(["backup", "create", dir, "--out", archive, "--encrypted", "--password-file", password.path])
+
+        let newPhone = cli.path("new-phone")
+        try cli.ok(["device", "init", newPhone, "--passcode", "2468"])
+        let report = try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468", "--password-file", password.path, "--json"]).object()
+        #expect(report["sameDevice"] as? Bool == false)
+        let items = try #require(report["items"] as? [[String: Any]])
+        #expect(items.count == 2)
+        let dropped = items.first { $0["restored"] as? Bool == false }
+        #expect(dropped?["protection"] as? String == "cku" && dropped?["reason"] as? String == "deviceBound")
+        #expect((report["neverExported"] as? [String: Int])?["genericPassword.whenPasscodeSetThisDeviceOnly"] == 1)
+
+        try cli.ok(["node", "start", newPhone])
+        try cli.ok(["device", "unlock", newPhone, "--passcode", "2468"])
+        let app = ["--app", "com.example.mail"]
+        #expect(try cli.ok(["item", "get", newPhone] + app + ["--account", "marker-account-whenUnlocked"]).text == "marker-secret-whenUnlocked")
+        let missing = try cli.run(["item", "get", newPhone] + app + ["--account", "marker-account-afterFirstUnlockThisDeviceOnly"])
+        #expect(missing.status == 3 && missing.stderr.hasPrefix("errSecItemNotFound (-25300)"))
+        #expect(try cli.ok(["app", "defaults", newPhone, "--bundle", "com.example.mail", "--get", "token"]).text.contains("marker-defaults"))
+
+        // The running source is refused; powered off, the same device gets every exported item back.
+        let running = try cli.run(["restore", archive, "--to", dir, "--passcode", "123456", "--password-file", password.path])
+        #expect(running.status == 1 && running.stderr.contains("keyferry node stop"))
+        try cli.ok(["node", "stop", dir])
+        let same = try cli.ok(["restore", archive, "--to", dir, "--passcode", "123456", "--password-file", password.path]).text
+        #expect(same.hasPrefix("restored 2 of 2 keychain items") && same.contains("the same device"))
+    }
+
+    @Test("an unencrypted backup on a new device: no keychain item survives, the sandbox does; bad input changes nothing")
+    func unencryptedElsewhere() throws {
+        let cli = try CLI()
+        let dir = try cli.backupSource()
+        let archive = cli.root.appendingPathComponent("plain.kfbackup").path
+        try cli.ok(["backup", "create", dir, "--out", archive, "--unencrypted"])
+        let newPhone = cli.path("new-phone")
+        try cli.ok(["device", "init", newPhone, "--passcode", "2468"])
+
+        let wrongPasscode = try cli.run(["restore", archive, "--to", newPhone, "--passcode", "0000"])
+        #expect(wrongPasscode.status == 3 && wrongPasscode.stderr.hasPrefix("errSecAuthFailed (-25293)"))
+        let notADevice = try cli.run(["restore", archive, "--to", cli.path("nowhere")])
+        #expect(notADevice.status == 1 && notADevice.stderr.contains("not a Keyferry device"))
+        #expect(!FileManager.default.fileExists(atPath: cli.path("nowhere")))
+
+        let report = try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468", "--json"]).object()
+        let items = try #require(report["items"] as? [[String: Any]])
+        #expect(items.allSatisfy { $0["restored"] as? Bool == false })
+        #expect(items.contains { $0["reason"] as? String == "unencryptedOnAnotherDevice" })
+        #expect(report["sandboxFiles"] as? Int == 1)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.hasPrefix(".") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+}
+
+extension CLI {
+    /// A running, unlocked phone with a migratable, a ThisDeviceOnly and a never-exported item,
+    /// and a UserDefaults entry.
+    func backupSource() throws -> String {
+        let dir = try poweredDevice("phone")
+        for protection in ["whenUnlocked", "afterFirstUnlockThisDeviceOnly", "whenPasscodeSetThisDeviceOnly"] {
+            try ok(["item", "add", dir, "--app", "com.example.mail", "--account", "marker-account-\(protection)",
+                    "--value", "marker-secret-\(protection)", "--accessible", protection])
+        }
+        try ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "token=marker-defaults"])
+        return dir
     }
 }

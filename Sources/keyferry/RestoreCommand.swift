@@ -1,0 +1,61 @@
+import ArgumentParser
+import Backup
+import Foundation
+import KeychainModel
+import Node
+
+struct RestoreCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Restore a backup archive onto a powered-off device, and report what came back and what was lost.",
+        discussion: """
+            The target keeps its own hardware UID and passcode (give the passcode with --passcode). \
+            The backup's apps are installed with their sandboxes. The target's non-synchronizable \
+            items are replaced; synchronizable ones merge (a newer copy or deletion on the target \
+            wins). On another device, ThisDeviceOnly items are dropped, and from an unencrypted \
+            archive no keychain item comes back. Every item is reported with its reason. The new \
+            store is built aside and swapped in only when complete: any failure leaves the target \
+            as it was.
+            """)
+
+    @Argument(help: "The archive.", completion: .file()) var file: String
+    @Option(help: "The device to restore onto (made with `keyferry device init`; powered off).", completion: .directory)
+    var to: String
+    @Option(help: "The target device's passcode, when it has one.") var passcode: String?
+    @OptionGroup var password: BackupPassword
+    @OptionGroup var output: JSONFlag
+
+    func run() async throws {
+        try await reporting(json: output.json) {
+            let archive = URL(fileURLWithPath: file)
+            let header = try ArchiveReader(contentsOf: archive).header
+            let secret = header.mode == .encrypted ? try password.read(required: true) : nil
+            let showProgress = !output.json && ProcessControl.standardErrorIsTerminal
+            let report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
+                try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
+                    if showProgress, done == total || done % 500 == 0 { printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total) }
+                }
+            }
+            if output.json { try printJSON(encodable: report); return }
+            print(report.table(target: to))
+        }
+    }
+}
+
+extension RestoreReport {
+    /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
+    func table(target: String) -> String {
+        var lines = ["restored \(restoredCount) of \(items.count) keychain items onto \(target) "
+            + "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); "
+            + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"]
+        for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
+            let columns = [item.restored ? "restored" : "dropped ", item.itemClass.name.padded(16), item.protection.name.padded(30),
+                           item.synchronizable ? "sync " : "local", item.accessGroup.padded(28), item.uuid.uuidString.prefix(8).description]
+            lines.append("  " + columns.joined(separator: " ") + (item.reason.map { "  \($0.sentence)" } ?? ""))
+        }
+        for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
+            lines.append("  not in the archive: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
