@@ -11,6 +11,10 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
     public var synchronizable: Bool
     public var accessGroup: String
     public var wrapping: Wrapping
+    /// How a person would name the item (`alice @ imap.example.com`), so that a report can say
+    /// which item was lost. Only in encrypted archives, whose sections are sealed; an
+    /// unencrypted archive shows no attribute of any item.
+    public var name: String?
     /// XChaCha20-Poly1305 of the item's JSON (an `ItemRecord` with its data).
     public var sealed: Data
 
@@ -28,8 +32,9 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
         return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
     }
 
-    init(_ record: ItemRecord, wrapping: Wrapping, key: SymmetricKey, entropy: any EntropySource) throws {
+    init(_ record: ItemRecord, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) throws {
         uuid = record.uuid
+        name = named ? Self.name(of: record) : nil
         itemClass = record.itemClass
         protection = record.protection
         synchronizable = record.synchronizable
@@ -47,6 +52,19 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
             throw CryptoError.authenticationFailed
         }
         return record
+    }
+
+    /// Account and service (or server), else the label, else the application tag.
+    static func name(of record: ItemRecord) -> String? {
+        func text(_ key: AttributeKey) -> String? {
+            switch record.attributes[key] {
+            case .string(let value) where !value.isEmpty: value
+            case .data(let value) where !value.isEmpty: String(data: value, encoding: .utf8)
+            default: nil
+            }
+        }
+        let parts = [text(.account), text(.service) ?? text(.server)].compactMap { $0 }
+        return parts.isEmpty ? text(.label) ?? text(.applicationTag) : parts.joined(separator: " @ ")
     }
 
     /// Binds the seal to the item's identity, class and wrapping: a sealed item moved onto

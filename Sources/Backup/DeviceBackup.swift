@@ -34,7 +34,7 @@ public enum DeviceBackup {
                 continue
             }
             let key = wrapping == .backup ? writer.backupKeybag!.key(for: record.protection) : device.deviceBoundBackupKey
-            try batch.add(ArchivedItem(record, wrapping: wrapping, key: key, entropy: entropy))
+            try batch.add(ArchivedItem(record, wrapping: wrapping, key: key, named: writer.header.mode == .encrypted, entropy: entropy))
             progress(done + 1, total)
         }
         try batch.flush()

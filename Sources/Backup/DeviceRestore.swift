@@ -59,8 +59,10 @@ public enum DeviceRestore {
         let total = contents.items.count + contents.files.count
         for (done, item) in contents.items.enumerated() {
             let outcome: RestoreReport.Reason?
+            var name = item.name
             let key = item.wrapping == .backup ? keys.backupKeybag?.key(for: item.protection) : device.deviceBoundBackupKey
             if let key, let record = try? item.open(with: key) {
+                name = name ?? ArchivedItem.name(of: record)
                 outcome = decide(record, entitledGroups: entitledGroups, onTarget: synchronizedOnTarget[record.primaryKey])
                 if outcome == nil { restored.append(record) }
             } else {
@@ -68,7 +70,7 @@ public enum DeviceRestore {
                     : item.protection.isThisDeviceOnly ? .deviceBound
                     : .unencryptedOnAnotherDevice
             }
-            report.items.append(.init(item, reason: outcome))
+            report.items.append(.init(item, name: name, reason: outcome))
             progress(done + 1, total)
         }
         try keychain.restore(restored)
@@ -146,11 +148,15 @@ public struct RestoreReport: Codable, Sendable {
         public var protection: ProtectionClass
         public var synchronizable: Bool
         public var accessGroup: String
+        /// `account @ service` and the like: from an encrypted archive, or from the item itself
+        /// once it opened.
+        public var name: String?
         public var restored: Bool
         public var reason: Reason?
 
-        init(_ item: ArchivedItem, reason: Reason?) {
+        init(_ item: ArchivedItem, name: String?, reason: Reason?) {
             uuid = item.uuid
+            self.name = name
             itemClass = item.itemClass
             protection = item.protection
             synchronizable = item.synchronizable

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Backup
 import Fleet
 import Foundation
 import KeychainModel
@@ -6,12 +7,13 @@ import KeychainStore
 import Node
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
-/// secrets of several classes, the phone locks, reboots, changes its face and loses its
-/// passcode, and every read prints Apple's status. The fleet goes down at the end.
+/// secrets of several classes, the phone locks, reboots and changes its face, its backups are
+/// restored onto new iPhones with a report of what was lost and why, it loses its passcode,
+/// and every read prints Apple's status. The fleet goes down at the end.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run a short demo: the family fleet comes up, and the phone shows what lock, reboot and passcode changes do to its keychain.")
+        abstract: "Run a short demo: the family fleet comes up; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain.")
 
     @Option(help: "The family fleet file (the demo tells its story).", completion: .file(extensions: ["yaml"]))
     var fleet = "Peers/family.yaml"
@@ -111,8 +113,11 @@ struct DemoCommand: AsyncParsableCommand {
         tour.say("a new face is enrolled")
         await tour.attempt("read vault-key with Face ID") { try await phone.read(Self.mail, "vault-key", .responding(.biometryMatch)) }
         await tour.attempt("read vault-key with the passcode") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
+        try await newPhone(from: phone, runner: runner, tour: tour)
+
+        tour.heading("Alice removes her passcode")
         try await phone.send(.passcode, NodeAPI.Passcode(new: nil, current: passcode, remove: true))
-        tour.say("Alice removes her passcode: whenPasscodeSetThisDeviceOnly items are destroyed")
+        tour.say("whenPasscodeSetThisDeviceOnly items are destroyed with it")
         await tour.attempt("read vault-key") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
 
         tour.heading("Fleet status")
@@ -137,6 +142,24 @@ struct DemoCommand: AsyncParsableCommand {
         tour.say("\(files) files; keychain secrets found in plaintext outside app sandboxes: \(hits)")
         tour.say("(UserDefaults stays plaintext, as on iOS: a legacy store is not a keychain)")
         if root != nil { tour.say("The devices stay in \(runner.root.path); `keyferry fleet up \(fleet) --root \(runner.root.path)` brings them back.") }
+    }
+
+    /// Backs the phone up both ways and restores each archive onto a new iPhone.
+    private func newPhone(from phone: NodeClient, runner: FleetRunner, tour: Tour) async throws {
+        tour.heading("Alice gets a new iPhone: her backups, restored onto it")
+        let backupPassword = "demo backup password"
+        for (kind, password) in [("encrypted", Optional(backupPassword)), ("unencrypted", nil)] {
+            let archive = runner.root.appendingPathComponent("phone-\(kind).kfbackup")
+            let manifest: ArchiveManifest = try await phone.call(.backup, NodeAPI.Backup(path: archive.path, password: password))
+            tour.say("\(kind) backup of the phone: \(manifest.summary)")
+            let target = runner.root.appendingPathComponent("new-phone-\(kind)")
+            try Device.create(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321")).powerOff()
+            let report = try NodeLauncher.whilePoweredOff(directory: target) {
+                try DeviceRestore.restore(archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321")
+            }
+            tour.say("restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file(s)")
+            for line in report.table(target: target.path).split(separator: "\n").dropFirst() { tour.say(String(line)) }
+        }
     }
 
     static let mail = "com.example.mail"

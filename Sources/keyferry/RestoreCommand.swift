@@ -49,8 +49,8 @@ extension RestoreReport {
             + "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); "
             + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"]
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
-            let columns = [item.restored ? "restored" : "dropped ", item.itemClass.name.padded(16), item.protection.name.padded(30),
-                           item.synchronizable ? "sync " : "local", item.accessGroup.padded(28), item.uuid.uuidString.prefix(8).description]
+            let columns = [item.restored ? "restored" : "dropped ", (item.name ?? "item \(item.uuid.uuidString.prefix(8))").padded(26),
+                           item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local"]
             lines.append("  " + columns.joined(separator: " ") + (item.reason.map { "  \($0.sentence)" } ?? ""))
         }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {

@@ -130,6 +130,10 @@ struct DemoCLITests {
         #expect(lines.contains { $0.contains("s later, read session-token") && $0.hasSuffix("(-25308)") })
         #expect(outcome("read legacy-pin (always)") == "ok")
         #expect(outcome("keychain secrets found in plaintext") == "0")
+        // The new iPhones: migratable items back from the encrypted backup, none from the unencrypted one.
+        #expect(lines.contains { $0.contains("dropped  push-key") && $0.contains("device-bound") })
+        #expect(lines.contains { $0.contains("restored session-token") })
+        #expect(lines.filter { $0.contains("restored onto a new iPhone") }.map { $0.contains("0 of 5") } == [false, true])
         #expect(lines.filter { $0.hasSuffix("stopped") }.count == 3)
         let statuses = try #require(try cli.ok(["fleet", "status", peers.path, "--root", root.path, "--json"]).json() as? [[String: Any]])
         #expect(statuses.count == 3)
