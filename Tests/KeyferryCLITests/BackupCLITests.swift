@@ -1,4 +1,6 @@
 import Foundation
+import KeychainModel
+import Node
 import Testing
 
 /// `keyferry backup create|inspect|verify` against a running node.
@@ -144,5 +146,57 @@ extension CLI {
         }
         try ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "token=marker-defaults"])
         return dir
+    }
+}
+
+/// Killing a restore at any moment leaves the target either as it was or fully restored.
+@Suite("keyferry restore, killed")
+struct RestoreKillTests {
+    @Test("SIGKILL during restore: the target opens, holding its old items or all the restored ones, never a mix")
+    func killed() async throws {
+        let cli = try CLI()
+        let source = try cli.poweredDevice("phone")
+        let client = NodeClient(directory: URL(fileURLWithPath: source))
+        for index in 0..<1500 {
+            let item = NewItem(.genericPassword, attributes: [.account: .string("bulk-\(index)")], data: Data(repeating: 7, count: 256))
+            let _: NodeAPI.Items = try await client.call(.add, NodeAPI.Add(app: "com.example.mail", item: item))
+        }
+        let archive = cli.root.appendingPathComponent("big.kfbackup").path
+        try cli.ok(["backup", "create", source, "--out", archive, "--unencrypted"])
+        try cli.ok(["node", "stop", source])
+
+        try killRestores(cli, archive: archive, target: source)
+        // Whatever happened, a full restore afterwards succeeds and leaves nothing beside the device.
+        try cli.ok(["restore", archive, "--to", source, "--passcode", "123456"])
+        #expect(try cli.status(source)["itemCount"] as? Int == 1500)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.hasPrefix(".") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// Kills restores at growing delays (plain threads: these waits must not hold the
+    /// cooperative pool), checking after each that the target is whole.
+    func killRestores(_ cli: CLI, archive: String, target source: String) throws {
+        func itemCount() throws -> Int? { try cli.status(source)["itemCount"] as? Int }
+        #expect(try itemCount() == 1500)
+        // Make the target differ from the archive, so a mix would show: one extra local item.
+        try cli.ok(["node", "start", source])
+        try cli.ok(["device", "unlock", source, "--passcode", "123456"])
+        try cli.ok(["item", "add", source, "--app", "com.example.mail", "--account", "after-backup", "--value", "x"])
+        try cli.ok(["node", "stop", source])
+
+        for delay in [30, 120, 250, 400, 700, 1200] {
+            let restore = Process()
+            restore.executableURL = cli.binary
+            restore.arguments = ["restore", archive, "--to", source, "--passcode", "123456"]
+            restore.standardOutput = FileHandle.nullDevice
+            restore.standardError = FileHandle.nullDevice
+            try restore.run()
+            Thread.sleep(forTimeInterval: Double(delay) / 1000)
+            kill(restore.processIdentifier, SIGKILL)
+            restore.waitUntilExit()
+            let count = try #require(try itemCount())
+            #expect(count == 1501 || count == 1500, "after a kill at \(delay) ms the device holds \(count) items")
+            if count == 1500 { break }
+        }
     }
 }
