@@ -4,7 +4,7 @@ import KeyferryCrypto
 
 /// One keychain item as a backup carries it: in view, what a restore report needs to name the
 /// item; sealed, the whole item, under a key that decides where it can come back.
-public struct ArchivedItem: Codable, Sendable, Equatable {
+public struct ArchivedItem: Sendable, Equatable {
     public var uuid: UUID
     public var itemClass: ItemClass
     public var protection: ProtectionClass
@@ -15,10 +15,10 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
     /// which item was lost. Only in encrypted archives, whose sections are sealed; an
     /// unencrypted archive shows no attribute of any item.
     public var name: String?
-    /// XChaCha20-Poly1305 of the item's JSON (an `ItemRecord` with its data).
+    /// XChaCha20-Poly1305 of the whole item (`ItemRecord.archiveBytes`, its data included).
     public var sealed: Data
 
-    public enum Wrapping: String, Codable, Sendable {
+    public enum Wrapping: String, Sendable {
         /// Under the source device's UID-derived backup key: comes back on that device only.
         case device
         /// Under the encrypted archive's backup keybag: comes back on any device.
@@ -32,7 +32,7 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
         return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
     }
 
-    init(_ record: ItemRecord, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) throws {
+    init(_ record: ItemRecord, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) {
         uuid = record.uuid
         name = named ? Self.name(of: record) : nil
         itemClass = record.itemClass
@@ -40,14 +40,13 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
         synchronizable = record.synchronizable
         accessGroup = record.accessGroup
         self.wrapping = wrapping
-        sealed = AEAD.seal(try JSONEncoder.archive.encode(record), key: key, associatedData: Self.associatedData(uuid, protection, wrapping),
-                           entropy: entropy)
+        sealed = AEAD.seal(record.archiveBytes, key: key, associatedData: Self.associatedData(uuid, protection, wrapping), entropy: entropy)
     }
 
     /// The item itself; fails with `CryptoError.authenticationFailed` under any other key.
     func open(with key: SymmetricKey) throws -> ItemRecord {
-        let json = try AEAD.open(sealed, key: key, associatedData: Self.associatedData(uuid, protection, wrapping))
-        let record = try JSONDecoder().decode(ItemRecord.self, from: json)
+        let bytes = try AEAD.open(sealed, key: key, associatedData: Self.associatedData(uuid, protection, wrapping))
+        guard let record = try? ItemRecord(archiveBytes: bytes) else { throw CryptoError.authenticationFailed }
         guard record.uuid == uuid, record.protection == protection, record.itemClass == itemClass else {
             throw CryptoError.authenticationFailed
         }
@@ -76,7 +75,7 @@ public struct ArchivedItem: Codable, Sendable, Equatable {
 
 /// One file of an app's sandbox, or a piece of one: files larger than a section are carried in
 /// pieces at increasing offsets.
-public struct SandboxEntry: Codable, Sendable, Equatable {
+public struct SandboxEntry: Sendable, Equatable {
     public var bundleID: String
     /// `Library/Preferences/BUNDLE.plist` for UserDefaults, `Documents/NAME` for files.
     public var path: String

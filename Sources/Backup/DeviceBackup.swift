@@ -26,23 +26,32 @@ public enum DeviceBackup {
         let records = try device.deviceKeychain.changes(since: 0, includingData: true).filter { !$0.isTombstone }.map(\.record)
         let files = try sandboxFiles(device, apps)
         let total = records.count + files.count
+        // Sealing is the costly part: done on every core, in chunks that bound memory.
         var batch = SectionBatch(kind: .keychain, writer: writer)
-        for (done, record) in records.enumerated() {
-            manifest.counts[CountName.items(record), default: 0] += 1
-            guard let wrapping = ArchivedItem.wrapping(for: record.protection, mode: writer.header.mode) else {
-                manifest.counts[CountName.notExported(record), default: 0] += 1
-                continue
+        let named = writer.header.mode == .encrypted
+        for start in stride(from: 0, to: records.count, by: 10_000) {
+            let chunk = records[start..<min(start + 10_000, records.count)]
+            var work: [(ItemRecord, ArchivedItem.Wrapping, SymmetricKey)] = []
+            for record in chunk {
+                manifest.counts[CountName.items(record), default: 0] += 1
+                guard let wrapping = ArchivedItem.wrapping(for: record.protection, mode: writer.header.mode) else {
+                    manifest.counts[CountName.notExported(record), default: 0] += 1
+                    continue
+                }
+                work.append((record, wrapping, wrapping == .backup ? writer.backupKeybag!.key(for: record.protection) : device.deviceBoundBackupKey))
             }
-            let key = wrapping == .backup ? writer.backupKeybag!.key(for: record.protection) : device.deviceBoundBackupKey
-            try batch.add(ArchivedItem(record, wrapping: wrapping, key: key, named: writer.header.mode == .encrypted, entropy: entropy))
-            progress(done + 1, total)
+            let encoded = try ParallelMap.map(work) { record, wrapping, key in
+                ArchivedItem(record, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded
+            }
+            for entry in encoded { try batch.add(entry) }
+            progress(start + chunk.count, total)
         }
         try batch.flush()
 
         batch = SectionBatch(kind: .sandbox, writer: writer)
         for (done, file) in files.enumerated() {
             let entries = try file.entries()
-            for entry in entries { try batch.add(entry) }
+            for entry in entries { try batch.add(entry.encoded) }
             if !entries.isEmpty { manifest.counts["sandboxFiles", default: 0] += 1 }
             progress(records.count + done + 1, total)
         }
@@ -98,29 +107,28 @@ public enum DeviceBackup {
     }
 }
 
-/// Collects entries into JSON-array sections no larger than a section may be.
+/// Collects encoded entries into sections no larger than a section may be.
 private struct SectionBatch {
     let kind: SectionKind
     let writer: ArchiveWriter
-    private var encoded: [Data] = []
-    private var bytes = 0
+    private var entries: [[UInt8]] = []
+    private var bytes = 4
 
     init(kind: SectionKind, writer: ArchiveWriter) {
         self.kind = kind
         self.writer = writer
     }
 
-    mutating func add(_ entry: some Encodable) throws {
-        let json = try JSONEncoder.archive.encode(entry)
-        if bytes + json.count + 2 > ArchiveFormat.maximumSectionBytes { try flush() }
-        encoded.append(json)
-        bytes += json.count + 1
+    mutating func add(_ entry: [UInt8]) throws {
+        if bytes + entry.count + 4 > ArchiveFormat.maximumSectionBytes { try flush() }
+        entries.append(entry)
+        bytes += entry.count + 4
     }
 
     mutating func flush() throws {
-        guard !encoded.isEmpty else { return }
-        try writer.append(kind, Data("[".utf8) + Data(encoded.joined(separator: Data(",".utf8))) + Data("]".utf8))
-        encoded = []
-        bytes = 0
+        guard !entries.isEmpty else { return }
+        try writer.append(kind, EntryList.encode(entries))
+        entries = []
+        bytes = 4
     }
 }

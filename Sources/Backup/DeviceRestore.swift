@@ -113,9 +113,9 @@ public enum DeviceRestore {
         mutating func add(_ kind: SectionKind, _ data: Data) throws {
             switch kind {
             case .apps: apps += try JSONDecoder().decode([AppManifest].self, from: data)
-            case .keychain: items += try JSONDecoder().decode([ArchivedItem].self, from: data)
+            case .keychain: items += try decoded(data, kind) { try ArchivedItem(decoding: $0) }
             case .sandbox:
-                for entry in try JSONDecoder().decode([SandboxEntry].self, from: data) {
+                for entry in try decoded(data, kind, { try SandboxEntry(decoding: $0) }) {
                     let id = "\(entry.bundleID)/\(entry.path)"
                     if entry.offset == 0 {
                         files.append(SandboxFile(bundleID: entry.bundleID, path: entry.path, protection: entry.protection, contents: entry.contents))
@@ -126,6 +126,15 @@ public enum DeviceRestore {
                     }
                 }
             case .manifest: break
+            }
+        }
+
+        /// The entries of an authenticated section; one that does not decode was written wrong.
+        private func decoded<Entry>(_ data: Data, _ kind: SectionKind, _ entry: (ArraySlice<UInt8>) throws -> Entry) throws -> [Entry] {
+            do {
+                return try EntryList.decode(data).map(entry)
+            } catch {
+                throw ArchiveError.inconsistent("a \(kind) section does not decode")
             }
         }
     }

@@ -82,3 +82,20 @@ extension ItemClass {
         return out
     }
 }
+
+extension AttributeValue {
+    /// Reads `canonicalBytes` back.
+    public init(canonical bytes: ArraySlice<UInt8>) throws {
+        guard let tag = bytes.first, let kind = AttributeKey.Kind(rawValue: tag) else { throw ByteReader.Malformed() }
+        var r = ByteReader(bytes.dropFirst())
+        switch kind {
+        case .string:
+            guard let s = String(bytes: bytes.dropFirst(), encoding: .utf8) else { throw ByteReader.Malformed() }
+            self = .string(s)
+        case .data: self = .data(Data(bytes.dropFirst()))
+        case .number: self = .number(Int64(bitPattern: try r.uint64()))
+        case .bool: self = .bool(try r.uint8() != 0)
+        case .date: self = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64())))
+        }
+    }
+}

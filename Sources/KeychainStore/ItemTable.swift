@@ -4,7 +4,7 @@ import KeychainModel
 import Synchronization
 
 /// One row of the `item` table as read back: the sealed row plus its bookkeeping.
-struct StoredRow {
+struct StoredRow: Sendable {
     var id: Int64
     var sealed: SealedRow
     var isTombstone: Bool

@@ -22,10 +22,17 @@ extension Keychain {
                         authentication: AuthenticationContext = .noInteraction) throws -> [ItemChange] {
         let groupHashes = try groupsForReading(nil)?.map(accessGroupHash)
         let keys = try device.availableKeys()
+        if isDeviceScope {
+            // The system's own read (backup, sync): no user to ask, so rows open on every core.
+            let rows = try device.database.read { db in try ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes) }
+            return try ParallelMap.map(rows) { row in
+                ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
+                           record: try open(row, keys: keys, withData: includingData && !row.isTombstone))
+            }
+        }
         return try device.database.read { db in
             try ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes).map { row in
-                let record = try open(row, keys: keys, withData: includingData && !row.isTombstone, authentication: authentication,
-                                      skipAuthentication: isDeviceScope, db)
+                let record = try open(row, keys: keys, withData: includingData && !row.isTombstone, authentication: authentication, db)
                 return ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone,
                                   tombstoneDate: row.tombstoneDate, record: record)
             }

@@ -135,14 +135,20 @@ public struct Keychain: Sendable {
 
     /// Opens a row into a record: metadata always, the secret when asked (after access control).
     func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
-              skipAuthentication: Bool = false, _ db: Database) throws -> ItemRecord {
+              _ db: Database) throws -> ItemRecord {
         let (metadata, classKeys) = try openMetadata(row, keys: keys)
         var data: Data?
         if withData {
-            if !skipAuthentication { try authenticate(metadata, authentication, db) }
+            try authenticate(metadata, authentication, db)
             data = try openSecret(row, classKey: classKeys.classKey)
         }
         return record(row.header, metadata, data: data)
+    }
+
+    /// Opens a row for the system itself, which no access control asks: no database needed.
+    func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool) throws -> ItemRecord {
+        let (metadata, classKeys) = try openMetadata(row, keys: keys)
+        return record(row.header, metadata, data: withData ? try openSecret(row, classKey: classKeys.classKey) : nil)
     }
 
     /// An item as calls return it: the row's plaintext columns plus its opened metadata.

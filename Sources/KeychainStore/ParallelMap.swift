@@ -4,8 +4,8 @@ import Synchronization
 
 /// `map` over all cores for independent, CPU-bound work (sealing rows). Results keep the
 /// input's order; the first error wins and the rest of the work is abandoned.
-enum ParallelMap {
-    static func map<Input: Sendable, Output: Sendable>(
+public enum ParallelMap {
+    public static func map<Input: Sendable, Output: Sendable>(
         _ inputs: [Input], minimumChunk: Int = 256, _ transform: @Sendable (Input) throws -> Output
     ) throws -> [Output] {
         let cores = ProcessInfo.processInfo.activeProcessorCount

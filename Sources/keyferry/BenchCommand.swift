@@ -7,8 +7,8 @@ import KeychainStore
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure Keyferry against plain SQLite on this machine.",
-        subcommands: [StoreBench.self, NodeBench.self])
+        abstract: "Measure Keyferry against same-run baselines on this machine.",
+        subcommands: [StoreBench.self, NodeBench.self, BackupBench.self])
 }
 
 /// The keychain engine against plain SQLite single-row transactions, measured in one run on the

@@ -31,7 +31,7 @@ struct DeviceBackupTests {
     func items(_ url: URL, password: Data?) throws -> [ArchivedItem] {
         var items: [ArchivedItem] = []
         try ArchiveReader(contentsOf: url).read(password: password) { kind, content in
-            if kind == .keychain { items += try JSONDecoder().decode([ArchivedItem].self, from: content) }
+            if kind == .keychain { items += try EntryList.decode(content).map(ArchivedItem.init(decoding:)) }
         }
         return items
     }
@@ -81,7 +81,7 @@ struct DeviceBackupTests {
         // A legacy plaintext secret in UserDefaults is readable, as from an iOS unencrypted backup.
         var defaults: [SandboxEntry] = []
         try ArchiveReader(contentsOf: url).read(password: nil) { kind, content in
-            if kind == .sandbox { defaults += try JSONDecoder().decode([SandboxEntry].self, from: content) }
+            if kind == .sandbox { defaults += try EntryList.decode(content).map(SandboxEntry.init(decoding:)) }
         }
         #expect(defaults.count == 1 && defaults[0].contents.range(of: Data("marker-defaults".utf8)) != nil)
     }

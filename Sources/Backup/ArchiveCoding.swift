@@ -1,0 +1,135 @@
+import Foundation
+import KeychainModel
+
+// The binary coding of section contents (Protocol/backup.md): Keyferry's ByteWriter encoding,
+// little-endian lengths, as in the store. JSON cost more than everything else a backup does.
+
+/// A keychain or sandbox section: a count, then each entry length-prefixed.
+enum EntryList {
+    static func encode(_ entries: [[UInt8]]) -> Data {
+        var w = ByteWriter()
+        w.uint32(UInt32(entries.count))
+        for entry in entries { w.lengthPrefixed(entry) }
+        return Data(w.bytes)
+    }
+
+    static func decode(_ content: Data) throws -> [ArraySlice<UInt8>] {
+        var r = ByteReader(Array(content))
+        let count = try r.uint32()
+        var entries: [ArraySlice<UInt8>] = []
+        entries.reserveCapacity(Int(min(count, 1 << 20)))
+        for _ in 0..<count { entries.append(try r.lengthPrefixed()) }
+        guard r.isAtEnd else { throw ByteReader.Malformed() }
+        return entries
+    }
+}
+
+extension ItemRecord {
+    static let archiveFormat: UInt8 = 1
+
+    /// What an archived item seals: the whole item, its data included.
+    var archiveBytes: [UInt8] {
+        var w = ByteWriter()
+        w.uint8(Self.archiveFormat)
+        w.string(itemClass.rawValue)
+        withUnsafeBytes(of: uuid.uuid) { w.raw($0) }
+        w.string(accessGroup)
+        w.string(protection.rawValue)
+        w.uint8(synchronizable ? 1 : 0)
+        if let accessControl {
+            w.uint8(1)
+            w.string(accessControl.protection.rawValue)
+            w.uint64(accessControl.flags.rawValue)
+        } else {
+            w.uint8(0)
+        }
+        w.uint64(creationDate.timeIntervalSinceReferenceDate.bitPattern)
+        w.uint64(modificationDate.timeIntervalSinceReferenceDate.bitPattern)
+        w.uint32(UInt32(attributes.count))
+        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            w.string(key.rawValue)
+            w.lengthPrefixed(value.canonicalBytes)
+        }
+        w.lengthPrefixed(data ?? Data())
+        return w.bytes
+    }
+
+    init(archiveBytes bytes: some Collection<UInt8>) throws {
+        var r = ByteReader(Array(bytes))
+        guard try r.uint8() == Self.archiveFormat, let itemClass = ItemClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
+        let uuid = UUID(uuid: try r.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        let accessGroup = try r.string()
+        guard let protection = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
+        let synchronizable = try r.uint8() == 1
+        var accessControl: AccessControl?
+        if try r.uint8() == 1 {
+            guard let controlled = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
+            accessControl = try AccessControl(protection: controlled, flags: AccessControlFlags(rawValue: try r.uint64()))
+        }
+        let created = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
+        let modified = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
+        var attributes = Attributes()
+        for _ in 0..<(try r.uint32()) {
+            let key = AttributeKey(rawValue: try r.string())
+            attributes[key] = try AttributeValue(canonical: try r.lengthPrefixed())
+        }
+        let data = Data(try r.lengthPrefixed())
+        guard r.isAtEnd else { throw ByteReader.Malformed() }
+        self.init(itemClass: itemClass, uuid: uuid, accessGroup: accessGroup, protection: protection, synchronizable: synchronizable,
+                  accessControl: accessControl, creationDate: created, modificationDate: modified, attributes: attributes, data: data)
+    }
+}
+
+extension ArchivedItem {
+    var encoded: [UInt8] {
+        var w = ByteWriter()
+        withUnsafeBytes(of: uuid.uuid) { w.raw($0) }
+        w.string(itemClass.rawValue)
+        w.string(protection.rawValue)
+        w.uint8(synchronizable ? 1 : 0)
+        w.string(accessGroup)
+        w.uint8(wrapping == .backup ? 1 : 0)
+        w.string(name ?? "")
+        w.lengthPrefixed(sealed)
+        return w.bytes
+    }
+
+    init(decoding bytes: ArraySlice<UInt8>) throws {
+        var r = ByteReader(bytes)
+        uuid = UUID(uuid: try r.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        guard let itemClass = ItemClass(rawValue: try r.string()), let protection = ProtectionClass(rawValue: try r.string()) else {
+            throw ByteReader.Malformed()
+        }
+        self.itemClass = itemClass
+        self.protection = protection
+        synchronizable = try r.uint8() == 1
+        accessGroup = try r.string()
+        wrapping = try r.uint8() == 1 ? .backup : .device
+        let name = try r.string()
+        self.name = name.isEmpty ? nil : name
+        sealed = Data(try r.lengthPrefixed())
+        guard r.isAtEnd else { throw ByteReader.Malformed() }
+    }
+}
+
+extension SandboxEntry {
+    var encoded: [UInt8] {
+        var w = ByteWriter()
+        w.string(bundleID)
+        w.string(path)
+        w.string(protection)
+        w.uint64(UInt64(offset))
+        w.lengthPrefixed(contents)
+        return w.bytes
+    }
+
+    init(decoding bytes: ArraySlice<UInt8>) throws {
+        var r = ByteReader(bytes)
+        bundleID = try r.string()
+        path = try r.string()
+        protection = try r.string()
+        offset = Int(try r.uint64())
+        contents = Data(try r.lengthPrefixed())
+        guard r.isAtEnd else { throw ByteReader.Malformed() }
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Backup
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeyferryCrypto
+
+/// Backup create, verify and restore of a populated device, against `restic backup` of the
+/// same device directory in the same run.
+struct BackupBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Back up, verify and restore a device of N items and M MB of sandbox files, against restic (run with -c release).",
+        discussion: """
+            Targets: backup create no slower than `restic backup` of the same device directory to a \
+            fresh local repository, and an archive no larger than that repository. restic comes from \
+            Debian (apt-get install restic); without it the comparison is skipped.
+            """)
+
+    @Option(help: "Keychain items (mixed classes and protections, 256-byte secrets).") var items = 100_000
+    @Option(help: "Megabytes of sandbox files.") var sandboxMB = 50
+    @Option(help: "Directory for the scratch devices (default: a temporary directory).") var dir: String?
+    @Flag(help: "Print the figures as JSON.") var json = false
+
+    func validate() throws {
+        guard items >= 0, sandboxMB >= 0 else { throw ValidationError("--items and --sandbox-mb must be zero or more.") }
+    }
+
+    func run() throws {
+        let root = URL(fileURLWithPath: dir ?? FileManager.default.temporaryDirectory.path)
+            .appendingPathComponent("keyferry-bench-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let passcode = "123456", password = Data("bench backup password".utf8)
+
+        let source = try populatedDevice(at: root.appendingPathComponent("phone"), passcode: passcode)
+        let archive = root.appendingPathComponent("phone.kfbackup")
+        let create = try seconds { try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: password)) }
+        source.powerOff()
+        let verify = try seconds { _ = try ArchiveReader(contentsOf: archive).read(password: password) }
+        let target = root.appendingPathComponent("new-phone")
+        try Device.create(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode)).powerOff()
+        var restored = 0
+        let restore = try seconds {
+            restored = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode).restoredCount
+        }
+        let archiveBytes = try size(of: archive)
+        let restic = try Restic(scratch: root).backup(root.appendingPathComponent("phone"))
+
+        var figures: [String: Any] = [
+            "items": items, "sandboxMB": sandboxMB, "createSeconds": create, "verifySeconds": verify, "restoreSeconds": restore,
+            "restoredItems": restored, "archiveBytes": archiveBytes,
+        ]
+        if let restic {
+            figures["resticSeconds"] = restic.seconds
+            figures["resticRepositoryBytes"] = restic.bytes
+        }
+        if json { printJSON(figures); return }
+        print("device: \(items) items, \(sandboxMB) MB of sandbox files")
+        if let restic {
+            print(String(format: "restic backup            %7.2f s   (= 1.00)   repository %7.1f MB (= 1.00)", restic.seconds, Double(restic.bytes) / 1e6))
+            print(String(format: "keyferry backup create   %7.2f s   %.2fx      archive    %7.1f MB  %.2fx   (targets <= 1.00x)",
+                         create, create / restic.seconds, Double(archiveBytes) / 1e6, Double(archiveBytes) / Double(restic.bytes)))
+        } else {
+            print(String(format: "keyferry backup create   %7.2f s              archive    %7.1f MB   (restic not installed: apt-get install restic)",
+                         create, Double(archiveBytes) / 1e6))
+        }
+        print(String(format: "keyferry backup verify   %7.2f s", verify))
+        print(String(format: "keyferry restore         %7.2f s   (%d items restored onto a new device)", restore, restored))
+    }
+
+    /// A device of `items` items spread over classes, protection classes and four apps, with
+    /// `sandboxMB` of incompressible sandbox files: what restic and Keyferry both back up.
+    private func populatedDevice(at directory: URL, passcode: String) throws -> Device {
+        let device = try Device.create(at: directory, options: DeviceOptions(name: "Bench iPhone", passcode: passcode))
+        let apps = (0..<4).map { AppManifest(bundleID: "com.example.app\($0)", teamID: "BENCH12345") }
+        for app in apps { try device.install(app) }
+        let protections: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
+                                              .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+        let entropy = SystemEntropy()
+        for start in stride(from: 0, to: items, by: 5_000) {
+            let batch = (start..<min(start + 5_000, items)).map { index -> NewItem in
+                let protection = protections[index % protections.count]
+                let secret = Data(entropy.bytes(256))
+                switch index % 3 {
+                case 0: return NewItem(.genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")], data: secret, protection: protection)
+                case 1: return NewItem(.internetPassword, attributes: [.account: .string("user\(index)"), .server: .string("host\(index % 97).example.com")],
+                                       data: secret, protection: protection)
+                default: return NewItem(.key, attributes: [.applicationTag: .data(Data("key\(index)".utf8))], data: secret, protection: protection)
+                }
+            }
+            try device.keychain(for: apps[(start / 5_000) % apps.count].bundleID).importItems(batch)
+        }
+        let fileBytes = 1 << 20
+        for index in 0..<sandboxMB {
+            try device.sandbox(for: apps[index % apps.count].bundleID).writeFile("blob\(index).bin", Data(entropy.bytes(fileBytes)))
+        }
+        return device
+    }
+
+    private func seconds(_ body: () throws -> Void) throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    private func size(of file: URL) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+    }
+
+    /// `restic backup` of a directory into a fresh repository, if restic is installed.
+    private struct Restic {
+        let scratch: URL
+
+        func backup(_ directory: URL) throws -> (seconds: Double, bytes: Int)? {
+            guard let restic = ["/usr/bin/restic", "/usr/local/bin/restic"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
+            let repository = scratch.appendingPathComponent("restic-repo")
+            try run(restic, ["init", "--repo", repository.path])
+            let start = DispatchTime.now().uptimeNanoseconds
+            try run(restic, ["backup", "--repo", repository.path, directory.path])
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            var bytes = 0
+            let enumerator = FileManager.default.enumerator(at: repository, includingPropertiesForKeys: [.fileSizeKey])
+            while let file = enumerator?.nextObject() as? URL { bytes += (try file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0 }
+            return (seconds, bytes)
+        }
+
+        private func run(_ executable: String, _ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(["RESTIC_PASSWORD": "bench"]) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let exited = DispatchSemaphore(value: 0)
+            process.terminationHandler = { _ in exited.signal() }
+            try process.run()
+            exited.wait()
+            guard process.terminationStatus == 0 else { throw CommandFailure("restic \(arguments.first ?? "") failed during the benchmark.") }
+        }
+    }
+}
