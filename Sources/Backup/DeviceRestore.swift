@@ -55,13 +55,18 @@ public enum DeviceRestore {
             .reduce(into: [PrimaryKey: ItemChange]()) { $0[$1.record.primaryKey] = $1 }
         try keychain.deleteNonSynchronizableItems()
 
+        // Opening is the costly part: done on every core.
+        let keybag = keys.backupKeybag, deviceKey = device.deviceBoundBackupKey
+        let opened = try ParallelMap.map(contents.items) { item -> ItemRecord? in
+            let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
+            return key.flatMap { try? item.open(with: $0) }
+        }
         var restored: [ItemRecord] = []
         let total = contents.items.count + contents.files.count
-        for (done, item) in contents.items.enumerated() {
+        for (done, (item, record)) in zip(contents.items, opened).enumerated() {
             let outcome: RestoreReport.Reason?
             var name = item.name
-            let key = item.wrapping == .backup ? keys.backupKeybag?.key(for: item.protection) : device.deviceBoundBackupKey
-            if let key, let record = try? item.open(with: key) {
+            if let record {
                 name = name ?? ArchivedItem.name(of: record)
                 outcome = decide(record, entitledGroups: entitledGroups, onTarget: synchronizedOnTarget[record.primaryKey])
                 if outcome == nil { restored.append(record) }

@@ -22,7 +22,7 @@ extension Keychain {
     public func restore(_ records: [ItemRecord]) throws {
         try requireDeviceScope()
         let keys = try device.availableKeys()
-        let sealed = try records.map { record -> SealedRow in
+        let sealed = try ParallelMap.map(records) { record -> SealedRow in
             try checkPasscode(for: record.protection)
             guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
             let metadata = ItemMetadata(accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
