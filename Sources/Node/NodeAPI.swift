@@ -27,6 +27,13 @@ public enum NodeAPI {
     public struct NodeStatus: Codable, Sendable {
         public var pid: Int32
         public var device: DeviceStatus
+        /// While a backup is being written: items and files done, and their total.
+        public var backupProgress: Progress?
+    }
+
+    public struct Progress: Codable, Sendable {
+        public var done: Int
+        public var total: Int
     }
 
     public struct Unlock: Codable, Sendable {

@@ -4,6 +4,7 @@ import Hummingbird
 import KeychainModel
 import KeychainStore
 import Logging
+import Synchronization
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.
@@ -50,9 +51,12 @@ public enum NodeServer {
 
     static func routes(_ router: Router<BasicRequestContext>, device: Device, logger: Logger) {
         typealias API = NodeAPI
+        // How far a backup in progress has come, for `status` to report while it runs.
+        let backupProgress = Mutex<API.Progress?>(nil)
         router.get(path(.status)) { _, _ in
             try reply(logger, .status) {
-                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status())
+                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status(),
+                               backupProgress: backupProgress.withLock { $0 })
             }
         }
         post(router, .reboot, API.Empty.self, logger) { _ in
@@ -112,7 +116,10 @@ public enum NodeServer {
         post(router, .backup, API.Backup.self, logger) { request in
             guard request.path.hasPrefix("/") else { throw API.Failure(request: "the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
-            let manifest = try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode)
+            defer { backupProgress.withLock { $0 = nil } }
+            let manifest = try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode) { done, total in
+                backupProgress.withLock { $0 = API.Progress(done: done, total: total) }
+            }
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
             return manifest
         }

@@ -39,7 +39,21 @@ struct BackupCommand: AsyncParsableCommand {
                     throw ArchiveError.cannotWrite("\(out) already exists; choose a new file name")
                 }
                 let secret = encrypted ? try password.read(required: true) : nil
-                let manifest: ArchiveManifest = try await device.client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+                let client = device.client
+                // On a terminal, the node's progress while it writes.
+                let progress = Task {
+                    guard !output.json, ProcessControl.standardErrorIsTerminal else { return }
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: .milliseconds(300))
+                        if let step = try await client.status().backupProgress {
+                            printError("\u{1B}[2K\rbacking up \(step.done)/\(step.total)", newline: false)
+                        }
+                    }
+                }
+                defer { progress.cancel() }
+                let manifest: ArchiveManifest = try await client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+                progress.cancel()
+                if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
                 if output.json { try printJSON(encodable: manifest); return }
                 print("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
                 for warning in manifest.warnings { print("warning: \(warning)") }
