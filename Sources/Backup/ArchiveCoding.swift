@@ -36,13 +36,7 @@ extension ItemRecord {
         w.string(accessGroup)
         w.string(protection.rawValue)
         w.uint8(synchronizable ? 1 : 0)
-        if let accessControl {
-            w.uint8(1)
-            w.string(accessControl.protection.rawValue)
-            w.uint64(accessControl.flags.rawValue)
-        } else {
-            w.uint8(0)
-        }
+        w.accessControl(accessControl)
         w.uint64(creationDate.timeIntervalSinceReferenceDate.bitPattern)
         w.uint64(modificationDate.timeIntervalSinceReferenceDate.bitPattern)
         w.uint32(UInt32(attributes.count))
@@ -61,11 +55,7 @@ extension ItemRecord {
         let accessGroup = try r.string()
         guard let protection = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
         let synchronizable = try r.uint8() == 1
-        var accessControl: AccessControl?
-        if try r.uint8() == 1 {
-            guard let controlled = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
-            accessControl = try AccessControl(protection: controlled, flags: AccessControlFlags(rawValue: try r.uint64()))
-        }
+        let accessControl = try r.accessControl()
         let created = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
         let modified = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
         var attributes = Attributes()

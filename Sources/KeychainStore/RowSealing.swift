@@ -22,13 +22,7 @@ struct ItemMetadata: Equatable, Sendable {
         w.string(accessGroup)
         w.uint64(creationDate.timeIntervalSinceReferenceDate.bitPattern)
         w.uint64(modificationDate.timeIntervalSinceReferenceDate.bitPattern)
-        if let accessControl {
-            w.uint8(1)
-            w.string(accessControl.protection.rawValue)
-            w.uint64(accessControl.flags.rawValue)
-        } else {
-            w.uint8(0)
-        }
+        w.accessControl(accessControl)
         w.lengthPrefixed(biometryBinding)
         w.uint32(UInt32(attributes.count))
         for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
@@ -53,12 +47,7 @@ struct ItemMetadata: Equatable, Sendable {
         accessGroup = try r.string()
         creationDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
         modificationDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
-        if try r.uint8() == 1 {
-            guard let protection = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
-            accessControl = try AccessControl(protection: protection, flags: AccessControlFlags(rawValue: try r.uint64()))
-        } else {
-            accessControl = nil
-        }
+        accessControl = try r.accessControl()
         biometryBinding = Array(try r.lengthPrefixed())
         var attributes = Attributes()
         for _ in 0..<(try r.uint32()) {

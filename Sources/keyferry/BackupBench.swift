@@ -98,12 +98,6 @@ struct BackupBench: ParsableCommand {
         return device
     }
 
-    private func seconds(_ body: () throws -> Void) throws -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try body()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    }
-
     private func size(of file: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
     }
@@ -113,30 +107,15 @@ struct BackupBench: ParsableCommand {
         let scratch: URL
 
         func backup(_ directory: URL) throws -> (seconds: Double, bytes: Int)? {
-            guard let restic = ["/usr/bin/restic", "/usr/local/bin/restic"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
+            guard let path = ["/usr/bin/restic", "/usr/local/bin/restic"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
+            let restic = URL(fileURLWithPath: path), password = ["RESTIC_PASSWORD": "bench"]
             let repository = scratch.appendingPathComponent("restic-repo")
-            try run(restic, ["init", "--repo", repository.path])
-            let start = DispatchTime.now().uptimeNanoseconds
-            try run(restic, ["backup", "--repo", repository.path, directory.path])
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            try runQuietly(restic, ["init", "--repo", repository.path], environment: password)
+            let seconds = try seconds { try runQuietly(restic, ["backup", "--repo", repository.path, directory.path], environment: password) }
             var bytes = 0
             let enumerator = FileManager.default.enumerator(at: repository, includingPropertiesForKeys: [.fileSizeKey])
             while let file = enumerator?.nextObject() as? URL { bytes += (try file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0 }
             return (seconds, bytes)
-        }
-
-        private func run(_ executable: String, _ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(["RESTIC_PASSWORD": "bench"]) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            let exited = DispatchSemaphore(value: 0)
-            process.terminationHandler = { _ in exited.signal() }
-            try process.run()
-            exited.wait()
-            guard process.terminationStatus == 0 else { throw CommandFailure("restic \(arguments.first ?? "") failed during the benchmark.") }
         }
     }
 }

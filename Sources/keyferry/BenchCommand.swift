@@ -11,6 +11,32 @@ struct BenchCommand: AsyncParsableCommand {
         subcommands: [StoreBench.self, NodeBench.self, BackupBench.self])
 }
 
+/// How long `body` takes, in seconds.
+func seconds(_ body: () throws -> Void) throws -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// Runs a program with its output discarded and fails unless it succeeds. Waits through the
+/// termination handler: `waitUntilExit` polls every 50 ms on Linux, which would swamp what a
+/// benchmark measures.
+func runQuietly(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
+    try process.run()
+    exited.wait()
+    guard process.terminationStatus == 0 else {
+        throw CommandFailure("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) failed during the benchmark.")
+    }
+}
+
 /// The keychain engine against plain SQLite single-row transactions, measured in one run on the
 /// same disk so the ratios hold however noisy the machine is.
 struct StoreBench: ParsableCommand {

@@ -97,26 +97,5 @@ struct NodeBench: AsyncParsableCommand {
         return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    private func seconds(_ body: () throws -> Void) throws -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try body()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    }
-
     private func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
-
-    private func runQuietly(_ binary: URL, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        // Waiting on the exit through the termination handler: waitUntilExit polls every 50 ms
-        // on Linux, which would swamp what is measured.
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        exited.wait()
-        guard process.terminationStatus == 0 else { throw ValidationError("keyferry \(arguments.joined(separator: " ")) failed during the benchmark.") }
-    }
 }
