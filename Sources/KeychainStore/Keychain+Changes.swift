@@ -53,6 +53,10 @@ extension ItemTable {
             sql += " AND agrp_hash IN \(placeholders(hashes.count))"
             for hash in hashes { arguments += [Data(hash)] }
         }
-        return try Row.fetchAll(db, sql: sql + " ORDER BY change_seq", arguments: arguments).map(StoredRow.init)
+        // A cursor, so that each row becomes a StoredRow without an array of GRDB rows between.
+        var rows: [StoredRow] = []
+        let cursor = try Row.fetchCursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments: arguments)
+        while let row = try cursor.next() { rows.append(try StoredRow(row)) }
+        return rows
     }
 }
