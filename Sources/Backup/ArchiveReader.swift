@@ -167,6 +167,11 @@ private final class ArchiveFile {
     private(set) var offset: UInt64 = 0
 
     init(_ url: URL) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw ArchiveError.unreadable("there is no file \(url.path)")
+        }
+        guard !isDirectory.boolValue else { throw ArchiveError.unreadable("\(url.path) is a directory") }
         do {
             handle = try FileHandle(forReadingFrom: url)
         } catch {

@@ -46,6 +46,11 @@ public final class ArchiveWriter {
         headerDigest = KeyedHash.digest(of: prefix, key: ArchiveFormat.headerDigestKey)
         keys = archiveKey.map(SectionKeys.init(archiveKey:)) ?? SectionKeys(headerDigest: headerDigest)
 
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: destination.deletingLastPathComponent().path, isDirectory: &isDirectory),
+              isDirectory.boolValue else {
+            throw ArchiveError.cannotWrite("the directory \(destination.deletingLastPathComponent().path) does not exist")
+        }
         temporary = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {

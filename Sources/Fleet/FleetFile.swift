@@ -57,6 +57,11 @@ public struct FleetFile: Equatable, Sendable {
     /// `displayName`, default the path given), the line and the field.
     public static func load(_ url: URL, displayName: String? = nil) throws -> FleetFile {
         let file = displayName ?? url.relativePath
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw FleetFileError(file: file, problem: "cannot read the fleet file: there is no such file.")
+        }
+        guard !isDirectory.boolValue else { throw FleetFileError(file: file, problem: "cannot read the fleet file: it is a directory.") }
         let data: Data
         do {
             data = try Data(contentsOf: url)

@@ -169,7 +169,7 @@ public struct FleetRunner: Sendable {
     private func checkDirectories() throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-            throw FleetError(failures: [("root", NodeError.failed("the fleet's root \(root.path) is a file; give --root a directory."))])
+            throw NodeError.failed("the fleet's root \(root.path) is a file; give --root a directory.")
         }
         var failures: [(String, any Error)] = []
         for member in fleet.members {

@@ -28,6 +28,9 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting(json: false) {
+            guard FileManager.default.fileExists(atPath: fleet) else {
+                throw FleetFileError(file: fleet, problem: "cannot read the fleet file: there is no such file; run the demo from the repository (./scripts/demo), or give --fleet the family fleet's file.")
+            }
             let file = try FleetFile.load(URL(fileURLWithPath: fleet), displayName: fleet)
             // Short, so the sockets' paths fit.
             let rootURL = URL(fileURLWithPath: root ?? "/tmp/keyferry-demo-\(UUID().uuidString.prefix(8))")

@@ -63,6 +63,13 @@ struct BackupCLITests {
         let truncated = try cli.run(["backup", "verify", archive], environment: ["KEYFERRY_BACKUP_PASSWORD": "from env"])
         #expect(truncated.status == 1 && truncated.stderr.contains("truncated"))
 
+        let noDirectory = try cli.run(["backup", "create", dir, "--out", cli.root.appendingPathComponent("none/a.kfbackup").path, "--unencrypted"])
+        #expect(noDirectory.status == 1 && noDirectory.stderr.contains("the directory") && noDirectory.stderr.contains("does not exist"))
+        let noArchive = try cli.run(["backup", "inspect", cli.root.appendingPathComponent("none.kfbackup").path])
+        #expect(noArchive.status == 1 && noArchive.stderr.contains("there is no file"))
+        let directoryArchive = try cli.run(["backup", "verify", cli.root.path])
+        #expect(directoryArchive.status == 1 && directoryArchive.stderr.contains("is a directory"))
+
         try cli.ok(["device", "lock", dir, "--now"])
         let other = cli.root.appendingPathComponent("b.kfbackup").path
         let locked = try cli.run(["backup", "create", dir, "--out", other, "--unencrypted"])

@@ -75,7 +75,9 @@ struct FleetCLITests {
 
         let missing = try cli.run(["fleet", "status", cli.root.appendingPathComponent("none.yaml").path])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("none.yaml: cannot read the fleet file"))
+        #expect(missing.stderr.contains("none.yaml: cannot read the fleet file: there is no such file"))
+        let directory = try cli.run(["fleet", "up", cli.root.path])
+        #expect(directory.status == 1 && directory.stderr.contains("cannot read the fleet file: it is a directory"))
     }
 
     @Test("when one device fails, up uninstalls what it installed, stops what it started and removes what it created")
