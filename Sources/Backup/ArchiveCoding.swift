@@ -32,18 +32,14 @@ extension ItemRecord {
         var w = ByteWriter()
         w.uint8(Self.archiveFormat)
         w.string(itemClass.rawValue)
-        withUnsafeBytes(of: uuid.uuid) { w.raw($0) }
+        w.uuid(uuid)
         w.string(accessGroup)
         w.string(protection.rawValue)
         w.uint8(synchronizable ? 1 : 0)
         w.accessControl(accessControl)
-        w.uint64(creationDate.timeIntervalSinceReferenceDate.bitPattern)
-        w.uint64(modificationDate.timeIntervalSinceReferenceDate.bitPattern)
-        w.uint32(UInt32(attributes.count))
-        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            w.string(key.rawValue)
-            w.lengthPrefixed(value.canonicalBytes)
-        }
+        w.date(creationDate)
+        w.date(modificationDate)
+        w.attributes(attributes)
         w.lengthPrefixed(data ?? Data())
         return w.bytes
     }
@@ -51,18 +47,13 @@ extension ItemRecord {
     init(archiveBytes bytes: some Collection<UInt8>) throws {
         var r = ByteReader(Array(bytes))
         guard try r.uint8() == Self.archiveFormat, let itemClass = ItemClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
-        let uuid = UUID(uuid: try r.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        let uuid = try r.uuid()
         let accessGroup = try r.string()
         guard let protection = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
         let synchronizable = try r.uint8() == 1
         let accessControl = try r.accessControl()
-        let created = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
-        let modified = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
-        var attributes = Attributes()
-        for _ in 0..<(try r.uint32()) {
-            let key = AttributeKey(rawValue: try r.string())
-            attributes[key] = try AttributeValue(canonical: try r.lengthPrefixed())
-        }
+        let created = try r.date(), modified = try r.date()
+        let attributes = try r.attributes()
         let data = Data(try r.lengthPrefixed())
         guard r.isAtEnd else { throw ByteReader.Malformed() }
         self.init(itemClass: itemClass, uuid: uuid, accessGroup: accessGroup, protection: protection, synchronizable: synchronizable,
@@ -73,7 +64,7 @@ extension ItemRecord {
 extension ArchivedItem {
     var encoded: [UInt8] {
         var w = ByteWriter()
-        withUnsafeBytes(of: uuid.uuid) { w.raw($0) }
+        w.uuid(uuid)
         w.string(itemClass.rawValue)
         w.string(protection.rawValue)
         w.uint8(synchronizable ? 1 : 0)
@@ -86,7 +77,7 @@ extension ArchivedItem {
 
     init(decoding bytes: ArraySlice<UInt8>) throws {
         var r = ByteReader(bytes)
-        uuid = UUID(uuid: try r.raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        uuid = try r.uuid()
         guard let itemClass = ItemClass(rawValue: try r.string()), let protection = ProtectionClass(rawValue: try r.string()) else {
             throw ByteReader.Malformed()
         }

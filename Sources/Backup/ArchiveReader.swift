@@ -77,10 +77,10 @@ public struct ArchiveReader {
             let (kind, length) = try readFrame(file, expectedIndex: index)
             if kind == .manifest {
                 let body = try file.readSectionBody(Int(length), after: index)
-                let keys = header.mode == .unencrypted ? SectionKeys(headerDigest: headerDigest) : nil
-                let compressed = body.dropLast(ArchiveFormat.digestByteCount)
-                if let keys { _ = try open(kind, index: index, body: body, keys: keys) }
-                return try decodeManifest(try decompress(Data(compressed), kind: kind, index: index), index: index)
+                let content = header.mode == .unencrypted
+                    ? try open(kind, index: index, body: body, keys: SectionKeys(headerDigest: headerDigest))
+                    : try decompress(Data(body.dropLast(ArchiveFormat.digestByteCount)), kind: kind, index: index)
+                return try decodeManifest(content, index: index)
             }
             try file.skip(length, after: index)
             index += 1

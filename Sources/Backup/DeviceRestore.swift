@@ -106,14 +106,8 @@ public enum DeviceRestore {
     private struct Contents {
         var apps: [AppManifest] = []
         var items: [ArchivedItem] = []
-        var files: [SandboxFile] = []
-
-        struct SandboxFile {
-            var bundleID: String
-            var path: String
-            var protection: String
-            var contents: Data
-        }
+        /// Whole files: each file's pieces joined onto its first.
+        var files: [SandboxEntry] = []
 
         mutating func add(_ kind: SectionKind, _ data: Data) throws {
             switch kind {
@@ -123,7 +117,7 @@ public enum DeviceRestore {
                 for entry in try decoded(data, kind, { try SandboxEntry(decoding: $0) }) {
                     let id = "\(entry.bundleID)/\(entry.path)"
                     if entry.offset == 0 {
-                        files.append(SandboxFile(bundleID: entry.bundleID, path: entry.path, protection: entry.protection, contents: entry.contents))
+                        files.append(entry)
                     } else if let last = files.indices.last, "\(files[last].bundleID)/\(files[last].path)" == id, files[last].contents.count == entry.offset {
                         files[last].contents += entry.contents
                     } else {

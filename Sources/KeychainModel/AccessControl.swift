@@ -193,22 +193,3 @@ public struct AuthenticationFacts {
         self.isCorrectPasscode = isCorrectPasscode
     }
 }
-
-extension ByteWriter {
-    /// An optional access control: `0`, or `1 | protection | flags u64`.
-    public mutating func accessControl(_ accessControl: AccessControl?) {
-        guard let accessControl else { return uint8(0) }
-        uint8(1)
-        string(accessControl.protection.rawValue)
-        uint64(accessControl.flags.rawValue)
-    }
-}
-
-extension ByteReader {
-    /// Reads what `ByteWriter.accessControl` wrote, validating it.
-    public mutating func accessControl() throws -> AccessControl? {
-        guard try uint8() == 1 else { return nil }
-        guard let protection = ProtectionClass(rawValue: try string()) else { throw Malformed() }
-        return try AccessControl(protection: protection, flags: AccessControlFlags(rawValue: try uint64()))
-    }
-}

@@ -52,3 +52,51 @@ public struct ByteReader {
         return s
     }
 }
+
+// The encodings of model values that both the store's rows and backup archives carry.
+
+extension ByteWriter {
+    /// An optional access control: `0`, or `1 | protection | flags u64`.
+    public mutating func accessControl(_ accessControl: AccessControl?) {
+        guard let accessControl else { return uint8(0) }
+        uint8(1)
+        string(accessControl.protection.rawValue)
+        uint64(accessControl.flags.rawValue)
+    }
+
+    /// Seconds since 2001 as the IEEE 754 bit pattern.
+    public mutating func date(_ date: Date) { uint64(date.timeIntervalSinceReferenceDate.bitPattern) }
+
+    public mutating func uuid(_ uuid: UUID) { withUnsafeBytes(of: uuid.uuid) { raw($0) } }
+
+    /// A count, then each attribute sorted by key as (key, canonical value).
+    public mutating func attributes(_ attributes: Attributes) {
+        uint32(UInt32(attributes.count))
+        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            string(key.rawValue)
+            lengthPrefixed(value.canonicalBytes)
+        }
+    }
+}
+
+extension ByteReader {
+    /// Reads what `ByteWriter.accessControl` wrote, validating it.
+    public mutating func accessControl() throws -> AccessControl? {
+        guard try uint8() == 1 else { return nil }
+        guard let protection = ProtectionClass(rawValue: try string()) else { throw Malformed() }
+        return try AccessControl(protection: protection, flags: AccessControlFlags(rawValue: try uint64()))
+    }
+
+    public mutating func date() throws -> Date { Date(timeIntervalSinceReferenceDate: Double(bitPattern: try uint64())) }
+
+    public mutating func uuid() throws -> UUID { UUID(uuid: try raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }) }
+
+    public mutating func attributes() throws -> Attributes {
+        var attributes = Attributes()
+        for _ in 0..<(try uint32()) {
+            let key = AttributeKey(rawValue: try string())
+            attributes[key] = try AttributeValue(canonical: try lengthPrefixed())
+        }
+        return attributes
+    }
+}

@@ -20,15 +20,11 @@ struct ItemMetadata: Equatable, Sendable {
         var w = ByteWriter()
         w.uint8(Self.formatVersion)
         w.string(accessGroup)
-        w.uint64(creationDate.timeIntervalSinceReferenceDate.bitPattern)
-        w.uint64(modificationDate.timeIntervalSinceReferenceDate.bitPattern)
+        w.date(creationDate)
+        w.date(modificationDate)
         w.accessControl(accessControl)
         w.lengthPrefixed(biometryBinding)
-        w.uint32(UInt32(attributes.count))
-        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            w.string(key.rawValue)
-            w.lengthPrefixed(value.canonicalBytes)
-        }
+        w.attributes(attributes)
         return w.bytes
     }
 
@@ -45,17 +41,12 @@ struct ItemMetadata: Equatable, Sendable {
         var r = ByteReader(bytes)
         guard try r.uint8() == Self.formatVersion else { throw ByteReader.Malformed() }
         accessGroup = try r.string()
-        creationDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
-        modificationDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))
+        creationDate = try r.date()
+        modificationDate = try r.date()
         accessControl = try r.accessControl()
         biometryBinding = Array(try r.lengthPrefixed())
-        var attributes = Attributes()
-        for _ in 0..<(try r.uint32()) {
-            let key = AttributeKey(rawValue: try r.string())
-            attributes[key] = try AttributeValue(canonical: try r.lengthPrefixed())
-        }
+        attributes = try r.attributes()
         guard r.isAtEnd else { throw ByteReader.Malformed() }
-        self.attributes = attributes
     }
 }
 
@@ -73,7 +64,7 @@ struct RowHeader: Equatable, Sendable {
     var associatedData: [UInt8] {
         var w = ByteWriter()
         w.raw(Array("keyferry.row.v1".utf8))
-        withUnsafeBytes(of: uuid.uuid) { w.raw($0) }
+        w.uuid(uuid)
         w.string(itemClass.rawValue)
         w.string(protection.rawValue)
         w.uint8(synchronizable ? 1 : 0)

@@ -150,7 +150,7 @@ struct BenchReport: Encodable {
             let rate = String(Int(r.perSecond.rounded())).leftPadded(to: 9)
             let ratio = String(format: "%.2f", r.perSecond / baselinePerSecond).leftPadded(to: 8)
             let batchRatio = String(format: "%.2f", r.perSecond / batchPerSecond).leftPadded(to: 25)
-            lines.append(r.name.padding(toLength: 38, withPad: " ", startingAt: 0) + rate + ratio + batchRatio)
+            lines.append(r.name.padded(38) + rate + ratio + batchRatio)
         }
         return lines.joined(separator: "\n")
     }

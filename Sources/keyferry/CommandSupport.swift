@@ -112,3 +112,10 @@ func readSecret(text: String?, file: String?, stdin: Bool) throws -> Data? {
     if stdin { return FileHandle.standardInput.readDataToEndOfFile() }
     return nil
 }
+
+extension String {
+    /// Padded with spaces to `width`, for columns.
+    func padded(_ width: Int) -> String {
+        count >= width ? self : padding(toLength: width, withPad: " ", startingAt: 0)
+    }
+}

@@ -128,9 +128,3 @@ extension DeviceStatus {
         return "\((poweredOn ? "on" : "off").padded(4))\((lockState?.rawValue ?? "-").padded(10))\(items.padded(10))\(name)"
     }
 }
-
-extension String {
-    func padded(_ width: Int) -> String {
-        count >= width ? self : padding(toLength: width, withPad: " ", startingAt: 0)
-    }
-}
