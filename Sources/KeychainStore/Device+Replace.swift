@@ -4,8 +4,8 @@ import Foundation
 /// crash at any point leaves either the old device or the new one, never a mix.
 ///
 /// The new device is built in `.NAME.restoring-UUID`. Then: a `replace-ready` marker is written
-/// into it, `NAME` becomes `.NAME.replaced-UUID`, the new one becomes `NAME`, and the marker and
-/// the old device are removed. Any access to the device (`requireDevice`) first finishes or
+/// into it, `NAME` becomes `.NAME.replaced-UUID`, the new one becomes `NAME`, and the old device
+/// and then the marker are removed. Any access to the device (`requireDevice`) first finishes or
 /// undoes a swap a crash interrupted; a half-built replacement is removed by the next restore.
 extension Device {
     /// A fresh sibling path to build a replacement for the device in `directory`.
@@ -29,14 +29,20 @@ extension Device {
             recoverReplacement(at: directory)
             throw DeviceError(.io, "could not swap the restored device into \(directory.path): \(error.localizedDescription)")
         }
-        try? files.removeItem(at: directory.appendingPathComponent(readyMarker))
+        // The old device goes before the marker: while the marker stands, the next access
+        // finishes the clean-up.
         try? files.removeItem(at: replaced)
+        try? files.removeItem(at: directory.appendingPathComponent(readyMarker))
     }
 
     /// Finishes a swap that reached its point of no return (the new device marked ready and the
-    /// old one moved aside), undoes one that did not, and clears what is left of either.
+    /// old one moved aside), undoes one that did not, and clears what is left of either. Only a
+    /// missing device or a ready marker inside it says a swap was cut, so an intact device costs
+    /// two lookups, not a listing of its parent.
     static func recoverReplacement(at directory: URL) {
         let files = FileManager.default
+        guard !files.fileExists(atPath: DeviceLayout(root: directory).info.path)
+                || files.fileExists(atPath: directory.appendingPathComponent(readyMarker).path) else { return }
         let parent = directory.deletingLastPathComponent()
         let prefix = ".\(directory.lastPathComponent)."
         guard let siblings = try? files.contentsOfDirectory(atPath: parent.path).filter({ $0.hasPrefix(prefix) }) else { return }

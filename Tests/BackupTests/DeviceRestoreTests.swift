@@ -184,6 +184,12 @@ struct DeviceRestoreTests {
         try FileManager.default.createDirectory(at: parent.appendingPathComponent(".device.restoring-x"), withIntermediateDirectories: true)
         try Device.requireDevice(at: directory)
         #expect(try contents(directory)["acct-always-local"] == "secret-always-local")
+        // Cut after the swap, before its clean-up: the marker still in place clears the old device.
+        try FileManager.default.createDirectory(at: parent.appendingPathComponent(".device.replaced-3"), withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("replace-ready").path, contents: Data())
+        try Device.requireDevice(at: directory)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix(".device.replaced") }.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("replace-ready").path))
     }
 
     /// Every file's bytes under a directory, by relative path.
