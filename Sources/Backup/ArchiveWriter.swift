@@ -68,8 +68,14 @@ public final class ArchiveWriter {
     /// Appends one section. Content above `ArchiveFormat.maximumSectionBytes` is refused:
     /// callers write large content as several sections.
     public func append(_ kind: SectionKind, _ content: Data) throws {
-        precondition(kind != .manifest, "the manifest is written by finish")
-        try appendSection(kind, content)
+        try append(try CompressedSection(kind, content))
+    }
+
+    /// Appends a section compressed beforehand, perhaps on another core: compression is most
+    /// of a section's cost, and it needs neither the keys nor the section's place.
+    public func append(_ section: CompressedSection) throws {
+        precondition(section.kind != .manifest, "the manifest is written by finish")
+        try appendSection(section)
     }
 
     /// Writes the manifest (with the section count filled in), flushes to disk and renames the
@@ -78,7 +84,7 @@ public final class ArchiveWriter {
     public func finish(_ manifest: ArchiveManifest) throws -> ArchiveManifest {
         var manifest = manifest
         manifest.sectionCount = Int(sectionCount)
-        try appendSection(.manifest, try JSONEncoder.archive.encode(manifest))
+        try appendSection(try CompressedSection(.manifest, try JSONEncoder.archive.encode(manifest)))
         try handle?.synchronize()
         try handle?.close()
         handle = nil
@@ -99,13 +105,10 @@ public final class ArchiveWriter {
         try? FileManager.default.removeItem(at: temporary)
     }
 
-    private func appendSection(_ kind: SectionKind, _ content: Data) throws {
-        guard content.count <= ArchiveFormat.maximumSectionBytes else {
-            throw ArchiveError.inconsistent("a \(kind) section of \(content.count) bytes exceeds the \(ArchiveFormat.maximumSectionBytes)-byte limit")
-        }
+    private func appendSection(_ section: CompressedSection) throws {
+        let (kind, compressed) = (section.kind, section.compressed)
         let index = sectionCount
         let associatedData = SectionKeys.associatedData(headerDigest: headerDigest, kind: kind, index: index)
-        let compressed = try Zstd.compress(content)
         let body: Data
         if let sealing = keys.sealing, kind != .manifest {
             body = AEAD.seal(compressed, key: sealing, associatedData: associatedData, entropy: entropy)
@@ -122,5 +125,20 @@ public final class ArchiveWriter {
     private func write(_ bytes: some DataProtocol) throws {
         guard let handle else { throw ArchiveError.inconsistent("the archive was already finished or abandoned") }
         try handle.write(contentsOf: bytes)
+    }
+}
+
+/// A section's content compressed, not yet sealed or placed.
+public struct CompressedSection: Sendable {
+    public let kind: SectionKind
+    let compressed: Data
+
+    /// Content above `ArchiveFormat.maximumSectionBytes` is refused.
+    public init(_ kind: SectionKind, _ content: Data) throws {
+        guard content.count <= ArchiveFormat.maximumSectionBytes else {
+            throw ArchiveError.inconsistent("a \(kind) section of \(content.count) bytes exceeds the \(ArchiveFormat.maximumSectionBytes)-byte limit")
+        }
+        self.kind = kind
+        compressed = try Zstd.compress(content)
     }
 }

@@ -86,7 +86,7 @@ public struct SandboxEntry: Sendable, Equatable {
 
 /// The backup keybag of an encrypted archive: one key per migratable protection class, derived
 /// from the archive key, which only the password opens.
-struct BackupKeybag {
+struct BackupKeybag: Sendable {
     let archiveKey: SymmetricKey
 
     func key(for protection: ProtectionClass) -> SymmetricKey {

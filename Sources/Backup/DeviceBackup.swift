@@ -23,39 +23,31 @@ public enum DeviceBackup {
         try writer.append(.apps, try JSONEncoder.archive.encode(apps))
         manifest.counts["apps"] = apps.count
 
-        let records = try device.deviceKeychain.changes(since: 0, includingData: true).filter { !$0.isTombstone }.map(\.record)
         let files = try sandboxFiles(device, apps)
-        let total = records.count + files.count
-        // Sealing is the costly part: done on every core, in chunks that bound memory.
-        var batch = SectionBatch(kind: .keychain, writer: writer)
-        let named = writer.header.mode == .encrypted
-        for start in stride(from: 0, to: records.count, by: 10_000) {
-            let chunk = records[start..<min(start + 10_000, records.count)]
-            var work: [(ItemRecord, ArchivedItem.Wrapping, SymmetricKey)] = []
-            for record in chunk {
-                manifest.counts[CountName.items(record), default: 0] += 1
-                guard let wrapping = ArchivedItem.wrapping(for: record.protection, mode: writer.header.mode) else {
-                    manifest.counts[CountName.notExported(record), default: 0] += 1
-                    continue
-                }
-                work.append((record, wrapping, wrapping == .backup ? writer.backupKeybag!.key(for: record.protection) : device.deviceBoundBackupKey))
-            }
-            let encoded = try ParallelMap.map(work) { record, wrapping, key in
-                ArchivedItem(record, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded
-            }
-            for entry in encoded { try batch.add(entry) }
-            progress(start + chunk.count, total)
-        }
-        try batch.flush()
+        var changeCount = 0
 
-        batch = SectionBatch(kind: .sandbox, writer: writer)
+        // Rows are read, opened, re-sealed and compressed in batches: reading the next batch
+        // overlaps with the work on this one, which runs on every core.
+        let keys = ItemKeys(mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.deviceBoundBackupKey)
+        try device.deviceKeychain.forEachChangeBatch(since: 0, includingData: true) { changes in
+            try KeychainBatch(changes, keys: keys, entropy: entropy)
+        } consume: { batch, done, total in
+            manifest.counts.merge(batch.counts, uniquingKeysWith: +)
+            for section in batch.sections { try writer.append(section) }
+            changeCount = total
+            progress(done, total + files.count)
+        }
+
+        // Files are read one by one and compressed, a few sections at a time, on every core.
+        var sandbox = SectionBuilder()
         for (done, file) in files.enumerated() {
             let entries = try file.entries()
-            for entry in entries { try batch.add(entry.encoded) }
+            for entry in entries { sandbox.add(entry.encoded) }
             if !entries.isEmpty { manifest.counts["sandboxFiles", default: 0] += 1 }
-            progress(records.count + done + 1, total)
+            if sandbox.completed.count >= 4 { try append(sandbox.takeCompleted(), .sandbox, to: writer) }
+            progress(changeCount + done + 1, changeCount + files.count)
         }
-        try batch.flush()
+        try append(sandbox.takeAll(), .sandbox, to: writer)
 
         if writer.header.mode == .unencrypted {
             manifest.warnings.append("keychain items in this archive restore only onto the device that made it (\(device.info.name)).")
@@ -68,6 +60,11 @@ public enum DeviceBackup {
             manifest.warnings.append("\(never) whenPasscodeSetThisDeviceOnly item\(never == 1 ? " is" : "s are") never exported and will not come back.")
         }
         return try writer.finish(manifest)
+    }
+
+    private static func append(_ contents: [Data], _ kind: SectionKind, to writer: ArchiveWriter) throws {
+        let sections = try ParallelMap.map(contents, minimumChunk: 1) { try CompressedSection(kind, $0) }
+        for section in sections { try writer.append(section) }
     }
 
     /// Names of the manifest's counts.
@@ -107,27 +104,76 @@ public enum DeviceBackup {
     }
 }
 
-/// Collects encoded entries into sections no larger than a section may be.
-private struct SectionBatch {
-    let kind: SectionKind
-    let writer: ArchiveWriter
+/// The keys items are wrapped with, by the migration rules.
+private struct ItemKeys: Sendable {
+    let mode: ArchiveMode
+    let backupKeybag: BackupKeybag?
+    let deviceKey: SymmetricKey
+
+    /// The wrapping and key for an item of `protection`; nil for items never exported.
+    func key(for protection: ProtectionClass) -> (ArchivedItem.Wrapping, SymmetricKey)? {
+        switch ArchivedItem.wrapping(for: protection, mode: mode) {
+        case .backup: (.backup, backupKeybag!.key(for: protection))
+        case .device: (.device, deviceKey)
+        case nil: nil
+        }
+    }
+}
+
+/// One batch of keychain changes as the archive carries it: compressed sections, and what
+/// they hold, counted.
+private struct KeychainBatch: Sendable {
+    var counts: [String: Int] = [:]
+    var sections: [CompressedSection] = []
+
+    init(_ changes: [ItemChange], keys: ItemKeys, entropy: any EntropySource) throws {
+        var work: [(ItemRecord, ArchivedItem.Wrapping, SymmetricKey)] = []
+        for change in changes where !change.isTombstone {
+            let record = change.record
+            counts[DeviceBackup.CountName.items(record), default: 0] += 1
+            guard let (wrapping, key) = keys.key(for: record.protection) else {
+                counts[DeviceBackup.CountName.notExported(record), default: 0] += 1
+                continue
+            }
+            work.append((record, wrapping, key))
+        }
+        let named = keys.mode == .encrypted
+        var builder = SectionBuilder()
+        for entry in try ParallelMap.map(work, { record, wrapping, key in
+            ArchivedItem(record, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded
+        }) {
+            builder.add(entry)
+        }
+        sections = try ParallelMap.map(builder.takeAll(), minimumChunk: 1) { try CompressedSection(.keychain, $0) }
+    }
+}
+
+/// Collects encoded entries into section contents no larger than a section may be.
+private struct SectionBuilder {
+    /// Contents that are full: the next entry did not fit.
+    private(set) var completed: [Data] = []
     private var entries: [[UInt8]] = []
     private var bytes = 4
 
-    init(kind: SectionKind, writer: ArchiveWriter) {
-        self.kind = kind
-        self.writer = writer
-    }
-
-    mutating func add(_ entry: [UInt8]) throws {
-        if bytes + entry.count + 4 > ArchiveFormat.maximumSectionBytes { try flush() }
+    mutating func add(_ entry: [UInt8]) {
+        if !entries.isEmpty, bytes + entry.count + 4 > ArchiveFormat.maximumSectionBytes { close() }
         entries.append(entry)
         bytes += entry.count + 4
     }
 
-    mutating func flush() throws {
+    mutating func takeCompleted() -> [Data] {
+        defer { completed = [] }
+        return completed
+    }
+
+    mutating func takeAll() -> [Data] {
+        close()
+        return takeCompleted()
+    }
+
+    private mutating func close() {
         guard !entries.isEmpty else { return }
-        try writer.append(kind, EntryList.encode(entries))
+        completed.append(EntryList.encode(entries))
         entries = []
         bytes = 4
     }

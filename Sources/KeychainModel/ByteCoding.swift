@@ -2,27 +2,34 @@ import Foundation
 
 /// Builds the length-prefixed binary encodings of Keyferry's formats (see `Protocol/`).
 /// Integers are little-endian; variable-length fields carry a 32-bit length.
+///
+/// The primitives are inlinable: every row and archived item goes through them, and a
+/// specialized copy at each call site appends whole buffers instead of element by element.
 public struct ByteWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+    @usableFromInline var storage: [UInt8] = []
+    public var bytes: [UInt8] { storage }
     public init() {}
 
-    public mutating func uint8(_ v: UInt8) { bytes.append(v) }
-    public mutating func uint32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func uint64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func raw(_ b: some Sequence<UInt8>) { bytes.append(contentsOf: b) }
+    @inlinable public mutating func uint8(_ v: UInt8) { storage.append(v) }
+    @inlinable public mutating func uint32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { storage.append(contentsOf: $0) } }
+    @inlinable public mutating func uint64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { storage.append(contentsOf: $0) } }
+    @inlinable public mutating func raw(_ b: some Sequence<UInt8>) { storage.append(contentsOf: b) }
     /// A 32-bit length, then the bytes.
-    public mutating func lengthPrefixed(_ b: some Collection<UInt8>) {
+    @inlinable public mutating func lengthPrefixed(_ b: some Collection<UInt8>) {
         uint32(UInt32(b.count))
-        bytes.append(contentsOf: b)
+        if b.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil { storage.append(contentsOf: b) }
     }
-    public mutating func string(_ s: String) { lengthPrefixed(Array(s.utf8)) }
+    @inlinable public mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { lengthPrefixed($0) }
+    }
 }
 
 /// Reads what `ByteWriter` wrote; every read checks bounds and throws on a short input.
 public struct ByteReader {
     /// The input ended early or held a value that does not decode.
     public struct Malformed: Error { public init() {} }
-    private let input: ArraySlice<UInt8>
+    @usableFromInline let input: ArraySlice<UInt8>
     public private(set) var offset: Int
 
     public init(_ bytes: [UInt8]) { self.init(bytes[...]) }
@@ -36,10 +43,10 @@ public struct ByteReader {
 
     public mutating func uint8() throws -> UInt8 { try raw(1).first! }
     public mutating func uint32() throws -> UInt32 {
-        try raw(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
+        UInt32(littleEndian: try raw(4).withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
     }
     public mutating func uint64() throws -> UInt64 {
-        try raw(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        UInt64(littleEndian: try raw(8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
     }
     public mutating func raw(_ count: Int) throws -> ArraySlice<UInt8> {
         guard count >= 0, input.endIndex - offset >= count else { throw Malformed() }
@@ -48,7 +55,7 @@ public struct ByteReader {
     }
     public mutating func lengthPrefixed() throws -> ArraySlice<UInt8> { try raw(Int(uint32())) }
     public mutating func string() throws -> String {
-        guard let s = String(bytes: try lengthPrefixed(), encoding: .utf8) else { throw Malformed() }
+        guard let s = String(validating: try lengthPrefixed(), as: UTF8.self) else { throw Malformed() }
         return s
     }
 }

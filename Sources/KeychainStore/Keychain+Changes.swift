@@ -24,19 +24,57 @@ extension Keychain {
         let keys = try device.availableKeys()
         if isDeviceScope {
             // The system's own read (backup, sync): no user to ask, so rows open on every core.
-            let rows = try device.database.read { db in try ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes) }
-            return try ParallelMap.map(rows) { row in
-                ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
-                           record: try open(row, keys: keys, withData: includingData && !row.isTombstone))
-            }
+            let rows = try device.database.read { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes)) }
+            return try ParallelMap.map(rows) { row in try openChange(row, keys: keys, includingData: includingData) }
         }
         return try device.database.read { db in
-            try ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes).map { row in
+            try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes)).map { row in
                 let record = try open(row, keys: keys, withData: includingData && !row.isTombstone, authentication: authentication, db)
                 return ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone,
                                   tombstoneDate: row.tombstoneDate, record: record)
             }
         }
+    }
+
+    /// The system's read of every change after `sequence`, for work too large to hold at once
+    /// (a backup of the whole device). Rows come in batches of `batchSize`; each batch is opened
+    /// on every core and handed to `transform` off the calling thread while the next batch is
+    /// read from disk. `consume` gets each result in order on the calling thread, with the
+    /// changes handled so far and their total.
+    public func forEachChangeBatch<Result: Sendable>(
+        since sequence: Int64, includingData: Bool, batchSize: Int = 10_000,
+        transform: @escaping @Sendable ([ItemChange]) throws -> Result,
+        consume: (_ result: Result, _ done: Int, _ total: Int) throws -> Void
+    ) throws {
+        precondition(isDeviceScope, "batches of changes are the system's read; an app reads through changes(since:)")
+        let keys = try device.availableKeys()
+        try device.database.read { db in
+            let total = try ItemTable.changeCount(db, since: sequence)
+            let rows = try ItemTable.changes(db, since: sequence, accessGroupHashes: nil)
+            var inFlight: (work: BackgroundWork<Result>, count: Int)?
+            // Whatever happens, no work outlives the call.
+            defer { _ = try? inFlight?.work.result() }
+            var done = 0
+            while true {
+                var batch: [StoredRow] = []
+                batch.reserveCapacity(batchSize)
+                while batch.count < batchSize, let row = try rows.next() { batch.append(row) }
+                if let (work, count) = inFlight {
+                    inFlight = nil
+                    done += count
+                    try consume(try work.result(), done, total)
+                }
+                guard !batch.isEmpty else { return }
+                inFlight = (BackgroundWork { [self, batch] in
+                    try transform(ParallelMap.map(batch) { row in try openChange(row, keys: keys, includingData: includingData) })
+                }, batch.count)
+            }
+        }
+    }
+
+    private func openChange(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], includingData: Bool) throws -> ItemChange {
+        ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
+                   record: try open(row, keys: keys, withData: includingData && !row.isTombstone))
     }
 
     private var isDeviceScope: Bool {
@@ -46,17 +84,20 @@ extension Keychain {
 }
 
 extension ItemTable {
-    static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?) throws -> [StoredRow] {
+    /// The rows after `sequence` in change order, read through a cursor so that each becomes a
+    /// StoredRow without an array of GRDB rows between.
+    static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?) throws -> some Cursor<StoredRow> {
         var sql = "SELECT \(StoredRow.columns) FROM item WHERE change_seq > ?"
         var arguments: StatementArguments = [sequence]
         if let hashes = accessGroupHashes {
             sql += " AND agrp_hash IN \(placeholders(hashes.count))"
             for hash in hashes { arguments += [Data(hash)] }
         }
-        // A cursor, so that each row becomes a StoredRow without an array of GRDB rows between.
-        var rows: [StoredRow] = []
-        let cursor = try Row.fetchCursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments: arguments)
-        while let row = try cursor.next() { rows.append(try StoredRow(row)) }
-        return rows
+        return try Row.fetchCursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments: arguments)
+            .map { try StoredRow($0) }
+    }
+
+    static func changeCount(_ db: Database, since sequence: Int64) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE change_seq > ?", arguments: [sequence]) ?? 0
     }
 }

@@ -15,7 +15,7 @@ public enum ParallelMap {
         let results = Mutex<[Int: [Output]]>([:])
         let failure = Mutex<(any Error)?>(nil)
         DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
-            let range = (chunk * chunkSize)..<min(inputs.count, (chunk + 1) * chunkSize)
+            let range = min(inputs.count, chunk * chunkSize)..<min(inputs.count, (chunk + 1) * chunkSize)
             guard !range.isEmpty, failure.withLock({ $0 == nil }) else { return }
             do {
                 let output = try inputs[range].map(transform)

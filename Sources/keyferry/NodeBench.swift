@@ -59,7 +59,7 @@ struct NodeBench: AsyncParsableCommand {
         let version = median(versionSamples), get = median(getSamples)
 
         let query = ItemQuery(.genericPassword, attributes: [.account: .string("bench")], returning: .data)
-        let status = try await callsPerSecond(reads) { try await client.status() }
+        let status = try await callsPerSecond(reads) { _ = try await client.status() }
         let single = try await callsPerSecond(reads) {
             let _: NodeAPI.Items = try await client.call(.copy, NodeAPI.Search(app: app, query: query))
         }
