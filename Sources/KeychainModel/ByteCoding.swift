@@ -81,6 +81,25 @@ extension ByteWriter {
         uint32(UInt32(attributes.count))
         for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
             string(key.rawValue)
+            canonical(value)
+        }
+    }
+
+    /// `value.canonicalBytes`, length-prefixed, written in place: every attribute of every
+    /// row and archived item passes here.
+    private mutating func canonical(_ value: AttributeValue) {
+        switch value {
+        case .string(var s):
+            s.withUTF8 { utf8 in
+                uint32(UInt32(1 + utf8.count))
+                uint8(AttributeKey.Kind.string.rawValue)
+                raw(utf8)
+            }
+        case .data(let d):
+            uint32(UInt32(1 + d.count))
+            uint8(AttributeKey.Kind.data.rawValue)
+            raw(d)
+        default:
             lengthPrefixed(value.canonicalBytes)
         }
     }
@@ -99,8 +118,9 @@ extension ByteReader {
     public mutating func uuid() throws -> UUID { UUID(uuid: try raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }) }
 
     public mutating func attributes() throws -> Attributes {
-        var attributes = Attributes()
-        for _ in 0..<(try uint32()) {
+        let count = try uint32()
+        var attributes = Attributes(minimumCapacity: Int(min(count, 64)))
+        for _ in 0..<count {
             let key = AttributeKey(rawValue: try string())
             attributes[key] = try AttributeValue(canonical: try lengthPrefixed())
         }

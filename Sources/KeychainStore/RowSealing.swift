@@ -103,14 +103,27 @@ struct SealedRow: Sendable {
     }
 
     func openMetadata(with key: SymmetricKey) throws -> ItemMetadata {
-        var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: header.associatedData))
+        try openMetadata(with: key, associatedData: header.associatedData)
+    }
+
+    func openSecret(with classKey: SymmetricKey) throws -> Data {
+        try openSecret(with: classKey, associatedData: header.associatedData)
+    }
+
+    /// Both tiers, with the associated data built once: the system's bulk reads.
+    func open(with keys: ClassKeys) throws -> (ItemMetadata, Data) {
+        let ad = header.associatedData
+        return (try openMetadata(with: keys.metadataKey, associatedData: ad), try openSecret(with: keys.classKey, associatedData: ad))
+    }
+
+    private func openMetadata(with key: SymmetricKey, associatedData ad: [UInt8]) throws -> ItemMetadata {
+        var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: ad))
         defer { SymmetricKey.wipe(&plain) }
         return try ItemMetadata(decoding: plain)
     }
 
-    func openSecret(with classKey: SymmetricKey) throws -> Data {
+    private func openSecret(with classKey: SymmetricKey, associatedData ad: [UInt8]) throws -> Data {
         guard let secret, secret.count >= Self.wrappedRowKeyCount else { throw CryptoError.authenticationFailed }
-        let ad = header.associatedData
         let rowKey = try AEAD.unwrap(secret.prefix(Self.wrappedRowKeyCount), under: classKey, associatedData: ad)
         return try AEAD.open(secret.dropFirst(Self.wrappedRowKeyCount), key: rowKey, associatedData: ad)
     }

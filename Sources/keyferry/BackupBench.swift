@@ -19,11 +19,13 @@ struct BackupBench: ParsableCommand {
 
     @Option(help: "Keychain items (mixed classes and protections, 256-byte secrets).") var items = 100_000
     @Option(help: "Megabytes of sandbox files.") var sandboxMB = 50
+    @Option(help: "Backups by each tool, interleaved; the medians are compared.") var runs = 3
     @Option(help: "Directory for the scratch devices (default: a temporary directory).") var dir: String?
     @Flag(help: "Print the figures as JSON.") var json = false
 
     func validate() throws {
         guard items >= 0, sandboxMB >= 0 else { throw ValidationError("--items and --sandbox-mb must be zero or more.") }
+        guard runs >= 1 else { throw ValidationError("--runs must be at least 1.") }
     }
 
     func run() throws {
@@ -33,10 +35,19 @@ struct BackupBench: ParsableCommand {
         defer { try? FileManager.default.removeItem(at: root) }
         let passcode = "123456", password = Data("bench backup password".utf8)
 
-        let source = try populatedDevice(at: root.appendingPathComponent("phone"), passcode: passcode)
+        let phone = root.appendingPathComponent("phone")
+        let source = try populatedDevice(at: phone, passcode: passcode)
+        // Runs alternate which tool goes first, and medians are compared: the machine is shared.
+        var creates: [Double] = [], restics: [(seconds: Double, bytes: Int)] = []
         let archive = root.appendingPathComponent("phone.kfbackup")
-        let create = try seconds { try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: password)) }
+        for run in 0..<runs {
+            try? FileManager.default.removeItem(at: archive)
+            let keyferry = { creates.append(try seconds { try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: password)) }) }
+            let restic = { if let figures = try Restic(repository: root.appendingPathComponent("restic-\(run)")).backup(phone) { restics.append(figures) } }
+            if run % 2 == 0 { try keyferry(); try restic() } else { try restic(); try keyferry() }
+        }
         source.powerOff()
+        let create = median(creates)
         let verify = try seconds { _ = try ArchiveReader(contentsOf: archive).read(password: password) }
         let target = root.appendingPathComponent("new-phone")
         try Device.create(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode)).powerOff()
@@ -45,18 +56,19 @@ struct BackupBench: ParsableCommand {
             restored = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode).restoredCount
         }
         let archiveBytes = try size(of: archive)
-        let restic = try Restic(scratch: root).backup(root.appendingPathComponent("phone"))
+        let restic = restics.isEmpty ? nil : (seconds: median(restics.map(\.seconds)), bytes: restics[0].bytes)
 
         var figures: [String: Any] = [
-            "items": items, "sandboxMB": sandboxMB, "createSeconds": create, "verifySeconds": verify, "restoreSeconds": restore,
-            "restoredItems": restored, "archiveBytes": archiveBytes,
+            "items": items, "sandboxMB": sandboxMB, "runs": runs, "createSeconds": create, "createRuns": creates,
+            "verifySeconds": verify, "restoreSeconds": restore, "restoredItems": restored, "archiveBytes": archiveBytes,
         ]
         if let restic {
             figures["resticSeconds"] = restic.seconds
+            figures["resticRuns"] = restics.map(\.seconds)
             figures["resticRepositoryBytes"] = restic.bytes
         }
         if json { printJSON(figures); return }
-        print("device: \(items) items, \(sandboxMB) MB of sandbox files")
+        print("device: \(items) items, \(sandboxMB) MB of sandbox files; medians of \(runs) interleaved runs")
         if let restic {
             print(String(format: "restic backup            %7.2f s   (= 1.00)   repository %7.1f MB (= 1.00)", restic.seconds, Double(restic.bytes) / 1e6))
             print(String(format: "keyferry backup create   %7.2f s   %.2fx      archive    %7.1f MB  %.2fx   (targets <= 1.00x)",
@@ -104,12 +116,11 @@ struct BackupBench: ParsableCommand {
 
     /// `restic backup` of a directory into a fresh repository, if restic is installed.
     private struct Restic {
-        let scratch: URL
+        let repository: URL
 
         func backup(_ directory: URL) throws -> (seconds: Double, bytes: Int)? {
             guard let path = ["/usr/bin/restic", "/usr/local/bin/restic"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
             let restic = URL(fileURLWithPath: path), password = ["RESTIC_PASSWORD": "bench"]
-            let repository = scratch.appendingPathComponent("restic-repo")
             try runQuietly(restic, ["init", "--repo", repository.path], environment: password)
             let seconds = try seconds { try runQuietly(restic, ["backup", "--repo", repository.path, directory.path], environment: password) }
             var bytes = 0

@@ -11,6 +11,9 @@ struct BenchCommand: AsyncParsableCommand {
         subcommands: [StoreBench.self, NodeBench.self, BackupBench.self])
 }
 
+/// The middle sample (the upper one of an even count).
+func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
+
 /// How long `body` takes, in seconds.
 func seconds(_ body: () throws -> Void) throws -> Double {
     let start = DispatchTime.now().uptimeNanoseconds

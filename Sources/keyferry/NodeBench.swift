@@ -97,5 +97,4 @@ struct NodeBench: AsyncParsableCommand {
         return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    private func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
 }
