@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeychainStore
 
 // The binary coding of section contents (Protocol/backup.md): Keyferry's ByteWriter encoding,
 // little-endian lengths, as in the store. JSON cost more than everything else a backup does.
@@ -24,13 +25,12 @@ enum EntryList {
     }
 }
 
-extension ItemRecord {
-    static let archiveFormat: UInt8 = 1
-
-    /// What an archived item seals: the whole item, its data included.
+extension ExportedItem {
+    /// What an archived item seals: the whole item, its data included. The attributes go in
+    /// as the store coded them, which is the coding `ItemRecord(archiveBytes:)` reads.
     var archiveBytes: [UInt8] {
         var w = ByteWriter()
-        w.uint8(Self.archiveFormat)
+        w.uint8(ItemRecord.archiveFormat)
         w.string(itemClass.rawValue)
         w.uuid(uuid)
         w.string(accessGroup)
@@ -40,9 +40,13 @@ extension ItemRecord {
         w.date(creationDate)
         w.date(modificationDate)
         w.attributes(attributes)
-        w.lengthPrefixed(data ?? Data())
+        w.lengthPrefixed(data)
         return w.bytes
     }
+}
+
+extension ItemRecord {
+    static let archiveFormat: UInt8 = 1
 
     init(archiveBytes bytes: some Collection<UInt8>) throws {
         var r = ByteReader(Array(bytes))

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeychainStore
 import KeyferryCrypto
 
 /// One keychain item as a backup carries it: in view, what a restore report needs to name the
@@ -15,7 +16,7 @@ public struct ArchivedItem: Sendable, Equatable {
     /// which item was lost. Only in encrypted archives, whose sections are sealed; an
     /// unencrypted archive shows no attribute of any item.
     public var name: String?
-    /// XChaCha20-Poly1305 of the whole item (`ItemRecord.archiveBytes`, its data included).
+    /// XChaCha20-Poly1305 of the whole item (`ExportedItem.archiveBytes`, its data included).
     public var sealed: Data
 
     public enum Wrapping: String, Sendable {
@@ -32,15 +33,15 @@ public struct ArchivedItem: Sendable, Equatable {
         return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
     }
 
-    init(_ record: ItemRecord, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) {
-        uuid = record.uuid
-        name = named ? Self.name(of: record) : nil
-        itemClass = record.itemClass
-        protection = record.protection
-        synchronizable = record.synchronizable
-        accessGroup = record.accessGroup
+    init(_ item: ExportedItem, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) {
+        uuid = item.uuid
+        name = named ? Self.name { try? item.attributes.value(for: $0) } : nil
+        itemClass = item.itemClass
+        protection = item.protection
+        synchronizable = item.synchronizable
+        accessGroup = item.accessGroup
         self.wrapping = wrapping
-        sealed = AEAD.seal(record.archiveBytes, key: key, associatedData: Self.associatedData(uuid, protection, wrapping), entropy: entropy)
+        sealed = AEAD.seal(item.archiveBytes, key: key, associatedData: Self.associatedData(uuid, protection, wrapping), entropy: entropy)
     }
 
     /// The item itself; fails with `CryptoError.authenticationFailed` under any other key.
@@ -54,9 +55,9 @@ public struct ArchivedItem: Sendable, Equatable {
     }
 
     /// Account and service (or server), else the label, else the application tag.
-    static func name(of record: ItemRecord) -> String? {
+    static func name(_ attribute: (AttributeKey) -> AttributeValue?) -> String? {
         func text(_ key: AttributeKey) -> String? {
-            switch record.attributes[key] {
+            switch attribute(key) {
             case .string(let value) where !value.isEmpty: value
             case .data(let value) where !value.isEmpty: String(data: value, encoding: .utf8)
             default: nil

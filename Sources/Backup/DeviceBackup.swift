@@ -29,8 +29,8 @@ public enum DeviceBackup {
         // Rows are read, opened, re-sealed and compressed in batches: reading the next batch
         // overlaps with the work on this one, which runs on every core.
         let keys = ItemKeys(mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.deviceBoundBackupKey)
-        try device.deviceKeychain.forEachChangeBatch(since: 0, includingData: true) { changes in
-            try KeychainBatch(changes, keys: keys, entropy: entropy)
+        try device.deviceKeychain.forEachExportBatch { items in
+            try KeychainBatch(items, keys: keys, entropy: entropy)
         } consume: { batch, done, total in
             manifest.counts.merge(batch.counts, uniquingKeysWith: +)
             for section in batch.sections { try writer.append(section) }
@@ -69,8 +69,8 @@ public enum DeviceBackup {
 
     /// Names of the manifest's counts.
     enum CountName {
-        static func items(_ record: ItemRecord) -> String { "items.\(record.itemClass.name).\(record.protection.name)" }
-        static func notExported(_ record: ItemRecord) -> String { "notExported.\(record.itemClass.name).\(record.protection.name)" }
+        static func items(_ itemClass: ItemClass, _ protection: ProtectionClass) -> String { "items.\(itemClass.name).\(protection.name)" }
+        static func notExported(_ itemClass: ItemClass, _ protection: ProtectionClass) -> String { "notExported.\(itemClass.name).\(protection.name)" }
     }
 
     /// One sandbox file to carry: UserDefaults or a file under Documents.
@@ -120,27 +120,26 @@ private struct ItemKeys: Sendable {
     }
 }
 
-/// One batch of keychain changes as the archive carries it: compressed sections, and what
-/// they hold, counted.
+/// One batch of keychain items as the archive carries it: compressed sections, and what they
+/// hold, counted.
 private struct KeychainBatch: Sendable {
     var counts: [String: Int] = [:]
     var sections: [CompressedSection] = []
 
-    init(_ changes: [ItemChange], keys: ItemKeys, entropy: any EntropySource) throws {
-        var work: [(ItemRecord, ArchivedItem.Wrapping, SymmetricKey)] = []
-        for change in changes where !change.isTombstone {
-            let record = change.record
-            counts[DeviceBackup.CountName.items(record), default: 0] += 1
-            guard let (wrapping, key) = keys.key(for: record.protection) else {
-                counts[DeviceBackup.CountName.notExported(record), default: 0] += 1
+    init(_ items: [ExportedItem], keys: ItemKeys, entropy: any EntropySource) throws {
+        var work: [(ExportedItem, ArchivedItem.Wrapping, SymmetricKey)] = []
+        for item in items {
+            counts[DeviceBackup.CountName.items(item.itemClass, item.protection), default: 0] += 1
+            guard let (wrapping, key) = keys.key(for: item.protection) else {
+                counts[DeviceBackup.CountName.notExported(item.itemClass, item.protection), default: 0] += 1
                 continue
             }
-            work.append((record, wrapping, key))
+            work.append((item, wrapping, key))
         }
         let named = keys.mode == .encrypted
         var builder = SectionBuilder()
-        for entry in try ParallelMap.map(work, { record, wrapping, key in
-            ArchivedItem(record, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded
+        for entry in try ParallelMap.map(work, { item, wrapping, key in
+            ArchivedItem(item, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded
         }) {
             builder.add(entry)
         }

@@ -67,7 +67,7 @@ public enum DeviceRestore {
             let outcome: RestoreReport.Reason?
             var name = item.name
             if let record {
-                name = name ?? ArchivedItem.name(of: record)
+                name = name ?? ArchivedItem.name { record.attributes[$0] }
                 outcome = decide(record, entitledGroups: entitledGroups, onTarget: synchronizedOnTarget[record.primaryKey])
                 if outcome == nil { restored.append(record) }
             } else {

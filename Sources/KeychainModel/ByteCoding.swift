@@ -85,6 +85,9 @@ extension ByteWriter {
         }
     }
 
+    /// An attribute block exactly as it was read.
+    public mutating func attributes(_ encoded: EncodedAttributes) { raw(encoded.bytes) }
+
     /// `value.canonicalBytes`, length-prefixed, written in place: every attribute of every
     /// row and archived item passes here.
     private mutating func canonical(_ value: AttributeValue) {
@@ -117,6 +120,16 @@ extension ByteReader {
 
     public mutating func uuid() throws -> UUID { UUID(uuid: try raw(16).withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }) }
 
+    /// The next attribute block, checked for framing but left in its coding.
+    public mutating func encodedAttributes() throws -> EncodedAttributes {
+        let start = offset
+        for _ in 0..<(try uint32()) {
+            _ = try lengthPrefixed()
+            _ = try lengthPrefixed()
+        }
+        return EncodedAttributes(bytes: Array(input[start..<offset]))
+    }
+
     public mutating func attributes() throws -> Attributes {
         let count = try uint32()
         var attributes = Attributes(minimumCapacity: Int(min(count, 64)))
@@ -125,5 +138,28 @@ extension ByteReader {
             attributes[key] = try AttributeValue(canonical: try lengthPrefixed())
         }
         return attributes
+    }
+}
+
+/// Attributes in their byte coding (`ByteWriter.attributes`), carried from a row to an archive
+/// without being decoded: the dictionary would cost more than the rest of a backup's work.
+public struct EncodedAttributes: Sendable, Equatable {
+    public let bytes: [UInt8]
+
+    public func decoded() throws -> Attributes {
+        var reader = ByteReader(bytes)
+        return try reader.attributes()
+    }
+
+    /// One attribute, found by a scan that decodes nothing else.
+    public func value(for key: AttributeKey) throws -> AttributeValue? {
+        var reader = ByteReader(bytes)
+        let wanted = Array(key.rawValue.utf8)
+        for _ in 0..<(try reader.uint32()) {
+            let name = try reader.lengthPrefixed()
+            let value = try reader.lengthPrefixed()
+            if name.elementsEqual(wanted) { return try AttributeValue(canonical: value) }
+        }
+        return nil
     }
 }

@@ -2,6 +2,21 @@ import Foundation
 import GRDB
 import KeychainModel
 
+/// A live item as the system exports it for a backup: the item whole, its attributes left in
+/// the byte coding the row holds them in.
+public struct ExportedItem: Sendable {
+    public var uuid: UUID
+    public var itemClass: ItemClass
+    public var protection: ProtectionClass
+    public var synchronizable: Bool
+    public var accessGroup: String
+    public var accessControl: AccessControl?
+    public var creationDate: Date
+    public var modificationDate: Date
+    public var attributes: EncodedAttributes
+    public var data: Data
+}
+
 /// One entry of the change feed: an item as last written, or the tombstone a synchronizable
 /// item left when it was deleted.
 public struct ItemChange: Sendable {
@@ -36,21 +51,21 @@ extension Keychain {
         }
     }
 
-    /// The system's read of every change after `sequence`, for work too large to hold at once
-    /// (a backup of the whole device). Rows come in batches of `batchSize`; each batch is opened
-    /// on every core and handed to `transform` off the calling thread while the next batch is
-    /// read from disk. `consume` gets each result in order on the calling thread, with the
-    /// changes handled so far and their total.
-    public func forEachChangeBatch<Result: Sendable>(
-        since sequence: Int64, includingData: Bool, batchSize: Int = 10_000,
-        transform: @escaping @Sendable ([ItemChange]) throws -> Result,
+    /// The system's read of every live item, for work too large to hold at once (a backup of
+    /// the whole device). Rows come in batches of `batchSize`; each batch is opened on every core
+    /// and handed to `transform` off the calling thread while the next batch is read from disk.
+    /// `consume` gets each result in order on the calling thread, with the items handled so far
+    /// and their total.
+    public func forEachExportBatch<Result: Sendable>(
+        batchSize: Int = 10_000,
+        transform: @escaping @Sendable ([ExportedItem]) throws -> Result,
         consume: (_ result: Result, _ done: Int, _ total: Int) throws -> Void
     ) throws {
-        precondition(isDeviceScope, "batches of changes are the system's read; an app reads through changes(since:)")
+        precondition(isDeviceScope, "exports are the system's read of the whole device")
         let keys = try device.availableKeys()
         try device.database.read { db in
-            let total = try ItemTable.changeCount(db, since: sequence)
-            let rows = try ItemTable.changes(db, since: sequence, accessGroupHashes: nil)
+            let total = try ItemTable.liveCount(db)
+            let rows = try ItemTable.changes(db, since: 0, accessGroupHashes: nil)
             var inFlight: (work: BackgroundWork<Result>, count: Int)?
             // Whatever happens, no work outlives the call.
             defer { _ = try? inFlight?.work.result() }
@@ -58,7 +73,9 @@ extension Keychain {
             while true {
                 var batch: [StoredRow] = []
                 batch.reserveCapacity(batchSize)
-                while batch.count < batchSize, let row = try rows.next() { batch.append(row) }
+                while batch.count < batchSize, let row = try rows.next() {
+                    if !row.isTombstone { batch.append(row) }
+                }
                 if let (work, count) = inFlight {
                     inFlight = nil
                     done += count
@@ -66,10 +83,23 @@ extension Keychain {
                 }
                 guard !batch.isEmpty else { return }
                 inFlight = (BackgroundWork { [self, batch] in
-                    try transform(ParallelMap.map(batch) { row in try openChange(row, keys: keys, includingData: includingData) })
+                    try transform(ParallelMap.map(batch) { row in try export(row, keys: keys) })
                 }, batch.count)
             }
         }
+    }
+
+    private func export(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> ExportedItem {
+        guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
+        guard let (metadata, data) = try? row.sealed.openForExport(with: classKeys) else {
+            // The item read, for its error: which tier failed, under the usual message.
+            _ = try open(row, keys: keys, withData: true)
+            throw corrupt(row, "secret")
+        }
+        return ExportedItem(uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection,
+                            synchronizable: row.header.synchronizable, accessGroup: metadata.accessGroup,
+                            accessControl: metadata.accessControl, creationDate: metadata.creationDate,
+                            modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
     private func openChange(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], includingData: Bool) throws -> ItemChange {
@@ -97,7 +127,7 @@ extension ItemTable {
             .map { try StoredRow($0) }
     }
 
-    static func changeCount(_ db: Database, since sequence: Int64) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE change_seq > ?", arguments: [sequence]) ?? 0
+    static func liveCount(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0") ?? 0
     }
 }

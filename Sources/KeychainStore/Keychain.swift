@@ -375,7 +375,7 @@ public struct Keychain: Sendable {
         KeychainError(.duplicateItem, "a \(record.itemClass.name) item with the same primary key already exists in \(record.accessGroup); update it instead, or delete it first.")
     }
 
-    private func corrupt(_ row: StoredRow, _ part: String) -> KeychainError {
+    func corrupt(_ row: StoredRow, _ part: String) -> KeychainError {
         KeychainError(.decode, "the \(part) of item \(row.header.uuid) failed authentication; the database was damaged or edited, and nothing from the item was returned.")
     }
 

@@ -38,15 +38,35 @@ struct ItemMetadata: Equatable, Sendable {
     }
 
     init(decoding bytes: [UInt8]) throws {
-        var r = ByteReader(bytes)
-        guard try r.uint8() == Self.formatVersion else { throw ByteReader.Malformed() }
-        accessGroup = try r.string()
-        creationDate = try r.date()
-        modificationDate = try r.date()
-        accessControl = try r.accessControl()
-        biometryBinding = Array(try r.lengthPrefixed())
-        attributes = try r.attributes()
-        guard r.isAtEnd else { throw ByteReader.Malformed() }
+        let fields = try Fields(decoding: bytes)
+        accessGroup = fields.accessGroup
+        accessControl = fields.accessControl
+        biometryBinding = fields.biometryBinding
+        creationDate = fields.creationDate
+        modificationDate = fields.modificationDate
+        attributes = try fields.attributes.decoded()
+    }
+
+    /// The coded fields in order, the attributes left in their coding.
+    struct Fields {
+        var accessGroup: String
+        var creationDate: Date
+        var modificationDate: Date
+        var accessControl: AccessControl?
+        var biometryBinding: [UInt8]
+        var attributes: EncodedAttributes
+
+        init(decoding bytes: [UInt8]) throws {
+            var r = ByteReader(bytes)
+            guard try r.uint8() == ItemMetadata.formatVersion else { throw ByteReader.Malformed() }
+            accessGroup = try r.string()
+            creationDate = try r.date()
+            modificationDate = try r.date()
+            accessControl = try r.accessControl()
+            biometryBinding = Array(try r.lengthPrefixed())
+            attributes = try r.encodedAttributes()
+            guard r.isAtEnd else { throw ByteReader.Malformed() }
+        }
     }
 }
 
@@ -103,7 +123,7 @@ struct SealedRow: Sendable {
     }
 
     func openMetadata(with key: SymmetricKey) throws -> ItemMetadata {
-        try openMetadata(with: key, associatedData: header.associatedData)
+        try openMetadata(with: key, associatedData: header.associatedData, ItemMetadata.init(decoding:))
     }
 
     func openSecret(with classKey: SymmetricKey) throws -> Data {
@@ -113,13 +133,21 @@ struct SealedRow: Sendable {
     /// Both tiers, with the associated data built once: the system's bulk reads.
     func open(with keys: ClassKeys) throws -> (ItemMetadata, Data) {
         let ad = header.associatedData
-        return (try openMetadata(with: keys.metadataKey, associatedData: ad), try openSecret(with: keys.classKey, associatedData: ad))
+        return (try openMetadata(with: keys.metadataKey, associatedData: ad, ItemMetadata.init(decoding:)),
+                try openSecret(with: keys.classKey, associatedData: ad))
     }
 
-    private func openMetadata(with key: SymmetricKey, associatedData ad: [UInt8]) throws -> ItemMetadata {
+    /// Both tiers for an export, the attributes left in their coding.
+    func openForExport(with keys: ClassKeys) throws -> (ItemMetadata.Fields, Data) {
+        let ad = header.associatedData
+        return (try openMetadata(with: keys.metadataKey, associatedData: ad, ItemMetadata.Fields.init(decoding:)),
+                try openSecret(with: keys.classKey, associatedData: ad))
+    }
+
+    private func openMetadata<Metadata>(with key: SymmetricKey, associatedData ad: [UInt8], _ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
         var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: ad))
         defer { SymmetricKey.wipe(&plain) }
-        return try ItemMetadata(decoding: plain)
+        return try decode(plain)
     }
 
     private func openSecret(with classKey: SymmetricKey, associatedData ad: [UInt8]) throws -> Data {

@@ -5,8 +5,8 @@ import KeychainTesting
 import Synchronization
 import Testing
 
-@Suite("Change feed in batches")
-struct ChangeFeedTests {
+@Suite("Export in batches")
+struct ExportBatchTests {
     private struct Stop: Error {}
 
     /// A device with `count` passwords, every third synchronizable, and one synchronizable
@@ -21,23 +21,29 @@ struct ChangeFeedTests {
         return t
     }
 
-    @Test("batches carry every change once, in change order, with running counts")
+    @Test("export batches carry every live item once, whole, in change order, with running counts")
     func batchesMatchTheFeed() throws {
         let t = try populated(25)
-        let feed = try t.device.deviceKeychain.changes(since: 0, includingData: true)
-        var seen: [ItemChange] = []
+        let live = try t.device.deviceKeychain.changes(since: 0, includingData: true).filter { !$0.isTombstone }.map(\.record)
+        var seen: [ExportedItem] = []
         var counts: [(Int, Int)] = []
-        try t.device.deviceKeychain.forEachChangeBatch(since: 0, includingData: true, batchSize: 7) { changes in
-            changes
-        } consume: { changes, done, total in
-            seen += changes
+        try t.device.deviceKeychain.forEachExportBatch(batchSize: 7) { items in
+            items
+        } consume: { items, done, total in
+            seen += items
             counts.append((done, total))
         }
-        #expect(seen.map(\.changeSequence) == feed.map(\.changeSequence))
-        #expect(seen.map(\.record.data) == feed.map(\.record.data))
-        #expect(seen.filter(\.isTombstone).count == 1)
-        #expect(counts.map(\.0) == [7, 14, 21, 25])
-        #expect(counts.allSatisfy { $0.1 == 25 })  // the deleted item's row became its tombstone
+        #expect(live.count == 24)
+        #expect(seen.map(\.uuid) == live.map(\.uuid))
+        for (item, record) in zip(seen, live) {
+            #expect(try item.attributes.decoded() == record.attributes)
+            #expect(try item.attributes.value(for: .account) == record.attributes[.account])
+            #expect(try item.attributes.value(for: .label) == nil)
+            #expect(item.data == record.data)
+            #expect([item.accessGroup, "\(item.protection)", "\(item.creationDate)"] == [record.accessGroup, "\(record.protection)", "\(record.creationDate)"])
+        }
+        #expect(counts.map(\.0) == [7, 14, 21, 24])
+        #expect(counts.allSatisfy { $0.1 == 24 })
     }
 
     @Test("an error in either step ends the read at once and reaches the caller")
@@ -45,17 +51,17 @@ struct ChangeFeedTests {
         let t = try populated(40)
         let transformed = Mutex(0)
         #expect(throws: Stop.self) {
-            try t.device.deviceKeychain.forEachChangeBatch(since: 0, includingData: false, batchSize: 10) { changes in
+            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) { items in
                 let n = transformed.withLock { $0 += 1; return $0 }
                 if n == 2 { throw Stop() }
-                return changes.count
+                return items.count
             } consume: { _, _, _ in }
         }
         #expect(transformed.withLock { $0 } == 2)
 
         var consumed = 0
         #expect(throws: Stop.self) {
-            try t.device.deviceKeychain.forEachChangeBatch(since: 0, includingData: false, batchSize: 10) { $0.count } consume: { _, _, _ in
+            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) { $0.count } consume: { _, _, _ in
                 consumed += 1
                 throw Stop()
             }
