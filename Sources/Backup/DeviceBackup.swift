@@ -24,7 +24,7 @@ public enum DeviceBackup {
         manifest.counts["apps"] = apps.count
 
         let files = try sandboxFiles(device, apps)
-        var changeCount = 0
+        var itemCount = 0
 
         // Rows are read, opened, re-sealed and compressed in batches: reading the next batch
         // overlaps with the work on this one, which runs on every core.
@@ -34,7 +34,7 @@ public enum DeviceBackup {
         } consume: { batch, done, total in
             manifest.counts.merge(batch.counts, uniquingKeysWith: +)
             for section in batch.sections { try writer.append(section) }
-            changeCount = total
+            itemCount = total
             progress(done, total + files.count)
         }
 
@@ -45,7 +45,7 @@ public enum DeviceBackup {
             for entry in entries { sandbox.add(entry.encoded) }
             if !entries.isEmpty { manifest.counts["sandboxFiles", default: 0] += 1 }
             if sandbox.completed.count >= 4 { try append(sandbox.takeCompleted(), .sandbox, to: writer) }
-            progress(changeCount + done + 1, changeCount + files.count)
+            progress(itemCount + done + 1, itemCount + files.count)
         }
         try append(sandbox.takeAll(), .sandbox, to: writer)
 

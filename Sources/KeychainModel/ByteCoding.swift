@@ -29,7 +29,7 @@ public struct ByteWriter: Sendable {
 public struct ByteReader {
     /// The input ended early or held a value that does not decode.
     public struct Malformed: Error { public init() {} }
-    @usableFromInline let input: ArraySlice<UInt8>
+    private let input: ArraySlice<UInt8>
     public private(set) var offset: Int
 
     public init(_ bytes: [UInt8]) { self.init(bytes[...]) }
