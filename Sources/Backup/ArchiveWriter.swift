@@ -1,4 +1,5 @@
 import Foundation
+import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
 
@@ -140,5 +141,10 @@ public struct CompressedSection: Sendable {
         }
         self.kind = kind
         compressed = try Zstd.compress(content)
+    }
+
+    /// Several contents of one kind, compressed on every core, in order.
+    static func compressing(_ contents: [Data], as kind: SectionKind) throws -> [CompressedSection] {
+        try ParallelMap.map(contents, minimumChunk: 1) { try CompressedSection(kind, $0) }
     }
 }

@@ -63,8 +63,7 @@ public enum DeviceBackup {
     }
 
     private static func append(_ contents: [Data], _ kind: SectionKind, to writer: ArchiveWriter) throws {
-        let sections = try ParallelMap.map(contents, minimumChunk: 1) { try CompressedSection(kind, $0) }
-        for section in sections { try writer.append(section) }
+        for section in try CompressedSection.compressing(contents, as: kind) { try writer.append(section) }
     }
 
     /// Names of the manifest's counts.
@@ -143,7 +142,7 @@ private struct KeychainBatch: Sendable {
         }) {
             builder.add(entry)
         }
-        sections = try ParallelMap.map(builder.takeAll(), minimumChunk: 1) { try CompressedSection(.keychain, $0) }
+        sections = try CompressedSection.compressing(builder.takeAll(), as: .keychain)
     }
 }
 

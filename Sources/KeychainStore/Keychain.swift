@@ -147,7 +147,7 @@ public struct Keychain: Sendable {
 
     /// Opens a row for the system itself, which no access control asks: no database needed.
     func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool) throws -> ItemRecord {
-        if withData, let classKeys = keys[row.header.protection], let (metadata, data) = try? row.sealed.open(with: classKeys) {
+        if withData, let classKeys = keys[row.header.protection], let (metadata, data) = try? row.sealed.open(with: classKeys, ItemMetadata.init(decoding:)) {
             return record(row.header, metadata, data: data)
         }
         // One tier at a time: slower, and the error says which tier failed.

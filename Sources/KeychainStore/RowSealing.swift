@@ -130,18 +130,11 @@ struct SealedRow: Sendable {
         try openSecret(with: classKey, associatedData: header.associatedData)
     }
 
-    /// Both tiers, with the associated data built once: the system's bulk reads.
-    func open(with keys: ClassKeys) throws -> (ItemMetadata, Data) {
+    /// Both tiers, with the associated data built once: the system's bulk reads. `decode` reads
+    /// the metadata whole (`ItemMetadata`) or leaves its attributes coded (`ItemMetadata.Fields`).
+    func open<Metadata>(with keys: ClassKeys, _ decode: ([UInt8]) throws -> Metadata) throws -> (Metadata, Data) {
         let ad = header.associatedData
-        return (try openMetadata(with: keys.metadataKey, associatedData: ad, ItemMetadata.init(decoding:)),
-                try openSecret(with: keys.classKey, associatedData: ad))
-    }
-
-    /// Both tiers for an export, the attributes left in their coding.
-    func openForExport(with keys: ClassKeys) throws -> (ItemMetadata.Fields, Data) {
-        let ad = header.associatedData
-        return (try openMetadata(with: keys.metadataKey, associatedData: ad, ItemMetadata.Fields.init(decoding:)),
-                try openSecret(with: keys.classKey, associatedData: ad))
+        return (try openMetadata(with: keys.metadataKey, associatedData: ad, decode), try openSecret(with: keys.classKey, associatedData: ad))
     }
 
     private func openMetadata<Metadata>(with key: SymmetricKey, associatedData ad: [UInt8], _ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
