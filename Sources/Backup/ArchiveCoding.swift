@@ -29,7 +29,7 @@ extension ExportedItem {
     /// What an archived item seals: the whole item, its data included. The attributes go in
     /// as the store coded them, which is the coding `ItemRecord(archiveBytes:)` reads.
     var archiveBytes: [UInt8] {
-        var w = ByteWriter()
+        var w = ByteWriter(capacity: 160 + accessGroup.utf8.count + attributes.bytes.count + data.count)
         w.uint8(ItemRecord.archiveFormat)
         w.string(itemClass.rawValue)
         w.uuid(uuid)
@@ -67,7 +67,7 @@ extension ItemRecord {
 
 extension ArchivedItem {
     var encoded: [UInt8] {
-        var w = ByteWriter()
+        var w = ByteWriter(capacity: 96 + accessGroup.utf8.count + (name?.utf8.count ?? 0) + sealed.count)
         w.uuid(uuid)
         w.string(itemClass.rawValue)
         w.string(protection.rawValue)

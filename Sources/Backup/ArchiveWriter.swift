@@ -119,7 +119,8 @@ public final class ArchiveWriter {
         var frame = [kind.rawValue]
         frame += index.bigEndianBytes
         frame += UInt64(body.count).bigEndianBytes
-        try write(Data(frame) + body)
+        try write(frame)
+        try write(body)
         sectionCount += 1
     }
 

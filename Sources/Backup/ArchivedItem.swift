@@ -35,7 +35,9 @@ public struct ArchivedItem: Sendable, Equatable {
 
     init(_ item: ExportedItem, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) {
         uuid = item.uuid
-        name = named ? Self.name { try? item.attributes.value(for: $0) } : nil
+        if named, let values = try? item.attributes.values(of: Self.nameAttributes) {
+            name = Self.name { values[$0] }
+        }
         itemClass = item.itemClass
         protection = item.protection
         synchronizable = item.synchronizable
@@ -54,6 +56,9 @@ public struct ArchivedItem: Sendable, Equatable {
         return record
     }
 
+    /// The attributes `name` reads.
+    static let nameAttributes = AttributeSelection([.account, .service, .server, .label, .applicationTag])
+
     /// Account and service (or server), else the label, else the application tag.
     static func name(_ attribute: (AttributeKey) -> AttributeValue?) -> String? {
         func text(_ key: AttributeKey) -> String? {
@@ -63,14 +68,25 @@ public struct ArchivedItem: Sendable, Equatable {
             default: nil
             }
         }
-        let parts = [text(.account), text(.service) ?? text(.server)].compactMap { $0 }
-        return parts.isEmpty ? text(.label) ?? text(.applicationTag) : parts.joined(separator: " @ ")
+        let account = text(.account), service = text(.service) ?? text(.server)
+        switch (account, service) {
+        case let (account?, service?): return account + " @ " + service
+        case (nil, nil): return text(.label) ?? text(.applicationTag)
+        default: return account ?? service
+        }
     }
 
-    /// Binds the seal to the item's identity, class and wrapping: a sealed item moved onto
-    /// another entry does not open.
+    /// `keyferry item 1|UUID|protection|wrapping`: binds the seal to the item's identity, class
+    /// and wrapping, so a sealed item moved onto another entry does not open.
     private static func associatedData(_ uuid: UUID, _ protection: ProtectionClass, _ wrapping: Wrapping) -> [UInt8] {
-        Array("keyferry item 1|\(uuid.uuidString)|\(protection.rawValue)|\(wrapping.rawValue)".utf8)
+        var w = ByteWriter(capacity: 96)
+        w.raw("keyferry item 1|".utf8)
+        w.uuidText(uuid)
+        for part in [protection.rawValue, wrapping.rawValue] {
+            w.uint8(UInt8(ascii: "|"))
+            w.raw(part.utf8)
+        }
+        return w.bytes
     }
 }
 

@@ -30,10 +30,17 @@ public enum DeviceBackup {
         // overlaps with the work on this one, which runs on every core.
         let keys = ItemKeys(mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.deviceBoundBackupKey)
         try device.deviceKeychain.forEachExportBatch { items in
-            try KeychainBatch(items, keys: keys, entropy: entropy)
-        } consume: { batch, done, total in
-            manifest.counts.merge(batch.counts, uniquingKeysWith: +)
-            for section in batch.sections { try writer.append(section) }
+            try KeychainSections(items, keys: keys, entropy: entropy)
+        } consume: { pieces, done, total in
+            for piece in pieces {
+                for (kind, count) in piece.counts {
+                    manifest.counts[CountName.items(kind.itemClass, kind.protection), default: 0] += count
+                    if keys.key(for: kind.protection) == nil {
+                        manifest.counts[CountName.notExported(kind.itemClass, kind.protection), default: 0] += count
+                    }
+                }
+                for section in piece.sections { try writer.append(section) }
+            }
             itemCount = total
             progress(done, total + files.count)
         }
@@ -103,46 +110,49 @@ public enum DeviceBackup {
     }
 }
 
-/// The keys items are wrapped with, by the migration rules.
+/// The keys items are wrapped with, by the migration rules, derived once per backup.
 private struct ItemKeys: Sendable {
     let mode: ArchiveMode
-    let backupKeybag: BackupKeybag?
-    let deviceKey: SymmetricKey
+    private let keys: [ProtectionClass: (ArchivedItem.Wrapping, SymmetricKey)]
+
+    init(mode: ArchiveMode, backupKeybag: BackupKeybag?, deviceKey: SymmetricKey) {
+        self.mode = mode
+        var keys: [ProtectionClass: (ArchivedItem.Wrapping, SymmetricKey)] = [:]
+        for protection in ProtectionClass.allCases {
+            switch ArchivedItem.wrapping(for: protection, mode: mode) {
+            case .backup: keys[protection] = (.backup, backupKeybag!.key(for: protection))
+            case .device: keys[protection] = (.device, deviceKey)
+            case nil: break
+            }
+        }
+        self.keys = keys
+    }
 
     /// The wrapping and key for an item of `protection`; nil for items never exported.
-    func key(for protection: ProtectionClass) -> (ArchivedItem.Wrapping, SymmetricKey)? {
-        switch ArchivedItem.wrapping(for: protection, mode: mode) {
-        case .backup: (.backup, backupKeybag!.key(for: protection))
-        case .device: (.device, deviceKey)
-        case nil: nil
-        }
-    }
+    func key(for protection: ProtectionClass) -> (ArchivedItem.Wrapping, SymmetricKey)? { keys[protection] }
 }
 
-/// One batch of keychain items as the archive carries it: compressed sections, and what they
-/// hold, counted.
-private struct KeychainBatch: Sendable {
-    var counts: [String: Int] = [:]
+/// Keychain items as the archive carries them: compressed sections, and the items read,
+/// counted by kind (those never exported included). Made one core to a piece of a batch, so
+/// it does its work in sequence.
+private struct KeychainSections: Sendable {
+    struct Kind: Hashable, Sendable {
+        var itemClass: ItemClass
+        var protection: ProtectionClass
+    }
+
+    var counts: [Kind: Int] = [:]
     var sections: [CompressedSection] = []
 
     init(_ items: [ExportedItem], keys: ItemKeys, entropy: any EntropySource) throws {
-        var work: [(ExportedItem, ArchivedItem.Wrapping, SymmetricKey)] = []
-        for item in items {
-            counts[DeviceBackup.CountName.items(item.itemClass, item.protection), default: 0] += 1
-            guard let (wrapping, key) = keys.key(for: item.protection) else {
-                counts[DeviceBackup.CountName.notExported(item.itemClass, item.protection), default: 0] += 1
-                continue
-            }
-            work.append((item, wrapping, key))
-        }
         let named = keys.mode == .encrypted
         var builder = SectionBuilder()
-        for entry in try ParallelMap.map(work, { item, wrapping, key in
-            ArchivedItem(item, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded
-        }) {
-            builder.add(entry)
+        for item in items {
+            counts[Kind(itemClass: item.itemClass, protection: item.protection), default: 0] += 1
+            guard let (wrapping, key) = keys.key(for: item.protection) else { continue }
+            builder.add(ArchivedItem(item, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded)
         }
-        sections = try CompressedSection.compressing(builder.takeAll(), as: .keychain)
+        sections = try builder.takeAll().map { try CompressedSection(.keychain, $0) }
     }
 }
 

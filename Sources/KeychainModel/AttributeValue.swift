@@ -90,7 +90,7 @@ extension AttributeValue {
         var r = ByteReader(bytes.dropFirst())
         switch kind {
         case .string:
-            guard let s = String(validating: bytes.dropFirst(), as: UTF8.self) else { throw ByteReader.Malformed() }
+            guard let s = String(validUTF8: bytes.dropFirst()) else { throw ByteReader.Malformed() }
             self = .string(s)
         case .data: self = .data(Data(bytes.dropFirst()))
         case .number: self = .number(Int64(bitPattern: try r.uint64()))

@@ -9,6 +9,8 @@ public struct ByteWriter: Sendable {
     @usableFromInline var storage: [UInt8] = []
     public var bytes: [UInt8] { storage }
     public init() {}
+    /// A writer with room for `capacity` bytes: one allocation for a record of known size.
+    public init(capacity: Int) { storage.reserveCapacity(capacity) }
 
     @inlinable public mutating func uint8(_ v: UInt8) { storage.append(v) }
     @inlinable public mutating func uint32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { storage.append(contentsOf: $0) } }
@@ -55,8 +57,17 @@ public struct ByteReader {
     }
     public mutating func lengthPrefixed() throws -> ArraySlice<UInt8> { try raw(Int(uint32())) }
     public mutating func string() throws -> String {
-        guard let s = String(validating: try lengthPrefixed(), as: UTF8.self) else { throw Malformed() }
+        guard let s = String(validUTF8: try lengthPrefixed()) else { throw Malformed() }
         return s
+    }
+}
+
+extension String {
+    /// The bytes as a string when they are valid UTF-8. Through a buffer pointer, which takes
+    /// the standard library's fast validation; an array slice takes a generic, slower one.
+    init?(validUTF8 bytes: ArraySlice<UInt8>) {
+        guard let s = bytes.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else { return nil }
+        self = s
     }
 }
 
@@ -75,6 +86,22 @@ extension ByteWriter {
     public mutating func date(_ date: Date) { uint64(date.timeIntervalSinceReferenceDate.bitPattern) }
 
     public mutating func uuid(_ uuid: UUID) { withUnsafeBytes(of: uuid.uuid) { raw($0) } }
+
+    /// The UUID as `UUID.uuidString` spells it (uppercase hex, dashed 8-4-4-4-12), without a
+    /// length: Foundation formats through `sprintf`, once per archived item.
+    public mutating func uuidText(_ uuid: UUID) {
+        func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10 }
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(digit(byte >> 4))
+                text.append(digit(byte & 0x0F))
+            }
+        }
+        raw(text)
+    }
 
     /// A count, then each attribute sorted by key as (key, canonical value).
     public mutating func attributes(_ attributes: Attributes) {
@@ -151,15 +178,44 @@ public struct EncodedAttributes: Sendable, Equatable {
         return try reader.attributes()
     }
 
-    /// One attribute, found by a scan that decodes nothing else.
-    public func value(for key: AttributeKey) throws -> AttributeValue? {
+    /// The selected attributes that are present, found in one scan that decodes nothing else.
+    public func values(of selection: AttributeSelection) throws -> SelectedAttributes {
         var reader = ByteReader(bytes)
-        let wanted = Array(key.rawValue.utf8)
+        var found = SelectedAttributes(selection: selection)
         for _ in 0..<(try reader.uint32()) {
             let name = try reader.lengthPrefixed()
             let value = try reader.lengthPrefixed()
-            if name.elementsEqual(wanted) { return try AttributeValue(canonical: value) }
+            if let index = selection.names.firstIndex(where: { $0.count == name.count && $0.elementsEqual(name) }) {
+                found.values[index] = try AttributeValue(canonical: value)
+            }
         }
-        return nil
+        return found
+    }
+}
+
+/// A few attributes to pick out of `EncodedAttributes`, their names coded once.
+public struct AttributeSelection: Sendable {
+    public let keys: [AttributeKey]
+    fileprivate let names: [[UInt8]]
+
+    public init(_ keys: [AttributeKey]) {
+        self.keys = keys
+        names = keys.map { Array($0.rawValue.utf8) }
+    }
+}
+
+/// The values `EncodedAttributes.values(of:)` found.
+public struct SelectedAttributes: Sendable {
+    public let selection: AttributeSelection
+    fileprivate var values: [AttributeValue?]
+
+    fileprivate init(selection: AttributeSelection) {
+        self.selection = selection
+        values = Array(repeating: nil, count: selection.keys.count)
+    }
+
+    /// The value of `key`; nil when absent or not selected.
+    public subscript(key: AttributeKey) -> AttributeValue? {
+        selection.keys.firstIndex(of: key).flatMap { values[$0] }
     }
 }

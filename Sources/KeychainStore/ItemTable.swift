@@ -24,11 +24,16 @@ struct StoredRow: Sendable {
         id = row[0]
         let header = RowHeader(
             uuid: UUIDBytes.uuid([UInt8](uuidData)), itemClass: itemClass, protection: protection, synchronizable: row[4],
-            accessGroupHash: [UInt8](row[7] as Data), primaryKeyHash: [UInt8](row[8] as Data), tokens: [UInt8](row[9] as Data))
+            accessGroupHash: try Self.bytes(row, 7), primaryKeyHash: try Self.bytes(row, 8), tokens: try Self.bytes(row, 9))
         sealed = SealedRow(header: header, metadata: row[10], secret: row[11])
         isTombstone = row[5]
         tombstoneDate = (row[6] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))
         changeSequence = row[12]
+    }
+
+    /// A blob column copied once, straight into an array.
+    private static func bytes(_ row: Row, _ index: Int) throws -> [UInt8] {
+        try row.withUnsafeData(atIndex: index) { [UInt8]($0 ?? Data()) }
     }
 }
 

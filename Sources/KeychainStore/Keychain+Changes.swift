@@ -52,21 +52,22 @@ extension Keychain {
     }
 
     /// The system's read of every live item, for work too large to hold at once (a backup of
-    /// the whole device). Rows come in batches of `batchSize`; each batch is opened on every core
-    /// and handed to `transform` off the calling thread while the next batch is read from disk.
-    /// `consume` gets each result in order on the calling thread, with the items handled so far
-    /// and their total.
+    /// the whole device). Rows come in batches of `batchSize`. Off the calling thread, while the
+    /// next batch is read from disk, each batch is cut into pieces that are opened and handed to
+    /// `transform` on every core: one pass, with nothing left to do one core at a time.
+    /// `consume` gets a batch's results in order on the calling thread, with the items handled
+    /// so far and their total.
     public func forEachExportBatch<Result: Sendable>(
         batchSize: Int = 10_000,
         transform: @escaping @Sendable ([ExportedItem]) throws -> Result,
-        consume: (_ result: Result, _ done: Int, _ total: Int) throws -> Void
+        consume: (_ results: [Result], _ done: Int, _ total: Int) throws -> Void
     ) throws {
         precondition(isDeviceScope, "exports are the system's read of the whole device")
         let keys = try device.availableKeys()
         try device.database.read { db in
             let total = try ItemTable.liveCount(db)
             let rows = try ItemTable.changes(db, since: 0, accessGroupHashes: nil)
-            var inFlight: (work: BackgroundWork<Result>, count: Int)?
+            var inFlight: (work: BackgroundWork<[Result]>, count: Int)?
             // Whatever happens, no work outlives the call.
             defer { _ = try? inFlight?.work.result() }
             var done = 0
@@ -83,7 +84,7 @@ extension Keychain {
                 }
                 guard !batch.isEmpty else { return }
                 inFlight = (BackgroundWork { [self, batch] in
-                    try transform(ParallelMap.map(batch) { row in try export(row, keys: keys) })
+                    try ParallelMap.mapChunks(batch) { rows in try transform(rows.map { row in try export(row, keys: keys) }) }
                 }, batch.count)
             }
         }

@@ -82,8 +82,8 @@ struct RowHeader: Equatable, Sendable {
     var tokens: [UInt8]
 
     var associatedData: [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("keyferry.row.v1".utf8))
+        var w = ByteWriter(capacity: 96 + accessGroupHash.count + primaryKeyHash.count + tokens.count)
+        w.raw("keyferry.row.v1".utf8)
         w.uuid(uuid)
         w.string(itemClass.rawValue)
         w.string(protection.rawValue)

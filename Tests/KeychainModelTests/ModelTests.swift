@@ -89,4 +89,40 @@ struct ModelTests {
         #expect(throws: KeychainError.self) { try SecDictionary.changes([kSecReturnData: true], itemClass: .genericPassword) }
         #expect(throws: KeychainError.self) { try SecDictionary.query([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne], for: .delete) }
     }
+
+    @Test("byte coding: UUIDs spelled as Foundation spells them, attributes picked out undecoded, UTF-8 checked")
+    func byteCoding() throws {
+        var uuids = [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                     UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))]
+        for _ in 0..<200 { uuids.append(UUID()) }
+        for uuid in uuids {
+            var w = ByteWriter()
+            w.uuidText(uuid)
+            #expect(String(decoding: w.bytes, as: UTF8.self) == uuid.uuidString)
+        }
+
+        let attributes: Attributes = [.account: .string("alice"), .service: .data(Data("imap".utf8)), .port: .number(993), .label: .string("")]
+        var w = ByteWriter()
+        w.attributes(attributes)
+        var r = ByteReader(w.bytes)
+        let encoded = try r.encodedAttributes()
+        #expect(try encoded.decoded() == attributes)
+        let picked = try encoded.values(of: AttributeSelection([.label, .server, .account, .service]))
+        #expect(picked[.account] == .string("alice"))
+        #expect(picked[.service] == .data(Data("imap".utf8)))
+        #expect(picked[.label] == .string(""))
+        #expect(picked[.server] == nil)
+        #expect(picked[.port] == nil, "not selected")
+        var truncated = ByteReader(Array(w.bytes.dropLast()))
+        #expect(throws: ByteReader.Malformed.self) { try truncated.encodedAttributes() }
+
+        var bad = ByteWriter()
+        bad.lengthPrefixed([0x61, 0xFF, 0x62])
+        var badReader = ByteReader(bad.bytes)
+        #expect(throws: ByteReader.Malformed.self) { try badReader.string() }
+        var good = ByteWriter()
+        good.string("caf\u{E9} \u{1F511}")
+        var goodReader = ByteReader(Array([9, 9] + good.bytes)[2...])
+        #expect(try goodReader.string() == "caf\u{E9} \u{1F511}")
+    }
 }

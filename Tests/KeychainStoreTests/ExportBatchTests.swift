@@ -29,16 +29,17 @@ struct ExportBatchTests {
         var counts: [(Int, Int)] = []
         try t.device.deviceKeychain.forEachExportBatch(batchSize: 7) { items in
             items
-        } consume: { items, done, total in
-            seen += items
+        } consume: { pieces, done, total in
+            seen += pieces.flatMap { $0 }
             counts.append((done, total))
         }
         #expect(live.count == 24)
         #expect(seen.map(\.uuid) == live.map(\.uuid))
         for (item, record) in zip(seen, live) {
             #expect(try item.attributes.decoded() == record.attributes)
-            #expect(try item.attributes.value(for: .account) == record.attributes[.account])
-            #expect(try item.attributes.value(for: .label) == nil)
+            let picked = try item.attributes.values(of: AttributeSelection([.account, .label]))
+            #expect(picked[.account] == record.attributes[.account])
+            #expect(picked[.label] == nil)
             #expect(item.data == record.data)
             #expect([item.accessGroup, "\(item.protection)", "\(item.creationDate)"] == [record.accessGroup, "\(record.protection)", "\(record.creationDate)"])
         }
@@ -69,12 +70,32 @@ struct ExportBatchTests {
         #expect(consumed == 1)
     }
 
+    @Test("a large batch is handed to transform in consecutive pieces, one per call, in order")
+    func batchesInPieces() throws {
+        let t = try populated(1_201)
+        var batches: [[[UUID]]] = []
+        try t.device.deviceKeychain.forEachExportBatch(batchSize: 600) { items in
+            items.map(\.uuid)
+        } consume: { pieces, _, _ in
+            batches.append(pieces)
+        }
+        let live = try t.device.deviceKeychain.changes(since: 0).filter { !$0.isTombstone }.map(\.record.uuid)
+        #expect(batches.flatMap { $0.flatMap { $0 } } == live)
+        #expect(batches.map { $0.map(\.count).reduce(0, +) } == [600, 600])
+        if ProcessInfo.processInfo.activeProcessorCount > 1 {
+            #expect(batches.allSatisfy { $0.count > 1 }, "600 rows are enough to share between cores")
+        }
+    }
+
     @Test("ParallelMap keeps order for every size and chunking, and the first error wins")
     func parallelMap() throws {
         for count in 0...300 {
             let input = Array(0..<count)
             for minimum in [1, 3, 256] {
                 #expect(try ParallelMap.map(input, minimumChunk: minimum) { $0 * 2 } == input.map { $0 * 2 })
+                let pieces = try ParallelMap.mapChunks(input, minimumChunk: minimum) { Array($0) }
+                #expect(pieces.flatMap { $0 } == input)
+                #expect(pieces.dropLast().allSatisfy { $0.count >= minimum })
             }
         }
         #expect(throws: Stop.self) {
