@@ -93,6 +93,48 @@ struct CryptoTests {
         #expect(!constantTimeEqual([1, 2, 3] as [UInt8], [1, 2, 4] as [UInt8]))
         #expect(!constantTimeEqual([1, 2, 3] as [UInt8], [1, 2] as [UInt8]))
     }
+
+    // RFC 8032, section 7.1, tests 1 and 2.
+    @Test("Ed25519 matches RFC 8032 and rejects an edited message, signature or signer", arguments: [
+        ("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+         "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"),
+        ("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb", "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
+         "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"),
+    ])
+    func ed25519(seed: String, publicKey: String, message: String, signature: String) throws {
+        let key = SigningKey(seed: try SymmetricKey(bytes: hex(seed)))
+        #expect(hex(key.publicKey.bytes) == publicKey)
+        let signed = key.signature(for: hex(message))
+        #expect(hex(signed) == signature)
+        #expect(key.publicKey.isValidSignature(signed, for: hex(message)))
+        #expect(!key.publicKey.isValidSignature(signed, for: hex(message) + [0]))
+        var edited = signed
+        edited[5] ^= 1
+        #expect(!key.publicKey.isValidSignature(edited, for: hex(message)))
+        #expect(!key.publicKey.isValidSignature(signed.dropLast(), for: hex(message)))
+        #expect(!SigningKey(seed: SymmetricKey()).publicKey.isValidSignature(signed, for: hex(message)))
+        #expect(try SigningPublicKey(bytes: hex(publicKey)) == key.publicKey)
+        #expect(throws: CryptoError.invalidLength(expected: 32, actual: 31)) { try SigningPublicKey(bytes: Array(hex(publicKey).dropLast())) }
+    }
+
+    @Test("a sealed key opens only for its recipient, and never once edited")
+    func sealedBoxes() throws {
+        let seed = try SymmetricKey(bytes: Array(repeating: 7, count: 32))
+        let recipient = SealingKey(seed: seed)
+        #expect(SealingKey(seed: seed).publicKey == recipient.publicKey, "the seed is the whole key")
+        let key = SymmetricKey()
+        let box = recipient.publicKey.wrap(key)
+        #expect(box.count == SealingPublicKey.wrappedKeyByteCount)
+        #expect(recipient.publicKey.wrap(key) != box, "a fresh ephemeral key every time")
+        #expect(try recipient.unwrap(box) == key)
+        #expect(throws: CryptoError.authenticationFailed) { try SealingKey(seed: SymmetricKey()).unwrap(box) }
+        for index in [0, 31, 32, box.count - 1] {
+            var edited = box
+            edited[index] ^= 0x40
+            #expect(throws: CryptoError.authenticationFailed) { try recipient.unwrap(edited) }
+        }
+        #expect(throws: CryptoError.authenticationFailed) { try recipient.unwrap(box.dropLast()) }
+    }
 }
 
 enum KnownAnswers {
