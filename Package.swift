@@ -42,6 +42,10 @@ let package = Package(
         // Backup archives: the sealed, compressed container; what goes in it and back out.
         .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression"]),
 
+        // Sync: replicated item versions, hybrid clocks, circle keys and the sealed, signed
+        // envelopes members exchange through an untrusted relay.
+        .target(name: "Sync", dependencies: ["KeychainModel", "KeyferryCrypto"]),
+
         // A powered-on device as a process: the control API on a socket in its directory,
         // the client the command line uses, and the launcher that starts and stops it.
         .target(
@@ -78,6 +82,7 @@ let package = Package(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.

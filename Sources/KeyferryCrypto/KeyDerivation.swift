@@ -99,3 +99,11 @@ public func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousByt
         b.withUnsafeBytes { y in x.count == y.count && sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
     }
 }
+
+/// Unkeyed BLAKE2b-256: a content digest that every node computes alike, such as the tie-break
+/// between two versions of an item.
+public enum ContentDigest {
+    public static func of(_ message: some ContiguousBytes) -> [UInt8] {
+        message.withUnsafeBytes { KeyedHash.digestRaw($0, keyBytes: UnsafeRawBufferPointer(start: nil, count: 0), length: 32) }
+    }
+}

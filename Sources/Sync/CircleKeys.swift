@@ -1,0 +1,100 @@
+import Foundation
+import KeychainModel
+import KeyferryCrypto
+
+/// One generation of a circle's keys: the circle key, and the class keys A and C it wraps.
+/// Removing a peer starts a new generation (epoch), so the removed peer cannot read anything
+/// written after its removal.
+public struct CircleKeys: Sendable {
+    public let circle: UUID
+    public let epoch: UInt32
+    let circleKey: SymmetricKey
+    private let classKeys: [SyncClass: SymmetricKey]
+
+    /// A fresh generation.
+    public init(circle: UUID, epoch: UInt32, entropy: any EntropySource = SystemEntropy()) {
+        self.circle = circle
+        self.epoch = epoch
+        circleKey = SymmetricKey(randomFrom: entropy)
+        classKeys = Dictionary(uniqueKeysWithValues: SyncClass.allCases.map { ($0, SymmetricKey(randomFrom: entropy)) })
+    }
+
+    /// A generation opened from its circle key (from a share) and its published class keys.
+    public init(circle: UUID, epoch: UInt32, circleKey: SymmetricKey, wrappedClassKeys: [UInt8]) throws {
+        self.circle = circle
+        self.epoch = epoch
+        self.circleKey = circleKey
+        let size = SymmetricKey.byteCount + AEAD.overhead
+        guard wrappedClassKeys.count == size * SyncClass.allCases.count else { throw EnvelopeError.malformed("class keys") }
+        var keys: [SyncClass: SymmetricKey] = [:]
+        for (index, syncClass) in SyncClass.allCases.enumerated() {
+            let box = wrappedClassKeys[(index * size)..<((index + 1) * size)]
+            guard let key = try? AEAD.unwrap(box, under: circleKey, associatedData: Self.classKeyAD(circle, epoch, syncClass)) else {
+                throw EnvelopeError.cannotDecrypt("the class keys of generation \(epoch) do not open under this circle key")
+            }
+            keys[syncClass] = key
+        }
+        classKeys = keys
+    }
+
+    public func classKey(_ syncClass: SyncClass) -> SymmetricKey { classKeys[syncClass]! }
+
+    /// The class keys sealed under the circle key, in `SyncClass.allCases` order: what a
+    /// generation publishes beside its shares.
+    public func wrappedClassKeys(entropy: any EntropySource = SystemEntropy()) -> [UInt8] {
+        SyncClass.allCases.flatMap { syncClass in
+            AEAD.wrap(classKey(syncClass), under: circleKey, associatedData: Self.classKeyAD(circle, epoch, syncClass), entropy: entropy)
+        }
+    }
+
+    private static func classKeyAD(_ circle: UUID, _ epoch: UInt32, _ syncClass: SyncClass) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw("keyferry.sync.classkey.v1".utf8)
+        w.uuid(circle)
+        w.uint32(epoch)
+        w.uint8(syncClass.rawValue)
+        return w.bytes
+    }
+}
+
+/// A generation's circle key sealed to one member and signed by the member who made it:
+/// the relay can neither read it nor pass off a key of its own.
+public struct CircleKeyShare: Hashable, Sendable {
+    public var circle: UUID
+    public var epoch: UInt32
+    public var recipient: SealingPublicKey
+    public var sender: SigningPublicKey
+    var sealedKey: [UInt8]
+    var signature: [UInt8]
+
+    public init(_ keys: CircleKeys, to recipient: SealingPublicKey, from sender: SigningKey) {
+        circle = keys.circle
+        epoch = keys.epoch
+        self.recipient = recipient
+        self.sender = sender.publicKey
+        sealedKey = recipient.wrap(keys.circleKey)
+        signature = []
+        signature = sender.signature(for: signedBytes)
+    }
+
+    /// The circle key, once the signature checks out against a sender the caller trusts.
+    public func open(with recipientKey: SealingKey, trusting senders: Set<SigningPublicKey>) throws -> SymmetricKey {
+        guard senders.contains(sender) else { throw EnvelopeError.notAMember("the share of generation \(epoch) comes from a device outside the circle") }
+        guard sender.isValidSignature(signature, for: signedBytes) else { throw EnvelopeError.forged("the share of generation \(epoch) has a bad signature") }
+        guard recipientKey.publicKey == recipient, let key = try? recipientKey.unwrap(sealedKey) else {
+            throw EnvelopeError.cannotDecrypt("the share of generation \(epoch) is not for this device")
+        }
+        return key
+    }
+
+    private var signedBytes: [UInt8] {
+        var w = ByteWriter()
+        w.raw("keyferry.sync.share.v1".utf8)
+        w.uuid(circle)
+        w.uint32(epoch)
+        w.raw(recipient.bytes)
+        w.raw(sender.bytes)
+        w.lengthPrefixed(sealedKey)
+        return w.bytes
+    }
+}
