@@ -46,6 +46,18 @@ let package = Package(
         // envelopes members exchange through an untrusted relay.
         .target(name: "Sync", dependencies: ["KeychainModel", "KeyferryCrypto"]),
 
+        // The untrusted relay between members: logs of records per circle on embedded SQLite,
+        // served over HTTP, and the client members push and pull with.
+        .target(
+            name: "Relay",
+            dependencies: [
+                "Sync", "KeychainModel", "KeyferryCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
         // A powered-on device as a process: the control API on a socket in its directory,
         // the client the command line uses, and the launcher that starts and stops it.
         .target(
@@ -65,7 +77,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
@@ -83,6 +96,9 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
+        .testTarget(
+            name: "RelayTests",
+            dependencies: ["Relay", "Sync", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.

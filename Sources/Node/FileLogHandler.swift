@@ -2,22 +2,23 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Appends one line per message to the node's log file: timestamp, level, message, metadata.
-struct FileLogHandler: LogHandler {
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
+/// Appends one line per message to a log file (a node's, the relay's): timestamp, level,
+/// message, metadata.
+public struct FileLogHandler: LogHandler {
+    public var logLevel: Logger.Level = .info
+    public var metadata: Logger.Metadata = [:]
     private let file: SharedFile
 
-    init(url: URL) {
+    public init(url: URL) {
         file = SharedFile.open(url)
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) {
+    public func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
         let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))

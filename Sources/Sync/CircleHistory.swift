@@ -103,7 +103,8 @@ public struct MembershipEntry: Hashable, Sendable {
         return w.bytes
     }
 
-    var isSignedBySigner: Bool { signer.isValidSignature(signature, for: signedBytes) }
+    /// Whether the signature holds: all a relay can check, knowing no keys.
+    public var isSignedBySigner: Bool { signer.isValidSignature(signature, for: signedBytes) }
 }
 
 /// Why a membership history was refused.

@@ -1,0 +1,83 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
+/// was sent (not worth one).
+public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
+    case unreachable(String)
+    case refused(String)
+    /// The relay itself could not bind its address.
+    case cannotListen(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let why): "the relay cannot be reached: \(why)"
+        case .refused(let why): "the relay refused the request: \(why)"
+        case .cannotListen(let why): "the relay cannot listen on \(why)"
+        }
+    }
+}
+
+/// A member's side of the relay: push records to a circle's stream, pull them by cursor.
+public struct RelayClient: Sendable {
+    public let base: URL
+    /// How long one request may take, connecting included: while the relay is down, the HTTP
+    /// client keeps trying to connect until then.
+    public var timeout: Duration
+
+    /// `url` as given to `circle create --relay`, such as `http://127.0.0.1:7700`.
+    public init(url: URL, timeout: Duration = .seconds(30)) {
+        base = url
+        self.timeout = timeout
+    }
+
+    /// Returns how many of `bodies` the relay did not hold yet.
+    @discardableResult
+    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
+        let answer = try await call(.POST, circle, stream, query: "", body: RelayWire.encodePush(bodies))
+        return Int(String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    public func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int = RelayWire.maximumPullRecords) async throws -> [RelayRecord] {
+        let answer = try await call(.GET, circle, stream, query: "?after=\(cursor)&limit=\(limit)", body: nil)
+        do { return try RelayWire.decodePull(answer) } catch { throw RelayError.refused("its answer is not a list of records") }
+    }
+
+    /// Retries while the relay is unreachable, waiting longer each time (0.1 s doubling to
+    /// `maximumDelay`), until `deadline`; a refusal ends it at once.
+    public func retrying<T: Sendable>(until deadline: ContinuousClock.Instant, maximumDelay: Duration = .seconds(2),
+                                      _ operation: @Sendable (RelayClient) async throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(100)
+        while true {
+            var attempt = self
+            attempt.timeout = min(timeout, max(.milliseconds(50), deadline - .now))
+            do {
+                return try await operation(attempt)
+            } catch RelayError.unreachable(let why) {
+                guard ContinuousClock.now + delay < deadline else { throw RelayError.unreachable(why) }
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, maximumDelay)
+            }
+        }
+    }
+
+    private func call(_ method: HTTPMethod, _ circle: UUID, _ stream: RelayStream, query: String, body: [UInt8]?) async throws -> [UInt8] {
+        var request = HTTPClientRequest(url: base.absoluteString + "/\(RelayWire.version)/circles/\(circle.uuidString)/\(stream.rawValue)" + query)
+        request.method = method
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response: HTTPClientResponse
+        let bytes: ByteBuffer
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))
+            bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
+        } catch {
+            throw RelayError.unreachable("\(base.absoluteString): \(error)")
+        }
+        guard response.status == .ok else {
+            throw RelayError.refused("\(response.status.code): \(String(buffer: bytes).trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        return Array(buffer: bytes)
+    }
+}

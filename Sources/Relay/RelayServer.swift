@@ -1,0 +1,77 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The untrusted store-and-forward service: members push records to a circle's logs and pull
+/// them by cursor. It keeps what it is given and checks what it can without keys; it can read,
+/// alter or forge nothing.
+public enum RelayServer {
+    /// Serves until SIGTERM or SIGINT. `onRunning` hears the bound port (useful with port 0).
+    public static func run(storage: any RelayStorage, host: String, port: Int, logger: Logger,
+                           onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let router = Router()
+        routes(router, storage: storage, logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                logger.info("relay up", metadata: ["address": "\(host):\(bound)"])
+                await onRunning(bound)
+            },
+            logger: logger)
+        do {
+            try await app.runService()
+        } catch let error as IOError {
+            throw RelayError.cannotListen("\(host):\(port): \(error.description)")
+        }
+        logger.info("relay down")
+    }
+
+    static func routes(_ router: Router<BasicRequestContext>, storage: any RelayStorage, logger: Logger) {
+        let base = "/\(RelayWire.version)"
+        router.get("\(base)/health") { _, _ in "ok\n" }
+        router.post("\(base)/circles/:circle/:stream") { request, context in
+            let (circle, stream) = try target(context)
+            let bytes = try await request.body.collect(upTo: RelayWire.maximumPushBytes)
+            guard let bodies = try? RelayWire.decodePush(Array(buffer: bytes)) else {
+                throw HTTPError(.badRequest, message: "the push body is not a list of length-prefixed records")
+            }
+            for body in bodies {
+                if let why = RelayWire.refusal(of: body, circle: circle, stream: stream) {
+                    logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(why)"])
+                    throw HTTPError(.unprocessableContent, message: why)
+                }
+            }
+            let added = try storage.append(bodies, circle: circle, stream: stream)
+            logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
+            return "\(added)\n"
+        }
+        router.get("\(base)/circles/:circle/:stream") { request, context in
+            let (circle, stream) = try target(context)
+            let query = request.uri.queryParameters
+            let after = query["after"].map { UInt64($0) } ?? 0
+            let limit = query["limit"].map { Int($0) } ?? RelayWire.maximumPullRecords
+            guard let after, let limit, limit > 0 else { throw HTTPError(.badRequest, message: "after and limit are whole numbers, limit at least 1") }
+            let records = try storage.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
+            var total = 0
+            let fitting = records.prefix { record in
+                total += record.body.count
+                return total <= RelayWire.maximumPullBytes
+            }
+            let answer = fitting.isEmpty ? Array(records.prefix(1)) : Array(fitting)
+            return Response(status: .ok, headers: [.contentType: "application/octet-stream"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: RelayWire.encodePull(answer))))
+        }
+    }
+
+    private static func target(_ context: BasicRequestContext) throws -> (UUID, RelayStream) {
+        guard let circle = context.parameters.get("circle").flatMap(UUID.init(uuidString:)) else {
+            throw HTTPError(.badRequest, message: "the circle is not a UUID")
+        }
+        guard let stream = context.parameters.get("stream").flatMap(RelayStream.init(rawValue:)) else {
+            throw HTTPError(.notFound, message: "streams are \(RelayStream.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return (circle, stream)
+    }
+}

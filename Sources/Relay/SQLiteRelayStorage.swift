@@ -1,0 +1,64 @@
+import Foundation
+import GRDB
+import KeyferryCrypto
+
+/// The relay's embedded storage: one SQLite file in WAL mode. A record's cursor is its row id;
+/// a digest of its bytes keeps a retried push from being stored twice.
+public struct SQLiteRelayStorage: RelayStorage {
+    private let queue: DatabaseQueue
+
+    /// Opens (or creates) `relay.sqlite` in `directory`.
+    public init(directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.label = "relay"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        queue = try DatabaseQueue(path: directory.appendingPathComponent("relay.sqlite").path, configuration: configuration)
+        try Self.migrator.migrate(queue)
+    }
+
+    /// Append-only; never edit a migration that has shipped.
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE record (
+                    cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+                    circle BLOB NOT NULL,
+                    stream TEXT NOT NULL,
+                    digest BLOB NOT NULL,
+                    body BLOB NOT NULL
+                );
+                CREATE UNIQUE INDEX record_digest ON record (circle, stream, digest);
+                CREATE INDEX record_read ON record (circle, stream, cursor);
+                """)
+        }
+        return migrator
+    }
+
+    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) throws -> Int {
+        try queue.write { db in
+            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO record (circle, stream, digest, body) VALUES (?, ?, ?, ?)")
+            let circleBytes = Self.bytes(circle)
+            var added = 0
+            for body in bodies {
+                try statement.execute(arguments: [circleBytes, stream.rawValue, Data(ContentDigest.of(body)), Data(body)])
+                added += db.changesCount
+            }
+            return added
+        }
+    }
+
+    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
+                             arguments: [Self.bytes(circle), stream.rawValue, Int64(clamping: cursor), limit])
+                .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
+        }
+    }
+
+    private static func bytes(_ uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Node
+import Relay
+
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Run the untrusted relay that circle members sync through.",
+        subcommands: [Serve.self])
+
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "serve",
+            abstract: "Serve a relay in the foreground until SIGTERM or SIGINT.",
+            discussion: """
+                The relay stores and forwards what circle members push: sealed, signed envelopes, signed \
+                membership entries and sealed key shares, in SQLite under --data. It holds no key: it can \
+                read, alter or forge nothing, and refuses records whose signature does not verify. Its log \
+                is DATA/relay.log.
+                """)
+
+        @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
+        var data: String
+        @Option(help: "Address to listen on, as HOST:PORT (port 0 picks a free one).")
+        var listen = "127.0.0.1:7700"
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard address != nil else { throw ValidationError("--listen takes HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700.") }
+        }
+
+        private var address: (host: String, port: Int)? {
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+                  (0...65_535).contains(port), colon > listen.startIndex else { return nil }
+            return (String(listen[..<colon]), port)
+        }
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let directory = URL(fileURLWithPath: data)
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                    throw CommandFailure("--data \(data) is a file; give a directory for the relay's database.")
+                }
+                let storage = try SQLiteRelayStorage(directory: directory)
+                let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
+                let (host, port) = address!
+                let json = output.json
+                try await RelayServer.run(storage: storage, host: host, port: port, logger: logger) { bound in
+                    // Unbuffered, so whoever started the relay sees it is up at once.
+                    let url = "http://\(host):\(bound)"
+                    let line = json
+                        ? String(decoding: try! JSONSerialization.data(
+                            withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
+                            options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+                        : "relay listening on \(url) (data \(directory.path)); stop it with Ctrl-C"
+                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                }
+            }
+        }
+    }
+}
