@@ -102,6 +102,6 @@ let package = Package(
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
-        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "KeychainModel", "KeychainStore"]),
+        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "Relay", "KeychainModel", "KeychainStore"]),
     ]
 )

@@ -17,6 +17,8 @@ final class CLI: @unchecked Sendable {
 
     let root: URL
     let binary: URL
+    /// Long-running commands started by `start`, terminated on the way out.
+    private var servers: [Process] = []
 
     init() throws {
         root = URL(fileURLWithPath: "/tmp").appendingPathComponent("kf-\(UUID().uuidString.prefix(8))")
@@ -25,6 +27,10 @@ final class CLI: @unchecked Sendable {
     }
 
     deinit {
+        for server in servers where server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
+        }
         // Every device directory under root whose node still holds its lock gets stopped.
         let devices = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
         for name in devices where FileManager.default.fileExists(atPath: root.appendingPathComponent("\(name)/node.sock").path) {
@@ -74,6 +80,26 @@ final class CLI: @unchecked Sendable {
         let (stdout, stderr) = (out.fileHandleForReading.readDataToEndOfFile(), err.fileHandleForReading.readDataToEndOfFile())
         exited.wait()
         return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Starts a command that serves until stopped (`relay serve`) and returns it with the first
+    /// line it printed, once it has. It is terminated when this CLI goes, if not before.
+    func start(_ arguments: [String]) throws -> (process: Process, firstLine: String) {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        servers.append(process)
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        return (process, String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// Runs and expects success, recording stderr when it fails.

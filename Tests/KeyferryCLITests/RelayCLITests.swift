@@ -1,0 +1,43 @@
+import Foundation
+import Relay
+import Testing
+
+@Suite("keyferry relay")
+struct RelayCLITests {
+    @Test("relay serve announces its address, serves pulls, keeps its data, and stops on SIGTERM")
+    func serves() async throws {
+        let cli = try CLI()
+        let data = cli.path("relay")
+        let (process, line) = try cli.start(["relay", "serve", "--data", data, "--listen", "127.0.0.1:0", "--json"])
+        let announced = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let url = try #require((announced["url"] as? String).flatMap(URL.init(string:)))
+        let circle = UUID()
+        let client = RelayClient(url: url)
+        #expect(try await client.pull(circle: circle, stream: .envelopes, after: 0).isEmpty)
+        await #expect(throws: RelayError.self) { try await client.push([[1, 2, 3]], circle: circle, stream: .envelopes) }
+
+        let port = url.port!
+        let busy = try cli.run(["relay", "serve", "--data", cli.path("other"), "--listen", "127.0.0.1:\(port)"])
+        #expect(busy.status == 1 && busy.stderr.contains("cannot listen on 127.0.0.1:\(port)"), "\(busy.stderr)")
+
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(FileManager.default.fileExists(atPath: data + "/relay.sqlite"))
+        #expect(try String(contentsOfFile: data + "/relay.log", encoding: .utf8).contains("relay up"))
+    }
+
+    @Test("a bad address or a data path that is a file is refused, and the file is left as it was")
+    func badInput() throws {
+        let cli = try CLI()
+        for listen in ["7700", "127.0.0.1:", "127.0.0.1:70000", ":80", "127.0.0.1:port"] {
+            let result = try cli.run(["relay", "serve", "--data", cli.path("relay"), "--listen", listen])
+            #expect(result.status == 64 && result.stderr.contains("HOST:PORT"), "\(listen): \(result.stderr)")
+        }
+        let file = cli.path("not-a-directory")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
+        let result = try cli.run(["relay", "serve", "--data", file, "--listen", "127.0.0.1:0"])
+        #expect(result.status == 1 && result.stderr.contains("is a file"), "\(result.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "keep me")
+    }
+}
