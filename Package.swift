@@ -42,9 +42,9 @@ let package = Package(
         // Backup archives: the sealed, compressed container; what goes in it and back out.
         .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression"]),
 
-        // Sync: replicated item versions, hybrid clocks, circle keys and the sealed, signed
-        // envelopes members exchange through an untrusted relay.
-        .target(name: "Sync", dependencies: ["KeychainModel", "KeyferryCrypto"]),
+        // Sync: replicated item versions, hybrid clocks, circle keys, the sealed, signed
+        // envelopes members exchange through an untrusted relay, and the engine that applies them.
+        .target(name: "Sync", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto"]),
 
         // The untrusted relay between members: logs of records per circle on embedded SQLite,
         // served over HTTP, and the client members push and pull with.

@@ -25,13 +25,7 @@ extension Keychain {
         let sealed = try ParallelMap.map(records) { record -> SealedRow in
             try checkPasscode(for: record.protection)
             guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
-            let metadata = ItemMetadata(accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
-                                        creationDate: record.creationDate, modificationDate: record.modificationDate,
-                                        attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
-            let header = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                                synchronizable: record.synchronizable, metadata: metadata)
-            return SealedRow.seal(header: header, metadata: metadata, secret: record.data ?? Data(), keys: classKeys,
-                                  random: device.entropy.bytes(SealedRow.entropyPerRow))
+            return sealedRow(for: record, keys: classKeys)
         }
         try device.database.write { db in
             try device.database.saveChangeCounter(db)
@@ -43,7 +37,7 @@ extension Keychain {
         }
     }
 
-    private func requireDeviceScope() throws {
+    func requireDeviceScope() throws {
         guard case .device = scope else { throw KeychainError(.param, "restoring works on the device's whole keychain, not an app's.") }
     }
 }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Sync
 
 /// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
 /// was sent (not worth one).
@@ -21,7 +22,7 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
-public struct RelayClient: Sendable {
+public struct RelayClient: RelayTransport {
     public let base: URL
     /// How long one request may take, connecting included: while the relay is down, the HTTP
     /// client keeps trying to connect until then.

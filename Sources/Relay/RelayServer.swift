@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import Sync
 
 /// The untrusted store-and-forward service: members push records to a circle's logs and pull
 /// them by cursor. It keeps what it is given and checks what it can without keys; it can read,

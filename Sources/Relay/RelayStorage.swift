@@ -1,26 +1,5 @@
 import Foundation
-
-/// The logs a relay keeps for each circle, each read by cursor. The relay learns from them only
-/// what an envelope's header says; see Protocol/sync.md, "Relay".
-public enum RelayStream: String, Sendable, CaseIterable {
-    /// Signed membership entries, in the order members pushed them.
-    case membership
-    /// Key generations: class keys wrapped under the circle key, and signed shares.
-    case keys
-    /// Sealed, signed item envelopes.
-    case envelopes
-}
-
-/// One record of a log: its cursor (increasing, never reused) and its bytes.
-public struct RelayRecord: Hashable, Sendable {
-    public var cursor: UInt64
-    public var body: [UInt8]
-
-    public init(cursor: UInt64, body: [UInt8]) {
-        self.cursor = cursor
-        self.body = body
-    }
-}
+import Sync
 
 /// Where a relay keeps what members push: append-only logs per circle and stream. Embedded
 /// SQLite is the default (`SQLiteRelayStorage`); a server database takes its place behind this

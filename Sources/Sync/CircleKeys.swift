@@ -87,6 +87,27 @@ public struct CircleKeyShare: Hashable, Sendable {
         return key
     }
 
+    /// `signed bytes | signature`.
+    public var bytes: [UInt8] { signedBytes + signature }
+
+    public init(bytes: [UInt8]) throws {
+        do {
+            var r = ByteReader(bytes)
+            guard Array(try r.raw(22)) == Array("keyferry.sync.share.v1".utf8) else { throw EnvelopeError.malformed("not a key share") }
+            circle = try r.uuid()
+            epoch = try r.uint32()
+            recipient = try SealingPublicKey(bytes: Array(try r.raw(SealingPublicKey.byteCount)))
+            sender = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
+            sealedKey = Array(try r.lengthPrefixed())
+            signature = Array(try r.raw(SigningKey.signatureByteCount))
+            guard r.isAtEnd else { throw ByteReader.Malformed() }
+        } catch is ByteReader.Malformed {
+            throw EnvelopeError.malformed("a key share is truncated")
+        } catch is CryptoError {
+            throw EnvelopeError.malformed("a key share holds a key of the wrong length")
+        }
+    }
+
     private var signedBytes: [UInt8] {
         var w = ByteWriter()
         w.raw("keyferry.sync.share.v1".utf8)

@@ -93,14 +93,26 @@ public struct SyncedItem: Hashable, Sendable {
 
     /// The tie-break between two versions with the same timestamp: BLAKE2b-256 of the payload.
     public var digest: [UInt8] { ContentDigest.of(encoded) }
+
+    public var stamp: VersionStamp { VersionStamp(timestamp: version, digest: digest) }
+}
+
+/// What the merge rule compares of a version: when it was written, and its payload's digest.
+public struct VersionStamp: Hashable, Sendable {
+    public var timestamp: HybridTimestamp
+    public var digest: [UInt8]
 }
 
 /// Which of two versions of one item every node keeps: the newer timestamp, and on a tie
 /// the smaller digest (Apple's rule). A delete is a version like any other, so a delete
 /// against a concurrent update resolves the same way.
 public enum MergeRule {
-    public static func prefers(_ candidate: SyncedItem, over current: SyncedItem) -> Bool {
-        if candidate.version != current.version { return candidate.version > current.version }
+    public static func prefers(_ candidate: VersionStamp, over current: VersionStamp) -> Bool {
+        if candidate.timestamp != current.timestamp { return candidate.timestamp > current.timestamp }
         return candidate.digest.lexicographicallyPrecedes(current.digest)
+    }
+
+    public static func prefers(_ candidate: SyncedItem, over current: SyncedItem) -> Bool {
+        prefers(candidate.stamp, over: current.stamp)
     }
 }

@@ -1,0 +1,194 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import KeyferryCrypto
+import Sync
+import Synchronization
+import Testing
+
+/// A relay held in memory: logs per circle and stream, each record once, as `RelayStorage`
+/// keeps them.
+final class MemoryRelay: RelayTransport {
+    private let logs = Mutex<[String: [[UInt8]]]>([:])
+
+    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
+        logs.withLock { logs in
+            let key = "\(circle)/\(stream)"
+            let new = bodies.filter { !(logs[key] ?? []).contains($0) }
+            logs[key, default: []] += new
+            return new.count
+        }
+    }
+
+    func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+        logs.withLock { logs in
+            let log = logs["\(circle)/\(stream)"] ?? []
+            return log.enumerated().dropFirst(Int(cursor)).prefix(limit).map { RelayRecord(cursor: UInt64($0.offset + 1), body: $0.element) }
+        }
+    }
+
+    /// Every record of every log, for looking for plaintext.
+    var everything: [UInt8] { logs.withLock { $0.values.flatMap { $0.flatMap { $0 } } } }
+}
+
+/// A member: a test device, its identity and its engine.
+struct Member {
+    let name: String
+    let fixture: TestDevice
+    let identity = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+    var engine: SyncEngine!
+
+    init(_ name: String, seed: UInt64) throws {
+        self.name = name
+        fixture = try TestDevice(seed: seed)
+    }
+
+    var keychain: Keychain { get throws { try fixture.keychain() } }
+
+    /// What this member holds that replicates: uuid, attributes and data of live items.
+    func synchronizedItems() throws -> [UUID: String] {
+        var items: [UUID: String] = [:]
+        for change in try fixture.device.deviceKeychain.changes(since: 0, includingData: true)
+        where SyncEligibility(change.record) == .replicates && !change.isTombstone {
+            let r = change.record
+            items[r.uuid] = "\(r.accessGroup)|\(r.protection.name)|\(r.attributes.sorted { $0.key < $1.key })|\(String(decoding: r.data ?? Data(), as: UTF8.self))"
+        }
+        return items
+    }
+
+    func localItems() throws -> Set<UUID> {
+        Set(try fixture.device.deviceKeychain.changes(since: 0).filter { !$0.record.synchronizable }.map(\.record.uuid))
+    }
+}
+
+/// Three members of one circle on an in-memory relay: phone creates it and vouches for the
+/// others. The laptop's wall clock runs `laptopSkew` milliseconds behind.
+func circleOfThree(_ relay: MemoryRelay, laptopSkew: UInt64 = 0) async throws -> [Member] {
+    var phone = try Member("phone", seed: 1), tablet = try Member("tablet", seed: 2), laptop = try Member("laptop", seed: 3)
+    phone.engine = try await SyncEngine.create(device: phone.fixture.device, identity: phone.identity, name: "phone", transport: relay)
+    let circle = await phone.engine.circle
+    for index in [1, 2] {
+        let joiner = index == 1 ? tablet : laptop
+        try await phone.engine.vouch(for: joiner.identity.peer(named: joiner.name))
+        let skew: UInt64 = index == 2 ? laptopSkew : 0
+        let engine = try await SyncEngine.join(circle, device: joiner.fixture.device, identity: joiner.identity, transport: relay,
+                                               wallClock: { SyncEngine.systemWallClock() - skew })
+        if index == 1 { tablet.engine = engine } else { laptop.engine = engine }
+    }
+    return [phone, tablet, laptop]
+}
+
+/// Sync passes over every member until a whole round moves nothing.
+@discardableResult
+func settle(_ members: [Member]) async throws -> [SyncReport] {
+    var reports: [SyncReport] = []
+    for _ in 0..<5 {
+        var moved = false
+        for member in members {
+            let report = try await member.engine.sync()
+            reports.append(report)
+            moved = moved || report.pushed > 0 || report.applied > 0
+        }
+        if !moved { return reports }
+    }
+    Issue.record("sync did not settle in 5 rounds")
+    return reports
+}
+
+@Suite("Sync engine")
+struct SyncEngineTests {
+    @Test("adds, updates, renames and deletes on different members leave all three with the same synchronizable items, and none with another's local ones")
+    func converges() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet, laptop) = (members[0], members[1], members[2])
+        for (member, protection) in [(phone, ProtectionClass.whenUnlocked), (tablet, .afterFirstUnlock), (laptop, .always)] {
+            _ = try member.keychain.add(.password(account: "\(member.name)-shared", value: "MARKER-\(member.name)", protection: protection, synchronizable: true))
+            _ = try member.keychain.add(.password(account: "\(member.name)-local", protection: protection))
+            _ = try member.keychain.add(.password(account: "\(member.name)-bound", protection: .afterFirstUnlockThisDeviceOnly, synchronizable: true))
+        }
+        let first = try await settle(members)
+        #expect(first.contains { $0.skippedDeviceBound > 0 })
+        #expect(try members.allSatisfy { try $0.synchronizedItems().count == 3 })
+
+        try tablet.keychain.update(.password(account: "phone-shared", synchronizable: .yes), with: ItemChanges(data: Data("edited on tablet".utf8)))
+        try laptop.keychain.update(.password(account: "tablet-shared", synchronizable: .yes), with: ItemChanges(attributes: [.account: .string("tablet-renamed")]))
+        try phone.keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("laptop-shared")], synchronizable: .yes))
+        try await settle(members)
+
+        let reference = try phone.synchronizedItems()
+        #expect(reference.count == 2)
+        #expect(reference.values.contains { $0.contains("edited on tablet") })
+        #expect(reference.values.contains { $0.contains("tablet-renamed") })
+        #expect(!reference.values.contains { $0.contains("laptop-shared") })
+        for member in members {
+            #expect(try member.synchronizedItems() == reference, "\(member.name) differs")
+            let others = members.filter { $0.name != member.name }
+            for other in others { #expect(try member.localItems().isDisjoint(with: other.localItems())) }
+            #expect(try member.keychain.copy(.password(account: "\(member.name)-local")).count == 1)
+        }
+        for marker in ["MARKER-phone", "MARKER-tablet", "phone-shared", "tablet-renamed"] {
+            #expect(relay.everything.firstRange(of: Array(marker.utf8)) == nil, "\(marker) readable at the relay")
+        }
+    }
+
+    @Test("concurrent edits of one item resolve the same way on every member, even with a clock an hour behind")
+    func concurrentEdits() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay, laptopSkew: 3_600_000)
+        _ = try members[0].keychain.add(.password(account: "contested", synchronizable: true))
+        try await settle(members)
+        for (index, member) in members.enumerated() {
+            try member.keychain.update(.password(account: "contested", synchronizable: .yes), with: ItemChanges(data: Data("edit \(index)".utf8)))
+        }
+        try await settle(members)
+        let reference = try members[0].synchronizedItems()
+        #expect(reference.count == 1)
+        for member in members { #expect(try member.synchronizedItems() == reference) }
+
+        // The laptop has seen every edit; its next one is newer, though its clock says an hour ago.
+        try members[2].keychain.update(.password(account: "contested", synchronizable: .yes), with: ItemChanges(data: Data("after seeing".utf8)))
+        try await settle(members)
+        for member in members {
+            #expect(try member.keychain.copy(.password(account: "contested", synchronizable: .yes)).first?.data == Data("after seeing".utf8))
+        }
+    }
+
+    @Test("a class A item that arrives while the receiver is locked waits, sealed, and appears at unlock")
+    func classAWhileLocked() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet) = (members[0], members[1])
+        try tablet.fixture.device.lock(immediately: true)
+        _ = try phone.keychain.add(.password(account: "for-later", protection: .whenUnlocked, synchronizable: true))
+        _ = try await phone.engine.sync()
+        let locked = try await tablet.engine.sync()
+        #expect(locked.waitingForUnlock == 1 && locked.applied == 0)
+        try tablet.fixture.device.unlock(passcode: TestDevice.defaultPasscode)
+        let unlocked = try await tablet.engine.sync()
+        #expect(unlocked.applied == 1)
+        #expect(try tablet.keychain.copy(.password(account: "for-later", synchronizable: .yes)).first?.data == Data("secret".utf8))
+    }
+
+    @Test("a device no member vouched for cannot join, and envelopes from outside the circle are refused")
+    func outsiders() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let stranger = try Member("stranger", seed: 9)
+        let circle = await members[0].engine.circle
+        await #expect(throws: CircleError.self) {
+            try await SyncEngine.join(circle, device: stranger.fixture.device, identity: stranger.identity, transport: relay)
+        }
+        let keys = CircleKeys(circle: circle, epoch: 1)
+        let record = ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "\(TestDevice.teamID).\(TestDevice.appID)",
+                                protection: .afterFirstUnlock, synchronizable: true, accessControl: nil, creationDate: Date(),
+                                modificationDate: Date(), attributes: [.account: .string("forged")], data: Data("x".utf8))
+        let forged = try SealedEnvelope.seal(SyncedItem(version: HybridTimestamp(milliseconds: .max / 2), isTombstone: false, record: record),
+                                             keys: keys, author: stranger.identity.signingKey)
+        try await relay.push([forged.bytes], circle: circle, stream: .envelopes)
+        let report = try await members[1].engine.sync()
+        #expect(report.rejected.count == 1 && report.applied == 0)
+        #expect(throws: KeychainError.self) { try members[1].keychain.copy(.password(account: "forged", synchronizable: .yes)) }
+    }
+}
