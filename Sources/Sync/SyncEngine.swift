@@ -4,7 +4,7 @@ import KeychainStore
 import KeyferryCrypto
 
 /// What one pass of `SyncEngine.sync()` did.
-public struct SyncReport: Equatable, Sendable {
+public struct SyncReport: Equatable, Sendable, Codable {
     /// Local writes sealed and pushed.
     public var pushed = 0
     /// Versions received that won and were written.
@@ -21,7 +21,8 @@ public struct SyncReport: Equatable, Sendable {
 
 /// One member's side of sync: it seals the device's own writes of eligible items into
 /// envelopes and pushes them, and pulls what other members wrote, keeping of each item the
-/// version the merge rule prefers. See Protocol/sync.md.
+/// version the merge rule prefers. Its secrets live in the device's keychain and the rest in
+/// `sync.json` beside it, saved after every operation. See Protocol/sync.md.
 public actor SyncEngine {
     /// A version this device holds: what it is, and the write that put it in the keychain.
     struct HeldVersion {
@@ -32,11 +33,11 @@ public actor SyncEngine {
     let device: Device
     let identity: DeviceIdentity
     let transport: any RelayTransport
+    public let relay: URL
+    public let name: String
     private let wallClock: @Sendable () -> UInt64
     public private(set) var history: CircleHistory
     private var generations: [UInt32: CircleKeys] = [:]
-    /// Halves of generations not yet whole: circle keys from shares, class keys as published.
-    private var sharedCircleKeys: [UInt32: SymmetricKey] = [:]
     private var publishedClassKeys: [UInt32: [UInt8]] = [:]
     private var clock = HybridClock()
     private var held: [UUID: HeldVersion] = [:]
@@ -48,48 +49,69 @@ public actor SyncEngine {
 
     public var circle: UUID { history.circle }
 
-    private init(device: Device, identity: DeviceIdentity, history: CircleHistory, transport: any RelayTransport,
-                 wallClock: @escaping @Sendable () -> UInt64) {
+    /// Milliseconds since 1970 from the system clock.
+    public static let systemWallClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    private init(device: Device, name: String, history: CircleHistory, relay: URL, transport: any RelayTransport,
+                 wallClock: @escaping @Sendable () -> UInt64) throws {
         self.device = device
-        self.identity = identity
+        identity = try SyncSecrets.identity(of: device)
+        self.name = name
         self.history = history
+        self.relay = relay
         self.transport = transport
         self.wallClock = wallClock
     }
 
-    /// Milliseconds since 1970 from the system clock.
-    public static let systemWallClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
+    /// How a device appears to the members who vouch for it. Makes its identity on first use.
+    public static func peerIdentity(of device: Device, name: String) throws -> PeerIdentity {
+        try SyncSecrets.identity(of: device).peer(named: name)
+    }
 
     /// Creates a circle with this device as its only member, and publishes its membership and
     /// first key generation.
-    public static func create(device: Device, identity: DeviceIdentity, name: String, transport: any RelayTransport,
+    public static func create(device: Device, name: String, relay: URL, transport: any RelayTransport,
                               wallClock: @escaping @Sendable () -> UInt64 = systemWallClock) async throws -> SyncEngine {
+        guard try SyncState.load(from: device.directory) == nil else {
+            throw CircleError.invalid("\(device.info.name) is already in a circle; `circle status` shows which.")
+        }
+        let identity = try SyncSecrets.identity(of: device)
         let history = CircleHistory(creator: identity, name: name)
-        let engine = SyncEngine(device: device, identity: identity, history: history, transport: transport, wallClock: wallClock)
+        let engine = try SyncEngine(device: device, name: name, history: history, relay: relay, transport: transport, wallClock: wallClock)
         let keys = CircleKeys(circle: history.circle, epoch: history.epoch)
+        let wrapped = keys.wrappedClassKeys()
         try await transport.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership)
-        try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: keys.wrappedClassKeys()).bytes,
+        try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: wrapped).bytes,
                                   KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes],
                                  circle: history.circle, stream: .keys)
-        await engine.hold(keys)
+        try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: keys.circle, epoch: keys.epoch)
+        try await engine.adopt(keys, wrapped: wrapped)
         return engine
     }
 
     /// Joins `circle`, once a member has vouched for this device (`vouch(for:)`): reads and
     /// verifies the membership, then opens this device's share of the current keys.
-    public static func join(_ circle: UUID, device: Device, identity: DeviceIdentity, transport: any RelayTransport,
+    public static func join(_ circle: UUID, device: Device, name: String, relay: URL, transport: any RelayTransport,
                             wallClock: @escaping @Sendable () -> UInt64 = systemWallClock) async throws -> SyncEngine {
+        guard try SyncState.load(from: device.directory) == nil else {
+            throw CircleError.invalid("\(device.info.name) is already in a circle; `circle status` shows which.")
+        }
         let entries = try await transport.pull(circle: circle, stream: .membership, after: 0, limit: 10_000)
+        guard !entries.isEmpty else { throw CircleError.invalid("the relay at \(relay.absoluteString) knows no circle \(circle)") }
         let history = try CircleHistory(verifying: entries.map { try MembershipEntry(bytes: $0.body) })
-        guard history.isMember(identity.signingKey.publicKey) else {
-            throw CircleError.invalid("no member has vouched for this device in circle \(circle)")
-        }
-        let engine = SyncEngine(device: device, identity: identity, history: history, transport: transport, wallClock: wallClock)
-        await engine.setCursor(.membership, entries.last?.cursor ?? 0)
-        try await engine.pullKeys()
-        guard await engine.holdsCurrentKeys else {
-            throw CircleError.invalid("the keys of circle \(circle) have not been shared with this device yet")
-        }
+        let engine = try SyncEngine(device: device, name: name, history: history, relay: relay, transport: transport, wallClock: wallClock)
+        try await engine.finishJoining(membershipCursor: entries.last!.cursor)
+        return engine
+    }
+
+    /// The member whose state is in the device's directory; nil when it is in no circle.
+    public static func open(device: Device, transport: (URL) -> any RelayTransport,
+                            wallClock: @escaping @Sendable () -> UInt64 = systemWallClock) async throws -> SyncEngine? {
+        guard let state = try SyncState.load(from: device.directory) else { return nil }
+        let history = try CircleHistory(verifying: state.membership.map { try MembershipEntry(bytes: [UInt8]($0)) })
+        let engine = try SyncEngine(device: device, name: state.name, history: history, relay: state.relay,
+                                    transport: transport(state.relay), wallClock: wallClock)
+        try await engine.restore(state)
         return engine
     }
 
@@ -97,12 +119,14 @@ public actor SyncEngine {
     /// keys with it.
     public func vouch(for peer: PeerIdentity) async throws {
         try await pullMembership()
+        guard !history.isMember(peer.signing) else { return }
         let entry = MembershipEntry(.join, subject: peer, after: history, circle: circle, signer: identity.signingKey)
         try history.append(entry)
         try await transport.push([entry.bytes], circle: circle, stream: .membership)
-        guard let keys = generations[history.epoch] else { throw CircleError.invalid("this member does not hold the current keys") }
+        guard let keys = generations[history.epoch] else { throw CircleError.invalid("this member does not hold the circle's current keys") }
         try await transport.push([KeyRecord.share(CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey)).bytes],
                                  circle: circle, stream: .keys)
+        try save()
     }
 
     /// Pushes the device's own writes and pulls everyone else's until this member is current.
@@ -112,16 +136,29 @@ public actor SyncEngine {
         try await pullKeys()
         try await push(&report)
         try await pull(&report)
+        try save()
         return report
     }
 
     // MARK: Membership and keys
 
-    private var holdsCurrentKeys: Bool { generations[history.epoch] != nil }
+    private func finishJoining(membershipCursor: UInt64) async throws {
+        guard history.isMember(identity.signingKey.publicKey) else {
+            throw CircleError.invalid("no member has vouched for \(device.info.name) in circle \(circle)")
+        }
+        cursors[.membership] = membershipCursor
+        try await pullKeys()
+        guard generations[history.epoch] != nil else {
+            throw CircleError.invalid("the keys of circle \(circle) have not been shared with \(device.info.name) yet")
+        }
+        try save()
+    }
 
-    private func hold(_ keys: CircleKeys) { generations[keys.epoch] = keys }
-
-    private func setCursor(_ stream: RelayStream, _ cursor: UInt64) { cursors[stream] = cursor }
+    private func adopt(_ keys: CircleKeys, wrapped: [UInt8]) throws {
+        generations[keys.epoch] = keys
+        publishedClassKeys[keys.epoch] = wrapped
+        try save()
+    }
 
     private func pullMembership() async throws {
         let records = try await transport.pull(circle: circle, stream: .membership, after: cursors[.membership] ?? 0, limit: 10_000)
@@ -141,15 +178,22 @@ public actor SyncEngine {
             case .classKeys(let epoch, let bytes)?: publishedClassKeys[epoch] = bytes
             case .share(let share)? where share.recipient == identity.sealingKey.publicKey:
                 // A share from outside the circle, or forged, is ignored like any stranger's.
-                if let key = try? share.open(with: identity.sealingKey, trusting: Set(history.members.keys)) { sharedCircleKeys[share.epoch] = key }
+                if let key = try? share.open(with: identity.sealingKey, trusting: Set(history.members.keys)) {
+                    try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: share.epoch)
+                }
             default: continue
             }
         }
-        for (epoch, key) in sharedCircleKeys where generations[epoch] == nil {
-            guard let wrapped = publishedClassKeys[epoch] else { continue }
+        if let last = records.last { cursors[.keys] = last.cursor }
+        try openGenerations()
+    }
+
+    /// Every generation whose circle key this device holds and whose class keys are published.
+    private func openGenerations() throws {
+        for (epoch, wrapped) in publishedClassKeys where generations[epoch] == nil {
+            guard let key = try SyncSecrets.circleKey(device, circle: circle, epoch: epoch) else { continue }
             generations[epoch] = try CircleKeys(circle: circle, epoch: epoch, circleKey: key, wrappedClassKeys: wrapped)
         }
-        if let last = records.last { cursors[.keys] = last.cursor }
     }
 
     // MARK: Items
@@ -237,5 +281,33 @@ public actor SyncEngine {
         } catch {
             report.rejected.append("item \(uuid): \(error)")
         }
+    }
+
+    // MARK: State
+
+    private func save() throws {
+        let state = SyncState(
+            name: name, relay: relay, membership: history.entries.map { Data($0.bytes) },
+            classKeys: publishedClassKeys.mapValues { Data($0) },
+            cursors: Dictionary(uniqueKeysWithValues: cursors.map { ($0.key.rawValue, $0.value) }),
+            pushedThrough: pushedThrough, clock: clock.latest,
+            held: held.mapValues { .init(milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
+                                         digest: Data($0.stamp.digest), changeSequence: $0.changeSequence) },
+            waiting: waiting.map { Data($0.bytes) })
+        try state.save(in: device.directory)
+    }
+
+    private func restore(_ state: SyncState) throws {
+        publishedClassKeys = state.classKeys.mapValues { [UInt8]($0) }
+        cursors = Dictionary(uniqueKeysWithValues: state.cursors.compactMap { key, value in RelayStream(rawValue: key).map { ($0, value) } })
+        pushedThrough = state.pushedThrough
+        clock = HybridClock(latest: state.clock)
+        held = state.held.mapValues {
+            HeldVersion(stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
+                        changeSequence: $0.changeSequence)
+        }
+        waiting = try state.waiting.map { try SealedEnvelope(bytes: [UInt8]($0)) }
+        // Before first unlock the circle keys cannot be read yet; the next sync opens them.
+        try? openGenerations()
     }
 }

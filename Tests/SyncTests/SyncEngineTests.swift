@@ -32,12 +32,12 @@ final class MemoryRelay: RelayTransport {
     var everything: [UInt8] { logs.withLock { $0.values.flatMap { $0.flatMap { $0 } } } }
 }
 
-/// A member: a test device, its identity and its engine.
+/// A member: a test device and its engine.
 struct Member {
     let name: String
     let fixture: TestDevice
-    let identity = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
     var engine: SyncEngine!
+    static let relayURL = URL(string: "http://relay.invalid")!
 
     init(_ name: String, seed: UInt64) throws {
         self.name = name
@@ -66,13 +66,13 @@ struct Member {
 /// others. The laptop's wall clock runs `laptopSkew` milliseconds behind.
 func circleOfThree(_ relay: MemoryRelay, laptopSkew: UInt64 = 0) async throws -> [Member] {
     var phone = try Member("phone", seed: 1), tablet = try Member("tablet", seed: 2), laptop = try Member("laptop", seed: 3)
-    phone.engine = try await SyncEngine.create(device: phone.fixture.device, identity: phone.identity, name: "phone", transport: relay)
+    phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay)
     let circle = await phone.engine.circle
     for index in [1, 2] {
         let joiner = index == 1 ? tablet : laptop
-        try await phone.engine.vouch(for: joiner.identity.peer(named: joiner.name))
+        try await phone.engine.vouch(for: SyncEngine.peerIdentity(of: joiner.fixture.device, name: joiner.name))
         let skew: UInt64 = index == 2 ? laptopSkew : 0
-        let engine = try await SyncEngine.join(circle, device: joiner.fixture.device, identity: joiner.identity, transport: relay,
+        let engine = try await SyncEngine.join(circle, device: joiner.fixture.device, name: joiner.name, relay: Member.relayURL, transport: relay,
                                                wallClock: { SyncEngine.systemWallClock() - skew })
         if index == 1 { tablet.engine = engine } else { laptop.engine = engine }
     }
@@ -178,17 +178,43 @@ struct SyncEngineTests {
         let stranger = try Member("stranger", seed: 9)
         let circle = await members[0].engine.circle
         await #expect(throws: CircleError.self) {
-            try await SyncEngine.join(circle, device: stranger.fixture.device, identity: stranger.identity, transport: relay)
+            try await SyncEngine.join(circle, device: stranger.fixture.device, name: "stranger", relay: Member.relayURL, transport: relay)
         }
+        #expect(!FileManager.default.fileExists(atPath: stranger.fixture.device.directory.appendingPathComponent("sync.json").path))
         let keys = CircleKeys(circle: circle, epoch: 1)
         let record = ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "\(TestDevice.teamID).\(TestDevice.appID)",
                                 protection: .afterFirstUnlock, synchronizable: true, accessControl: nil, creationDate: Date(),
                                 modificationDate: Date(), attributes: [.account: .string("forged")], data: Data("x".utf8))
         let forged = try SealedEnvelope.seal(SyncedItem(version: HybridTimestamp(milliseconds: .max / 2), isTombstone: false, record: record),
-                                             keys: keys, author: stranger.identity.signingKey)
+                                             keys: keys, author: SigningKey(seed: SymmetricKey()))  // a device outside the circle
         try await relay.push([forged.bytes], circle: circle, stream: .envelopes)
         let report = try await members[1].engine.sync()
         #expect(report.rejected.count == 1 && report.applied == 0)
         #expect(throws: KeychainError.self) { try members[1].keychain.copy(.password(account: "forged", synchronizable: .yes)) }
+    }
+
+    @Test("a member picks up where it left off after a restart: its identity and keys from the keychain, the rest from sync.json")
+    func restart() async throws {
+        let relay = MemoryRelay()
+        var members = try await circleOfThree(relay)
+        _ = try members[0].keychain.add(.password(account: "before", synchronizable: true))
+        try await settle(members)
+        let tablet = members[1].fixture.device
+        let before = try SyncEngine.peerIdentity(of: tablet, name: "tablet")
+        members[1].engine = try #require(try await SyncEngine.open(device: tablet, transport: { _ in relay }))
+        #expect(try SyncEngine.peerIdentity(of: tablet, name: "tablet") == before)
+        #expect(await members[1].engine.circle == members[0].engine.circle)
+
+        _ = try members[0].keychain.add(.password(account: "after", synchronizable: true))
+        _ = try members[1].keychain.add(.password(account: "from-restarted", synchronizable: true))
+        let reports = try await settle(members)
+        #expect(reports.allSatisfy { $0.rejected.isEmpty })
+        let reference = try members[0].synchronizedItems()
+        #expect(reference.count == 3)
+        for member in members { #expect(try member.synchronizedItems() == reference) }
+        #expect(try await SyncEngine.open(device: members[0].fixture.device, transport: { _ in relay }) != nil)
+        await #expect(throws: CircleError.self) {
+            try await SyncEngine.create(device: tablet, name: "again", relay: Member.relayURL, transport: relay)
+        }
     }
 }

@@ -1,0 +1,50 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeyferryCrypto
+
+/// Where a member keeps its secrets: in its own keychain, as device-bound items of one access
+/// group that apps are never entitled to. They never sync (not synchronizable), and a backup
+/// carries them only under the device's own key (ThisDeviceOnly), so they never reach another
+/// device.
+enum SyncSecrets {
+    static let accessGroup = "com.keyferry.sync"
+    private static let protection = ProtectionClass.afterFirstUnlockThisDeviceOnly
+
+    /// The device's identity, made on first use.
+    static func identity(of device: Device) throws -> DeviceIdentity {
+        DeviceIdentity(signingSeed: try secret(device, service: "identity", account: "signing", createIfMissing: true)!,
+                       sealingSeed: try secret(device, service: "identity", account: "sealing", createIfMissing: true)!)
+    }
+
+    static func circleKey(_ device: Device, circle: UUID, epoch: UInt32) throws -> SymmetricKey? {
+        try secret(device, service: "circle-key", account: "\(circle.uuidString)#\(epoch)", createIfMissing: false)
+    }
+
+    static func storeCircleKey(_ key: SymmetricKey, _ device: Device, circle: UUID, epoch: UInt32) throws {
+        let account = "\(circle.uuidString)#\(epoch)"
+        guard try secret(device, service: "circle-key", account: account, createIfMissing: false) == nil else { return }
+        try add(key, device, service: "circle-key", account: account)
+    }
+
+    private static func secret(_ device: Device, service: String, account: String, createIfMissing: Bool) throws -> SymmetricKey? {
+        let query = ItemQuery(.genericPassword, attributes: [.service: .string("keyferry.sync.\(service)"), .account: .string(account)],
+                              accessGroup: accessGroup, returning: .data)
+        do {
+            guard let data = try device.deviceKeychain.copy(query).first?.data else { return nil }
+            return try SymmetricKey(bytes: [UInt8](data))
+        } catch let error as KeychainError where error.status == .itemNotFound {
+            guard createIfMissing else { return nil }
+            let key = SymmetricKey()
+            try add(key, device, service: service, account: account)
+            return key
+        }
+    }
+
+    private static func add(_ key: SymmetricKey, _ device: Device, service: String, account: String) throws {
+        var bytes = key.exportedBytes
+        defer { SymmetricKey.wipe(&bytes) }
+        _ = try device.deviceKeychain.add(NewItem(.genericPassword, attributes: [.service: .string("keyferry.sync.\(service)"), .account: .string(account)],
+                                                  data: Data(bytes), accessGroup: accessGroup, protection: protection, synchronizable: false))
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// What a member remembers between runs, in `sync.json` in its device directory. Nothing in it
+/// is secret: the identity and the circle keys stay in the keychain (`SyncSecrets`); the
+/// membership is signed and the class keys are sealed. Written whole to a temporary file and
+/// renamed, so a crash leaves the previous state; a member that restarts from it pulls and
+/// pushes again, which the merge rule makes harmless.
+struct SyncState: Codable {
+    static let fileName = "sync.json"
+    static let formatVersion = 1
+
+    struct Held: Codable {
+        var milliseconds: UInt64
+        var counter: UInt32
+        var digest: Data
+        var changeSequence: Int64
+    }
+
+    var format = Self.formatVersion
+    var name: String
+    var relay: URL
+    var membership: [Data]
+    /// Each generation's class keys, sealed under its circle key, by epoch.
+    var classKeys: [UInt32: Data]
+    var cursors: [String: UInt64]
+    var pushedThrough: Int64
+    var clock: HybridTimestamp
+    var held: [UUID: Held]
+    /// Envelopes waiting for unlock, as received.
+    var waiting: [Data]
+
+    static func url(in directory: URL) -> URL { directory.appendingPathComponent(fileName) }
+
+    static func load(from directory: URL) throws -> SyncState? {
+        let url = url(in: directory)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        let state: SyncState
+        do {
+            state = try JSONDecoder().decode(SyncState.self, from: Data(contentsOf: url))
+        } catch {
+            throw CircleError.invalid("\(url.path) is unreadable (\(error)); move it aside to leave the circle and join again.")
+        }
+        guard state.format == formatVersion else { throw CircleError.invalid("\(url.path) has format \(state.format), newer than this build reads.") }
+        return state
+    }
+
+    func save(in directory: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try encoder.encode(self).write(to: Self.url(in: directory), options: .atomic)
+    }
+}
+
+extension HybridTimestamp: Codable {
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        self.init(milliseconds: try container.decode(UInt64.self), counter: try container.decode(UInt32.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(milliseconds)
+        try container.encode(counter)
+    }
+}
