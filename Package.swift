@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "Node",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Backup",
+                "KeychainStore", "KeychainModel", "Backup", "Sync", "Relay",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,7 +1,9 @@
 import Backup
 import Foundation
+import Relay
 import KeychainModel
 import KeychainStore
+import Sync
 
 /// The control API a node serves on `DIR/node.sock`: JSON over HTTP/1.1, one POST per
 /// operation (GET for reads without a body). Every failure is a `NodeAPI.Failure` body with a
@@ -19,6 +21,13 @@ public enum NodeAPI {
         case add, copy, update, delete, list
         case copyMany = "copy-many"
         case backup
+        case circleCreate = "circle/create"
+        case circleIdentity = "circle/identity"
+        case circleVouch = "circle/vouch"
+        case circleJoin = "circle/join"
+        case circleStatus = "circle/status"
+        case syncNow = "sync/now"
+        case syncStatus = "sync/status"
     }
 
     // MARK: Device
@@ -178,6 +187,75 @@ public enum NodeAPI {
         public init() {}
     }
 
+    // MARK: Circle and sync
+
+    /// Create a circle with this device as its first member, through the relay at `relay`.
+    public struct CircleCreate: Codable, Sendable {
+        public var relay: String
+        /// How the other members see this device; the device's name when nil.
+        public var name: String?
+        public init(relay: String, name: String?) {
+            self.relay = relay
+            self.name = name
+        }
+    }
+
+    /// A device's public identity, keys in hex: what a sponsor vouches for.
+    public struct Peer: Codable, Sendable, Equatable {
+        public var name: String
+        public var signingKey: String
+        public var encryptionKey: String
+        public var isThisDevice: Bool?
+    }
+
+    /// Ask a member to vouch for `peer`; the answer says which circle to join, and where.
+    public struct Vouch: Codable, Sendable {
+        public var peer: Peer
+        public init(peer: Peer) { self.peer = peer }
+    }
+
+    public struct Voucher: Codable, Sendable {
+        public var circle: UUID
+        public var relay: String
+    }
+
+    public struct CircleJoin: Codable, Sendable {
+        public var circle: UUID
+        public var relay: String
+        public var name: String?
+        public init(circle: UUID, relay: String, name: String?) {
+            self.circle = circle
+            self.relay = relay
+            self.name = name
+        }
+    }
+
+    public struct CircleStatus: Codable, Sendable {
+        /// nil when this device is in no circle.
+        public var circle: UUID?
+        public var relay: String?
+        public var name: String?
+        /// The key generation: 1, plus one per removal.
+        public var epoch: UInt32?
+        public var members: [Peer]
+    }
+
+    public struct SyncStatus: Codable, Sendable {
+        public var circle: UUID?
+        public var members: [Peer]
+        /// When the last exchange with the relay completed, and what it did.
+        public var lastExchange: Date?
+        public var lastReport: SyncReport?
+        /// Why the last attempt failed (the relay down, say), if it did; retried with backoff.
+        public var lastError: String?
+        /// Eligible local writes not pushed yet.
+        public var pending: Int
+        /// Items received while locked, applied at unlock.
+        public var waitingForUnlock: Int
+        /// Synchronizable ThisDeviceOnly items: skipped, device-bound, named account @ service.
+        public var skippedDeviceBound: [String]
+    }
+
     // MARK: Failures
 
     /// Why a call failed. `keychain` failures carry Apple's status.
@@ -211,6 +289,14 @@ public enum NodeAPI {
             case let error as ArchiveError:
                 domain = .device
                 code = "archive"
+                message = error.description
+            case let error as CircleError:
+                domain = .device
+                code = "circle"
+                message = error.description
+            case let error as RelayError:
+                domain = .device
+                code = "relay"
                 message = error.description
             default:
                 // Anything unforeseen (a database error, say) is the device's failure, not the

@@ -33,6 +33,11 @@ public struct NodeClient: Sendable {
         try await call(.apps, get: true, body: Optional<NodeAPI.Empty>.none)
     }
 
+    /// One GET: the route's answer.
+    public func get<Answer: Decodable>(_ route: NodeAPI.Route) async throws -> Answer {
+        try await call(route, get: true, body: Optional<NodeAPI.Empty>.none)
+    }
+
     /// One POST: `body` as JSON in, the route's answer out.
     public func call<Answer: Decodable>(_ route: NodeAPI.Route, _ body: some Encodable) async throws -> Answer {
         try await call(route, get: false, body: body)

@@ -21,8 +21,10 @@ public enum NodeServer {
         // A socket left by a killed node: safe to remove, since this process holds the lock.
         try? FileManager.default.removeItem(at: paths.socket)
 
+        let sync = try await NodeSync(device: device, logger: logger)
         let router = Router()
         routes(router, device: device, logger: logger)
+        syncRoutes(router, sync: sync, logger: logger)
         let app = Application(
             router: router,
             configuration: .init(address: .unixDomainSocket(path: paths.socket.path), serverName: "keyferry-node"),
@@ -44,6 +46,8 @@ public enum NodeServer {
             }
         }
         defer { settler.cancel() }
+        let syncing = Task { await sync.run() }
+        defer { syncing.cancel() }
         try await app.runService()
         try? FileManager.default.removeItem(at: paths.socket)
         logger.info("node down")
@@ -125,6 +129,16 @@ public enum NodeServer {
         }
     }
 
+    static func syncRoutes(_ router: Router<BasicRequestContext>, sync: NodeSync, logger: Logger) {
+        asyncPost(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
+        router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try sync.identity() } }
+        asyncPost(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
+        asyncPost(router, .circleJoin, NodeAPI.CircleJoin.self, logger) { try await sync.join($0) }
+        router.get(path(.circleStatus)) { _, _ in try await reply(logger, .circleStatus) { await sync.circleStatus() } }
+        asyncPost(router, .syncNow, NodeAPI.Empty.self, logger) { _ in try await sync.syncNow() }
+        router.get(path(.syncStatus)) { _, _ in try await reply(logger, .syncStatus) { try await sync.syncStatus() } }
+    }
+
     private static func path(_ route: NodeAPI.Route) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.rawValue)") }
 
     /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
@@ -144,11 +158,39 @@ public enum NodeServer {
         }
     }
 
+    /// `post` for actions that wait on other work (the relay).
+    private static func asyncPost<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
+        _ router: Router<BasicRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
+        _ action: @escaping @Sendable (Body) async throws -> Result
+    ) {
+        router.post(path(route)) { request, context in
+            let decoded: Body
+            do {
+                decoded = try await request.decode(as: Body.self, context: context)
+            } catch {
+                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error)"))
+            }
+            return try await reply(logger, route) { try await action(decoded) }
+        }
+    }
+
+    private static func reply(_ logger: Logger, _ route: NodeAPI.Route, _ action: () async throws -> some Encodable) async throws -> Response {
+        do {
+            return try reply(logger, route, encoded: try await action())
+        } catch {
+            return failure(logger, route, NodeAPI.Failure(error))
+        }
+    }
+
+    private static func reply(_ logger: Logger, _ route: NodeAPI.Route, encoded value: some Encodable) throws -> Response {
+        let body = try NodeAPI.encoder.encode(value)
+        logger.debug("\(route.rawValue): ok")
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
     private static func reply(_ logger: Logger, _ route: NodeAPI.Route, _ action: () throws -> some Encodable) throws -> Response {
         do {
-            let body = try NodeAPI.encoder.encode(try action())
-            logger.debug("\(route.rawValue): ok")
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            return try reply(logger, route, encoded: try action())
         } catch {
             return failure(logger, route, NodeAPI.Failure(error))
         }

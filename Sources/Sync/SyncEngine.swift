@@ -48,6 +48,32 @@ public actor SyncEngine {
     private var waiting: [SealedEnvelope] = []
 
     public var circle: UUID { history.circle }
+    public var epoch: UInt32 { history.epoch }
+    /// The members, this device among them, by name.
+    public var members: [PeerIdentity] { history.members.values.sorted { $0.name < $1.name } }
+    public var signingKey: SigningPublicKey { identity.signingKey.publicKey }
+    /// Items received while locked, waiting for unlock.
+    public var waitingCount: Int { waiting.count }
+
+    /// What `sync status` lists: eligible local writes not pushed yet, and the synchronizable
+    /// items that stay here because they are ThisDeviceOnly (named account @ service).
+    public func localStatus() throws -> (pending: Int, deviceBound: [String]) {
+        var pending = 0
+        var deviceBound: [String] = []
+        for change in try device.deviceKeychain.changes(since: 0) where !change.isTombstone || change.changeSequence > pushedThrough {
+            switch SyncEligibility(change.record) {
+            case .replicates:
+                if change.changeSequence > pushedThrough, held[change.record.uuid]?.changeSequence != change.changeSequence { pending += 1 }
+            case .deviceBound where !change.isTombstone:
+                let text = { (key: AttributeKey) -> String? in
+                    if case .string(let s)? = change.record.attributes[key], !s.isEmpty { s } else { nil }
+                }
+                deviceBound.append([text(.account), text(.service) ?? text(.server)].compactMap { $0 }.joined(separator: " @ "))
+            default: continue
+            }
+        }
+        return (pending, deviceBound.sorted())
+    }
 
     /// Milliseconds since 1970 from the system clock.
     public static let systemWallClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }

@@ -28,5 +28,5 @@ struct Keyferry: AsyncParsableCommand {
             stderr); 64 a usage error; 1 any other failure.
             """,
         version: version,
-        subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, RelayCommand.self, DemoCommand.self, BenchCommand.self])
+        subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self, DemoCommand.self, BenchCommand.self])
 }

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Node
+
+struct CircleCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "circle",
+        abstract: "Form a circle of trust between running nodes, so that they sync.",
+        discussion: """
+            A circle's members replicate their synchronizable items (not ThisDeviceOnly, no access \
+            control) through a relay (`keyferry relay serve`) that sees only sealed, signed envelopes. \
+            One node creates the circle; another joins with a voucher from a member.
+            """,
+        subcommands: [Create.self, Join.self, Status.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a circle with this node as its first member.")
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The relay's URL, as `relay serve` printed it (http://127.0.0.1:PORT).") var relay: String
+        @Option(help: "The name other members see (default: the device's name).") var name: String?
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let status: NodeAPI.CircleStatus = try await device.client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay, name: name))
+                try present(status, json: output.json)
+            }
+        }
+    }
+
+    struct Join: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "join", abstract: "Join the circle of a member, which vouches for this node.",
+            discussion: "Both nodes must be running on this machine: the sponsor signs this node into the circle and shares the circle's keys with it.")
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The device directory of a member that vouches for this node.", completion: .directory) var sponsor: String
+        @Option(help: "The name other members see (default: the device's name).") var name: String?
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let sponsorClient = NodeClient(directory: URL(fileURLWithPath: sponsor))
+                var peer: NodeAPI.Peer = try await device.client.get(.circleIdentity)
+                if let name { peer.name = name }
+                let voucher: NodeAPI.Voucher = try await sponsorClient.call(.circleVouch, NodeAPI.Vouch(peer: peer))
+                let status: NodeAPI.CircleStatus = try await device.client.call(
+                    .circleJoin, NodeAPI.CircleJoin(circle: voucher.circle, relay: voucher.relay, name: peer.name))
+                try present(status, json: output.json)
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "The circle this node is in, and its members.")
+        @OptionGroup var device: DeviceDirectory
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try present(try await device.client.get(.circleStatus), json: output.json)
+            }
+        }
+    }
+}
+
+private func present(_ status: NodeAPI.CircleStatus, json: Bool) throws {
+    if json { return try printJSON(encodable: status) }
+    guard let circle = status.circle else { return print("in no circle") }
+    print("circle \(circle) through \(status.relay ?? "?"), key generation \(status.epoch ?? 0)")
+    for member in status.members {
+        print("  \(member.name)\(member.isThisDevice == true ? " (this device)" : "")  \(member.signingKey.prefix(16))…")
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+@Suite("keyferry circle and sync")
+struct SyncCLITests {
+    /// Every synchronizable item a node's app sees: account and secret.
+    private func synced(_ cli: CLI, _ dir: String) throws -> [String: String] {
+        let listed = try cli.ok(["item", "list", dir, "--app", "com.example.mail", "--json"]).object()["items"] as? [[String: Any]] ?? []
+        var items: [String: String] = [:]
+        for item in listed where item["synchronizable"] as? Bool == true && item["accessible"] as? String == "whenUnlocked" {
+            let account = try #require((item["attributes"] as? [String: Any])?["account"] as? String)
+            items[account] = try cli.ok(["item", "get", dir, "--app", "com.example.mail", "--account", account, "--sync", "yes"]).text
+        }
+        return items
+    }
+
+    @Test("three nodes and a relay: adds, an update, a rename and a delete on different nodes reach every node; local items stay home")
+    func threeNodes() throws {
+        let cli = try CLI()
+        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
+        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let nodes = try ["phone", "tablet", "laptop"].map { try cli.poweredDevice($0) }
+        let (phone, tablet, laptop) = (nodes[0], nodes[1], nodes[2])
+        try cli.ok(["circle", "create", phone, "--relay", relay])
+        try cli.ok(["circle", "join", tablet, "--sponsor", phone])
+        let status = try cli.ok(["circle", "join", laptop, "--sponsor", tablet, "--json"]).object()
+        #expect((status["members"] as? [Any])?.count == 3)
+
+        func add(_ dir: String, _ account: String, _ value: String, extra: [String] = []) throws {
+            try cli.ok(["item", "add", dir, "--app", "com.example.mail", "--account", account, "--value", value] + extra)
+        }
+        func syncAll() throws { for _ in 0..<2 { for node in nodes { try cli.ok(["sync", "now", node]) } } }
+        try add(phone, "alice", "from-phone", extra: ["--sync"])
+        try add(tablet, "bob", "from-tablet", extra: ["--sync"])
+        try add(laptop, "carol", "from-laptop", extra: ["--sync"])
+        try add(phone, "phone-local", "stays")
+        try add(phone, "phone-bound", "stays", extra: ["--sync", "--accessible", "afterFirstUnlockThisDeviceOnly"])
+        try syncAll()
+        try cli.ok(["item", "update", tablet, "--app", "com.example.mail", "--account", "alice", "--sync", "yes", "--set-value", "edited-on-tablet"])
+        try cli.ok(["item", "update", laptop, "--app", "com.example.mail", "--account", "bob", "--sync", "yes", "--set-account", "robert"])
+        try cli.ok(["item", "delete", phone, "--app", "com.example.mail", "--account", "carol", "--sync", "yes"])
+        try syncAll()
+
+        let expected = ["alice": "edited-on-tablet", "robert": "from-tablet"]
+        for node in nodes {
+            #expect(try synced(cli, node) == expected, "\(node)")
+        }
+        for node in [tablet, laptop] {
+            for account in ["phone-local", "phone-bound"] {
+                let found = try cli.run(["item", "get", node, "--app", "com.example.mail", "--account", account, "--sync", "any"])
+                #expect(found.status == 3 && found.stderr.contains("errSecItemNotFound"), "\(account) reached \(node)")
+            }
+        }
+        let syncStatus = try cli.ok(["sync", "status", phone, "--json"]).object()
+        #expect(syncStatus["skippedDeviceBound"] as? [String] == ["phone-bound"])
+        #expect(syncStatus["pending"] as? Int == 0)
+    }
+
+    @Test("circle commands refuse what cannot be done, and leave the nodes as they were")
+    func badInput() throws {
+        let cli = try CLI()
+        let phone = try cli.poweredDevice("phone"), tablet = try cli.poweredDevice("tablet")
+        let noCircle = try cli.run(["circle", "join", tablet, "--sponsor", phone])
+        #expect(noCircle.status == 1 && noCircle.stderr.contains("in no circle"), "\(noCircle.stderr)")
+        let badRelay = try cli.run(["circle", "create", phone, "--relay", "not a url"])
+        #expect(badRelay.status == 1 && badRelay.stderr.contains("http://HOST:PORT"), "\(badRelay.stderr)")
+        let syncAlone = try cli.run(["sync", "now", phone])
+        #expect(syncAlone.status == 1 && syncAlone.stderr.contains("in no circle"), "\(syncAlone.stderr)")
+        #expect(try cli.ok(["circle", "status", phone]).text.contains("in no circle"))
+        #expect(!FileManager.default.fileExists(atPath: phone + "/sync.json"))
+        let stopped = cli.path("stopped")
+        try cli.ok(["device", "init", stopped])
+        let notRunning = try cli.run(["circle", "status", stopped])
+        #expect(notRunning.status == 1 && notRunning.stderr.contains("node start"), "\(notRunning.stderr)")
+    }
+}
