@@ -25,6 +25,7 @@ public enum NodeAPI {
         case circleIdentity = "circle/identity"
         case circleVouch = "circle/vouch"
         case circleJoin = "circle/join"
+        case circleRemove = "circle/remove"
         case circleStatus = "circle/status"
         case syncNow = "sync/now"
         case syncStatus = "sync/status"
@@ -228,6 +229,12 @@ public enum NodeAPI {
             self.relay = relay
             self.name = name
         }
+    }
+
+    /// Remove the member of this name; the remaining members get new keys.
+    public struct CircleRemove: Codable, Sendable {
+        public var peer: String
+        public init(peer: String) { self.peer = peer }
     }
 
     public struct CircleStatus: Codable, Sendable {

@@ -134,6 +134,7 @@ public enum NodeServer {
         router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try sync.identity() } }
         asyncPost(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
         asyncPost(router, .circleJoin, NodeAPI.CircleJoin.self, logger) { try await sync.join($0) }
+        asyncPost(router, .circleRemove, NodeAPI.CircleRemove.self, logger) { try await sync.remove($0) }
         router.get(path(.circleStatus)) { _, _ in try await reply(logger, .circleStatus) { await sync.circleStatus() } }
         asyncPost(router, .syncNow, NodeAPI.Empty.self, logger) { _ in try await sync.syncNow() }
         router.get(path(.syncStatus)) { _, _ in try await reply(logger, .syncStatus) { try await sync.syncStatus() } }

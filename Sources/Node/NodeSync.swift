@@ -63,6 +63,13 @@ final class NodeSync: Sendable {
         return await circleStatus()
     }
 
+    func remove(_ request: NodeAPI.CircleRemove) async throws -> NodeAPI.CircleStatus {
+        guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle.") }
+        try await engine.remove(named: request.peer)
+        logger.info("member removed; new keys shared", metadata: ["peer": "\(request.peer)"])
+        return await circleStatus()
+    }
+
     func circleStatus() async -> NodeAPI.CircleStatus {
         guard let engine else { return NodeAPI.CircleStatus(members: []) }
         let me = await engine.signingKey

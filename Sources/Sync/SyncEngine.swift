@@ -155,10 +155,33 @@ public actor SyncEngine {
         try save()
     }
 
+    /// Removes the member named `name` and starts a new key generation shared with the members
+    /// that remain: the removed device cannot open anything sealed after this.
+    public func remove(named name: String) async throws {
+        try await pullMembership()
+        let matching = history.members.values.filter { $0.name == name }
+        guard let peer = matching.first else {
+            throw CircleError.invalid("no member is named \(name); members: \(members.map(\.name).joined(separator: ", "))")
+        }
+        guard matching.count == 1 else { throw CircleError.invalid("\(matching.count) members are named \(name)") }
+        let entry = MembershipEntry(.remove, subject: peer, after: history, circle: circle, signer: identity.signingKey)
+        try history.append(entry)
+        try await transport.push([entry.bytes], circle: circle, stream: .membership)
+        let keys = CircleKeys(circle: circle, epoch: history.epoch)
+        let wrapped = keys.wrappedClassKeys()
+        try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
+        let shares = history.members.values.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealing, from: identity.signingKey)).bytes }
+        try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: wrapped).bytes] + shares, circle: circle, stream: .keys)
+        try adopt(keys, wrapped: wrapped)
+    }
+
     /// Pushes the device's own writes and pulls everyone else's until this member is current.
     public func sync() async throws -> SyncReport {
         var report = SyncReport()
         try await pullMembership()
+        guard history.isMember(identity.signingKey.publicKey) else {
+            throw CircleError.invalid("\(device.info.name) was removed from circle \(circle); it no longer syncs")
+        }
         try await pullKeys()
         try await push(&report)
         try await pull(&report)

@@ -11,7 +11,7 @@ struct CircleCommand: AsyncParsableCommand {
             control) through a relay (`keyferry relay serve`) that sees only sealed, signed envelopes. \
             One node creates the circle; another joins with a voucher from a member.
             """,
-        subcommands: [Create.self, Join.self, Status.self])
+        subcommands: [Create.self, Join.self, Remove.self, Status.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a circle with this node as its first member.")
@@ -46,6 +46,21 @@ struct CircleCommand: AsyncParsableCommand {
                 let status: NodeAPI.CircleStatus = try await device.client.call(
                     .circleJoin, NodeAPI.CircleJoin(circle: voucher.circle, relay: voucher.relay, name: peer.name))
                 try present(status, json: output.json)
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove a member; the others get new keys it cannot open.",
+            discussion: "The removed device keeps what it already holds, and receives nothing written after the others learn of its removal.")
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "The name of the member to remove, as `circle status` lists it.") var peer: String
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: peer)), json: output.json)
             }
         }
     }

@@ -54,6 +54,17 @@ struct SyncCLITests {
         let syncStatus = try cli.ok(["sync", "status", phone, "--json"]).object()
         #expect(syncStatus["skippedDeviceBound"] as? [String] == ["phone-bound"])
         #expect(syncStatus["pending"] as? Int == 0)
+
+        // The laptop is removed: what the phone writes next reaches the tablet only.
+        let removed = try cli.ok(["circle", "remove", phone, "--peer", "laptop", "--json"]).object()
+        #expect(removed["epoch"] as? Int == 2 && (removed["members"] as? [Any])?.count == 2)
+        try add(phone, "dave", "after-removal", extra: ["--sync"])
+        try cli.ok(["sync", "now", phone])
+        try cli.ok(["sync", "now", tablet])
+        #expect(try synced(cli, tablet)["dave"] == "after-removal")
+        let refused = try cli.run(["sync", "now", laptop])
+        #expect(refused.status == 1 && refused.stderr.contains("removed"), "\(refused.stderr)")
+        #expect(try synced(cli, laptop)["dave"] == nil)
     }
 
     @Test("circle commands refuse what cannot be done, and leave the nodes as they were")

@@ -30,6 +30,8 @@ final class MemoryRelay: RelayTransport {
 
     /// Every record of every log, for looking for plaintext.
     var everything: [UInt8] { logs.withLock { $0.values.flatMap { $0.flatMap { $0 } } } }
+
+    func records(_ circle: UUID, _ stream: RelayStream) -> [[UInt8]] { logs.withLock { $0["\(circle)/\(stream)"] ?? [] } }
 }
 
 /// A member: a test device and its engine.
@@ -216,5 +218,33 @@ struct SyncEngineTests {
         await #expect(throws: CircleError.self) {
             try await SyncEngine.create(device: tablet, name: "again", relay: Member.relayURL, transport: relay)
         }
+    }
+
+    @Test("a removed member gets no share of the new keys, everything written after is sealed under them, and it stops syncing")
+    func removal() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet, laptop) = (members[0], members[1], members[2])
+        _ = try phone.keychain.add(.password(account: "before", synchronizable: true))
+        try await settle(members)
+        let circle = await phone.engine.circle
+        let envelopesBefore = relay.records(circle, .envelopes).count
+
+        try await phone.engine.remove(named: "laptop")
+        #expect(await phone.engine.epoch == 2)
+        await #expect(throws: CircleError.self) { try await phone.engine.remove(named: "nobody") }
+        _ = try phone.keychain.add(.password(account: "after", synchronizable: true))
+        try await settle([phone, tablet])
+        #expect(try tablet.keychain.copy(.password(account: "after", synchronizable: .yes)).first?.data == Data("secret".utf8))
+        await #expect(throws: CircleError.self) { try await laptop.engine.sync() }
+        #expect(throws: KeychainError.self) { try laptop.keychain.copy(.password(account: "after", synchronizable: .yes)) }
+
+        let after = relay.records(circle, .envelopes).dropFirst(envelopesBefore).map { try! SealedEnvelope(bytes: $0) }
+        #expect(!after.isEmpty && after.allSatisfy { $0.header.epoch == 2 })
+        let laptopKey = try SyncEngine.peerIdentity(of: laptop.fixture.device, name: "laptop").sealing
+        let sharesOfTwo = relay.records(circle, .keys).compactMap { try? KeyRecord(bytes: $0) }.compactMap { record -> CircleKeyShare? in
+            if case .share(let share) = record, share.epoch == 2 { share } else { nil }
+        }
+        #expect(sharesOfTwo.count == 2 && !sharesOfTwo.contains { $0.recipient == laptopKey })
     }
 }
