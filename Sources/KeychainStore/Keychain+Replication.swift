@@ -3,42 +3,55 @@ import GRDB
 import KeychainModel
 
 extension Keychain {
-    /// Writes a synchronizable item as another member wrote it (its UUID, dates, group,
-    /// protection and attributes), or, with `tombstoneDate`, the tombstone of its deletion. Any
-    /// row holding the same UUID or primary key gives way: the sync engine has already decided
-    /// that this version wins. Returns the change sequence of the write, so the engine can tell
-    /// the writes it made from the device's own. Device scope only.
-    public func applyReplicated(_ record: ItemRecord, tombstoneDate: Date?) throws -> Int64 {
-        try requireDeviceScope()
-        guard record.synchronizable, !record.protection.isThisDeviceOnly, record.accessControl == nil else {
-            throw KeychainError(.param, "only synchronizable items without access control replicate.")
-        }
-        let keys = try device.availableKeys()
-        guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
-        let row = sealedRow(for: record, keys: classKeys)
-        return try device.database.write { db in
-            try device.database.saveChangeCounter(db)
-            try db.execute(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?",
-                           arguments: [UUIDBytes.bytes(row.header.uuid), Data(row.header.primaryKeyHash)])
-            var sequence = device.database.nextChangeSequence()
-            _ = try ItemTable.insert(db, row, changeSequence: sequence)
-            if let tombstoneDate {
-                sequence = device.database.nextChangeSequence()
-                try ItemTable.bury(db, id: db.lastInsertedRowID, at: tombstoneDate, changeSequence: sequence)
-            }
-            return sequence
+    /// A version another member wrote, to write here: the item, or with `tombstoneDate` the
+    /// tombstone of its deletion.
+    public struct ReplicatedVersion: Sendable {
+        public var record: ItemRecord
+        public var tombstoneDate: Date?
+
+        public init(record: ItemRecord, tombstoneDate: Date?) {
+            self.record = record
+            self.tombstoneDate = tombstoneDate
         }
     }
 
-    /// The UUID of the row (live or tombstone) that holds `record`'s primary key, if any: how
-    /// the sync engine finds a conflict between two items added apart under the same key.
-    public func primaryKeyHolder(of record: ItemRecord) throws -> UUID? {
+    /// Writes synchronizable items as other members wrote them (UUID, dates, group, protection,
+    /// attributes), sealed on every core and written in one transaction. A row with the same
+    /// UUID gives way. A row with another UUID under the same primary key gives way only when
+    /// `replaces` says so (it is asked with that row's UUID); otherwise the version is not
+    /// written. Returns each version's change sequence, nil where it was not written, so the
+    /// sync engine can tell its own writes from the device's. Device scope only.
+    public func applyReplicated(_ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: UUID) -> Bool) throws -> [Int64?] {
         try requireDeviceScope()
-        let metadata = Self.metadata(of: record)
-        let hash = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                          synchronizable: record.synchronizable, metadata: metadata).primaryKeyHash
-        return try device.database.read { db in
-            try Data.fetchOne(db, sql: "SELECT uuid FROM item WHERE pk_hash = ?", arguments: [Data(hash)]).map { UUIDBytes.uuid([UInt8]($0)) }
+        let keys = try device.availableKeys()
+        let rows = try ParallelMap.map(versions) { version -> SealedRow in
+            let record = version.record
+            guard record.synchronizable, !record.protection.isThisDeviceOnly, record.accessControl == nil else {
+                throw KeychainError(.param, "only synchronizable items without access control replicate.")
+            }
+            guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
+            return sealedRow(for: record, keys: classKeys)
+        }
+        return try device.database.write { db in
+            try device.database.saveChangeCounter(db)
+            var sequences: [Int64?] = []
+            for (index, (row, version)) in zip(rows, versions).enumerated() {
+                if let holder = try Data.fetchOne(db, sql: "SELECT uuid FROM item WHERE pk_hash = ?", arguments: [Data(row.header.primaryKeyHash)])
+                    .map({ UUIDBytes.uuid([UInt8]($0)) }), holder != row.header.uuid, !replaces(index, holder) {
+                    sequences.append(nil)
+                    continue
+                }
+                try db.execute(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?",
+                               arguments: [UUIDBytes.bytes(row.header.uuid), Data(row.header.primaryKeyHash)])
+                var sequence = device.database.nextChangeSequence()
+                _ = try ItemTable.insert(db, row, changeSequence: sequence)
+                if let date = version.tombstoneDate {
+                    sequence = device.database.nextChangeSequence()
+                    try ItemTable.bury(db, id: db.lastInsertedRowID, at: date, changeSequence: sequence)
+                }
+                sequences.append(sequence)
+            }
+            return sequences
         }
     }
 

@@ -38,11 +38,9 @@ public enum RelayServer {
             guard let bodies = try? RelayWire.decodePush(Array(buffer: bytes)) else {
                 throw HTTPError(.badRequest, message: "the push body is not a list of length-prefixed records")
             }
-            for body in bodies {
-                if let why = RelayWire.refusal(of: body, circle: circle, stream: stream) {
-                    logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(why)"])
-                    throw HTTPError(.unprocessableContent, message: why)
-                }
+            if let why = bodies.lazy.compactMap({ RelayWire.refusal(of: $0, circle: circle, stream: stream) }).first {
+                logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(why)"])
+                throw HTTPError(.unprocessableContent, message: why)
             }
             let added = try storage.append(bodies, circle: circle, stream: stream)
             logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])

@@ -75,6 +75,8 @@ public actor SyncEngine {
         return (pending, deviceBound.sorted())
     }
 
+    static let envelopesPerPush = 1_000
+
     /// Milliseconds since 1970 from the system clock.
     public static let systemWallClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
 
@@ -250,8 +252,7 @@ public actor SyncEngine {
     private func push(_ report: inout SyncReport) async throws {
         guard let keys = generations[history.epoch] else { return }
         let changes = try device.deviceKeychain.changes(since: pushedThrough, includingData: true)
-        var envelopes: [[UInt8]] = []
-        var versions: [(UUID, HeldVersion)] = []
+        var items: [(item: SyncedItem, changeSequence: Int64)] = []
         for change in changes {
             switch SyncEligibility(change.record) {
             case .replicates: break
@@ -262,73 +263,116 @@ public actor SyncEngine {
             if held[change.record.uuid]?.changeSequence == change.changeSequence { continue }
             var record = change.record
             if change.isTombstone { record.data = nil }
-            let item = SyncedItem(version: clock.tick(wallMilliseconds: wallClock()), isTombstone: change.isTombstone, record: record)
-            envelopes.append(try SealedEnvelope.seal(item, keys: keys, author: identity.signingKey).bytes)
-            versions.append((record.uuid, HeldVersion(stamp: item.stamp, changeSequence: change.changeSequence)))
+            items.append((SyncedItem(version: clock.tick(wallMilliseconds: wallClock()), isTombstone: change.isTombstone, record: record),
+                          change.changeSequence))
         }
-        if !envelopes.isEmpty { try await transport.push(envelopes, circle: circle, stream: .envelopes) }
-        for (uuid, version) in versions { held[uuid] = version }
+        let author = identity.signingKey
+        let sealed = try ParallelMap.map(items) { item, _ in
+            (envelope: try SealedEnvelope.seal(item, keys: keys, author: author).bytes, stamp: item.stamp)
+        }
+        // In pushes of a bounded size, so that a large backlog never exceeds the relay's limit.
+        for start in stride(from: 0, to: sealed.count, by: Self.envelopesPerPush) {
+            let page = sealed[start..<min(start + Self.envelopesPerPush, sealed.count)]
+            try await transport.push(page.map(\.envelope), circle: circle, stream: .envelopes)
+        }
+        for (pushed, item) in zip(sealed, items) {
+            held[item.item.record.uuid] = HeldVersion(stamp: pushed.stamp, changeSequence: item.changeSequence)
+        }
         if let last = changes.last { pushedThrough = last.changeSequence }
-        report.pushed += envelopes.count
+        report.pushed += sealed.count
     }
 
     private func pull(_ report: inout SyncReport) async throws {
         let retry = waiting
         waiting = []
-        for envelope in retry { apply(envelope, &report) }
+        try apply(retry, &report)
         while true {
             let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursors[.envelopes] ?? 0, limit: 1_000)
             guard let last = records.last else { break }
+            var envelopes: [SealedEnvelope] = []
             for record in records {
                 do {
                     let envelope = try SealedEnvelope(bytes: record.body)
-                    if envelope.header.author == identity.signingKey.publicKey { continue }
-                    apply(envelope, &report)
+                    if envelope.header.author != identity.signingKey.publicKey { envelopes.append(envelope) }
                 } catch {
                     report.rejected.append("\(error)")
                 }
             }
+            try apply(envelopes, &report)
             cursors[.envelopes] = last.cursor
         }
     }
 
-    private func apply(_ envelope: SealedEnvelope, _ report: inout SyncReport) {
-        let item: SyncedItem
-        do {
-            guard let keys = generations[envelope.header.epoch] else {
-                throw EnvelopeError.cannotDecrypt("item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
-            }
-            item = try envelope.open(with: keys, members: Set(history.members.keys))
-        } catch {
-            report.rejected.append("\(error)")
-            return
-        }
-        clock.observe(item.version)
-        let uuid = item.record.uuid
-        let stamp = item.stamp
-        if let current = held[uuid], !MergeRule.prefers(stamp, over: current.stamp) {
-            report.superseded += 1
-            return
-        }
-        do {
-            let keychain = device.deviceKeychain
-            // Two items added apart under one primary key: the preferred one stays everywhere.
-            if let holder = try keychain.primaryKeyHolder(of: item.record), holder != uuid {
-                if let other = held[holder], !MergeRule.prefers(stamp, over: other.stamp) {
-                    report.superseded += 1
-                    return
+    /// Opens a page of envelopes on every core, keeps the versions the merge rule prefers, and
+    /// writes them in one transaction.
+    private func apply(_ envelopes: [SealedEnvelope], _ report: inout SyncReport) throws {
+        let (generations, members) = (generations, Set(history.members.keys))
+        let opened = try ParallelMap.map(envelopes) { envelope in
+            Result { () throws(EnvelopeError) -> (SyncedItem, VersionStamp) in
+                guard let keys = generations[envelope.header.epoch] else {
+                    throw .cannotDecrypt("item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
                 }
-                held[holder] = nil
+                do {
+                    let item = try envelope.open(with: keys, members: members)
+                    return (item, item.stamp)
+                } catch let error as EnvelopeError { throw error } catch { throw .malformed("\(error)") }
             }
-            let tombstoneDate = item.isTombstone ? Date(timeIntervalSince1970: Double(item.version.milliseconds) / 1000) : nil
-            let sequence = try keychain.applyReplicated(item.record, tombstoneDate: tombstoneDate)
-            held[uuid] = HeldVersion(stamp: stamp, changeSequence: sequence)
-            report.applied += 1
+        }
+        var chosen: [(envelope: SealedEnvelope, item: SyncedItem, stamp: VersionStamp)] = []
+        var positions: [UUID: Int] = [:]
+        for (envelope, result) in zip(envelopes, opened) {
+            switch result {
+            case .failure(let error):
+                report.rejected.append("\(error)")
+            case .success(let (item, stamp)):
+                clock.observe(item.version)
+                let uuid = item.record.uuid
+                let current = positions[uuid].map { chosen[$0].stamp } ?? held[uuid]?.stamp
+                if let current, !MergeRule.prefers(stamp, over: current) {
+                    report.superseded += 1
+                    continue
+                }
+                if let position = positions[uuid] {
+                    chosen[position] = (envelope, item, stamp)
+                    report.superseded += 1
+                } else {
+                    positions[uuid] = chosen.count
+                    chosen.append((envelope, item, stamp))
+                }
+            }
+        }
+        guard !chosen.isEmpty else { return }
+        let versions = chosen.map { choice in
+            Keychain.ReplicatedVersion(record: choice.item.record, tombstoneDate: choice.item.isTombstone
+                ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil)
+        }
+        do {
+            // Two items added apart under one primary key: the preferred one stays everywhere.
+            let sequences = try device.deviceKeychain.applyReplicated(versions) { index, holder in
+                guard let other = held[holder] else { return true }
+                guard MergeRule.prefers(chosen[index].stamp, over: other.stamp) else { return false }
+                held[holder] = nil
+                return true
+            }
+            for (choice, sequence) in zip(chosen, sequences) {
+                guard let sequence else { report.superseded += 1; continue }
+                held[choice.item.record.uuid] = HeldVersion(stamp: choice.stamp, changeSequence: sequence)
+                report.applied += 1
+            }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
-            waiting.append(envelope)
-            report.waitingForUnlock += 1
+            // Locked: class A cannot be sealed here yet. Keep what can wait sealed, write the rest.
+            let now = chosen.filter { SyncClass($0.item.record.protection) != .a }
+            let later = chosen.filter { SyncClass($0.item.record.protection) == .a }
+            guard !later.isEmpty, now.count < chosen.count else {
+                waiting += chosen.map(\.envelope)
+                report.waitingForUnlock += chosen.count
+                return
+            }
+            waiting += later.map(\.envelope)
+            report.waitingForUnlock += later.count
+            try apply(now.map(\.envelope), &report)
         } catch {
-            report.rejected.append("item \(uuid): \(error)")
+            report.rejected += chosen.map { "item \($0.item.record.uuid): \(error)" }
         }
     }
 
