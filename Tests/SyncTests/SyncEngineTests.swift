@@ -247,4 +247,48 @@ struct SyncEngineTests {
         }
         #expect(sharesOfTwo.count == 2 && !sharesOfTwo.contains { $0.recipient == laptopKey })
     }
+
+    @Test("a seeded random workload on three members, one powered off part of the time, converges", arguments: [UInt64(11), 12, 13])
+    func randomWorkload(seed: UInt64) async throws {
+        let relay = MemoryRelay()
+        var members = try await circleOfThree(relay)
+        var random = SeededGenerator(seed: seed)
+        let accounts = (0..<6).map { "acct\($0)" }
+        var laptopOff = false
+        for step in 0..<60 {
+            // The laptop goes off now and then; while off it neither writes nor syncs, and it
+            // comes back from what it saved on disk.
+            if step % 15 == 5 { laptopOff = true }
+            if step % 15 == 12 {
+                laptopOff = false
+                members[2].engine = try #require(try await SyncEngine.open(device: members[2].fixture.device, transport: { _ in relay }))
+            }
+            let writers = laptopOff ? Array(members.prefix(2)) : members
+            let member = writers[Int.random(in: 0..<writers.count, using: &random)]
+            let account = accounts[Int.random(in: 0..<accounts.count, using: &random)]
+            let keychain = try member.keychain
+            let query = ItemQuery.password(account: account, synchronizable: .yes)
+            let exists = (try? keychain.copy(query)) != nil
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0 where !exists:
+                _ = try keychain.add(.password(account: account, value: "v\(step)", protection: [.whenUnlocked, .afterFirstUnlock, .always][step % 3], synchronizable: true))
+            case 1 where exists:
+                try keychain.update(query, with: ItemChanges(data: Data("v\(step)".utf8)))
+            case 2 where exists:
+                try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string("com.example.app")], synchronizable: .yes))
+            default:
+                break
+            }
+            // Some members sync after some steps, in a random order.
+            for other in writers.shuffled(using: &random) where Bool.random(using: &random) { _ = try await other.engine.sync() }
+        }
+        members[2].engine = try #require(try await SyncEngine.open(device: members[2].fixture.device, transport: { _ in relay }))
+        let reports = try await settle(members)
+        #expect(reports.allSatisfy { $0.rejected.isEmpty })
+        let reference = try members[0].synchronizedItems()
+        #expect(!reference.isEmpty, "the workload leaves items to compare")
+        for member in members { #expect(try member.synchronizedItems() == reference, "\(member.name) differs (seed \(seed))") }
+        // At most one item per account: two adds of one primary key on different members resolve to one.
+        #expect(Set(reference.values.map { $0.split(separator: "|")[2] }).count == reference.count)
+    }
 }
