@@ -81,3 +81,14 @@ public struct NodeClient: Sendable {
         }
     }
 }
+
+extension NodeClient {
+    /// Brings this node into the circle of `sponsor`'s node: the sponsor vouches for this
+    /// device's identity and shares the circle's keys with it, then this node joins.
+    public func joinCircle(sponsor: NodeClient, name: String? = nil) async throws -> NodeAPI.CircleStatus {
+        var peer: NodeAPI.Peer = try await get(.circleIdentity)
+        if let name { peer.name = name }
+        let voucher: NodeAPI.Voucher = try await sponsor.call(.circleVouch, NodeAPI.Vouch(peer: peer))
+        return try await call(.circleJoin, NodeAPI.CircleJoin(circle: voucher.circle, relay: voucher.relay, name: peer.name))
+    }
+}

@@ -39,12 +39,7 @@ struct CircleCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting(json: output.json) {
-                let sponsorClient = NodeClient(directory: URL(fileURLWithPath: sponsor))
-                var peer: NodeAPI.Peer = try await device.client.get(.circleIdentity)
-                if let name { peer.name = name }
-                let voucher: NodeAPI.Voucher = try await sponsorClient.call(.circleVouch, NodeAPI.Vouch(peer: peer))
-                let status: NodeAPI.CircleStatus = try await device.client.call(
-                    .circleJoin, NodeAPI.CircleJoin(circle: voucher.circle, relay: voucher.relay, name: peer.name))
+                let status = try await device.client.joinCircle(sponsor: NodeClient(directory: URL(fileURLWithPath: sponsor)), name: name)
                 try present(status, json: output.json)
             }
         }

@@ -4,16 +4,20 @@ import Fleet
 import Foundation
 import KeychainModel
 import KeychainStore
+import Logging
 import Node
+import Relay
+import Sync
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
-/// secrets of several classes, the phone locks, reboots and changes its face, its backups are
+/// secrets of several classes, the other devices join its circle and receive its synchronizable
+/// items through a relay, the phone locks, reboots and changes its face, its backups are
 /// restored onto new iPhones with a report of what was lost and why, it loses its passcode,
 /// and every read prints Apple's status. The fleet goes down at the end.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run a short demo: the family fleet comes up; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain.")
+        abstract: "Run a short demo: the family fleet comes up and syncs; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain.")
 
     @Option(help: "The family fleet file (the demo tells its story).", completion: .file(extensions: ["yaml"]))
     var fleet = "Peers/family.yaml"
@@ -79,6 +83,8 @@ struct DemoCommand: AsyncParsableCommand {
             ("legacy-pin", .generic("legacy-pin", protection: .always)),
             ("signing key", NewItem(.key, attributes: [.applicationTag: .data(Data("com.example.mail.signing".utf8)), .keyClass: .number(1)],
                                     data: Data("signing-key-secret".utf8), protection: .afterFirstUnlockThisDeviceOnly)),
+            ("wifi-token", NewItem(.genericPassword, attributes: [.account: .string("wifi-token")], data: Data("wifi-token-secret".utf8),
+                                   protection: .afterFirstUnlockThisDeviceOnly, synchronizable: true)),
         ]
         for (name, item) in items {
             await tour.attempt("add \(name.padded(14)) \(item.itemClass.name.padded(16)) \(item.protectionName)") { try await phone.add(Self.mail, item) }
@@ -90,6 +96,9 @@ struct DemoCommand: AsyncParsableCommand {
         await tour.attempt("add session-token again as afterFirstUnlock (phantom mismatch)") {
             try await phone.add(Self.mail, .generic("session-token", protection: .afterFirstUnlock))
         }
+
+        let relay = try await circle(phone: phone, runner: runner, tour: tour)
+        defer { relay.cancel() }
 
         tour.heading("Alice locks the phone (grace period \(Int(member.grace)) s, in real time)")
         try await phone.send(.lock, NodeAPI.Lock(immediately: false))
@@ -145,6 +154,44 @@ struct DemoCommand: AsyncParsableCommand {
         tour.say("\(files) files; keychain secrets found in plaintext outside app sandboxes: \(hits)")
         tour.say("(UserDefaults stays plaintext, as on iOS: a legacy store is not a keychain)")
         if root != nil { tour.say("The devices stay in \(runner.root.path); `keyferry fleet up \(fleet) --root \(runner.root.path)` brings them back.") }
+    }
+
+    /// The other devices join the phone's circle through a relay the demo runs (returned, to be
+    /// stopped at the end), and sync.
+    private func circle(phone: NodeClient, runner: FleetRunner, tour: Tour) async throws -> Task<Void, any Error> {
+        let storage = try SQLiteRelayStorage(directory: runner.root.appendingPathComponent("relay"))
+        let (ports, announce) = AsyncStream<Int>.makeStream()
+        let relay = Task {
+            try await RelayServer.run(storage: storage, host: "127.0.0.1", port: 0, logger: Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() }) {
+                announce.yield($0)
+            }
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CommandFailure("the demo's relay did not start") }
+        let others = runner.fleet.members.filter { $0.id != "phone" }
+        tour.heading("The phone forms a circle with \(others.map(\.deviceName).joined(separator: " and ")), through a relay at 127.0.0.1:\(port)")
+        _ = try await phone.call(.circleCreate, NodeAPI.CircleCreate(relay: "http://127.0.0.1:\(port)", name: nil)) as NodeAPI.CircleStatus
+        let clients = others.map { NodeClient(directory: runner.directory(of: $0)) }
+        for (member, client) in zip(others, clients) {
+            let status = try await client.joinCircle(sponsor: phone)
+            tour.say("\(member.deviceName) joins, vouched for by the phone: \(status.members.count) members")
+        }
+        for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
+        let status: NodeAPI.SyncStatus = try await phone.get(.syncStatus)
+        for item in status.skippedDeviceBound { tour.say("the phone keeps \(item) to itself: synchronizable but ThisDeviceOnly") }
+        let imap = ItemQuery(.internetPassword, attributes: [.server: .string("imap.example.com"), .account: .string("alice")],
+                             synchronizable: .yes, returning: .data)
+        for (member, client) in zip(others, clients) {
+            await tour.attempt("on \(member.deviceName), mail reads the imap password (synchronizable)") {
+                let _: NodeAPI.Items = try await client.call(.copy, NodeAPI.Search(app: Self.mail, query: imap))
+            }
+            await tour.attempt("on \(member.deviceName), mail reads session-token (not synchronizable)") { try await client.read(Self.mail, "session-token") }
+        }
+        if let circle = status.circle {
+            let held = try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).count
+            tour.say("the relay holds \(held) sealed, signed envelope\(held == 1 ? "" : "s"); it can read none of them")
+        }
+        return relay
     }
 
     /// Backs the phone up both ways and restores each archive onto a new iPhone.

@@ -115,7 +115,7 @@ struct FleetCLITests {
 
 @Suite("keyferry demo")
 struct DemoCLITests {
-    @Test("the README's demo runs the family fleet through its story and leaves no node running")
+    @Test("the README's demo runs the family fleet through its story, syncing included, and leaves no node running")
     func demo() throws {
         let cli = try CLI()
         let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -135,7 +135,12 @@ struct DemoCLITests {
         // The new iPhones: migratable items back from the encrypted backup, none from the unencrypted one.
         #expect(lines.contains { $0.contains("dropped  push-key") && $0.contains("device-bound") })
         #expect(lines.contains { $0.contains("restored session-token") })
-        #expect(lines.filter { $0.contains("restored onto a new iPhone") }.map { $0.contains("0 of 5") } == [false, true])
+        #expect(lines.filter { $0.contains("restored onto a new iPhone") }.map { $0.contains(": 0 of") } == [false, true])
+        // The circle: the synchronizable item reaches the iPad and the MacBook; the rest stays on the phone.
+        #expect(lines.filter { $0.contains("mail reads the imap password") }.map { $0.hasSuffix("ok") } == [true, true])
+        #expect(lines.filter { $0.contains("mail reads session-token (not synchronizable)") }.map { $0.hasSuffix("(-25300)") } == [true, true])
+        #expect(lines.contains { $0.contains("keeps wifi-token to itself") })
+        #expect(lines.contains { $0.contains("dropped  signing @ keyferry.sync.identity") }, "the device identity never reaches a new phone")
         #expect(lines.filter { $0.hasSuffix("stopped") }.count == 3)
         let statuses = try #require(try cli.ok(["fleet", "status", peers.path, "--root", root.path, "--json"]).json() as? [[String: Any]])
         #expect(statuses.count == 3)
