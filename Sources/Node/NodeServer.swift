@@ -58,7 +58,7 @@ public enum NodeServer {
         // How far a backup in progress has come, for `status` to report while it runs.
         let backupProgress = Mutex<API.Progress?>(nil)
         router.get(path(.status)) { _, _ in
-            try reply(logger, .status) {
+            try await reply(logger, .status) {
                 API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status(),
                                backupProgress: backupProgress.withLock { $0 })
             }
@@ -88,7 +88,7 @@ public enum NodeServer {
             }
             return API.Empty()
         }
-        router.get(path(.apps)) { _, _ in try reply(logger, .apps) { try device.installedApps() } }
+        router.get(path(.apps)) { _, _ in try await reply(logger, .apps) { try device.installedApps() } }
         post(router, .install, AppManifest.self, logger) { try device.install($0); return API.Empty() }
         post(router, .uninstall, API.Uninstall.self, logger) { try device.uninstall(bundleID: $0.bundleID); return API.Empty() }
         post(router, .defaults, API.Defaults.self, logger) { request in
@@ -130,13 +130,13 @@ public enum NodeServer {
     }
 
     static func syncRoutes(_ router: Router<BasicRequestContext>, sync: NodeSync, logger: Logger) {
-        asyncPost(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
+        post(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
         router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try sync.identity() } }
-        asyncPost(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
-        asyncPost(router, .circleJoin, NodeAPI.CircleJoin.self, logger) { try await sync.join($0) }
-        asyncPost(router, .circleRemove, NodeAPI.CircleRemove.self, logger) { try await sync.remove($0) }
+        post(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
+        post(router, .circleJoin, NodeAPI.CircleJoin.self, logger) { try await sync.join($0) }
+        post(router, .circleRemove, NodeAPI.CircleRemove.self, logger) { try await sync.remove($0) }
         router.get(path(.circleStatus)) { _, _ in try await reply(logger, .circleStatus) { await sync.circleStatus() } }
-        asyncPost(router, .syncNow, NodeAPI.Empty.self, logger) { _ in try await sync.syncNow() }
+        post(router, .syncNow, NodeAPI.Empty.self, logger) { _ in try await sync.syncNow() }
         router.get(path(.syncStatus)) { _, _ in try await reply(logger, .syncStatus) { try await sync.syncStatus() } }
     }
 
@@ -145,22 +145,6 @@ public enum NodeServer {
     /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
     /// since they carry secrets and passcodes.
     private static func post<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
-        _ router: Router<BasicRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
-        _ action: @escaping @Sendable (Body) throws -> Result
-    ) {
-        router.post(path(route)) { request, context in
-            let decoded: Body
-            do {
-                decoded = try await request.decode(as: Body.self, context: context)
-            } catch {
-                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error)"))
-            }
-            return try reply(logger, route) { try action(decoded) }
-        }
-    }
-
-    /// `post` for actions that wait on other work (the relay).
-    private static func asyncPost<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
         _ router: Router<BasicRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
         _ action: @escaping @Sendable (Body) async throws -> Result
     ) {
@@ -177,21 +161,9 @@ public enum NodeServer {
 
     private static func reply(_ logger: Logger, _ route: NodeAPI.Route, _ action: () async throws -> some Encodable) async throws -> Response {
         do {
-            return try reply(logger, route, encoded: try await action())
-        } catch {
-            return failure(logger, route, NodeAPI.Failure(error))
-        }
-    }
-
-    private static func reply(_ logger: Logger, _ route: NodeAPI.Route, encoded value: some Encodable) throws -> Response {
-        let body = try NodeAPI.encoder.encode(value)
-        logger.debug("\(route.rawValue): ok")
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
-    }
-
-    private static func reply(_ logger: Logger, _ route: NodeAPI.Route, _ action: () throws -> some Encodable) throws -> Response {
-        do {
-            return try reply(logger, route, encoded: try action())
+            let body = try NodeAPI.encoder.encode(try await action())
+            logger.debug("\(route.rawValue): ok")
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
         } catch {
             return failure(logger, route, NodeAPI.Failure(error))
         }

@@ -60,7 +60,7 @@ public actor SyncEngine {
     public func localStatus() throws -> (pending: Int, deviceBound: [String]) {
         var pending = 0
         var deviceBound: [String] = []
-        for change in try device.deviceKeychain.changes(since: 0) where !change.isTombstone || change.changeSequence > pushedThrough {
+        for change in try device.deviceKeychain.changes(since: 0) {
             switch SyncEligibility(change.record) {
             case .replicates:
                 if change.changeSequence > pushedThrough, held[change.record.uuid]?.changeSequence != change.changeSequence { pending += 1 }
@@ -360,10 +360,11 @@ public actor SyncEngine {
                 report.applied += 1
             }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
-            // Locked: class A cannot be sealed here yet. Keep what can wait sealed, write the rest.
+            // Locked: class A cannot be sealed here yet. Keep it sealed and write the rest; before
+            // first unlock nothing can be written, and everything waits.
             let now = chosen.filter { SyncClass($0.item.record.protection) != .a }
             let later = chosen.filter { SyncClass($0.item.record.protection) == .a }
-            guard !later.isEmpty, now.count < chosen.count else {
+            guard !later.isEmpty, !now.isEmpty else {
                 waiting += chosen.map(\.envelope)
                 report.waitingForUnlock += chosen.count
                 return

@@ -32,6 +32,9 @@ final class MemoryRelay: RelayTransport {
     var everything: [UInt8] { logs.withLock { $0.values.flatMap { $0.flatMap { $0 } } } }
 
     func records(_ circle: UUID, _ stream: RelayStream) -> [[UInt8]] { logs.withLock { $0["\(circle)/\(stream)"] ?? [] } }
+
+    /// What a hostile relay can do: serve a record again, after newer ones.
+    func replay(_ body: [UInt8], _ circle: UUID, _ stream: RelayStream) { logs.withLock { $0["\(circle)/\(stream)", default: []].append(body) } }
 }
 
 /// A member: a test device and its engine.
@@ -290,5 +293,22 @@ struct SyncEngineTests {
         for member in members { #expect(try member.synchronizedItems() == reference, "\(member.name) differs (seed \(seed))") }
         // At most one item per account: two adds of one primary key on different members resolve to one.
         #expect(Set(reference.values.map { $0.split(separator: "|")[2] }).count == reference.count)
+    }
+
+    @Test("an older version the relay serves again changes nothing: replays are recognised by their signed version")
+    func replay() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet) = (members[0], members[1])
+        let circle = await phone.engine.circle
+        _ = try phone.keychain.add(.password(account: "replayed", value: "first", synchronizable: true))
+        try await settle(members)
+        let first = try #require(relay.records(circle, .envelopes).last)
+        try phone.keychain.update(.password(account: "replayed", synchronizable: .yes), with: ItemChanges(data: Data("second".utf8)))
+        try await settle(members)
+        relay.replay(first, circle, .envelopes)
+        let report = try await tablet.engine.sync()
+        #expect(report.applied == 0 && report.superseded == 1)
+        #expect(try tablet.keychain.copy(.password(account: "replayed", synchronizable: .yes)).first?.data == Data("second".utf8))
     }
 }
