@@ -72,7 +72,7 @@ let package = Package(
         // Devices run side by side: fleet files (YAML) and bringing their nodes up and down.
         .target(
             name: "Fleet",
-            dependencies: ["KeychainModel", "KeychainStore", "Node", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["KeychainModel", "KeychainStore", "Node", "Relay", .product(name: "Yams", package: "Yams")]),
 
         .executableTarget(
             name: "keyferry",

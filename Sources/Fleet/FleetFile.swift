@@ -1,5 +1,6 @@
 import Foundation
 import KeychainStore
+import Relay
 
 /// What a fleet file describes: devices to run side by side on one machine, and the apps
 /// installed on each. Pure values; `FleetRunner` brings them to life.
@@ -20,6 +21,9 @@ public struct FleetFile: Equatable, Sendable {
     public var name: String
     /// In file order.
     public var members: [Member]
+    /// Where the fleet's relay listens, when the fleet syncs: every device joins one circle,
+    /// created by the first.
+    public var relay: RelayAddress?
 
     /// One device of the fleet.
     public struct Member: Equatable, Sendable {
@@ -48,9 +52,10 @@ public struct FleetFile: Equatable, Sendable {
         }
     }
 
-    public init(name: String, members: [Member]) {
+    public init(name: String, members: [Member], relay: RelayAddress? = nil) {
         self.name = name
         self.members = members
+        self.relay = relay
     }
 
     /// Reads and checks a fleet file. Any problem is a `FleetFileError` naming the file (as
@@ -79,7 +84,7 @@ public struct FleetFile: Equatable, Sendable {
         guard let document = try YAMLField.document(yaml, file: file) else {
             throw FleetFileError(file: file, line: 1, problem: "the file is empty; a fleet file needs `fleet:` (its name) and `devices:`.")
         }
-        let top = try document.fields(allowed: ["fleet", "apps", "devices"])
+        let top = try document.fields(allowed: ["fleet", "apps", "devices", "sync"])
         guard let nameField = top["fleet"] else { throw document.failure("missing `fleet:`, the fleet's name.") }
         name = try nameField.text()
         guard name.range(of: #"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"#, options: .regularExpression) != nil else {
@@ -101,6 +106,18 @@ public struct FleetFile: Equatable, Sendable {
         let devices = try devicesField.entries()
         guard !devices.isEmpty else { throw devicesField.failure("a fleet needs at least one device.") }
         members = try devices.map { id, field in try Member(id: id, field: field, catalog: catalog) }
+
+        if let syncField = top["sync"] {
+            let sync = try syncField.fields(allowed: ["relay"])
+            guard let relayField = sync["relay"] else { throw syncField.failure("missing `relay:`, where the fleet's relay listens (HOST:PORT).") }
+            guard let address = RelayAddress(try relayField.text()), address.port != 0 else {
+                throw relayField.failure("the relay listens on HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:7700.")
+            }
+            relay = address
+            if members.contains(where: { $0.id == "relay" }) {
+                throw syncField.failure("a fleet that syncs keeps its relay in ROOT/relay; rename the device `relay`.")
+            }
+        }
     }
 }
 

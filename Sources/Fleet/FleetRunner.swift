@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import Relay
 
 /// Brings a fleet's devices up and down as nodes, each in `ROOT/ID`.
 public struct FleetRunner: Sendable {
@@ -29,6 +30,9 @@ public struct FleetRunner: Sendable {
         root.appendingPathComponent(member.id)
     }
 
+    /// Where the fleet's relay keeps its data, when the fleet syncs.
+    public var relayDirectory: URL { root.appendingPathComponent("relay") }
+
     // MARK: Up
 
     /// What `up` did for one member.
@@ -41,12 +45,16 @@ public struct FleetRunner: Sendable {
         /// Bundle IDs installed by this call (apps already there are left as they are).
         public var installed: [String] = []
         public var device: DeviceStatus?
+        /// The fleet's circle, when the fleet syncs.
+        public var circle: UUID?
     }
 
     /// Creates missing devices, starts every node, unlocks each and installs the apps it lacks.
     /// Nothing starts unless every member's directory is usable. If any member fails, the apps
     /// this call installed are uninstalled, the nodes it started stopped and the devices it
     /// created removed; the error names each failure. `progress` hears each member as it is ready.
+    /// A fleet that syncs then gets its relay started and every member in one circle; a failure
+    /// there leaves the devices up, and `up` again finishes the circle.
     public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> [Arrival] {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
@@ -73,7 +81,39 @@ public struct FleetRunner: Sendable {
             for (_, arrival, _) in outcomes { await undo(arrival) }
             throw FleetError(failures: failures)
         }
-        return outcomes.map(\.1)
+        var arrivals = outcomes.map(\.1)
+        if let address = fleet.relay {
+            let circle = try await formCircle(relay: address)
+            for index in arrivals.indices { arrivals[index].circle = circle }
+        }
+        return arrivals
+    }
+
+    /// Starts the fleet's relay unless it runs; the first member creates the circle unless it is
+    /// in one, and vouches for every other member that is in none.
+    private func formCircle(relay address: RelayAddress) async throws -> UUID {
+        let relay = try await RelayLauncher.start(data: relayDirectory, listen: address, executable: executable)
+        let clients = fleet.members.map { NodeClient(directory: directory(of: $0)) }
+        var circle: NodeAPI.CircleStatus = try await clients[0].get(.circleStatus)
+        if circle.circle == nil {
+            circle = try await clients[0].call(.circleCreate, NodeAPI.CircleCreate(relay: relay.absoluteString, name: fleet.members[0].id))
+        }
+        guard let id = circle.circle else { throw NodeError.failed("\(fleet.members[0].id) did not create the fleet's circle") }
+        var failures: [(String, any Error)] = []
+        for (member, client) in zip(fleet.members, clients).dropFirst() {
+            do {
+                let own: NodeAPI.CircleStatus = try await client.get(.circleStatus)
+                if own.circle == nil {
+                    _ = try await client.joinCircle(sponsor: clients[0], name: member.id)
+                } else if own.circle != id {
+                    throw NodeError.failed("it is in another circle (\(own.circle!)) than the fleet's (\(id))")
+                }
+            } catch {
+                failures.append((member.id, error))
+            }
+        }
+        if !failures.isEmpty { throw FleetError(failures: failures) }
+        return id
     }
 
     private func bringUp(_ member: FleetFile.Member, _ arrival: inout Arrival) async throws {
@@ -160,6 +200,7 @@ public struct FleetRunner: Sendable {
             }
             var departures = [Departure](repeating: .notRunning, count: fleet.members.count)
             for try await (index, departure) in group { departures[index] = departure }
+            try await RelayLauncher.stop(data: relayDirectory)
             return zip(fleet.members, departures).map { ($0.id, $1) }
         }
     }

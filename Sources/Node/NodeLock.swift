@@ -39,7 +39,7 @@ struct NodeLock {
 
 /// Process control the launcher and the command line need, in one place.
 public enum ProcessControl {
-    static func isAlive(_ pid: Int32) -> Bool { kill(pid, 0) == 0 || errno == EPERM }
+    static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
     static func terminate(_ pid: Int32) { kill(pid, SIGTERM) }
     static func forceKill(_ pid: Int32) { kill(pid, SIGKILL) }
     static func detachFromTerminal() { _ = setsid() }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import KeychainStore
+import Node
 
 struct FleetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,7 +22,9 @@ struct FleetCommand: AsyncParsableCommand {
             discussion: """
                 Devices that exist keep their own passcode, biometry and grace period. Running \
                 nodes are left running. If any device fails, the apps this command installed are \
-                uninstalled, the nodes it started stopped and the devices it created removed.
+                uninstalled, the nodes it started stopped and the devices it created removed. A fleet \
+                file with `sync: {relay: HOST:PORT}` also gets its relay (ROOT/relay) and one circle \
+                of all its devices; `down` stops the relay too.
                 """)
         @OptionGroup var fleet: FleetArguments
         @OptionGroup var output: JSONFlag
@@ -36,6 +39,9 @@ struct FleetCommand: AsyncParsableCommand {
                 if output.json { try printJSON(encodable: arrivals); return }
                 for arrival in arrivals {
                     print(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
+                }
+                if let circle = arrivals.first?.circle, let relay = RelayLauncher.running(data: runner.relayDirectory) {
+                    print("every device is in circle \(circle), syncing through the relay at \(relay.absoluteString)")
                 }
             }
         }

@@ -26,18 +26,14 @@ struct RelayCommand: AsyncParsableCommand {
         @Option(help: "Address to listen on, as HOST:PORT (port 0 picks a free one).")
         var listen = "127.0.0.1:7700"
         @OptionGroup var output: JSONFlag
+        @Flag(help: .hidden) var detach = false
 
         func validate() throws {
-            guard address != nil else { throw ValidationError("--listen takes HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700.") }
-        }
-
-        private var address: (host: String, port: Int)? {
-            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
-                  (0...65_535).contains(port), colon > listen.startIndex else { return nil }
-            return (String(listen[..<colon]), port)
+            guard RelayAddress(listen) != nil else { throw ValidationError("--listen takes HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700.") }
         }
 
         func run() async throws {
+            if detach { NodeLauncher.detach() }
             try await reporting(json: output.json) {
                 let directory = URL(fileURLWithPath: data)
                 var isDirectory: ObjCBool = false
@@ -46,11 +42,15 @@ struct RelayCommand: AsyncParsableCommand {
                 }
                 let storage = try SQLiteRelayStorage(directory: directory)
                 let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
-                let (host, port) = address!
+                let address = RelayAddress(listen)!
                 let json = output.json
-                try await RelayServer.run(storage: storage, host: host, port: port, logger: logger) { bound in
+                let announcement = RelayAnnouncement.file(in: directory)
+                defer { try? FileManager.default.removeItem(at: announcement) }
+                try await RelayServer.run(storage: storage, host: address.host, port: address.port, logger: logger) { bound in
                     // Unbuffered, so whoever started the relay sees it is up at once.
-                    let url = "http://\(host):\(bound)"
+                    let url = "http://\(address.host):\(bound)"
+                    try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
+                        .write(to: announcement, options: .atomic)
                     let line = json
                         ? String(decoding: try! JSONSerialization.data(
                             withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],

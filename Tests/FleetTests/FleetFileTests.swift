@@ -35,6 +35,8 @@ struct FleetFileTests {
         #expect(fleet.members.count == 2)
         #expect(fleet.members.map(\.grace) == [10, 30])
         #expect(fleet.members[1].biometry == false)
+        #expect(fleet.relay?.description == "127.0.0.1:7741", "the team syncs through its own relay")
+        #expect(try FleetFile.load(Self.peers.appendingPathComponent("family.yaml")).relay == nil)
     }
 
     @Test("Defaults: name from the key, no passcode, no biometry, 10 s grace, no apps; numbers are text where text is asked")
@@ -68,6 +70,11 @@ struct FleetFileTests {
         ("fleet: f\ndevices:\n  phone: {passcode: '1'\n", 4, nil, "not valid YAML"),
         ("fleet: f\ndevices:\n  phone: {}\n  phone: {}\n", 3, nil, "appears twice"),
         ("", 1, nil, "empty"),
+        ("fleet: f\nsync: {}\ndevices:\n  phone: {}\n", 2, "sync", "missing `relay:`"),
+        ("fleet: f\nsync:\n  relay: 7700\ndevices:\n  phone: {}\n", 3, "sync.relay", "HOST:PORT"),
+        ("fleet: f\nsync:\n  relay: 127.0.0.1:0\ndevices:\n  phone: {}\n", 3, "sync.relay", "from 1 to 65535"),
+        ("fleet: f\nsync:\n  relay: 127.0.0.1:7700\n  members: [a]\ndevices:\n  phone: {}\n", 4, "sync.members", "unknown field"),
+        ("fleet: f\nsync:\n  relay: 127.0.0.1:7700\ndevices:\n  relay: {}\n", 3, "sync", "rename the device `relay`"),
     ]
 
     @Test("A malformed file names the file, the line and the field", arguments: malformed.indices)

@@ -84,4 +84,43 @@ struct SyncCLITests {
         let notRunning = try cli.run(["circle", "status", stopped])
         #expect(notRunning.status == 1 && notRunning.stderr.contains("node start"), "\(notRunning.stderr)")
     }
+
+    @Test("fleet up starts the relay and puts every device in one circle; nodes then sync on their own; down stops the relay")
+    func fleetSync() async throws {
+        let cli = try CLI()
+        // A port that was free a moment ago, for the fleet's relay.
+        let (probe, line) = try cli.start(["relay", "serve", "--data", cli.path("probe"), "--listen", "127.0.0.1:0"])
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        probe.terminate()
+        probe.waitUntilExit()
+        let file = cli.root.appendingPathComponent("pair.yaml")
+        try """
+            fleet: pair
+            sync:
+              relay: 127.0.0.1:\(port)
+            apps:
+              com.example.mail: {team: ABCDE12345}
+            devices:
+              one: {passcode: "1111", apps: [com.example.mail]}
+              two: {passcode: "2222", apps: [com.example.mail]}
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let root = cli.path("fleet")
+        let up = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
+        let circles = Set(up.compactMap { $0["circle"] as? String })
+        #expect(up.count == 2 && circles.count == 1)
+        try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "otp", "--value", "123456", "--sync"])
+        // No `sync now`: the nodes sync every second on their own.
+        var arrived = ""
+        for _ in 0..<50 where arrived.isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+            arrived = try cli.run(["item", "get", root + "/two", "--app", "com.example.mail", "--account", "otp", "--sync", "yes"]).text
+        }
+        #expect(arrived == "123456")
+        let again = try cli.ok(["fleet", "up", file.path, "--root", root]).text
+        #expect(again.contains("every device is in circle \(circles.first ?? "")"))
+        try cli.ok(["fleet", "down", file.path, "--root", root])
+        #expect(!FileManager.default.fileExists(atPath: root + "/relay/relay.json"), "the relay stopped")
+        let statusAfter = try cli.run(["circle", "status", root + "/two"])
+        #expect(statusAfter.status == 1, "the node is down")
+    }
 }

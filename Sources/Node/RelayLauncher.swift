@@ -1,0 +1,70 @@
+import Foundation
+import Relay
+
+/// Starts and stops a relay in the background (`keyferry relay serve --detach`), as a fleet
+/// that syncs needs one. The relay says where it listens in `DATA/relay.json`.
+public enum RelayLauncher {
+    /// The URL of the relay running on `data`, if one is.
+    public static func running(data: URL) -> URL? {
+        guard let announced = RelayAnnouncement.read(from: data), ProcessControl.isAlive(announced.pid) else { return nil }
+        return URL(string: announced.url)
+    }
+
+    /// Starts a relay on `data` listening on `listen`, unless one runs there already, and
+    /// returns its URL once it is up.
+    public static func start(data: URL, listen: RelayAddress, executable: URL = NodeLauncher.currentExecutable,
+                             timeout: Duration = .seconds(20)) async throws -> URL {
+        if let url = running(data: data) { return url }
+        // Left by a relay that was killed.
+        try? FileManager.default.removeItem(at: RelayAnnouncement.file(in: data))
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["relay", "serve", "--detach", "--data", data.path, "--listen", listen.description]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        // Its errors go to its log: a pipe would outlive whoever started it.
+        let log = data.appendingPathComponent("relay.log")
+        if !FileManager.default.fileExists(atPath: log.path) {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        let logStart = (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
+        let handle = try FileHandle(forWritingTo: log)
+        try handle.seekToEnd()
+        process.standardError = handle
+        do {
+            try process.run()
+        } catch {
+            throw NodeError.failed("cannot run \(executable.path): \(error.localizedDescription).")
+        }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let url = running(data: data) { return url }
+            if !process.isRunning {
+                let written = FileManager.default.contents(atPath: log.path)?.dropFirst(logStart) ?? Data()
+                throw NodeError.failed("the relay for \(data.path) stopped at once: \(String(decoding: written, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        process.terminate()
+        throw NodeError.failed("the relay for \(data.path) did not come up within \(timeout); see \(data.path)/relay.log.")
+    }
+
+    /// Stops the relay running on `data` (SIGTERM, then SIGKILL) and waits until it is gone.
+    /// Returns false when none was running.
+    @discardableResult
+    public static func stop(data: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
+        guard let announced = RelayAnnouncement.read(from: data), ProcessControl.isAlive(announced.pid) else { return false }
+        ProcessControl.terminate(announced.pid)
+        let deadline = ContinuousClock.now + timeout
+        while ProcessControl.isAlive(announced.pid) {
+            if ContinuousClock.now >= deadline {
+                ProcessControl.forceKill(announced.pid)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try? FileManager.default.removeItem(at: RelayAnnouncement.file(in: data))
+        return true
+    }
+}
