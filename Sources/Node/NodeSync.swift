@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 import Logging
@@ -132,27 +133,15 @@ final class NodeSync: Sendable {
     }
 
     static func peer(_ identity: PeerIdentity, isThisDevice: Bool?) -> NodeAPI.Peer {
-        NodeAPI.Peer(name: identity.name, signingKey: hex(identity.signing.bytes), encryptionKey: hex(identity.sealing.bytes), isThisDevice: isThisDevice)
+        NodeAPI.Peer(name: identity.name, signingKey: Hex.encode(identity.signing.bytes), encryptionKey: Hex.encode(identity.sealing.bytes),
+                     isThisDevice: isThisDevice)
     }
 
     static func identity(_ peer: NodeAPI.Peer) throws -> PeerIdentity {
-        guard let signing = bytes(hex: peer.signingKey), let sealing = bytes(hex: peer.encryptionKey),
+        guard let signing = Hex.decode(peer.signingKey), let sealing = Hex.decode(peer.encryptionKey),
               let signingKey = try? SigningPublicKey(bytes: signing), let sealingKey = try? SealingPublicKey(bytes: sealing) else {
             throw NodeAPI.Failure(request: "the peer's keys are not 32 bytes each in hex")
         }
         return PeerIdentity(name: peer.name, signing: signingKey, sealing: sealingKey)
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
-    private static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        for i in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
-        }
-        return bytes
     }
 }

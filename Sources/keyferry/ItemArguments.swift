@@ -66,8 +66,7 @@ func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws
         }
     case .data:
         if raw.hasPrefix("hex:") {
-            let hex = Array(raw.dropFirst(4).utf8)
-            guard hex.count % 2 == 0, let bytes = hexBytes(hex) else { throw ValidationError("\(name): '\(raw)' is not valid hex.") }
+            guard let bytes = Hex.decode(raw.dropFirst(4)) else { throw ValidationError("\(name): '\(raw)' is not valid hex.") }
             return .data(Data(bytes))
         }
         if raw.hasPrefix("base64:") {
@@ -79,23 +78,6 @@ func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws
         if let date = try? Date(raw, strategy: .iso8601) { return .date(date) }
         throw ValidationError("\(name) takes an ISO 8601 date such as 2026-01-31T12:00:00Z, not '\(raw)'.")
     }
-}
-
-private func hexBytes(_ digits: [UInt8]) -> [UInt8]? {
-    func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-    var out = [UInt8]()
-    for i in stride(from: 0, to: digits.count, by: 2) {
-        guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
-        out.append(high << 4 | low)
-    }
-    return out
 }
 
 /// The search-only flags of get, update and delete.

@@ -56,7 +56,7 @@ extension AttributeValue {
 
     var shown: String {
         switch self {
-        case .data(let d): String(data: d, encoding: .utf8) ?? "hex:" + d.map { String(format: "%02x", $0) }.joined()
+        case .data(let d): String(data: d, encoding: .utf8) ?? "hex:" + Hex.encode(d)
         default: "\(json)"
         }
     }

@@ -90,7 +90,7 @@ struct ModelTests {
         #expect(throws: KeychainError.self) { try SecDictionary.query([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne], for: .delete) }
     }
 
-    @Test("byte coding: UUIDs spelled as Foundation spells them, attributes picked out undecoded, UTF-8 checked")
+    @Test("byte coding: UUIDs spelled as Foundation spells them, attributes picked out undecoded, hex both ways, UTF-8 checked")
     func byteCoding() throws {
         var uuids = [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
                      UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))]
@@ -115,6 +115,11 @@ struct ModelTests {
         #expect(picked[.port] == nil, "not selected")
         var truncated = ByteReader(Array(w.bytes.dropLast()))
         #expect(throws: ByteReader.Malformed.self) { try truncated.encodedAttributes() }
+
+        #expect(Hex.encode([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
+        #expect(Hex.decode("000FA5ff") == [0x00, 0x0f, 0xa5, 0xff])
+        #expect(Hex.decode("") == [])
+        for bad in ["0", "0g", "zz", "12 3"] { #expect(Hex.decode(bad) == nil, "\(bad)") }
 
         var bad = ByteWriter()
         bad.lengthPrefixed([0x61, 0xFF, 0x62])
