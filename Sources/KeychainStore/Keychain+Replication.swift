@@ -35,14 +35,17 @@ extension Keychain {
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
             var sequences: [Int64?] = []
+            // Compiled once for the whole page: compiling per row cost as much as the writes.
+            let holderOfKey = try db.cachedStatement(sql: "SELECT uuid FROM item WHERE pk_hash = ?")
+            let giveWay = try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
             for (index, (row, version)) in zip(rows, versions).enumerated() {
-                if let holder = try Data.fetchOne(db, sql: "SELECT uuid FROM item WHERE pk_hash = ?", arguments: [Data(row.header.primaryKeyHash)])
-                    .map({ UUIDBytes.uuid([UInt8]($0)) }), holder != row.header.uuid, !replaces(index, holder) {
+                let primaryKeyHash = Data(row.header.primaryKeyHash)
+                if let holder = try Data.fetchOne(holderOfKey, arguments: [primaryKeyHash]).map({ UUIDBytes.uuid([UInt8]($0)) }),
+                   holder != row.header.uuid, !replaces(index, holder) {
                     sequences.append(nil)
                     continue
                 }
-                try db.execute(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?",
-                               arguments: [UUIDBytes.bytes(row.header.uuid), Data(row.header.primaryKeyHash)])
+                try giveWay.execute(arguments: [UUIDBytes.bytes(row.header.uuid), primaryKeyHash])
                 var sequence = device.database.nextChangeSequence()
                 _ = try ItemTable.insert(db, row, changeSequence: sequence)
                 if let date = version.tombstoneDate {
