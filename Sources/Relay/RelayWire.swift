@@ -47,15 +47,15 @@ public enum RelayWire {
 
     /// What the relay checks before keeping a record, knowing no keys: that it is what its
     /// stream holds, for this circle, and (for membership entries) signed by the key it names.
-    /// Envelope signatures are left to the members, who check every one before opening it:
-    /// checking them here too would double the costliest step of sync for no protection the
-    /// members lack. Returns why not, or nil.
+    /// Batch signatures are left to the members, who check every one before opening anything:
+    /// checking them here too would add work for no protection the members lack. Returns why
+    /// not, or nil.
     public static func refusal(of body: [UInt8], circle: UUID, stream: RelayStream) -> String? {
         guard body.count <= maximumRecordBytes else { return "a record of \(body.count) bytes exceeds the \(maximumRecordBytes)-byte limit" }
         switch stream {
         case .envelopes:
-            guard let envelope = try? SealedEnvelope(bytes: body) else { return "a record is not an envelope" }
-            guard envelope.header.circle == circle else { return "an envelope is for another circle" }
+            guard let batch = try? EnvelopeBatch(bytes: body) else { return "a record is not a batch of envelopes" }
+            guard batch.circle == circle else { return "a batch of envelopes is for another circle" }
         case .membership:
             guard let entry = try? MembershipEntry(bytes: body) else { return "a record is not a membership entry" }
             guard entry.circle == circle else { return "a membership entry is for another circle" }

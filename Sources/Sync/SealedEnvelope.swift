@@ -85,27 +85,27 @@ public struct EnvelopeHeader: Hashable, Sendable {
 }
 
 /// One version of one item on its way between members: the item sealed under a key of its
-/// own, that key wrapped by the class key of the circle's current generation, the whole
-/// signed by its author. The relay sees the header only; it can neither read, edit nor forge
-/// an envelope, and a stale one it replays is recognised by its version.
+/// own, that key wrapped by the class key of the circle's current generation. Envelopes travel
+/// in batches signed by their author (`EnvelopeBatch`). The relay sees the header only; it can
+/// neither read, edit nor forge an envelope, and a stale one it replays is recognised by its
+/// version.
 public struct SealedEnvelope: Hashable, Sendable {
     public let header: EnvelopeHeader
     private let wrappedItemKey: [UInt8]
     private let sealedItem: [UInt8]
-    private let signature: [UInt8]
 
     /// Random bytes one sealing consumes: the item key and two nonces.
     public static let entropyPerEnvelope = SymmetricKey.byteCount + 2 * AEAD.nonceByteCount
 
-    /// Seals `item` for the circle. `random` (`entropyPerEnvelope` bytes) fixes the item key
-    /// and nonces, for test vectors; nil draws them from the system.
-    public static func seal(_ item: SyncedItem, keys: CircleKeys, author: SigningKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
+    /// Seals `item` for the circle, written by `author`. `random` (`entropyPerEnvelope` bytes)
+    /// fixes the item key and nonces, for test vectors; nil draws them from the system.
+    public static func seal(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
         guard let syncClass = SyncClass(item.record.protection), SyncEligibility(item.record) == .replicates else {
             throw EnvelopeError.inconsistent("\(item.record.protection.name) items do not sync")
         }
         let random = random ?? SystemEntropy().bytes(entropyPerEnvelope)
         precondition(random.count == entropyPerEnvelope)
-        let header = EnvelopeHeader(circle: keys.circle, epoch: keys.epoch, author: author.publicKey, item: item.record.uuid,
+        let header = EnvelopeHeader(circle: keys.circle, epoch: keys.epoch, author: author, item: item.record.uuid,
                                     version: item.version, syncClass: syncClass, isTombstone: item.isTombstone)
         let ad = header.encoded
         let n = AEAD.nonceByteCount
@@ -114,27 +114,28 @@ public struct SealedEnvelope: Hashable, Sendable {
         var payload = item.encoded
         defer { SymmetricKey.wipe(&payload) }
         let sealed = AEAD.seal(payload, key: itemKey, nonce: Array(random.suffix(n)), associatedData: ad)
-        let (wrappedItemKey, sealedItem) = ([UInt8](wrapped), [UInt8](sealed))
-        return SealedEnvelope(header: header, wrappedItemKey: wrappedItemKey, sealedItem: sealedItem,
-                              signature: author.signature(for: signedBytes(header, wrappedItemKey, sealedItem)))
+        return SealedEnvelope(header: header, wrappedItemKey: [UInt8](wrapped), sealedItem: [UInt8](sealed))
     }
 
-    private init(header: EnvelopeHeader, wrappedItemKey: [UInt8], sealedItem: [UInt8], signature: [UInt8]) {
+    private init(header: EnvelopeHeader, wrappedItemKey: [UInt8], sealedItem: [UInt8]) {
         self.header = header
         self.wrappedItemKey = wrappedItemKey
         self.sealedItem = sealedItem
-        self.signature = signature
     }
 
-    /// Reads the framing only; nothing is trusted until `open`.
+    /// Reads the framing only; nothing is trusted until its batch's signature is checked and
+    /// it opens.
     public init(bytes: [UInt8]) throws {
+        var r = ByteReader(bytes)
+        try self.init(reading: &r)
+        guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after the sealed item") }
+    }
+
+    init(reading r: inout ByteReader) throws {
         do {
-            var r = ByteReader(bytes)
             header = try EnvelopeHeader(reading: &r)
             wrappedItemKey = Array(try r.raw(SymmetricKey.byteCount + AEAD.overhead))
             sealedItem = Array(try r.lengthPrefixed())
-            signature = Array(try r.raw(SigningKey.signatureByteCount))
-            guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after the signature") }
         } catch is ByteReader.Malformed {
             throw EnvelopeError.malformed("truncated")
         } catch is CryptoError {
@@ -142,18 +143,26 @@ public struct SealedEnvelope: Hashable, Sendable {
         }
     }
 
-    public var bytes: [UInt8] { signedBytes + signature }
+    public var bytes: [UInt8] {
+        var w = ByteWriter(capacity: byteCount)
+        write(to: &w)
+        return w.bytes
+    }
 
-    /// Whether the author's signature holds: all a relay can check, knowing no keys.
-    public var isSignedByAuthor: Bool { header.author.isValidSignature(signature, for: signedBytes) }
+    var byteCount: Int { EnvelopeHeader.byteCount + wrappedItemKey.count + 4 + sealedItem.count }
 
-    /// The item, once every check passes: the circle and generation are `keys`', the author
-    /// is a member, the signature holds, both seals open, and the item is the one the header
-    /// names.
-    public func open(with keys: CircleKeys, members: Set<SigningPublicKey>) throws -> SyncedItem {
+    func write(to w: inout ByteWriter) {
+        w.raw(header.encoded)
+        w.raw(wrappedItemKey)
+        w.lengthPrefixed(sealedItem)
+    }
+
+    /// The item, once both seals open under `keys` and the item is the one the header names.
+    /// Only for an envelope whose batch's signature has been checked
+    /// (`EnvelopeBatch.verified(members:)`): the seals prove a member of the circle wrote it,
+    /// the signature which one.
+    public func open(with keys: CircleKeys) throws -> SyncedItem {
         guard header.circle == keys.circle else { throw EnvelopeError.cannotDecrypt("the envelope is for another circle") }
-        guard members.contains(header.author) else { throw EnvelopeError.notAMember("item \(header.item) was signed by a device outside the circle") }
-        guard isSignedByAuthor else { throw EnvelopeError.forged("item \(header.item) has a bad signature") }
         guard header.epoch == keys.epoch else { throw EnvelopeError.cannotDecrypt("item \(header.item) is sealed under key generation \(header.epoch), not \(keys.epoch)") }
         let ad = header.encoded
         guard let itemKey = try? AEAD.unwrap(wrappedItemKey, under: keys.classKey(header.syncClass), associatedData: ad),
@@ -168,14 +177,110 @@ public struct SealedEnvelope: Hashable, Sendable {
         }
         return item
     }
+}
 
-    private var signedBytes: [UInt8] { Self.signedBytes(header, wrappedItemKey, sealedItem) }
+/// The envelopes one member pushes at once, signed once by their author: the unit the relay
+/// keeps and serves. One signature per batch instead of per envelope, because checking
+/// Ed25519 signatures was most of a receiver's work; every envelope is still covered by its
+/// author's signature, and none is opened before that signature holds. See Protocol/sync.md,
+/// "Batch".
+public struct EnvelopeBatch: Sendable {
+    public let circle: UUID
+    public let author: SigningPublicKey
+    public let envelopes: [SealedEnvelope]
+    private let signature: [UInt8]
 
-    private static func signedBytes(_ header: EnvelopeHeader, _ wrappedItemKey: [UInt8], _ sealedItem: [UInt8]) -> [UInt8] {
-        var w = ByteWriter(capacity: EnvelopeHeader.byteCount + wrappedItemKey.count + 4 + sealedItem.count + SigningKey.signatureByteCount)
-        w.raw(header.encoded)
-        w.raw(wrappedItemKey)
-        w.lengthPrefixed(sealedItem)
+    static let magic = Array("KFSB".utf8)
+    static let formatVersion: UInt8 = 1
+    /// Envelopes in one batch: a receiver writes a batch in one transaction.
+    public static let maximumCount = 1_000
+    /// Envelope bytes in one batch (but always one envelope), well inside a relay record.
+    public static let maximumBytes = 1 << 20
+
+    /// Signs `envelopes`, which `author` sealed for `circle`.
+    public init(_ envelopes: [SealedEnvelope], circle: UUID, author: SigningKey) {
+        precondition(envelopes.allSatisfy { $0.header.circle == circle && $0.header.author == author.publicKey })
+        self.circle = circle
+        self.author = author.publicKey
+        self.envelopes = envelopes
+        signature = author.signature(for: Self.signedBytes(circle, author.publicKey, envelopes))
+    }
+
+    /// `envelopes` cut into batches of at most `maximumCount` envelopes and `maximumBytes`, in order.
+    public static func batches(of envelopes: [SealedEnvelope], circle: UUID, author: SigningKey) -> [EnvelopeBatch] {
+        var batches: [EnvelopeBatch] = []
+        var current: [SealedEnvelope] = [], bytes = 0
+        for envelope in envelopes {
+            if !current.isEmpty, current.count == maximumCount || bytes + envelope.byteCount > maximumBytes {
+                batches.append(EnvelopeBatch(current, circle: circle, author: author))
+                (current, bytes) = ([], 0)
+            }
+            current.append(envelope)
+            bytes += envelope.byteCount
+        }
+        if !current.isEmpty { batches.append(EnvelopeBatch(current, circle: circle, author: author)) }
+        return batches
+    }
+
+    /// Reads the framing, and checks that every envelope names the batch's circle and author;
+    /// nothing is trusted until `verified(members:)`.
+    public init(bytes: [UInt8]) throws {
+        var r = ByteReader(bytes)
+        do {
+            guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("no KFSB magic") }
+            let format = try r.uint8()
+            guard format == Self.formatVersion else { throw EnvelopeError.unsupportedFormat(format) }
+            circle = try r.uuid()
+            author = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
+            let count = Int(try r.uint32())
+            guard count >= 1, count <= Self.maximumCount else { throw EnvelopeError.malformed("a batch of \(count) envelopes") }
+            var envelopes: [SealedEnvelope] = []
+            envelopes.reserveCapacity(count)
+            for _ in 0..<count {
+                var envelopeReader = ByteReader(try r.lengthPrefixed())
+                let envelope = try SealedEnvelope(reading: &envelopeReader)
+                guard envelopeReader.isAtEnd else { throw EnvelopeError.malformed("bytes after an envelope's sealed item") }
+                envelopes.append(envelope)
+            }
+            self.envelopes = envelopes
+            signature = Array(try r.raw(SigningKey.signatureByteCount))
+        } catch is ByteReader.Malformed {
+            throw EnvelopeError.malformed("truncated")
+        } catch is CryptoError {
+            throw EnvelopeError.malformed("author key")
+        }
+        guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after the signature") }
+        guard envelopes.allSatisfy({ $0.header.circle == circle && $0.header.author == author }) else {
+            throw EnvelopeError.inconsistent("an envelope names another circle or author than its batch")
+        }
+    }
+
+    public var bytes: [UInt8] { Self.signedBytes(circle, author, envelopes) + signature }
+
+    /// The envelopes, once their author is a member and the signature holds.
+    public func verified(members: Set<SigningPublicKey>) throws -> [SealedEnvelope] {
+        guard members.contains(author) else {
+            throw EnvelopeError.notAMember("\(description) signed by a device outside the circle")
+        }
+        guard author.isValidSignature(signature, for: Self.signedBytes(circle, author, envelopes)) else {
+            throw EnvelopeError.forged("\(description) with a bad signature")
+        }
+        return envelopes
+    }
+
+    private var description: String { "a batch of \(envelopes.count) envelope\(envelopes.count == 1 ? "" : "s")" }
+
+    private static func signedBytes(_ circle: UUID, _ author: SigningPublicKey, _ envelopes: [SealedEnvelope]) -> [UInt8] {
+        var w = ByteWriter(capacity: 4 + 1 + 16 + 32 + 4 + envelopes.reduce(0) { $0 + 4 + $1.byteCount } + SigningKey.signatureByteCount)
+        w.raw(Self.magic)
+        w.uint8(Self.formatVersion)
+        w.uuid(circle)
+        w.raw(author.bytes)
+        w.uint32(UInt32(envelopes.count))
+        for envelope in envelopes {
+            w.uint32(UInt32(envelope.byteCount))
+            envelope.write(to: &w)
+        }
         return w.bytes
     }
 }

@@ -266,20 +266,21 @@ public actor SyncEngine {
             items.append((SyncedItem(version: clock.tick(wallMilliseconds: wallClock()), isTombstone: change.isTombstone, record: record),
                           change.changeSequence))
         }
+        // A batch at a time, so the others start on the first while the rest is sealed.
         let author = identity.signingKey
-        let sealed = try ParallelMap.map(items) { item, _ in
-            (envelope: try SealedEnvelope.seal(item, keys: keys, author: author).bytes, stamp: item.stamp)
-        }
-        // In pushes of a bounded size, so that a large backlog never exceeds the relay's limit.
-        for start in stride(from: 0, to: sealed.count, by: Self.envelopesPerPush) {
-            let page = sealed[start..<min(start + Self.envelopesPerPush, sealed.count)]
-            try await transport.push(page.map(\.envelope), circle: circle, stream: .envelopes)
-        }
-        for (pushed, item) in zip(sealed, items) {
-            held[item.item.record.uuid] = HeldVersion(stamp: pushed.stamp, changeSequence: item.changeSequence)
+        for start in stride(from: 0, to: items.count, by: EnvelopeBatch.maximumCount) {
+            let page = items[start..<min(start + EnvelopeBatch.maximumCount, items.count)]
+            let sealed = try ParallelMap.map(Array(page)) { item in
+                try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey)
+            }
+            let batches = EnvelopeBatch.batches(of: sealed, circle: circle, author: author)
+            try await transport.push(batches.map(\.bytes), circle: circle, stream: .envelopes)
+            for item in page {
+                held[item.item.record.uuid] = HeldVersion(stamp: item.item.stamp, changeSequence: item.changeSequence)
+            }
+            report.pushed += page.count
         }
         if let last = changes.last { pushedThrough = last.changeSequence }
-        report.pushed += sealed.count
     }
 
     private func pull(_ report: inout SyncReport) async throws {
@@ -287,33 +288,34 @@ public actor SyncEngine {
         waiting = []
         try apply(retry, &report)
         while true {
-            let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursors[.envelopes] ?? 0, limit: 1_000)
+            let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursors[.envelopes] ?? 0, limit: 8)
             guard let last = records.last else { break }
-            var envelopes: [SealedEnvelope] = []
             for record in records {
                 do {
-                    let envelope = try SealedEnvelope(bytes: record.body)
-                    if envelope.header.author != identity.signingKey.publicKey { envelopes.append(envelope) }
-                } catch {
+                    let batch = try EnvelopeBatch(bytes: record.body)
+                    // This member's own batches come back too.
+                    guard batch.author != identity.signingKey.publicKey else { continue }
+                    try apply(try batch.verified(members: Set(history.members.keys)), &report)
+                } catch let error as EnvelopeError {
                     report.rejected.append("\(error)")
                 }
             }
-            try apply(envelopes, &report)
             cursors[.envelopes] = last.cursor
         }
     }
 
-    /// Opens a page of envelopes on every core, keeps the versions the merge rule prefers, and
-    /// writes them in one transaction.
+    /// Opens a batch's envelopes on every core, keeps the versions the merge rule prefers, and
+    /// writes them in one transaction. The envelopes' signature has been checked: on arrival,
+    /// or before they were kept waiting for unlock.
     private func apply(_ envelopes: [SealedEnvelope], _ report: inout SyncReport) throws {
-        let (generations, members) = (generations, Set(history.members.keys))
+        let generations = generations
         let opened = try ParallelMap.map(envelopes) { envelope in
             Result { () throws(EnvelopeError) -> (SyncedItem, VersionStamp) in
                 guard let keys = generations[envelope.header.epoch] else {
                     throw .cannotDecrypt("item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
                 }
                 do {
-                    let item = try envelope.open(with: keys, members: members)
+                    let item = try envelope.open(with: keys)
                     return (item, item.stamp)
                 } catch let error as EnvelopeError { throw error } catch { throw .malformed("\(error)") }
             }

@@ -27,15 +27,16 @@ private func temporaryDirectory() -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-relay-\(UUID().uuidString)")
 }
 
-/// Envelopes of `count` items whose attributes and secrets carry marker strings.
-private func envelopes(_ count: Int, circle: UUID, author: SigningKey) throws -> [[UInt8]] {
+/// `count` batches of one envelope each, of items whose attributes and secrets carry marker
+/// strings.
+private func batches(_ count: Int, circle: UUID, author: SigningKey) throws -> [[UInt8]] {
     let keys = CircleKeys(circle: circle, epoch: 1)
     return try (0..<count).map { i in
         let item = SyncedItem(version: HybridTimestamp(milliseconds: UInt64(1_000 + i)), isTombstone: false,
                               record: ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "MARKER-GROUP", protection: .afterFirstUnlock,
                                                  synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
                                                  attributes: [.account: .string("MARKER-ACCOUNT-\(i)")], data: Data("MARKER-SECRET-\(i)".utf8)))
-        return try SealedEnvelope.seal(item, keys: keys, author: author).bytes
+        return EnvelopeBatch([try SealedEnvelope.seal(item, keys: keys, author: author.publicKey)], circle: circle, author: author).bytes
     }
 }
 
@@ -69,7 +70,7 @@ struct RelayTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
         let circle = UUID()
-        let sealed = try envelopes(5, circle: circle, author: author)
+        let sealed = try batches(5, circle: circle, author: author)
         try await withRelay(storage: storage) { client, _ in
             #expect(try await client.push(Array(sealed.prefix(3)), circle: circle, stream: .envelopes) == 3)
             #expect(try await client.push(sealed, circle: circle, stream: .envelopes) == 2)
@@ -78,10 +79,10 @@ struct RelayTests {
             let rest = try await client.pull(circle: circle, stream: .envelopes, after: first.last!.cursor)
             #expect(rest.map(\.body) == Array(sealed.dropFirst(2)))
 
-            let foreign = try envelopes(1, circle: UUID(), author: author)[0]
+            let foreign = try batches(1, circle: UUID(), author: author)[0]
             for bad in [foreign, [1, 2, 3], Array(sealed[0].dropLast())] {
                 await #expect(throws: RelayError.self) {
-                    try await client.push([try envelopes(1, circle: circle, author: author)[0], bad], circle: circle, stream: .envelopes)
+                    try await client.push([try batches(1, circle: circle, author: author)[0], bad], circle: circle, stream: .envelopes)
                 }
             }
             let history = CircleHistory(creating: circle, creator: DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()), name: "phone")
@@ -100,7 +101,7 @@ struct RelayTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let circle = UUID()
         try await withRelay(storage: try SQLiteRelayStorage(directory: directory)) { client, _ in
-            try await client.push(try envelopes(50, circle: circle, author: author), circle: circle, stream: .envelopes)
+            try await client.push(try batches(50, circle: circle, author: author), circle: circle, stream: .envelopes)
         }
         let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
         #expect(!files.isEmpty)
@@ -118,7 +119,7 @@ struct RelayTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
         let circle = UUID()
-        let sealed = try envelopes(3, circle: circle, author: author)
+        let sealed = try batches(3, circle: circle, author: author)
         // A port that was free a moment ago, with nothing listening on it now.
         let port = try await withRelay(storage: storage) { _, port in port }
         let client = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)

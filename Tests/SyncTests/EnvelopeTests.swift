@@ -19,9 +19,16 @@ enum EnvelopeVector {
                            attributes: [.account: .string("alice"), .service: .string("imap.example.com")],
                            data: Data("vector-secret".utf8)))
     /// BLAKE2b-256 of the envelope's bytes, and their count.
-    static let digest = "8cf423e5fa341096f124ba6bb5ceb02f1a13bf23644beaf8671c6bb341d011d2"
-    static let byteCount = 423
+    static let digest = "9cf711398fdbf6ebb45e8b12e1ff3378c88842a920813e9d95d8326833902fc4"
+    static let byteCount = 359
+    /// The same for the batch of that one envelope, signed by the author.
+    static let batchDigest = "a0fa3ca43d50a45bffbaff4206fe35021ee0226009db3042dde284b82c870bf7"
+    static let batchByteCount = 484
+
+    static var envelope: SealedEnvelope { try! SealedEnvelope.seal(item, keys: keys, author: author.publicKey, random: random) }
 }
+
+private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
 @Suite("Envelopes")
 struct EnvelopeTests {
@@ -31,53 +38,80 @@ struct EnvelopeTests {
 
     @Test("the test vector of Protocol/sync.md: fixed keys and randomness give fixed bytes, which open to the item")
     func vector() throws {
-        let envelope = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author, random: EnvelopeVector.random)
-        #expect(ContentDigest.of(envelope.bytes).map { String(format: "%02x", $0) }.joined() == EnvelopeVector.digest)
+        let envelope = EnvelopeVector.envelope
+        #expect(hex(ContentDigest.of(envelope.bytes)) == EnvelopeVector.digest)
         #expect(envelope.bytes.count == EnvelopeVector.byteCount)
-        let read = try SealedEnvelope(bytes: envelope.bytes)
-        #expect(read == envelope)
-        #expect(try read.open(with: keys, members: members) == EnvelopeVector.item)
+        let batch = EnvelopeBatch([envelope], circle: EnvelopeVector.circle, author: author)
+        #expect(hex(ContentDigest.of(batch.bytes)) == EnvelopeVector.batchDigest)
+        #expect(batch.bytes.count == EnvelopeVector.batchByteCount)
+        let read = try EnvelopeBatch(bytes: batch.bytes).verified(members: members)
+        #expect(read == [envelope])
+        #expect(try read[0].open(with: keys) == EnvelopeVector.item)
     }
 
-    @Test("the relay sees the header only: no attribute, group or secret appears in the bytes")
+    @Test("the relay sees headers only: no attribute, group or secret appears in a batch's bytes")
     func opaqueToTheRelay() throws {
-        let bytes = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author).bytes
+        let bytes = EnvelopeBatch([EnvelopeVector.envelope], circle: EnvelopeVector.circle, author: author).bytes
         for marker in ["alice", "imap.example.com", "TEAM1.com.example.shared", "vector-secret"] {
             #expect(bytes.firstRange(of: Array(marker.utf8)) == nil, "\(marker) is readable")
         }
     }
 
-    @Test("every edited byte is refused, and nothing is ever opened from it")
+    @Test("every edited byte of a batch is refused, and nothing is ever opened from it")
     func tampering() throws {
-        let bytes = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author).bytes
+        let other = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author.publicKey)
+        let bytes = EnvelopeBatch([EnvelopeVector.envelope, other], circle: EnvelopeVector.circle, author: author).bytes
         for index in bytes.indices {
             var edited = bytes
             edited[index] ^= 0x01
-            #expect(throws: EnvelopeError.self) { try SealedEnvelope(bytes: edited).open(with: keys, members: members) }
+            #expect(throws: EnvelopeError.self) { try EnvelopeBatch(bytes: edited).verified(members: members).map { try $0.open(with: keys) } }
         }
         for cut in [0, 4, 50, bytes.count / 2, bytes.count - 1] {
-            #expect(throws: EnvelopeError.malformed("truncated")) { try SealedEnvelope(bytes: Array(bytes.prefix(cut))) }
+            #expect(throws: EnvelopeError.malformed("truncated")) { try EnvelopeBatch(bytes: Array(bytes.prefix(cut))) }
         }
-        #expect(throws: EnvelopeError.malformed("bytes after the signature")) { try SealedEnvelope(bytes: bytes + [0]) }
+        #expect(throws: EnvelopeError.malformed("bytes after the signature")) { try EnvelopeBatch(bytes: bytes + [0]) }
         var newer = bytes
         newer[4] = 2
-        #expect(throws: EnvelopeError.unsupportedFormat(2)) { try SealedEnvelope(bytes: newer) }
+        #expect(throws: EnvelopeError.unsupportedFormat(2)) { try EnvelopeBatch(bytes: newer) }
+        let envelope = EnvelopeVector.envelope.bytes
+        #expect(throws: EnvelopeError.malformed("truncated")) { try SealedEnvelope(bytes: Array(envelope.dropLast())) }
+        #expect(throws: EnvelopeError.malformed("bytes after the sealed item")) { try SealedEnvelope(bytes: envelope + [0]) }
     }
 
-    @Test("an envelope from outside the circle, under another generation or for another circle does not open")
+    @Test("a batch from outside the circle or naming another author does not verify; an envelope under another generation or for another circle does not open")
     func trust() throws {
         let stranger = SigningKey(seed: SymmetricKey())
-        let forged = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: stranger)
-        #expect(forged.isSignedByAuthor, "well signed, by the wrong device")
-        #expect(throws: EnvelopeError.self) { try forged.open(with: keys, members: members) }
-        let envelope = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author)
+        let foreign = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: stranger.publicKey)
+        let forged = EnvelopeBatch([foreign], circle: EnvelopeVector.circle, author: stranger)
+        #expect(throws: EnvelopeError.notAMember("a batch of 1 envelope signed by a device outside the circle")) {
+            try EnvelopeBatch(bytes: forged.bytes).verified(members: members)
+        }
+        // A stranger's batch passing off a member's envelope as its own, or the reverse.
+        var mixed = forged.bytes
+        let authorAt = 4 + 1 + 16
+        mixed.replaceSubrange(authorAt..<authorAt + 32, with: author.publicKey.bytes)
+        #expect(throws: EnvelopeError.self) { try EnvelopeBatch(bytes: mixed).verified(members: members) }
+
+        let envelope = EnvelopeVector.envelope
         let next = CircleKeys(circle: EnvelopeVector.circle, epoch: 2)
-        #expect(throws: EnvelopeError.self) { try envelope.open(with: next, members: members) }
+        #expect(throws: EnvelopeError.self) { try envelope.open(with: next) }
         let other = CircleKeys(circle: UUID(), epoch: 1, entropy: SeededEntropy(seed: 1))
-        #expect(throws: EnvelopeError.self) { try envelope.open(with: other, members: members) }
+        #expect(throws: EnvelopeError.self) { try envelope.open(with: other) }
         // The same generation number with other keys: a removed member's old keys.
         let impostor = CircleKeys(circle: EnvelopeVector.circle, epoch: 1)
-        #expect(throws: EnvelopeError.self) { try envelope.open(with: impostor, members: members) }
+        #expect(throws: EnvelopeError.self) { try envelope.open(with: impostor) }
+    }
+
+    @Test("pushes are cut into batches of at most 1,000 envelopes and 1 MiB, in order")
+    func batching() throws {
+        let small = try (0..<2_500).map { _ in try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author.publicKey) }
+        let batches = EnvelopeBatch.batches(of: small, circle: EnvelopeVector.circle, author: author)
+        #expect(batches.map(\.envelopes.count) == [1_000, 1_000, 500])
+        #expect(batches.flatMap(\.envelopes) == small)
+        var large = EnvelopeVector.item
+        large.record.data = Data(repeating: 7, count: 400_000)
+        let big = try (0..<5).map { _ in try SealedEnvelope.seal(large, keys: keys, author: author.publicKey) }
+        #expect(EnvelopeBatch.batches(of: big, circle: EnvelopeVector.circle, author: author).map(\.envelopes.count) == [2, 2, 1])
     }
 
     @Test("tombstones travel; device-bound and local items refuse to be sealed")
@@ -85,20 +119,20 @@ struct EnvelopeTests {
         var tombstone = EnvelopeVector.item
         tombstone.isTombstone = true
         tombstone.record.data = nil
-        let envelope = try SealedEnvelope.seal(tombstone, keys: keys, author: author)
+        let envelope = try SealedEnvelope.seal(tombstone, keys: keys, author: author.publicKey)
         #expect(envelope.header.isTombstone)
-        #expect(try envelope.open(with: keys, members: members) == tombstone)
+        #expect(try envelope.open(with: keys) == tombstone)
 
         for protection in [ProtectionClass.whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly] {
             var local = EnvelopeVector.item
             local.record.protection = protection
             #expect(SyncEligibility(local.record) == .deviceBound)
-            #expect(throws: EnvelopeError.self) { try SealedEnvelope.seal(local, keys: keys, author: author) }
+            #expect(throws: EnvelopeError.self) { try SealedEnvelope.seal(local, keys: keys, author: author.publicKey) }
         }
         var unsynced = EnvelopeVector.item
         unsynced.record.synchronizable = false
         #expect(SyncEligibility(unsynced.record) == .notSynchronizable)
-        #expect(throws: EnvelopeError.self) { try SealedEnvelope.seal(unsynced, keys: keys, author: author) }
+        #expect(throws: EnvelopeError.self) { try SealedEnvelope.seal(unsynced, keys: keys, author: author.publicKey) }
         #expect(SyncClass(.whenUnlocked) == .a && SyncClass(.afterFirstUnlock) == .c && SyncClass(.always) == .c)
     }
 
@@ -110,8 +144,7 @@ struct EnvelopeTests {
         let circleKey = try share.open(with: member, trusting: members)
         let opened = try CircleKeys(circle: keys.circle, epoch: 1, circleKey: circleKey, wrappedClassKeys: wrapped)
         for syncClass in SyncClass.allCases { #expect(opened.classKey(syncClass) == keys.classKey(syncClass)) }
-        let envelope = try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author)
-        #expect(try envelope.open(with: opened, members: members) == EnvelopeVector.item)
+        #expect(try EnvelopeVector.envelope.open(with: opened) == EnvelopeVector.item)
 
         #expect(throws: EnvelopeError.self) { try CircleKeys(circle: keys.circle, epoch: 1, circleKey: SymmetricKey(), wrappedClassKeys: wrapped) }
         #expect(throws: EnvelopeError.self) { try CircleKeys(circle: keys.circle, epoch: 2, circleKey: circleKey, wrappedClassKeys: wrapped) }

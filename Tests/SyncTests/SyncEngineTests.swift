@@ -190,9 +190,10 @@ struct SyncEngineTests {
         let record = ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "\(TestDevice.teamID).\(TestDevice.appID)",
                                 protection: .afterFirstUnlock, synchronizable: true, accessControl: nil, creationDate: Date(),
                                 modificationDate: Date(), attributes: [.account: .string("forged")], data: Data("x".utf8))
+        let outsider = SigningKey(seed: SymmetricKey())  // a device outside the circle
         let forged = try SealedEnvelope.seal(SyncedItem(version: HybridTimestamp(milliseconds: .max / 2), isTombstone: false, record: record),
-                                             keys: keys, author: SigningKey(seed: SymmetricKey()))  // a device outside the circle
-        try await relay.push([forged.bytes], circle: circle, stream: .envelopes)
+                                             keys: keys, author: outsider.publicKey)
+        try await relay.push([EnvelopeBatch([forged], circle: circle, author: outsider).bytes], circle: circle, stream: .envelopes)
         let report = try await members[1].engine.sync()
         #expect(report.rejected.count == 1 && report.applied == 0)
         #expect(throws: KeychainError.self) { try members[1].keychain.copy(.password(account: "forged", synchronizable: .yes)) }
@@ -231,7 +232,7 @@ struct SyncEngineTests {
         _ = try phone.keychain.add(.password(account: "before", synchronizable: true))
         try await settle(members)
         let circle = await phone.engine.circle
-        let envelopesBefore = relay.records(circle, .envelopes).count
+        let batchesBefore = relay.records(circle, .envelopes).count
 
         try await phone.engine.remove(named: "laptop")
         #expect(await phone.engine.epoch == 2)
@@ -242,7 +243,7 @@ struct SyncEngineTests {
         await #expect(throws: CircleError.self) { try await laptop.engine.sync() }
         #expect(throws: KeychainError.self) { try laptop.keychain.copy(.password(account: "after", synchronizable: .yes)) }
 
-        let after = relay.records(circle, .envelopes).dropFirst(envelopesBefore).map { try! SealedEnvelope(bytes: $0) }
+        let after = relay.records(circle, .envelopes).dropFirst(batchesBefore).flatMap { try! EnvelopeBatch(bytes: $0).envelopes }
         #expect(!after.isEmpty && after.allSatisfy { $0.header.epoch == 2 })
         let laptopKey = try SyncEngine.peerIdentity(of: laptop.fixture.device, name: "laptop").sealing
         let sharesOfTwo = relay.records(circle, .keys).compactMap { try? KeyRecord(bytes: $0) }.compactMap { record -> CircleKeyShare? in
