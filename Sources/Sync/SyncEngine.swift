@@ -180,6 +180,7 @@ public actor SyncEngine {
     /// Pushes the device's own writes and pulls everyone else's until this member is current.
     public func sync() async throws -> SyncReport {
         var report = SyncReport()
+        let before = position
         try await pullMembership()
         guard history.isMember(identity.signingKey.publicKey) else {
             throw CircleError.invalid("\(device.info.name) was removed from circle \(circle); it no longer syncs")
@@ -187,8 +188,23 @@ public actor SyncEngine {
         try await pullKeys()
         try await push(&report)
         try await pull(&report)
-        try save()
+        // An idle node passes every second: it rewrites its state only when the pass moved it.
+        if position != before { try save() }
         return report
+    }
+
+    /// How far this member has come; everything `sync.json` holds changes only with it.
+    private struct Position: Equatable {
+        var cursors: [RelayStream: UInt64]
+        var pushedThrough: Int64
+        var waiting: Int
+        var membershipEntries: Int
+        var generations: Int
+    }
+
+    private var position: Position {
+        Position(cursors: cursors, pushedThrough: pushedThrough, waiting: waiting.count,
+                 membershipEntries: history.entries.count, generations: publishedClassKeys.count)
     }
 
     // MARK: Membership and keys

@@ -206,6 +206,13 @@ struct SyncEngineTests {
         _ = try members[0].keychain.add(.password(account: "before", synchronizable: true))
         try await settle(members)
         let tablet = members[1].fixture.device
+        // An idle pass leaves the saved state alone; one that moves rewrites it.
+        let state = tablet.directory.appendingPathComponent("sync.json").path
+        let long = Date(timeIntervalSinceReferenceDate: 0)
+        try FileManager.default.setAttributes([.modificationDate: long], ofItemAtPath: state)
+        let modified = { try FileManager.default.attributesOfItem(atPath: state)[.modificationDate] as? Date }
+        _ = try await members[1].engine.sync()
+        #expect(try modified() == long)
         let before = try SyncEngine.peerIdentity(of: tablet, name: "tablet")
         members[1].engine = try #require(try await SyncEngine.open(device: tablet, transport: { _ in relay }))
         #expect(try SyncEngine.peerIdentity(of: tablet, name: "tablet") == before)
@@ -215,6 +222,7 @@ struct SyncEngineTests {
         _ = try members[1].keychain.add(.password(account: "from-restarted", synchronizable: true))
         let reports = try await settle(members)
         #expect(reports.allSatisfy { $0.rejected.isEmpty })
+        #expect(try modified() != long)
         let reference = try members[0].synchronizedItems()
         #expect(reference.count == 3)
         for member in members { #expect(try member.synchronizedItems() == reference) }
