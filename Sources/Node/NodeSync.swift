@@ -116,7 +116,7 @@ final class NodeSync: Sendable {
             if report.pushed + report.applied > 0 || !report.rejected.isEmpty {
                 logger.info("synced", metadata: ["pushed": "\(report.pushed)", "applied": "\(report.applied)", "rejected": "\(report.rejected.count)"])
             }
-            for reason in report.rejected { logger.notice("envelope refused", metadata: ["why": "\(reason)"]) }
+            for reason in report.rejected { logger.notice("refused", metadata: ["why": "\(reason)"]) }
             return report
         } catch {
             progress.withLock { $0.lastError = "\(error)" }

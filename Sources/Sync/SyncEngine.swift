@@ -11,7 +11,7 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var applied = 0
     /// Versions received that lost to what this device holds, or that it already held.
     public var superseded = 0
-    /// Envelopes refused, with their reasons; never applied.
+    /// Envelopes refused, one by one or a whole batch at once, with their reasons; never applied.
     public var rejected: [String] = []
     /// Class A items received while locked: kept sealed until unlock.
     public var waitingForUnlock = 0
