@@ -75,8 +75,6 @@ public actor SyncEngine {
         return (pending, deviceBound.sorted())
     }
 
-    static let envelopesPerPush = 1_000
-
     /// Milliseconds since 1970 from the system clock.
     public static let systemWallClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
 
