@@ -48,8 +48,11 @@ extension RestoreReport {
         var lines = ["restored \(restoredCount) of \(items.count) keychain items onto \(target) "
             + "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); "
             + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"]
+        let name = { (item: RestoreReport.ItemOutcome) in item.name ?? "item \(item.uuid.uuidString.prefix(8))" }
+        // As wide as the longest name, so every column lines up.
+        let nameWidth = items.map { name($0).count }.max() ?? 0
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
-            let columns = [item.restored ? "restored" : "dropped ", (item.name ?? "item \(item.uuid.uuidString.prefix(8))").padded(26),
+            let columns = [item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
                            item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local"]
             lines.append("  " + columns.joined(separator: " ") + (item.reason.map { "  \($0.sentence)" } ?? ""))
         }
