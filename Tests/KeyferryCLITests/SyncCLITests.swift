@@ -14,7 +14,7 @@ struct SyncCLITests {
         return items
     }
 
-    @Test("three nodes and a relay: adds, an update, a rename and a delete on different nodes reach every node; local items stay home")
+    @Test("three nodes and a relay: adds, an update, a rename and a delete on different nodes reach every node, in their access group; local items stay home")
     func threeNodes() throws {
         let cli = try CLI()
         let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
@@ -45,6 +45,10 @@ struct SyncCLITests {
         for node in nodes {
             #expect(try synced(cli, node) == expected, "\(node)")
         }
+        // The item keeps its access group: on the laptop, an app of another team does not see it.
+        try cli.ok(["app", "install", laptop, "--bundle", "com.other.reader", "--team", "ZZZZZ99999"])
+        let foreign = try cli.run(["item", "get", laptop, "--app", "com.other.reader", "--account", "alice", "--sync", "yes"])
+        #expect(foreign.status == 3 && foreign.stderr.contains("errSecItemNotFound"), "\(foreign.stderr)")
         for node in [tablet, laptop] {
             for account in ["phone-local", "phone-bound"] {
                 let found = try cli.run(["item", "get", node, "--app", "com.example.mail", "--account", account, "--sync", "any"])
