@@ -144,6 +144,22 @@ public struct CircleHistory: Hashable, Sendable {
         for entry in entries { try append(entry) }
     }
 
+    /// Reads a relay's log of entries in its order, from the start or after what this history
+    /// already holds. An entry whose place is taken is passed over: one read before, or one that
+    /// another member wrote for the same place at the same moment and that the relay holds
+    /// second (every member passes over the same one). Every other entry must extend the history.
+    public static func reading(_ log: [MembershipEntry]) throws -> CircleHistory {
+        guard let first = log.first else { throw CircleError.invalid("a membership history has at least its creation") }
+        var history = try CircleHistory(verifying: [first])
+        try history.extend(with: log.dropFirst())
+        return history
+    }
+
+    /// See `reading(_:)`.
+    public mutating func extend(with log: some Sequence<MembershipEntry>) throws {
+        for entry in log where Int(entry.sequence) >= entries.count { try append(entry) }
+    }
+
     /// Adds one entry after checking it against the history so far.
     public mutating func append(_ entry: MembershipEntry) throws {
         let position = entries.count

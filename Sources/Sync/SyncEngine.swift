@@ -124,7 +124,7 @@ public actor SyncEngine {
         }
         let entries = try await transport.pull(circle: circle, stream: .membership, after: 0, limit: 10_000)
         guard !entries.isEmpty else { throw CircleError.invalid("the relay at \(relay.absoluteString) knows no circle \(circle)") }
-        let history = try CircleHistory(verifying: entries.map { try MembershipEntry(bytes: $0.body) })
+        let history = try CircleHistory.reading(entries.map { try MembershipEntry(bytes: $0.body) })
         let engine = try SyncEngine(device: device, name: name, history: history, relay: relay, transport: transport, wallClock: wallClock)
         try await engine.finishJoining(membershipCursor: entries.last!.cursor)
         return engine
@@ -146,9 +146,7 @@ public actor SyncEngine {
     public func vouch(for peer: PeerIdentity) async throws {
         try await pullMembership()
         guard !history.isMember(peer.signing) else { return }
-        let entry = MembershipEntry(.join, subject: peer, after: history, circle: circle, signer: identity.signingKey)
-        try history.append(entry)
-        try await transport.push([entry.bytes], circle: circle, stream: .membership)
+        try await publish(MembershipEntry(.join, subject: peer, after: history, circle: circle, signer: identity.signingKey))
         guard let keys = generations[history.epoch] else { throw CircleError.invalid("this member does not hold the circle's current keys") }
         try await transport.push([KeyRecord.share(CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey)).bytes],
                                  circle: circle, stream: .keys)
@@ -164,13 +162,11 @@ public actor SyncEngine {
             throw CircleError.invalid("no member is named \(name); members: \(members.map(\.name).joined(separator: ", "))")
         }
         guard matching.count == 1 else { throw CircleError.invalid("\(matching.count) members are named \(name)") }
-        let entry = MembershipEntry(.remove, subject: peer, after: history, circle: circle, signer: identity.signingKey)
-        try history.append(entry)
-        try await transport.push([entry.bytes], circle: circle, stream: .membership)
-        let keys = CircleKeys(circle: circle, epoch: history.epoch)
+        let afterRemoval = try await publish(MembershipEntry(.remove, subject: peer, after: history, circle: circle, signer: identity.signingKey))
+        let keys = CircleKeys(circle: circle, epoch: afterRemoval.epoch)
         let wrapped = keys.wrappedClassKeys()
         try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
-        let shares = history.members.values.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealing, from: identity.signingKey)).bytes }
+        let shares = afterRemoval.members.values.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealing, from: identity.signingKey)).bytes }
         try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: wrapped).bytes] + shares, circle: circle, stream: .keys)
         try adopt(keys, wrapped: wrapped)
     }
@@ -225,14 +221,26 @@ public actor SyncEngine {
         try save()
     }
 
+    /// Publishes a membership entry, then reads the log back: when two members change the
+    /// circle at the same moment, both entries take the same place, and every member keeps the
+    /// one the relay holds first. The other's author learns it lost here, instead of keeping a
+    /// history nobody else has. Returns the membership as of the entry.
+    @discardableResult
+    private func publish(_ entry: MembershipEntry) async throws -> CircleHistory {
+        var check = history
+        try check.append(entry)
+        try await transport.push([entry.bytes], circle: circle, stream: .membership)
+        try await pullMembership()
+        guard let index = history.entries.firstIndex(where: { $0.bytes == entry.bytes }) else {
+            throw CircleError.invalid("another member changed circle \(circle) at the same moment, and its change came first; "
+                                      + "nothing was changed here: run the command again")
+        }
+        return try CircleHistory(verifying: Array(history.entries[...index]))
+    }
+
     private func pullMembership() async throws {
         let records = try await transport.pull(circle: circle, stream: .membership, after: cursors[.membership] ?? 0, limit: 10_000)
-        for record in records {
-            let entry = try MembershipEntry(bytes: record.body)
-            // Entries this member wrote itself, or already read, come back too.
-            if Int(entry.sequence) < history.entries.count { continue }
-            try history.append(entry)
-        }
+        try history.extend(with: records.map { try MembershipEntry(bytes: $0.body) })
         if let last = records.last { cursors[.membership] = last.cursor }
     }
 

@@ -37,6 +37,24 @@ final class MemoryRelay: RelayTransport {
     func replay(_ body: [UInt8], _ circle: UUID, _ stream: RelayStream) { logs.withLock { $0["\(circle)/\(stream)", default: []].append(body) } }
 }
 
+/// A relay seen through a slow link: while `lagging`, membership pulls return nothing new, as
+/// if another member's change had not reached this one yet. The next pull sees everything.
+final class LaggingRelay: RelayTransport {
+    let relay: MemoryRelay
+    let lagging = Mutex(false)
+
+    init(_ relay: MemoryRelay) { self.relay = relay }
+
+    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
+        try await relay.push(bodies, circle: circle, stream: stream)
+    }
+
+    func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+        if stream == .membership, lagging.withLock({ was in defer { was = false }; return was }) { return [] }
+        return try await relay.pull(circle: circle, stream: stream, after: cursor, limit: limit)
+    }
+}
+
 /// A member: a test device and its engine.
 struct Member {
     let name: String
@@ -258,6 +276,35 @@ struct SyncEngineTests {
             if case .share(let share) = record, share.epoch == 2 { share } else { nil }
         }
         #expect(sharesOfTwo.count == 2 && !sharesOfTwo.contains { $0.recipient == laptopKey })
+    }
+
+    @Test("two members changing the circle at the same moment: the relay's first stays everywhere, and the other's author is told, with nothing changed")
+    func concurrentMembershipChanges() async throws {
+        let relay = MemoryRelay()
+        var members = try await circleOfThree(relay)
+        let (x, y) = (try Member("x", seed: 7), try Member("y", seed: 8))
+        let tabletLink = LaggingRelay(relay)
+        members[1].engine = try #require(try await SyncEngine.open(device: members[1].fixture.device, transport: { _ in tabletLink }))
+        try await members[0].engine.vouch(for: SyncEngine.peerIdentity(of: x.fixture.device, name: "x"))
+        // The tablet has not heard of x when it vouches for y: both entries take the same place.
+        tabletLink.lagging.withLock { $0 = true }
+        await #expect(throws: CircleError.self) { try await members[1].engine.vouch(for: SyncEngine.peerIdentity(of: y.fixture.device, name: "y")) }
+        try await settle(members)
+        let everyone = ["laptop", "phone", "tablet", "x"]
+        for member in members { #expect(await member.engine.members.map(\.name) == everyone, "\(member.name)") }
+        let circle = await members[0].engine.circle
+        _ = try await SyncEngine.join(circle, device: x.fixture.device, name: "x", relay: Member.relayURL, transport: relay)
+        await #expect(throws: CircleError.self) {
+            try await SyncEngine.join(circle, device: y.fixture.device, name: "y", relay: Member.relayURL, transport: relay)
+        }
+        // Told, the tablet tries again and succeeds; a removal after that is seen by everyone.
+        try await members[1].engine.vouch(for: SyncEngine.peerIdentity(of: y.fixture.device, name: "y"))
+        try await members[2].engine.remove(named: "x")
+        try await settle(members)
+        for member in members {
+            #expect(await member.engine.members.map(\.name) == ["laptop", "phone", "tablet", "y"], "\(member.name)")
+            #expect(await member.engine.epoch == 2)
+        }
     }
 
     @Test("a seeded random workload on three members, one powered off part of the time, converges to what the merge rule makes of every version pushed", arguments: [UInt64(11), 12, 13])
