@@ -71,7 +71,7 @@ struct RelayTests {
         let storage = try SQLiteRelayStorage(directory: directory)
         let circle = UUID()
         let sealed = try batches(5, circle: circle, author: author)
-        try await withRelay(storage: storage) { client, _ in
+        try await withRelay(storage: storage) { client, port in
             #expect(try await client.push(Array(sealed.prefix(3)), circle: circle, stream: .envelopes) == 3)
             #expect(try await client.push(sealed, circle: circle, stream: .envelopes) == 2)
             let first = try await client.pull(circle: circle, stream: .envelopes, after: 0, limit: 2)
@@ -80,10 +80,12 @@ struct RelayTests {
             #expect(rest.map(\.body) == Array(sealed.dropFirst(2)))
 
             let foreign = try batches(1, circle: UUID(), author: author)[0]
-            for bad in [foreign, [1, 2, 3], Array(sealed[0].dropLast())] {
-                await #expect(throws: RelayError.self) {
+            for (bad, why) in [(foreign, "a batch of envelopes is for another circle"), ([1, 2, 3], "a record is not a batch of envelopes"),
+                               (Array(sealed[0].dropLast()), "a record is not a batch of envelopes")] {
+                let error = await #expect(throws: RelayError.self) {
                     try await client.push([try batches(1, circle: circle, author: author)[0], bad], circle: circle, stream: .envelopes)
                 }
+                #expect(error == .refused("422 Unprocessable Entity from http://127.0.0.1:\(port): \(why)"))
             }
             let history = CircleHistory(creating: circle, creator: DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()), name: "phone")
             var forged = history.entries[0].bytes
@@ -124,9 +126,10 @@ struct RelayTests {
         let port = try await withRelay(storage: storage) { _, port in port }
         let client = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
 
-        await #expect(throws: RelayError.self) {
+        let down = await #expect(throws: RelayError.self) {
             try await client.retrying(until: .now + .milliseconds(300)) { try await $0.push(sealed, circle: circle, stream: .envelopes) }
         }
+        #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is `keyferry relay serve` running?)"))
         let pushing = Task { try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes) } }
         try await Task.sleep(for: .milliseconds(400))
         let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
