@@ -102,15 +102,20 @@ struct RelayTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let circle = UUID()
-        try await withRelay(storage: try SQLiteRelayStorage(directory: directory)) { client, _ in
+        let storage = try SQLiteRelayStorage(directory: directory)
+        try await withRelay(storage: storage) { client, _ in
             try await client.push(try batches(50, circle: circle, author: author), circle: circle, stream: .envelopes)
         }
-        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
-        #expect(!files.isEmpty)
-        for file in files {
-            let bytes = [UInt8](try Data(contentsOf: file))
-            for marker in ["MARKER-GROUP", "MARKER-ACCOUNT", "MARKER-SECRET"] {
-                #expect(bytes.firstRange(of: Array(marker.utf8)) == nil, "\(marker) in \(file.lastPathComponent)")
+        // Read while the database is open, so its write-ahead log is there too (closing it
+        // checkpoints and removes the log).
+        try withExtendedLifetime(storage) {
+            let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            #expect(files.contains { $0.lastPathComponent == "relay.sqlite-wal" })
+            for file in files {
+                let bytes = [UInt8](try Data(contentsOf: file))
+                for marker in ["MARKER-GROUP", "MARKER-ACCOUNT", "MARKER-SECRET"] {
+                    #expect(bytes.firstRange(of: Array(marker.utf8)) == nil, "\(marker) in \(file.lastPathComponent)")
+                }
             }
         }
     }
