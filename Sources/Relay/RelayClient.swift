@@ -74,18 +74,18 @@ public struct RelayClient: RelayTransport {
             response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))
             bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
         } catch {
-            throw RelayError.unreachable("\(base.absoluteString): \(Self.reason(error))")
+            throw RelayError.unreachable("\(base.absoluteString): \(Self.reason(unreachable: error))")
         }
         guard response.status == .ok else {
             // A relay always says why; a server that does not is something else.
-            let why = Self.refusal(bytes).map { ": \($0)" } ?? " (is it a Keyferry relay?)"
+            let why = Self.reason(refusal: bytes).map { ": \($0)" } ?? " (is it a Keyferry relay?)"
             throw RelayError.refused("\(response.status.code) \(response.status.reasonPhrase) from \(base.absoluteString)\(why)")
         }
         return Array(buffer: bytes)
     }
 
     /// The reason in a refusal's body: the relay's `{"error":{"message":…}}`, or the body's text.
-    private static func refusal(_ body: ByteBuffer) -> String? {
+    private static func reason(refusal body: ByteBuffer) -> String? {
         struct Refusal: Decodable { struct Reason: Decodable { let message: String }; let error: Reason }
         if let refusal = try? JSONDecoder().decode(Refusal.self, from: Data(body.readableBytesView)) { return refusal.error.message }
         let text = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -93,7 +93,7 @@ public struct RelayClient: RelayTransport {
     }
 
     /// A short reason in place of the HTTP stack's description, for the failures a user meets.
-    private static func reason(_ error: any Error) -> String {
+    private static func reason(unreachable error: any Error) -> String {
         switch error {
         case let error as IOError where error.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue:
             "nothing is listening there (is `keyferry relay serve` running?)"
