@@ -66,7 +66,7 @@ final class NodeSync: Sendable {
 
     func remove(_ request: NodeAPI.CircleRemove) async throws -> NodeAPI.CircleStatus {
         guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle.") }
-        try await engine.remove(named: request.peer)
+        try await engine.remove(request.peer)
         logger.info("member removed; new keys shared", metadata: ["peer": "\(request.peer)"])
         return await circleStatus()
     }

@@ -153,16 +153,27 @@ public actor SyncEngine {
         try save()
     }
 
-    /// Removes the member named `name` and starts a new key generation shared with the members
-    /// that remain: the removed device cannot open anything sealed after this.
-    public func remove(named name: String) async throws {
+    /// Removes the member that `peer` names and starts a new key generation shared with the
+    /// members that remain: the removed device cannot open anything sealed after this.
+    ///
+    /// `peer` is a member's name or the start of its signing key in hex (8 digits or more), for
+    /// when two devices share a name.
+    public func remove(_ peer: String) async throws {
         try await pullMembership()
-        let matching = history.members.values.filter { $0.name == name }
-        guard let peer = matching.first else {
-            throw CircleError.invalid("no member is named \(name); members: \(members.map(\.name).joined(separator: ", "))")
+        let keyPrefix = peer.count >= 8 && peer.allSatisfy(\.isHexDigit) ? peer.lowercased() : nil
+        let matching = members.filter { member in
+            member.name == peer || keyPrefix.map { Hex.encode(member.signing.bytes).hasPrefix($0) } == true
         }
-        guard matching.count == 1 else { throw CircleError.invalid("\(matching.count) members are named \(name)") }
-        let afterRemoval = try await publish(MembershipEntry(.remove, subject: peer, after: history, circle: circle, signer: identity.signingKey))
+        let listing = { (peers: [PeerIdentity]) in
+            peers.map { "\($0.name) (\(Hex.encode($0.signing.bytes).prefix(16))…)" }.joined(separator: ", ")
+        }
+        guard let subject = matching.first else {
+            throw CircleError.invalid("no member is named \(peer) or has a key starting with it; members: \(listing(members))")
+        }
+        guard matching.count == 1 else {
+            throw CircleError.invalid("\(matching.count) members match \(peer): \(listing(matching)); name one by the start of its key")
+        }
+        let afterRemoval = try await publish(MembershipEntry(.remove, subject: subject, after: history, circle: circle, signer: identity.signingKey))
         let keys = CircleKeys(circle: circle, epoch: afterRemoval.epoch)
         let wrapped = keys.wrappedClassKeys()
         try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)

@@ -50,7 +50,7 @@ struct CircleCommand: AsyncParsableCommand {
             commandName: "remove", abstract: "Remove a member; the others get new keys it cannot open.",
             discussion: "The removed device keeps what it already holds, and receives nothing written after the others learn of its removal.")
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The name of the member to remove, as `circle status` lists it.") var peer: String
+        @Option(help: "The member to remove: its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them.") var peer: String
         @OptionGroup var output: JSONFlag
 
         func run() async throws {

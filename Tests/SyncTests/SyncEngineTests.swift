@@ -260,9 +260,9 @@ struct SyncEngineTests {
         let circle = await phone.engine.circle
         let batchesBefore = relay.records(circle, .envelopes).count
 
-        try await phone.engine.remove(named: "laptop")
+        try await phone.engine.remove("laptop")
         #expect(await phone.engine.epoch == 2)
-        await #expect(throws: CircleError.self) { try await phone.engine.remove(named: "nobody") }
+        await #expect(throws: CircleError.self) { try await phone.engine.remove("nobody") }
         _ = try phone.keychain.add(.password(account: "after", synchronizable: true))
         try await settle([phone, tablet])
         #expect(try tablet.keychain.copy(.password(account: "after", synchronizable: .yes)).first?.data == Data("secret".utf8))
@@ -276,6 +276,29 @@ struct SyncEngineTests {
             if case .share(let share) = record, share.epoch == 2 { share } else { nil }
         }
         #expect(sharesOfTwo.count == 2 && !sharesOfTwo.contains { $0.recipient == laptopKey })
+    }
+
+    @Test("a member is removed by name, or by the start of its key when two share a name; an ambiguous or unknown one is refused with nothing changed")
+    func removalByKey() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let other = try Member("phone", seed: 4)
+        try await members[0].engine.vouch(for: SyncEngine.peerIdentity(of: other.fixture.device, name: "phone"))
+        let otherKey = Hex.encode(try SyncEngine.peerIdentity(of: other.fixture.device, name: "phone").signing.bytes)
+        let engine = members[1].engine!
+
+        let ambiguous = await #expect(throws: CircleError.self) { try await engine.remove("phone") }
+        #expect("\(ambiguous!)".contains("2 members match phone: phone ("))
+        let unknown = await #expect(throws: CircleError.self) { try await engine.remove("deadbeef") }
+        #expect("\(unknown!)".contains("no member is named deadbeef or has a key starting with it; members: laptop ("))
+        await #expect(throws: CircleError.self) { try await engine.remove(String(otherKey.prefix(7))) }
+        #expect(await engine.members.count == 4)
+        #expect(await engine.epoch == 1)
+
+        try await engine.remove(String(otherKey.prefix(8)).uppercased())
+        #expect(await engine.members.map(\.name) == ["laptop", "phone", "tablet"])
+        #expect(await engine.members.allSatisfy { Hex.encode($0.signing.bytes) != otherKey })
+        #expect(await engine.epoch == 2)
     }
 
     @Test("two members changing the circle at the same moment: the relay's first stays everywhere, and the other's author is told, with nothing changed")
@@ -299,7 +322,7 @@ struct SyncEngineTests {
         }
         // Told, the tablet tries again and succeeds; a removal after that is seen by everyone.
         try await members[1].engine.vouch(for: SyncEngine.peerIdentity(of: y.fixture.device, name: "y"))
-        try await members[2].engine.remove(named: "x")
+        try await members[2].engine.remove("x")
         try await settle(members)
         for member in members {
             #expect(await member.engine.members.map(\.name) == ["laptop", "phone", "tablet", "y"], "\(member.name)")
