@@ -40,7 +40,10 @@ struct RelayCommand: AsyncParsableCommand {
                 if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
                     throw CommandFailure("--data \(data) is a file; give a directory for the relay's database.")
                 }
-                let storage = try SQLiteRelayStorage(directory: directory)
+                let storage: SQLiteRelayStorage
+                do { storage = try SQLiteRelayStorage(directory: directory) } catch {
+                    throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
+                }
                 let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
                 let address = RelayAddress(listen)!
                 let json = output.json

@@ -27,7 +27,7 @@ struct RelayCLITests {
         #expect(try String(contentsOfFile: data + "/relay.log", encoding: .utf8).contains("relay up"))
     }
 
-    @Test("a bad address or a data path that is a file is refused, and the file is left as it was")
+    @Test("a bad address, a data path that is a file, or a damaged database is refused, and the files are left as they were")
     func badInput() throws {
         let cli = try CLI()
         for listen in ["7700", "127.0.0.1:", "127.0.0.1:70000", ":80", "127.0.0.1:port"] {
@@ -39,5 +39,15 @@ struct RelayCLITests {
         let result = try cli.run(["relay", "serve", "--data", file, "--listen", "127.0.0.1:0"])
         #expect(result.status == 1 && result.stderr.contains("is a file"), "\(result.stderr)")
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "keep me")
+
+        // A data directory whose database is not one: refused, and the file is left as it was.
+        let data = cli.path("damaged")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: data + "/relay.sqlite"))
+        let damaged = try cli.run(["relay", "serve", "--data", data, "--listen", "127.0.0.1:0"])
+        #expect(damaged.status == 1 && damaged.stderr.contains("cannot keep the relay's database in --data \(data): "), "\(damaged.stderr)")
+        #expect(damaged.stderr.contains("not a database"), "\(damaged.stderr)")
+        #expect(try String(contentsOfFile: data + "/relay.sqlite", encoding: .utf8) == "keep me")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: data) == ["relay.sqlite"])
     }
 }
