@@ -54,7 +54,10 @@ public struct NodeClient: Sendable {
         }
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
-        guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
+        guard NodeLock.isHeld(paths) else {
+            try Device.requireDevice(at: paths.directory)
+            throw NodeError.notRunning(paths.directory)
+        }
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = get ? .GET : .POST
         if let body {

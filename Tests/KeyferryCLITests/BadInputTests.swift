@@ -60,6 +60,10 @@ struct BadInputTests {
         let stopNothing = try cli.run(["node", "stop", notADevice])
         #expect(stopNothing.status == 1)
         #expect(stopNothing.stderr.contains("keyferry device init"))
+        for command in [["item", "list", notADevice, "--app", "com.example.mail"], ["circle", "status", notADevice], ["sync", "now", notADevice]] {
+            let onNothing = try cli.run(command)
+            #expect(onNothing.status == 1 && onNothing.stderr.contains("is not a Keyferry device"), "\(command): \(onNothing.stderr)")
+        }
 
         try cli.ok(["node", "start", dir])
         let noApp = try cli.run(["item", "get", dir, "--app", "com.example.absent", "--account", "a"])
