@@ -11,7 +11,12 @@ struct SyncCommand: AsyncParsableCommand {
         subcommands: [Now.self, Status.self])
 
     struct Now: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "now", abstract: "Push this node's writes and pull the others' until it is current.")
+        static let configuration = CommandConfiguration(
+            commandName: "now", abstract: "Push this node's writes and pull the others' until it is current.",
+            discussion: """
+                While the relay cannot be reached, each request keeps trying for up to 30 seconds before this fails. \
+                Nothing is lost: the node keeps its writes and syncs on its own once the relay is back.
+                """)
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: JSONFlag
 
