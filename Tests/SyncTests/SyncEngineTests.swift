@@ -283,8 +283,9 @@ struct SyncEngineTests {
         let relay = MemoryRelay()
         let members = try await circleOfThree(relay)
         let other = try Member("phone", seed: 4)
-        try await members[0].engine.vouch(for: SyncEngine.peerIdentity(of: other.fixture.device, name: "phone"))
-        let otherKey = Hex.encode(try SyncEngine.peerIdentity(of: other.fixture.device, name: "phone").signing.bytes)
+        let otherPeer = try SyncEngine.peerIdentity(of: other.fixture.device, name: "phone")
+        try await members[0].engine.vouch(for: otherPeer)
+        let otherKey = Hex.encode(otherPeer.signing.bytes)
         let engine = members[1].engine!
 
         let ambiguous = await #expect(throws: CircleError.self) { try await engine.remove("phone") }
