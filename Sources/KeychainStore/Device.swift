@@ -228,6 +228,9 @@ public final class Device: Sendable {
         try withPower { $0.lock(at: now, immediately: immediately) }
     }
 
+    /// Where the device is in its lock cycle right now; nil while it is powered off.
+    public var lockState: LockState? { try? withPower { $0.state } }
+
     /// `UIApplication.isProtectedDataAvailable`: false before first unlock and once the grace
     /// period after locking has ended.
     public var isProtectedDataAvailable: Bool {

@@ -29,7 +29,41 @@ public struct ItemChange: Sendable {
     public var record: ItemRecord
 }
 
+/// An entry of the change feed whose class key is not in memory (class A while locked, class C
+/// before first unlock): what the row's plaintext columns tell, and no more.
+public struct SealedChange: Sendable {
+    public var changeSequence: Int64
+    public var uuid: UUID
+    public var itemClass: ItemClass
+    public var protection: ProtectionClass
+    public var synchronizable: Bool
+    public var isTombstone: Bool
+}
+
 extension Keychain {
+    /// The change feed after `sequence` as far as the class keys in memory open it, oldest
+    /// first: the entries that open, and apart from them those that stay sealed in this lock
+    /// state. The system's read (sync): it never fails for a lock state. Device scope only.
+    public func availableChanges(since sequence: Int64, includingData: Bool = false) throws -> (open: [ItemChange], sealed: [SealedChange]) {
+        try requireDeviceScope()
+        let keys = try device.availableKeys()
+        let rows = try device.database.read { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
+        let (openable, sealed) = rows.reduce(into: ([StoredRow](), [SealedChange]())) { split, row in
+            if keys[row.header.protection] != nil {
+                split.0.append(row)
+            } else {
+                split.1.append(SealedChange(changeSequence: row.changeSequence, uuid: row.header.uuid, itemClass: row.header.itemClass,
+                                            protection: row.header.protection, synchronizable: row.header.synchronizable,
+                                            isTombstone: row.isTombstone))
+            }
+        }
+        return (try ParallelMap.map(openable) { row in try openChange(row, keys: keys, includingData: includingData) }, sealed)
+    }
+
+    /// The last change sequence handed out on this device: every later write, local or
+    /// replicated, gets a larger one.
+    public var latestChangeSequence: Int64 { device.database.latestChangeSequence }
+
     /// Every item and tombstone written after `sequence`, oldest first: the one read path that
     /// sync and backup use. The device's own view reads secrets without user authentication,
     /// as the system does for backup; an app's view still asks.

@@ -305,6 +305,17 @@ public struct Keychain: Sendable {
                 guard written.insert(header.primaryKeyHash).inserted else {
                     throw KeychainError(.duplicateItem, "the update would give two matched items the same primary key; nothing was changed.")
                 }
+                if row.header.synchronizable && !synchronizable {
+                    // Made local: for the other devices a deletion, so the synchronizable item
+                    // leaves a tombstone, and the local copy goes on as a new item.
+                    try ItemTable.bury(db, id: row.id, at: updated.modificationDate, changeSequence: device.database.nextChangeSequence())
+                    var local = header
+                    local.uuid = UUIDBytes.uuid(device.entropy.bytes(16))
+                    let sealed = SealedRow.seal(header: local, metadata: updated, secret: secret, keys: newKeys,
+                                                random: device.entropy.bytes(SealedRow.entropyPerRow))
+                    _ = try ItemTable.insert(db, sealed, changeSequence: device.database.nextChangeSequence())
+                    continue
+                }
                 let sealed = SealedRow.seal(header: header, metadata: updated, secret: secret, keys: newKeys,
                                             random: device.entropy.bytes(SealedRow.entropyPerRow))
                 try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: device.database.nextChangeSequence())

@@ -120,6 +120,9 @@ struct KeychainDatabase: Sendable {
         }
     }
 
+    /// The last value handed out.
+    var latestChangeSequence: Int64 { changeCounter.value.withLock { $0 } }
+
     /// Saves the counter before rows are deleted (inside the deleting transaction), so the
     /// highest sequence value survives the rows that carried it.
     func saveChangeCounter(_ db: Database) throws {

@@ -26,6 +26,7 @@ public enum NodeAPI {
         case circleVouch = "circle/vouch"
         case circleJoin = "circle/join"
         case circleRemove = "circle/remove"
+        case circleLeave = "circle/leave"
         case circleStatus = "circle/status"
         case syncNow = "sync/now"
         case syncStatus = "sync/status"
@@ -215,20 +216,17 @@ public enum NodeAPI {
         public init(peer: Peer) { self.peer = peer }
     }
 
+    /// What the sponsor answers and the joiner takes (`circle/join`): the sponsor's signed
+    /// entry admitting the joiner, not yet published, and the joiner's share of the current
+    /// keys; the joiner checks everything and publishes the entry. See `Sync.Voucher`.
     public struct Voucher: Codable, Sendable {
         public var circle: UUID
         public var relay: String
-    }
-
-    public struct CircleJoin: Codable, Sendable {
-        public var circle: UUID
-        public var relay: String
-        public var name: String?
-        public init(circle: UUID, relay: String, name: String?) {
-            self.circle = circle
-            self.relay = relay
-            self.name = name
-        }
+        /// BLAKE2b-256 of the last membership entry the sponsor saw.
+        public var head: Data
+        /// nil when the joiner is a member already.
+        public var entry: Data?
+        public var share: Data
     }
 
     /// Remove the member of this name; the remaining members get new keys.
@@ -237,9 +235,19 @@ public enum NodeAPI {
         public init(peer: String) { self.peer = peer }
     }
 
+    /// Leave the circle; with `force`, forget it even when the relay cannot be reached.
+    public struct CircleLeave: Codable, Sendable {
+        public var force: Bool
+        public init(force: Bool) { self.force = force }
+    }
+
     public struct CircleStatus: Codable, Sendable {
         /// nil when this device is in no circle.
         public var circle: UUID?
+        /// The membership this device has read no longer counts it: `circle leave` forgets the circle.
+        public var removed: Bool?
+        /// Before first unlock the device's sync identity is sealed: it syncs once unlocked.
+        public var sealedUntilUnlock: Bool?
         public var relay: String?
         public var name: String?
         /// The key generation: 1, plus one per removal.

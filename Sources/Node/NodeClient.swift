@@ -86,12 +86,20 @@ public struct NodeClient: Sendable {
 }
 
 extension NodeClient {
-    /// Brings this node into the circle of `sponsor`'s node: the sponsor vouches for this
-    /// device's identity and shares the circle's keys with it, then this node joins.
+    /// Brings this node into the circle of `sponsor`'s node. This node first says whether it
+    /// can join at all (its identity is refused when it is in a circle, or before first
+    /// unlock); the sponsor then signs an entry admitting it and seals it a share of the keys,
+    /// publishing nothing; this node checks both against the relay and publishes the entry.
+    /// A join that fails anywhere leaves the circle as it was.
     public func joinCircle(sponsor: NodeClient, name: String? = nil) async throws -> NodeAPI.CircleStatus {
         var peer: NodeAPI.Peer = try await get(.circleIdentity)
-        if let name { peer.name = name }
+        if let name {
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw NodeError.failed("a member needs a name the others can read; leave --name out to use the device's.")
+            }
+            peer.name = name
+        }
         let voucher: NodeAPI.Voucher = try await sponsor.call(.circleVouch, NodeAPI.Vouch(peer: peer))
-        return try await call(.circleJoin, NodeAPI.CircleJoin(circle: voucher.circle, relay: voucher.relay, name: peer.name))
+        return try await call(.circleJoin, voucher)
     }
 }

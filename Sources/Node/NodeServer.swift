@@ -21,7 +21,7 @@ public enum NodeServer {
         // A socket left by a killed node: safe to remove, since this process holds the lock.
         try? FileManager.default.removeItem(at: paths.socket)
 
-        let sync = try await NodeSync(device: device, logger: logger)
+        let sync = await NodeSync(device: device, logger: logger)
         let router = Router()
         routes(router, device: device, logger: logger)
         syncRoutes(router, sync: sync, logger: logger)
@@ -131,10 +131,11 @@ public enum NodeServer {
 
     static func syncRoutes(_ router: Router<BasicRequestContext>, sync: NodeSync, logger: Logger) {
         post(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
-        router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try sync.identity() } }
+        router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try await sync.identity() } }
         post(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
-        post(router, .circleJoin, NodeAPI.CircleJoin.self, logger) { try await sync.join($0) }
+        post(router, .circleJoin, NodeAPI.Voucher.self, logger) { try await sync.join($0) }
         post(router, .circleRemove, NodeAPI.CircleRemove.self, logger) { try await sync.remove($0) }
+        post(router, .circleLeave, NodeAPI.CircleLeave.self, logger) { try await sync.leave($0) }
         router.get(path(.circleStatus)) { _, _ in try await reply(logger, .circleStatus) { await sync.circleStatus() } }
         post(router, .syncNow, NodeAPI.Empty.self, logger) { _ in try await sync.syncNow() }
         router.get(path(.syncStatus)) { _, _ in try await reply(logger, .syncStatus) { try await sync.syncStatus() } }

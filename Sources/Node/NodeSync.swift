@@ -26,16 +26,27 @@ final class NodeSync: Sendable {
     private let logger: Logger
     private let progress: Mutex<Progress>
 
-    init(device: Device, logger: Logger) async throws {
+    /// Reads the member's state, never its secrets, so a device powered on before first
+    /// unlock starts with its sync sealed. A state it cannot read does not stop the node
+    /// either: `sync status` says what is wrong.
+    init(device: Device, logger: Logger) async {
         self.device = device
         self.logger = logger
-        progress = Mutex(Progress(engine: try await SyncEngine.open(device: device, transport: { RelayClient(url: $0) })))
+        var start = Progress()
+        do {
+            start.engine = try await SyncEngine.open(device: device, transport: { RelayClient(url: $0) })
+        } catch {
+            start.lastError = "\(error)"
+            logger.error("sync state unreadable", metadata: ["error": "\(error)"])
+        }
+        progress = Mutex(start)
     }
 
     private var engine: SyncEngine? { progress.withLock { $0.engine } }
 
     func create(_ request: NodeAPI.CircleCreate) async throws -> NodeAPI.CircleStatus {
         let relay = try Self.relayURL(request.relay)
+        try requireFirstUnlock("create a circle")
         let engine = try await SyncEngine.create(device: device, name: request.name ?? device.info.name, relay: relay,
                                                  transport: RelayClient(url: relay))
         progress.withLock { $0.engine = engine }
@@ -44,22 +55,37 @@ final class NodeSync: Sendable {
         return await circleStatus()
     }
 
-    func identity() throws -> NodeAPI.Peer {
-        Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
+    /// The identity of this device as a joiner: refused when it cannot join, so that the
+    /// sponsor is never asked to vouch for a device that would then refuse.
+    func identity() async throws -> NodeAPI.Peer {
+        try requireFirstUnlock("join a circle")
+        if let engine {
+            throw CircleError.invalid("\(device.info.name) is already in circle \(await engine.circle); `keyferry circle leave` it first.")
+        }
+        return Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
     }
 
     func vouch(_ request: NodeAPI.Vouch) async throws -> NodeAPI.Voucher {
         guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle, so it cannot vouch for another device.") }
-        try await engine.vouch(for: try Self.identity(request.peer))
+        let voucher = try await engine.vouch(for: try Self.identity(request.peer))
         logger.info("vouched", metadata: ["peer": "\(request.peer.name)"])
-        return NodeAPI.Voucher(circle: await engine.circle, relay: await engine.relay.absoluteString)
+        return NodeAPI.Voucher(circle: voucher.circle, relay: voucher.relay.absoluteString, head: Data(voucher.head),
+                               entry: voucher.entry.map { Data($0.bytes) }, share: Data(voucher.share.bytes))
     }
 
-    func join(_ request: NodeAPI.CircleJoin) async throws -> NodeAPI.CircleStatus {
+    func join(_ request: NodeAPI.Voucher) async throws -> NodeAPI.CircleStatus {
         let relay = try Self.relayURL(request.relay)
-        let engine = try await SyncEngine.join(request.circle, device: device, name: request.name ?? device.info.name, relay: relay,
-                                               transport: RelayClient(url: relay))
-        progress.withLock { $0.engine = engine }
+        try requireFirstUnlock("join a circle")
+        let voucher: Voucher
+        do {
+            voucher = Voucher(circle: request.circle, relay: relay, head: [UInt8](request.head),
+                              entry: try request.entry.map { try MembershipEntry(bytes: [UInt8]($0)) },
+                              share: try CircleKeyShare(bytes: [UInt8](request.share)))
+        } catch {
+            throw NodeAPI.Failure(request: "the voucher does not decode: \(error)")
+        }
+        let engine = try await SyncEngine.join(voucher, device: device, transport: RelayClient(url: relay))
+        progress.withLock { $0.engine = engine; $0.lastError = nil }
         logger.info("circle joined", metadata: ["circle": "\(request.circle)"])
         return await circleStatus()
     }
@@ -71,11 +97,32 @@ final class NodeSync: Sendable {
         return await circleStatus()
     }
 
+    func leave(_ request: NodeAPI.CircleLeave) async throws -> NodeAPI.CircleStatus {
+        guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle.") }
+        if !request.force { try requireFirstUnlock("leave its circle") }
+        let circle = await engine.circle
+        try await engine.leave(force: request.force)
+        progress.withLock { $0 = Progress() }
+        logger.info("left the circle", metadata: ["circle": "\(circle)"])
+        return await circleStatus()
+    }
+
     func circleStatus() async -> NodeAPI.CircleStatus {
         guard let engine else { return NodeAPI.CircleStatus(members: []) }
         let me = await engine.signingKey
-        return NodeAPI.CircleStatus(circle: await engine.circle, relay: await engine.relay.absoluteString, name: await engine.name,
-                                    epoch: await engine.epoch, members: await engine.members.map { Self.peer($0, isThisDevice: $0.signing == me) })
+        return NodeAPI.CircleStatus(
+            circle: await engine.circle, removed: await engine.isMember ? nil : true,
+            sealedUntilUnlock: device.lockState == .beforeFirstUnlock ? true : nil,
+            relay: await engine.relay.absoluteString, name: await engine.name, epoch: await engine.epoch,
+            members: await engine.members.map { peer in Self.peer(peer, isThisDevice: me.map { peer.signing == $0 }) })
+    }
+
+    /// Fails with a sentence naming the fix while the device is before first unlock, when its
+    /// sync identity cannot be read.
+    private func requireFirstUnlock(_ action: String) throws {
+        guard device.lockState == .beforeFirstUnlock else { return }
+        throw KeychainError(.interactionNotAllowed, "\(device.info.name) has not been unlocked since it was powered on; "
+                            + "unlock it (keyferry device unlock DIR --passcode ...) before it can \(action).")
     }
 
     /// One exchange now, whatever the loop is doing.
@@ -95,11 +142,12 @@ final class NodeSync: Sendable {
     }
 
     /// Syncs every `interval` while the node runs, backing off while the relay is unreachable.
+    /// Before first unlock the member waits, sealed, and joins in at the first pass after.
     func run() async {
         var delay = Self.interval
         while !Task.isCancelled {
             try? await Task.sleep(for: delay)
-            guard let engine else { continue }
+            guard let engine, device.lockState != .beforeFirstUnlock else { continue }
             do {
                 _ = try await exchange(engine)
                 delay = Self.interval

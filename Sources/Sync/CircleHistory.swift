@@ -127,6 +127,9 @@ public struct CircleHistory: Hashable, Sendable {
     public private(set) var members: [SigningPublicKey: PeerIdentity]
     /// The current key generation: 1, plus one per removal.
     public private(set) var epoch: UInt32
+    /// Who makes each generation: the creator the first, the remover each next. Only its
+    /// author's shares of a generation are taken, so no other member can plant one.
+    public private(set) var generationAuthors: [UInt32: SigningPublicKey] = [:]
 
     /// A new circle with `creator` as its only member.
     public init(creating circle: UUID = UUID(), creator: DeviceIdentity, name: String) {
@@ -179,9 +182,11 @@ public struct CircleHistory: Hashable, Sendable {
             guard members[entry.signer] != nil else { throw refuse("it was made by a device that is not a member") }
             guard members[entry.subject.signing] != nil else { throw refuse("the device is not a member") }
         }
+        if entry.kind == .create { generationAuthors[epoch] = entry.signer }
         if entry.kind == .remove {
             members[entry.subject.signing] = nil
             epoch += 1
+            generationAuthors[epoch] = entry.signer
         } else {
             members[entry.subject.signing] = entry.subject
         }

@@ -17,31 +17,76 @@ public struct HybridTimestamp: Comparable, Hashable, Sendable, CustomStringConve
         (lhs.milliseconds, lhs.counter) < (rhs.milliseconds, rhs.counter)
     }
 
+    /// The next reading after this one; the last possible reading stays where it is.
+    public var successor: HybridTimestamp {
+        if counter < .max { return HybridTimestamp(milliseconds: milliseconds, counter: counter + 1) }
+        return milliseconds < .max ? HybridTimestamp(milliseconds: milliseconds + 1) : self
+    }
+
     public var description: String { "\(milliseconds).\(counter)" }
 }
 
-/// Issues timestamps for local writes; the wall clock is passed in, so tests can skew it.
-public struct HybridClock: Sendable {
-    /// The latest timestamp issued or observed.
-    public private(set) var latest: HybridTimestamp
+/// A member's hybrid clock, read at the time of each change rather than at its upload.
+///
+/// It remembers what it read as the device's change feed advanced: once the feed had reached
+/// sequence `s`, the clock read `time`. A local change made at sequence `c` is stamped after
+/// every version issued or observed before `c`, and with the time of the change when that is
+/// later. So an edit made before a lock and uploaded after unlock keeps its own time, and loses
+/// to a later edit made elsewhere meanwhile; and a write made after seeing another still wins,
+/// whatever the two wall clocks say.
+public struct HybridClock: Sendable, Equatable {
+    public struct Reading: Sendable, Equatable {
+        public var sequence: Int64
+        public var time: HybridTimestamp
 
-    public init(latest: HybridTimestamp = .zero) { self.latest = latest }
-
-    /// A timestamp for a local write: later than every timestamp issued or observed so far,
-    /// and equal to the wall clock when that is ahead of them.
-    public mutating func tick(wallMilliseconds: UInt64) -> HybridTimestamp {
-        if wallMilliseconds > latest.milliseconds {
-            latest = HybridTimestamp(milliseconds: wallMilliseconds)
-        } else if latest.counter == .max {
-            latest = HybridTimestamp(milliseconds: latest.milliseconds + 1)
-        } else {
-            latest.counter += 1
+        public init(sequence: Int64, time: HybridTimestamp) {
+            self.sequence = sequence
+            self.time = time
         }
-        return latest
     }
 
-    /// Takes in a timestamp written elsewhere, so that the next local write comes after it.
-    public mutating func observe(_ remote: HybridTimestamp) {
-        if remote > latest { latest = remote }
+    /// In change-sequence order, each time later than the ones before it.
+    public private(set) var readings: [Reading]
+
+    public init(readings: [Reading] = []) {
+        self.readings = []
+        for reading in readings { record(reading.time, at: reading.sequence) }
+    }
+
+    /// The latest time issued or observed.
+    public var latest: HybridTimestamp { readings.last?.time ?? .zero }
+
+    /// What the clock read just before the change at `sequence` was made.
+    public func reading(before sequence: Int64) -> HybridTimestamp {
+        readings.last { $0.sequence < sequence }?.time ?? .zero
+    }
+
+    /// The version of a local change: the change at `sequence`, made at `wallMilliseconds`.
+    public mutating func stamp(changeAt sequence: Int64, wallMilliseconds: UInt64) -> HybridTimestamp {
+        let before = reading(before: sequence)
+        let stamp = wallMilliseconds > before.milliseconds ? HybridTimestamp(milliseconds: wallMilliseconds) : before.successor
+        record(stamp, at: sequence)
+        return stamp
+    }
+
+    /// Takes in a version written elsewhere, seen once the feed had reached `sequence`: every
+    /// local change made after that comes after it.
+    public mutating func observe(_ remote: HybridTimestamp, at sequence: Int64) {
+        record(remote, at: sequence)
+    }
+
+    /// Folds the readings up to `sequence` into one: every change still to stamp was made after it.
+    public mutating func forget(through sequence: Int64) {
+        guard let last = readings.lastIndex(where: { $0.sequence <= sequence }), last > 0 else { return }
+        readings.removeFirst(last)
+    }
+
+    /// Keeps the readings increasing in both sequence and time: a reading that adds nothing to
+    /// what an earlier one says is dropped, and later ones it overtakes give way.
+    private mutating func record(_ time: HybridTimestamp, at sequence: Int64) {
+        guard reading(before: sequence + 1) < time else { return }
+        readings.removeAll { $0.sequence >= sequence && $0.time <= time }
+        let index = readings.firstIndex { $0.sequence > sequence } ?? readings.endIndex
+        readings.insert(Reading(sequence: sequence, time: time), at: index)
     }
 }

@@ -15,14 +15,42 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var rejected: [String] = []
     /// Class A items received while locked: kept sealed until unlock.
     public var waitingForUnlock = 0
+    /// Local class A changes sealed in this lock state: pushed at unlock, with the time they
+    /// were made as their version.
+    public var waitingToPush = 0
     /// Synchronizable ThisDeviceOnly items seen in the change feed: they stay here.
     public var skippedDeviceBound = 0
 }
 
+/// What a member hands a device it vouches for: everything the joiner needs to check before
+/// anything changes anywhere. The sponsor signs the joiner's entry but does not publish it; the
+/// joiner publishes it once it has verified the circle and opened the keys, so a join that
+/// fails leaves the circle as it was.
+public struct Voucher: Sendable {
+    public var circle: UUID
+    public var relay: URL
+    /// BLAKE2b-256 of the last membership entry the sponsor saw: the joiner accepts only a
+    /// history from the relay that holds it, so a relay cannot pass off a circle of its own.
+    public var head: [UInt8]
+    /// The sponsor's signed entry admitting the joiner; nil when the joiner is a member
+    /// already (an earlier join reached the relay, and the device did not finish).
+    public var entry: MembershipEntry?
+    /// The current generation's circle key, sealed to the joiner and signed by the sponsor.
+    public var share: CircleKeyShare
+
+    public init(circle: UUID, relay: URL, head: [UInt8], entry: MembershipEntry?, share: CircleKeyShare) {
+        self.circle = circle
+        self.relay = relay
+        self.head = head
+        self.entry = entry
+        self.share = share
+    }
+}
+
 /// One member's side of sync: it seals the device's own writes of eligible items into
 /// envelopes and pushes them, and pulls what other members wrote, keeping of each item the
-/// version the merge rule prefers. Its secrets live in the device's keychain and the rest in
-/// `sync.json` beside it, saved after every operation. See Protocol/sync.md.
+/// version the merge rule prefers. Its secrets live in the device's keychain, sealed until the
+/// device's first unlock, and the rest in `sync.json` beside it. See Protocol/sync.md.
 public actor SyncEngine {
     /// A version this device holds: what it is, and the write that put it in the keychain.
     struct HeldVersion {
@@ -31,17 +59,19 @@ public actor SyncEngine {
     }
 
     let device: Device
-    let identity: DeviceIdentity
     let transport: any RelayTransport
     public let relay: URL
     public let name: String
-    private let wallClock: @Sendable () -> UInt64
+    /// Read from the keychain on first need: before first unlock it is sealed.
+    private var unsealedIdentity: DeviceIdentity?
+    /// This member's signing key as `sync.json` recorded it, for while the identity is sealed.
+    private var recordedMemberKey: SigningPublicKey?
     public private(set) var history: CircleHistory
     private var generations: [UInt32: CircleKeys] = [:]
     private var publishedClassKeys: [UInt32: [UInt8]] = [:]
     private var clock = HybridClock()
     private var held: [UUID: HeldVersion] = [:]
-    /// The change feed is pushed up to here.
+    /// Every change up to here is pushed (or is not to be).
     private var pushedThrough: Int64 = 0
     private var cursors: [RelayStream: UInt64] = [:]
     /// Envelopes that could not be written yet (class A while locked), oldest first.
@@ -51,19 +81,25 @@ public actor SyncEngine {
     public var epoch: UInt32 { history.epoch }
     /// The members, this device among them, by name.
     public var members: [PeerIdentity] { history.members.values.sorted { $0.name < $1.name } }
-    public var signingKey: SigningPublicKey { identity.signingKey.publicKey }
+    /// This member's signing key; nil only while the identity is sealed and an older
+    /// `sync.json` did not record it.
+    public var signingKey: SigningPublicKey? { unsealedIdentity?.signingKey.publicKey ?? recordedMemberKey }
+    /// Whether the membership, as far as this member has read it, still counts this device.
+    public var isMember: Bool { signingKey.map(history.isMember) ?? true }
     /// Items received while locked, waiting for unlock.
     public var waitingCount: Int { waiting.count }
 
     /// What `sync status` lists: eligible local writes not pushed yet, and the synchronizable
-    /// items that stay here because they are ThisDeviceOnly (named account @ service).
+    /// items that stay here because they are ThisDeviceOnly (named account @ service; those
+    /// sealed in this lock state are counted, not named).
     public func localStatus() throws -> (pending: Int, deviceBound: [String]) {
-        var pending = 0
+        let feed = try device.deviceKeychain.availableChanges(since: 0)
+        var pending = feed.sealed.filter { isPending($0.changeSequence, $0.uuid) && replicates($0) }.count
         var deviceBound: [String] = []
-        for change in try device.deviceKeychain.changes(since: 0) {
+        for change in feed.open {
             switch SyncEligibility(change.record) {
             case .replicates:
-                if change.changeSequence > pushedThrough, held[change.record.uuid]?.changeSequence != change.changeSequence { pending += 1 }
+                if isPending(change.changeSequence, change.record.uuid) { pending += 1 }
             case .deviceBound where !change.isTombstone:
                 let text = { (key: AttributeKey) -> String? in
                     if case .string(let s)? = change.record.attributes[key], !s.isEmpty { s } else { nil }
@@ -72,21 +108,18 @@ public actor SyncEngine {
             default: continue
             }
         }
+        let sealedBound = feed.sealed.filter { $0.synchronizable && $0.protection.isThisDeviceOnly && !$0.isTombstone }.count
+        if sealedBound > 0 { deviceBound.append("\(sealedBound) more, sealed until unlock") }
         return (pending, deviceBound.sorted())
     }
 
-    /// Milliseconds since 1970 from the system clock.
-    public static let systemWallClock: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
-
-    private init(device: Device, name: String, history: CircleHistory, relay: URL, transport: any RelayTransport,
-                 wallClock: @escaping @Sendable () -> UInt64) throws {
+    private init(device: Device, identity: DeviceIdentity?, name: String, history: CircleHistory, relay: URL, transport: any RelayTransport) {
         self.device = device
-        identity = try SyncSecrets.identity(of: device)
+        unsealedIdentity = identity
         self.name = name
         self.history = history
         self.relay = relay
         self.transport = transport
-        self.wallClock = wallClock
     }
 
     /// How a device appears to the members who vouch for it. Makes its identity on first use.
@@ -96,14 +129,11 @@ public actor SyncEngine {
 
     /// Creates a circle with this device as its only member, and publishes its membership and
     /// first key generation.
-    public static func create(device: Device, name: String, relay: URL, transport: any RelayTransport,
-                              wallClock: @escaping @Sendable () -> UInt64 = systemWallClock) async throws -> SyncEngine {
-        guard try SyncState.load(from: device.directory) == nil else {
-            throw CircleError.invalid("\(device.info.name) is already in a circle; `circle status` shows which.")
-        }
+    public static func create(device: Device, name: String, relay: URL, transport: any RelayTransport) async throws -> SyncEngine {
+        try requireNoCircle(device)
         let identity = try SyncSecrets.identity(of: device)
         let history = CircleHistory(creator: identity, name: name)
-        let engine = try SyncEngine(device: device, name: name, history: history, relay: relay, transport: transport, wallClock: wallClock)
+        let engine = SyncEngine(device: device, identity: identity, name: name, history: history, relay: relay, transport: transport)
         let keys = CircleKeys(circle: history.circle, epoch: history.epoch)
         let wrapped = keys.wrappedClassKeys()
         try await transport.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership)
@@ -115,52 +145,95 @@ public actor SyncEngine {
         return engine
     }
 
-    /// Joins `circle`, once a member has vouched for this device (`vouch(for:)`): reads and
-    /// verifies the membership, then opens this device's share of the current keys.
-    public static func join(_ circle: UUID, device: Device, name: String, relay: URL, transport: any RelayTransport,
-                            wallClock: @escaping @Sendable () -> UInt64 = systemWallClock) async throws -> SyncEngine {
-        guard try SyncState.load(from: device.directory) == nil else {
-            throw CircleError.invalid("\(device.info.name) is already in a circle; `circle status` shows which.")
+    /// Joins the circle a member vouched for. Everything the joiner can refuse is checked
+    /// first: that it is in no circle, that the relay's history is the sponsor's and takes the
+    /// sponsor's entry, that the share opens the current keys. Only then is the entry published,
+    /// so a refusal leaves the circle and the device as they were.
+    public static func join(_ voucher: Voucher, device: Device, transport: any RelayTransport) async throws -> SyncEngine {
+        try requireNoCircle(device)
+        let identity = try SyncSecrets.identity(of: device)
+        let me = identity.signingKey.publicKey
+        guard voucher.share.recipient == identity.sealingKey.publicKey, voucher.share.circle == voucher.circle else {
+            throw CircleError.invalid("the voucher was made for another device or circle; ask the sponsor again")
         }
-        let entries = try await transport.pull(circle: circle, stream: .membership, after: 0, limit: 10_000)
-        guard !entries.isEmpty else { throw CircleError.invalid("the relay at \(relay.absoluteString) knows no circle \(circle)") }
-        let history = try CircleHistory.reading(entries.map { try MembershipEntry(bytes: $0.body) })
-        let engine = try SyncEngine(device: device, name: name, history: history, relay: relay, transport: transport, wallClock: wallClock)
-        try await engine.finishJoining(membershipCursor: entries.last!.cursor)
+        if let entry = voucher.entry, entry.kind != .join || entry.subject.signing != me || entry.circle != voucher.circle {
+            throw CircleError.invalid("the voucher's membership entry does not admit \(device.info.name) to circle \(voucher.circle)")
+        }
+        let log = try await transport.pull(circle: voucher.circle, stream: .membership, after: 0, limit: 10_000)
+        guard let lastCursor = log.last?.cursor else {
+            throw CircleError.invalid("the relay at \(voucher.relay.absoluteString) knows no circle \(voucher.circle)")
+        }
+        let current = try CircleHistory.reading(log.map { try MembershipEntry(bytes: $0.body) })
+        guard current.circle == voucher.circle, current.entries.contains(where: { ContentDigest.of($0.bytes) == voucher.head }) else {
+            throw CircleError.invalid("the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
+                                      + "that is not the one the sponsor is in; nothing was changed")
+        }
+        var admitted = current
+        if let entry = voucher.entry, !current.isMember(me) {
+            guard entry.previous == ContentDigest.of(current.entries.last!.bytes) else {
+                throw CircleError.invalid("circle \(voucher.circle) changed after the sponsor vouched; nothing was changed: run the command again")
+            }
+            try admitted.append(entry)
+        }
+        guard let subject = admitted.members[me] else {
+            throw CircleError.invalid("no member has vouched for \(device.info.name) in circle \(voucher.circle)")
+        }
+        guard voucher.share.epoch == admitted.epoch else {
+            throw CircleError.invalid("circle \(voucher.circle) changed its keys after the sponsor vouched; nothing was changed: run the command again")
+        }
+        let circleKey = try voucher.share.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))
+        let engine = SyncEngine(device: device, identity: identity, name: subject.name, history: current, relay: voucher.relay, transport: transport)
+        await engine.setCursor(.membership, lastCursor)
+        let generation = try await engine.openGeneration(admitted.epoch, circleKey: circleKey)
+        if let entry = voucher.entry, !current.isMember(me) { try await engine.publish(entry) }
+        try SyncSecrets.storeCircleKey(circleKey, device, circle: voucher.circle, epoch: admitted.epoch)
+        try await engine.adopt(generation.keys, wrapped: generation.wrapped)
         return engine
     }
 
-    /// The member whose state is in the device's directory; nil when it is in no circle.
-    public static func open(device: Device, transport: (URL) -> any RelayTransport,
-                            wallClock: @escaping @Sendable () -> UInt64 = systemWallClock) async throws -> SyncEngine? {
+    /// The member whose state is in the device's directory; nil when it is in no circle. Reads
+    /// no secret: before first unlock the member starts sealed and opens at its first pass
+    /// after unlock.
+    public static func open(device: Device, transport: (URL) -> any RelayTransport) async throws -> SyncEngine? {
         guard let state = try SyncState.load(from: device.directory) else { return nil }
         let history = try CircleHistory(verifying: state.membership.map { try MembershipEntry(bytes: [UInt8]($0)) })
-        let engine = try SyncEngine(device: device, name: state.name, history: history, relay: state.relay,
-                                    transport: transport(state.relay), wallClock: wallClock)
+        let engine = SyncEngine(device: device, identity: nil, name: state.name, history: history, relay: state.relay,
+                                transport: transport(state.relay))
         try await engine.restore(state)
         return engine
     }
 
-    /// Vouches for `peer`: records its joining, signed by this member, and shares the current
-    /// keys with it.
-    public func vouch(for peer: PeerIdentity) async throws {
+    private static func requireNoCircle(_ device: Device) throws {
+        guard try SyncState.load(from: device.directory) == nil else {
+            throw CircleError.invalid("\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
+        }
+    }
+
+    /// Vouches for `peer`: a signed entry admitting it and its share of the current keys, for
+    /// the joiner to check and publish (`join`). Nothing changes until it does.
+    public func vouch(for peer: PeerIdentity) async throws -> Voucher {
+        let identity = try identity()
         try await pullMembership()
-        guard !history.isMember(peer.signing) else { return }
-        try await publish(MembershipEntry(.join, subject: peer, after: history, circle: circle, signer: identity.signingKey))
+        try requireMembership(identity)
+        guard !peer.name.isEmpty else { throw CircleError.invalid("a member needs a name the others can read") }
         guard let keys = generations[history.epoch] else { throw CircleError.invalid("this member does not hold the circle's current keys") }
-        try await transport.push([KeyRecord.share(CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey)).bytes],
-                                 circle: circle, stream: .keys)
-        try save()
+        let entry = history.isMember(peer.signing) ? nil
+            : MembershipEntry(.join, subject: peer, after: history, circle: circle, signer: identity.signingKey)
+        return Voucher(circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), entry: entry,
+                       share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey))
     }
 
     /// Removes the member that `peer` names and starts a new key generation shared with the
     /// members that remain: the removed device cannot open anything sealed after this.
     ///
-    /// `peer` is a member's name or the start of its signing key in hex (8 digits or more), for
-    /// when two devices share a name.
+    /// `peer` is a member's name or the start of its signing key in hex (8 digits or more, an
+    /// ellipsis pasted with it allowed), for when two devices share a name.
     public func remove(_ peer: String) async throws {
+        let identity = try identity()
         try await pullMembership()
-        let keyPrefix = peer.count >= 8 && peer.allSatisfy(\.isHexDigit) ? peer.lowercased() : nil
+        try requireMembership(identity)
+        let typed = peer.hasSuffix("…") ? String(peer.dropLast()) : peer
+        let keyPrefix = typed.count >= 8 && typed.allSatisfy(\.isHexDigit) ? typed.lowercased() : nil
         let matching = members.filter { member in
             member.name == peer || keyPrefix.map { Hex.encode(member.signing.bytes).hasPrefix($0) } == true
         }
@@ -168,31 +241,58 @@ public actor SyncEngine {
             peers.map { "\($0.name) (\(Hex.encode($0.signing.bytes).prefix(16))…)" }.joined(separator: ", ")
         }
         guard let subject = matching.first else {
-            throw CircleError.invalid("no member is named \(peer) or has a key starting with it; members: \(listing(members))")
+            throw CircleError.invalid("no member is named \(peer) or has a key starting with it (8 hex digits or more); members: \(listing(members))")
         }
         guard matching.count == 1 else {
             throw CircleError.invalid("\(matching.count) members match \(peer): \(listing(matching)); name one by the start of its key")
         }
+        guard subject.signing != identity.signingKey.publicKey else {
+            throw CircleError.invalid("\(subject.name) is this device; to take it out of the circle, `circle leave` it")
+        }
+        try await removeMember(subject, identity)
+    }
+
+    /// Takes this device out of its circle and forgets the circle's keys and state; the items
+    /// it received stay. A member publishes its own removal first, with a new key generation
+    /// for those who stay (made as a remover makes one, and forgotten here at once), so the
+    /// circle goes on without it. A device already removed only forgets. `force` forgets
+    /// even when the relay cannot be reached: the others then keep sharing keys with this
+    /// device until one of them removes it.
+    public func leave(force: Bool) async throws {
+        do {
+            let identity = try identity()
+            try await pullMembership()
+            if history.isMember(identity.signingKey.publicKey) {
+                try await removeMember(history.members[identity.signingKey.publicKey]!, identity)
+            }
+        } catch where force {}
+        try SyncState.remove(from: device.directory)
+        try? SyncSecrets.forgetCircleKeys(device)
+        generations = [:]
+    }
+
+    private func removeMember(_ subject: PeerIdentity, _ identity: DeviceIdentity) async throws {
         let afterRemoval = try await publish(MembershipEntry(.remove, subject: subject, after: history, circle: circle, signer: identity.signingKey))
         let keys = CircleKeys(circle: circle, epoch: afterRemoval.epoch)
         let wrapped = keys.wrappedClassKeys()
-        try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
         let shares = afterRemoval.members.values.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealing, from: identity.signingKey)).bytes }
         try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: wrapped).bytes] + shares, circle: circle, stream: .keys)
+        guard afterRemoval.isMember(identity.signingKey.publicKey) else { return }
+        try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
         try adopt(keys, wrapped: wrapped)
     }
 
-    /// Pushes the device's own writes and pulls everyone else's until this member is current.
+    /// Pushes the device's own writes and pulls everyone else's until this member is current,
+    /// as far as the class keys in memory allow: what is sealed in this lock state waits.
     public func sync() async throws -> SyncReport {
+        let identity = try identity()
         var report = SyncReport()
         let before = position
         try await pullMembership()
-        guard history.isMember(identity.signingKey.publicKey) else {
-            throw CircleError.invalid("\(device.info.name) was removed from circle \(circle); it no longer syncs")
-        }
-        try await pullKeys()
-        try await push(&report)
-        try await pull(&report)
+        try requireMembership(identity)
+        try await pullKeys(identity)
+        try await push(&report, author: identity.signingKey)
+        try await pull(&report, identity)
         // An idle node passes every second: it rewrites its state only when the pass moved it.
         if position != before { try save() }
         return report
@@ -205,31 +305,56 @@ public actor SyncEngine {
         var waiting: Int
         var membershipEntries: Int
         var generations: Int
+        var clock: HybridClock
     }
 
     private var position: Position {
         Position(cursors: cursors, pushedThrough: pushedThrough, waiting: waiting.count,
-                 membershipEntries: history.entries.count, generations: publishedClassKeys.count)
+                 membershipEntries: history.entries.count, generations: publishedClassKeys.count, clock: clock)
     }
 
-    // MARK: Membership and keys
+    // MARK: Identity, membership and keys
 
-    private func finishJoining(membershipCursor: UInt64) async throws {
+    /// The device identity, unsealed on first need. Before first unlock its class key is not
+    /// in memory: the member waits, and says so.
+    private func identity() throws -> DeviceIdentity {
+        if let unsealedIdentity { return unsealedIdentity }
+        do {
+            let identity = try SyncSecrets.identity(of: device)
+            unsealedIdentity = identity
+            return identity
+        } catch let error as KeychainError where error.status == .interactionNotAllowed {
+            throw KeychainError(.interactionNotAllowed, "\(device.info.name) has not been unlocked since it was powered on: "
+                                + "its sync identity stays sealed until then, and it syncs once unlocked.")
+        }
+    }
+
+    private func requireMembership(_ identity: DeviceIdentity) throws {
         guard history.isMember(identity.signingKey.publicKey) else {
-            throw CircleError.invalid("no member has vouched for \(device.info.name) in circle \(circle)")
+            throw CircleError.invalid("\(device.info.name) was removed from circle \(circle); it no longer syncs. "
+                                      + "`circle leave` forgets the circle, so it can join one again.")
         }
-        cursors[.membership] = membershipCursor
-        try await pullKeys()
-        guard generations[history.epoch] != nil else {
-            throw CircleError.invalid("the keys of circle \(circle) have not been shared with \(device.info.name) yet")
-        }
-        try save()
     }
+
+    private func setCursor(_ stream: RelayStream, _ cursor: UInt64) { cursors[stream] = cursor }
 
     private func adopt(_ keys: CircleKeys, wrapped: [UInt8]) throws {
         generations[keys.epoch] = keys
         publishedClassKeys[keys.epoch] = wrapped
         try save()
+    }
+
+    /// Reads the keys stream for generation `epoch`'s class keys and opens them with
+    /// `circleKey`: what a joiner checks before it publishes its entry.
+    private func openGeneration(_ epoch: UInt32, circleKey: SymmetricKey) async throws -> (keys: CircleKeys, wrapped: [UInt8]) {
+        let records = try await transport.pull(circle: circle, stream: .keys, after: 0, limit: 10_000)
+        if let last = records.last { cursors[.keys] = last.cursor }
+        for record in records {
+            guard case .classKeys(epoch, let wrapped)? = try? KeyRecord(bytes: record.body),
+                  let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: wrapped) else { continue }
+            return (keys, wrapped)
+        }
+        throw CircleError.invalid("the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
     }
 
     /// Publishes a membership entry, then reads the log back: when two members change the
@@ -255,16 +380,19 @@ public actor SyncEngine {
         if let last = records.last { cursors[.membership] = last.cursor }
     }
 
-    private func pullKeys() async throws {
+    private func pullKeys(_ identity: DeviceIdentity) async throws {
         let records = try await transport.pull(circle: circle, stream: .keys, after: cursors[.keys] ?? 0, limit: 10_000)
         for record in records {
             switch try? KeyRecord(bytes: record.body) {
             case .classKeys(let epoch, let bytes)?: publishedClassKeys[epoch] = bytes
             case .share(let share)? where share.recipient == identity.sealingKey.publicKey:
-                // A share from outside the circle, or forged, is ignored like any stranger's.
-                if let key = try? share.open(with: identity.sealingKey, trusting: Set(history.members.keys)) {
-                    try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: share.epoch)
-                }
+                // The entry that starts a generation is published before its shares, but may
+                // have reached the relay after this pass read the membership.
+                if history.generationAuthors[share.epoch] == nil { try await pullMembership() }
+                // A share from anyone but the generation's author, or forged, is ignored like a stranger's.
+                guard let author = history.generationAuthors[share.epoch],
+                      let key = try? share.open(with: identity.sealingKey, trusting: [author]) else { continue }
+                try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: share.epoch)
             default: continue
             }
         }
@@ -282,41 +410,71 @@ public actor SyncEngine {
 
     // MARK: Items
 
-    private func push(_ report: inout SyncReport) async throws {
+    /// Whether a change at `sequence` of item `uuid` is still to push: not the engine's own
+    /// write of a received version, and not pushed already.
+    private func isPending(_ sequence: Int64, _ uuid: UUID) -> Bool {
+        sequence > pushedThrough && held[uuid]?.changeSequence != sequence
+    }
+
+    /// Whether a sealed change is of an item that replicates; synchronizable items carry no
+    /// access control, so the plaintext columns tell.
+    private func replicates(_ change: SealedChange) -> Bool {
+        change.synchronizable && !change.protection.isThisDeviceOnly
+    }
+
+    private func push(_ report: inout SyncReport, author: SigningKey) async throws {
         guard let keys = generations[history.epoch] else { return }
-        let changes = try device.deviceKeychain.changes(since: pushedThrough, includingData: true)
+        let feed = try device.deviceKeychain.availableChanges(since: pushedThrough, includingData: true)
+        // Sealed in this lock state: they wait, and nothing from the first of them on counts as pushed.
+        let sealed = feed.sealed.filter { replicates($0) && isPending($0.changeSequence, $0.uuid) }
+        report.waitingToPush = sealed.count
         var items: [(item: SyncedItem, changeSequence: Int64)] = []
-        for change in changes {
+        for change in feed.open {
             switch SyncEligibility(change.record) {
             case .replicates: break
             case .deviceBound: report.skippedDeviceBound += 1; continue
             case .notSynchronizable, .accessControlled: continue
             }
-            // The engine's own writes of what others sent come back in the feed.
-            if held[change.record.uuid]?.changeSequence == change.changeSequence { continue }
+            guard isPending(change.changeSequence, change.record.uuid) else { continue }
             var record = change.record
             if change.isTombstone { record.data = nil }
-            items.append((SyncedItem(version: clock.tick(wallMilliseconds: wallClock()), isTombstone: change.isTombstone, record: record),
-                          change.changeSequence))
+            let version = stamp(change)
+            items.append((SyncedItem(version: version, isTombstone: change.isTombstone, record: record), change.changeSequence))
         }
         // A batch at a time, so the others start on the first while the rest is sealed.
-        let author = identity.signingKey
         for start in stride(from: 0, to: items.count, by: EnvelopeBatch.maximumCount) {
             let page = items[start..<min(start + EnvelopeBatch.maximumCount, items.count)]
-            let sealed = try ParallelMap.map(Array(page)) { item in
+            let sealedPage = try ParallelMap.map(Array(page)) { item in
                 try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey)
             }
-            let batches = EnvelopeBatch.batches(of: sealed, circle: circle, author: author)
+            let batches = EnvelopeBatch.batches(of: sealedPage, circle: circle, author: author)
             try await transport.push(batches.map(\.bytes), circle: circle, stream: .envelopes)
             for item in page {
                 held[item.item.record.uuid] = HeldVersion(stamp: item.item.stamp, changeSequence: item.changeSequence)
             }
             report.pushed += page.count
         }
-        if let last = changes.last { pushedThrough = last.changeSequence }
+        let last = max(feed.open.last?.changeSequence ?? pushedThrough, feed.sealed.last?.changeSequence ?? pushedThrough)
+        pushedThrough = sealed.first.map { $0.changeSequence - 1 } ?? last
+        clock.forget(through: pushedThrough)
     }
 
-    private func pull(_ report: inout SyncReport) async throws {
+    /// A local change's version: the time it was made (its modification date, or its deletion
+    /// date), after everything this member had seen or written before it, and after the
+    /// version of the item it replaces.
+    private func stamp(_ change: ItemChange) -> HybridTimestamp {
+        let date = change.isTombstone ? change.tombstoneDate ?? change.record.modificationDate : change.record.modificationDate
+        let milliseconds = date.timeIntervalSince1970 * 1000
+        var version = clock.stamp(changeAt: change.changeSequence,
+                                  wallMilliseconds: milliseconds.isFinite && milliseconds > 0 ? UInt64(min(milliseconds, 1e18)) : 0)
+        if let previous = held[change.record.uuid]?.stamp.timestamp, version <= previous {
+            version = previous.successor
+            clock.observe(version, at: change.changeSequence)
+        }
+        return version
+    }
+
+    private func pull(_ report: inout SyncReport, _ identity: DeviceIdentity) async throws {
         let retry = waiting
         waiting = []
         try apply(retry, &report)
@@ -355,12 +513,13 @@ public actor SyncEngine {
         }
         var chosen: [(envelope: SealedEnvelope, item: SyncedItem, stamp: VersionStamp)] = []
         var positions: [UUID: Int] = [:]
+        var newest = HybridTimestamp.zero
         for (envelope, result) in zip(envelopes, opened) {
             switch result {
             case .failure(let error):
                 report.rejected.append("\(error)")
             case .success(let (item, stamp)):
-                clock.observe(item.version)
+                newest = max(newest, item.version)
                 let uuid = item.record.uuid
                 let current = positions[uuid].map { chosen[$0].stamp } ?? held[uuid]?.stamp
                 if let current, !MergeRule.prefers(stamp, over: current) {
@@ -376,6 +535,8 @@ public actor SyncEngine {
                 }
             }
         }
+        // Whatever is written here, a local change made after it is stamped after what was seen.
+        defer { clock.observe(newest, at: device.deviceKeychain.latestChangeSequence) }
         guard !chosen.isEmpty else { return }
         let versions = chosen.map { choice in
             Keychain.ReplicatedVersion(record: choice.item.record, tombstoneDate: choice.item.isTombstone
@@ -416,10 +577,11 @@ public actor SyncEngine {
 
     private func save() throws {
         let state = SyncState(
-            name: name, relay: relay, membership: history.entries.map { Data($0.bytes) },
+            name: name, member: signingKey.map { Data($0.bytes) }, relay: relay, membership: history.entries.map { Data($0.bytes) },
             classKeys: publishedClassKeys.mapValues { Data($0) },
             cursors: Dictionary(uniqueKeysWithValues: cursors.map { ($0.key.rawValue, $0.value) }),
             pushedThrough: pushedThrough, clock: clock.latest,
+            clockReadings: clock.readings.map { SyncState.ClockReading(sequence: $0.sequence, time: $0.time) },
             held: held.mapValues { .init(milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
                                          digest: Data($0.stamp.digest), changeSequence: $0.changeSequence) },
             waiting: waiting.map { Data($0.bytes) })
@@ -427,16 +589,18 @@ public actor SyncEngine {
     }
 
     private func restore(_ state: SyncState) throws {
+        recordedMemberKey = try state.member.map { try SigningPublicKey(bytes: [UInt8]($0)) }
         publishedClassKeys = state.classKeys.mapValues { [UInt8]($0) }
         cursors = Dictionary(uniqueKeysWithValues: state.cursors.compactMap { key, value in RelayStream(rawValue: key).map { ($0, value) } })
         pushedThrough = state.pushedThrough
-        clock = HybridClock(latest: state.clock)
+        clock = HybridClock(readings: state.clockReadings?.map { HybridClock.Reading(sequence: $0.sequence, time: $0.time) }
+                                ?? [HybridClock.Reading(sequence: state.pushedThrough, time: state.clock)])
         held = state.held.mapValues {
             HeldVersion(stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
                         changeSequence: $0.changeSequence)
         }
         waiting = try state.waiting.map { try SealedEnvelope(bytes: [UInt8]($0)) }
-        // Before first unlock the circle keys cannot be read yet; the next sync opens them.
+        // Before first unlock the circle keys cannot be read yet; the first pass after opens them.
         try? openGenerations()
     }
 }

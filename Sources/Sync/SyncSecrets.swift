@@ -17,6 +17,14 @@ enum SyncSecrets {
                        sealingSeed: try secret(device, service: "identity", account: "sealing", createIfMissing: true)!)
     }
 
+    /// Deletes every circle key this device holds: what leaving a circle forgets. The identity stays.
+    static func forgetCircleKeys(_ device: Device) throws {
+        let query = ItemQuery(.genericPassword, attributes: [.service: .string("keyferry.sync.circle-key")], accessGroup: accessGroup)
+        do {
+            try device.deviceKeychain.delete(query)
+        } catch let error as KeychainError where error.status == .itemNotFound {}
+    }
+
     static func circleKey(_ device: Device, circle: UUID, epoch: UInt32) throws -> SymmetricKey? {
         try secret(device, service: "circle-key", account: "\(circle.uuidString)#\(epoch)", createIfMissing: false)
     }

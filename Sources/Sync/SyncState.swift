@@ -18,18 +18,37 @@ struct SyncState: Codable {
 
     var format = Self.formatVersion
     var name: String
+    /// This member's signing key (public): who it is in the membership, readable while its
+    /// identity is still sealed before first unlock. Absent from states written before it.
+    var member: Data?
     var relay: URL
     var membership: [Data]
     /// Each generation's class keys, sealed under its circle key, by epoch.
     var classKeys: [UInt32: Data]
     var cursors: [String: UInt64]
     var pushedThrough: Int64
+    /// The clock's latest reading; what older builds read.
     var clock: HybridTimestamp
+    /// The clock's readings by change sequence (`HybridClock`); absent from older states,
+    /// which start from `clock` at `pushedThrough`.
+    var clockReadings: [ClockReading]?
     var held: [UUID: Held]
     /// Envelopes waiting for unlock, as received.
     var waiting: [Data]
 
+    struct ClockReading: Codable {
+        var sequence: Int64
+        var time: HybridTimestamp
+    }
+
     static func url(in directory: URL) -> URL { directory.appendingPathComponent(fileName) }
+
+    /// Forgets the circle: the state goes, so the device is in none.
+    static func remove(from directory: URL) throws {
+        let url = url(in: directory)
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        try FileManager.default.removeItem(at: url)
+    }
 
     static func load(from directory: URL) throws -> SyncState? {
         let url = url(in: directory)

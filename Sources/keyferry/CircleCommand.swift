@@ -11,7 +11,7 @@ struct CircleCommand: AsyncParsableCommand {
             control) through a relay (`keyferry relay serve`) that sees only sealed, signed envelopes. \
             One node creates the circle; another joins with a voucher from a member.
             """,
-        subcommands: [Create.self, Join.self, Remove.self, Status.self])
+        subcommands: [Create.self, Join.self, Remove.self, Leave.self, Status.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a circle with this node as its first member.")
@@ -31,7 +31,12 @@ struct CircleCommand: AsyncParsableCommand {
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "join", abstract: "Join the circle of a member, which vouches for this node.",
-            discussion: "Both nodes must be running on this machine: the sponsor signs this node into the circle and shares the circle's keys with it.")
+            discussion: """
+                Both nodes must be running on this machine, and this one unlocked since it was powered on. \
+                The sponsor signs an entry admitting this node and seals it the circle's keys; this node \
+                checks both against the relay and only then publishes the entry. A join that fails \
+                changes nothing, on either side.
+                """)
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device directory of a member that vouches for this node.", completion: .directory) var sponsor: String
         @Option(help: "The name other members see (default: the device's name).") var name: String?
@@ -48,7 +53,11 @@ struct CircleCommand: AsyncParsableCommand {
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "remove", abstract: "Remove a member; the others get new keys it cannot open.",
-            discussion: "The removed device keeps what it already holds, and receives nothing written after the others learn of its removal.")
+            discussion: """
+                The removed device keeps what it already holds, and receives nothing written after the \
+                others learn of its removal; `circle leave` on it forgets the circle. A device takes \
+                itself out with `circle leave`, not remove.
+                """)
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The member to remove: its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them.") var peer: String
         @OptionGroup var output: JSONFlag
@@ -56,6 +65,28 @@ struct CircleCommand: AsyncParsableCommand {
         func run() async throws {
             try await reporting(json: output.json) {
                 try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: peer)), json: output.json)
+            }
+        }
+    }
+
+    struct Leave: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "leave", abstract: "Take this node out of its circle, and forget the circle's keys.",
+            discussion: """
+                A member publishes its own removal, with new keys for the members that stay, so they \
+                go on without it. A device that was removed only forgets the circle, so it can join \
+                one again. The items it received stay on it. With --force it forgets the circle even \
+                when the relay cannot be reached; the others then count it as a member until one of \
+                them removes it (`circle remove`).
+                """)
+        @OptionGroup var device: DeviceDirectory
+        @Flag(help: "Forget the circle here even if the relay cannot be told.") var force = false
+        @OptionGroup var output: JSONFlag
+
+        func run() async throws {
+            try await reporting(json: output.json) {
+                let status: NodeAPI.CircleStatus = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
+                if output.json { try printJSON(encodable: status) } else { print("left the circle; in no circle now") }
             }
         }
     }
@@ -77,6 +108,8 @@ private func present(_ status: NodeAPI.CircleStatus, json: Bool) throws {
     if json { return try printJSON(encodable: status) }
     guard let circle = status.circle else { return print("in no circle") }
     print("circle \(circle) through \(status.relay ?? "?"), key generation \(status.epoch ?? 0)")
+    if status.removed == true { print("  this device was removed from the circle and no longer syncs; `keyferry circle leave` forgets it") }
+    if status.sealedUntilUnlock == true { print("  sealed until the device is first unlocked; it syncs from then on") }
     for member in status.members {
         print("  \(member.name)\(member.isThisDevice == true ? " (this device)" : "")  \(member.signingKey.prefix(16))…")
     }

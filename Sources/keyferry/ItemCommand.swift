@@ -115,7 +115,10 @@ struct ItemCommand: AsyncParsableCommand {
         @Option(help: "New kSecAttrLabel.") var setLabel: String?
         @Option(help: "New kSecAttrAccessible.") var setAccessible: ProtectionClass?
         @Option(help: "Move to another of the app's access groups.") var setGroup: String?
-        @Option(help: "New kSecAttrSynchronizable: yes or no.") var setSync: Bool?
+        @Option(help: ArgumentHelp(
+            "New kSecAttrSynchronizable: yes or no. Making an item local deletes it on the user's other devices; this one keeps it.",
+            valueName: "yes|no"))
+        var setSync: YesNo?
         @Option(help: "Any other new attribute as NAME=VALUE (repeatable).") var setAttr: [String] = []
         @OptionGroup var output: JSONFlag
 
@@ -127,7 +130,7 @@ struct ItemCommand: AsyncParsableCommand {
         func run() async throws {
             try await reporting(json: output.json) {
                 let query = try search.query(attributes)
-                var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync,
+                var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
                                           data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
                 if let setAccount { changes.attributes[.account] = .string(setAccount) }
                 if let setService { changes.attributes[.service] = .string(setService) }
@@ -185,6 +188,21 @@ struct ItemCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// A yes-or-no option's value; true and false are accepted too.
+struct YesNo: ExpressibleByArgument {
+    let value: Bool
+
+    init?(argument: String) {
+        switch argument.lowercased() {
+        case "yes", "true": value = true
+        case "no", "false": value = false
+        default: return nil
+        }
+    }
+
+    static var allValueStrings: [String] { ["yes", "no"] }
 }
 
 /// `--limit`: one, all, or a number.

@@ -77,8 +77,8 @@ struct SyncBench: AsyncParsableCommand {
         let phone = try await SyncEngine.create(device: devices[0], name: "phone", relay: relay, transport: RelayClient(url: relay))
         var others: [SyncEngine] = []
         for device in devices.dropFirst() {
-            try await phone.vouch(for: SyncEngine.peerIdentity(of: device, name: device.info.name))
-            others.append(try await SyncEngine.join(await phone.circle, device: device, name: device.info.name, relay: relay, transport: RelayClient(url: relay)))
+            let voucher = try await phone.vouch(for: SyncEngine.peerIdentity(of: device, name: device.info.name))
+            others.append(try await SyncEngine.join(voucher, device: device, transport: RelayClient(url: relay)))
         }
 
         let batch = (0..<items).map { index in

@@ -18,11 +18,12 @@ public final class TestDevice: @unchecked Sendable {
 
     public init(
         passcode: String? = TestDevice.defaultPasscode, biometry: Bool = false, grace: TimeInterval = 10, seed: UInt64 = 1,
-        apps: [AppManifest] = [AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID)]
+        apps: [AppManifest] = [AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID)],
+        clock: ManualClock = ManualClock()
     ) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-test-\(UUID().uuidString)")
         directory = root.appendingPathComponent("device")
-        clock = ManualClock()
+        self.clock = clock
         self.passcode = passcode
         device = try Device.create(
             at: directory,

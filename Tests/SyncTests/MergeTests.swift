@@ -14,26 +14,37 @@ struct MergeTests {
                                       attributes: [.account: .string("a")], data: tombstone ? nil : Data(secret.utf8)))
     }
 
-    @Test("the clock never runs backwards, and a write made after seeing another is newer, whatever the wall clocks say")
+    @Test("a change is stamped after everything seen before it, with the time it was made when that is later, whatever the wall clocks say")
     func hybridClock() {
         var clock = HybridClock()
-        let first = clock.tick(wallMilliseconds: 5_000)
-        let sameMillisecond = clock.tick(wallMilliseconds: 5_000)
-        let wallWentBack = clock.tick(wallMilliseconds: 4_000)
+        let first = clock.stamp(changeAt: 1, wallMilliseconds: 5_000)
+        let sameMillisecond = clock.stamp(changeAt: 2, wallMilliseconds: 5_000)
+        let wallWentBack = clock.stamp(changeAt: 3, wallMilliseconds: 4_000)
         #expect(first < sameMillisecond && sameMillisecond < wallWentBack)
         #expect(wallWentBack == HybridTimestamp(milliseconds: 5_000, counter: 2))
-        #expect(clock.tick(wallMilliseconds: 6_000) == HybridTimestamp(milliseconds: 6_000))
+        #expect(clock.stamp(changeAt: 4, wallMilliseconds: 6_000) == HybridTimestamp(milliseconds: 6_000))
 
         // Node B's clock is an hour behind A's. B sees A's write, then edits the item.
         var a = HybridClock(), b = HybridClock()
-        let written = a.tick(wallMilliseconds: 10_000_000)
-        b.observe(written)
-        let edited = b.tick(wallMilliseconds: 10_000_000 - 3_600_000)
+        let written = a.stamp(changeAt: 1, wallMilliseconds: 10_000_000)
+        b.observe(written, at: 10)
+        let edited = b.stamp(changeAt: 11, wallMilliseconds: 10_000_000 - 3_600_000)
         #expect(edited > written)
         #expect(MergeRule.prefers(version(edited.milliseconds, edited.counter, secret: "b"), over: version(written.milliseconds, written.counter)))
 
-        var full = HybridClock(latest: HybridTimestamp(milliseconds: 7, counter: .max))
-        #expect(full.tick(wallMilliseconds: 1) == HybridTimestamp(milliseconds: 8))
+        // A change B made before it saw A's write, stamped only now (it waited for an unlock),
+        // keeps its own, earlier time: the later write wins.
+        let madeBefore = b.stamp(changeAt: 9, wallMilliseconds: 9_000_000)
+        #expect(madeBefore == HybridTimestamp(milliseconds: 9_000_000) && madeBefore < written)
+        #expect(b.stamp(changeAt: 12, wallMilliseconds: 1) > edited, "the readings still order what comes after")
+
+        // Forgetting what came before the stamped changes keeps what later ones are stamped after.
+        b.forget(through: 12)
+        #expect(b.readings.count == 1 && b.reading(before: 13) == b.latest)
+
+        var full = HybridClock(readings: [.init(sequence: 1, time: HybridTimestamp(milliseconds: 7, counter: .max))])
+        #expect(full.stamp(changeAt: 2, wallMilliseconds: 1) == HybridTimestamp(milliseconds: 8))
+        #expect(HybridTimestamp(milliseconds: .max, counter: .max).successor == HybridTimestamp(milliseconds: .max, counter: .max))
     }
 
     @Test("the newer version wins; on a tie the smaller digest wins, from either side; a delete is a version like any other")
