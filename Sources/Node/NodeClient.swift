@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import NIOCore
+import Sync
 
 /// Calls a running node's control API over its socket. Failures come back typed: a
 /// `KeychainError` with Apple's status, a `DeviceError`, or a `NodeError` naming the fix.
@@ -100,6 +101,9 @@ extension NodeClient {
             peer.name = name
         }
         let voucher: NodeAPI.Voucher = try await sponsor.call(.circleVouch, NodeAPI.Vouch(peer: peer))
-        return try await call(.circleJoin, voucher)
+        let joined: NodeAPI.CircleStatus = try await call(.circleJoin, voucher)
+        // The joiner published its entry; the sponsor reads it now rather than at its next pass.
+        let _: SyncReport? = try? await sponsor.call(.syncNow, NodeAPI.Empty())
+        return joined
     }
 }

@@ -126,5 +126,114 @@ struct SyncCLITests {
         #expect(!FileManager.default.fileExists(atPath: root + "/relay/relay.json"), "the relay stopped")
         let statusAfter = try cli.run(["circle", "status", root + "/two"])
         #expect(statusAfter.status == 1, "the node is down")
+
+        // Up again: every device powers on before first unlock with its sync sealed, is unlocked
+        // by the fleet, and syncs both ways.
+        let back = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
+        #expect(back.map { $0["started"] as? Bool } == [true, true] && Set(back.compactMap { $0["circle"] as? String }) == circles)
+        try cli.ok(["item", "add", root + "/two", "--app", "com.example.mail", "--account", "from-two", "--value", "2", "--sync"])
+        try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "from-one", "--value", "1", "--sync"])
+        #expect(try await arrival(cli, root + "/one", "from-two") == "2")
+        #expect(try await arrival(cli, root + "/two", "from-one") == "1")
+        try cli.ok(["fleet", "down", file.path, "--root", root])
+    }
+
+    /// The secret of `account` once the node at `dir` holds it (nodes sync every second), or
+    /// "" after five seconds.
+    private func arrival(_ cli: CLI, _ dir: String, _ account: String) async throws -> String {
+        for _ in 0..<50 {
+            let found = try cli.run(["item", "get", dir, "--app", "com.example.mail", "--account", account, "--sync", "yes"])
+            if found.status == 0 { return found.text }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return ""
+    }
+
+    @Test("every member stopped and started, or killed with SIGKILL, starts before first unlock, answers, and syncs both ways once unlocked")
+    func restart() async throws {
+        let cli = try CLI()
+        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
+        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let phone = try cli.poweredDevice("phone"), tablet = try cli.poweredDevice("tablet")
+        try cli.ok(["circle", "create", phone, "--relay", relay])
+        try cli.ok(["circle", "join", tablet, "--sponsor", phone])
+
+        for dir in [phone, tablet] {
+            try cli.ok(["node", "stop", dir])
+            try cli.ok(["node", "start", dir])
+            #expect(try cli.status(dir)["lockState"] as? String == "bfu")
+            let sealed = try cli.ok(["circle", "status", dir, "--json"]).object()
+            #expect(sealed["sealedUntilUnlock"] as? Bool == true && (sealed["members"] as? [Any])?.count == 2)
+            #expect(try cli.ok(["circle", "status", dir]).text.contains("sealed until the device is first unlocked"))
+            try cli.ok(["sync", "status", dir])
+        }
+        for dir in [phone, tablet] { try cli.ok(["device", "unlock", dir, "--passcode", "123456"]) }
+        try cli.ok(["item", "add", phone, "--app", "com.example.mail", "--account", "from-phone", "--value", "p", "--sync"])
+        try cli.ok(["item", "add", tablet, "--app", "com.example.mail", "--account", "from-tablet", "--value", "t", "--sync"])
+        #expect(try await arrival(cli, tablet, "from-phone") == "p")
+        #expect(try await arrival(cli, phone, "from-tablet") == "t")
+
+        let pid = try #require(try cli.ok(["node", "status", tablet, "--json"]).object()["pid"] as? Int)
+        kill(Int32(pid), SIGKILL)
+        while kill(Int32(pid), 0) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try cli.ok(["node", "start", tablet])
+        try cli.ok(["device", "unlock", tablet, "--passcode", "123456"])
+        try cli.ok(["item", "add", tablet, "--app", "com.example.mail", "--account", "after-kill", "--value", "k", "--sync"])
+        try cli.ok(["item", "add", phone, "--app", "com.example.mail", "--account", "to-killed", "--value", "q", "--sync"])
+        #expect(try await arrival(cli, phone, "after-kill") == "k")
+        #expect(try await arrival(cli, tablet, "to-killed") == "q")
+
+        // Made local on the phone: gone from the tablet, kept on the phone.
+        try cli.ok(["item", "update", phone, "--app", "com.example.mail", "--account", "from-phone", "--sync", "yes", "--set-sync", "no"])
+        try cli.ok(["sync", "now", phone])
+        try cli.ok(["sync", "now", tablet])
+        let gone = try cli.run(["item", "get", tablet, "--app", "com.example.mail", "--account", "from-phone", "--sync", "any"])
+        #expect(gone.status == 3 && gone.stderr.contains("errSecItemNotFound"), "\(gone.stderr)")
+        #expect(try cli.ok(["item", "get", phone, "--app", "com.example.mail", "--account", "from-phone"]).text == "p")
+        let badSwitch = try cli.run(["item", "update", phone, "--app", "com.example.mail", "--account", "from-phone", "--set-sync", "maybe"])
+        #expect(badSwitch.status == 64 && badSwitch.stderr.contains("yes|no"), "\(badSwitch.stderr)")
+    }
+
+    @Test("a join the joiner would refuse changes nothing on the sponsor; a removed device leaves and joins again; a member cannot remove itself")
+    func joinRefusalsAndLeave() throws {
+        let cli = try CLI()
+        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
+        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let a = try cli.poweredDevice("a"), b = try cli.poweredDevice("b"), c = try cli.poweredDevice("c")
+        try cli.ok(["circle", "create", a, "--relay", relay])
+        try cli.ok(["circle", "join", b, "--sponsor", a])
+        try cli.ok(["circle", "remove", a, "--peer", "b"])
+        func members() throws -> [String] {
+            (try cli.ok(["circle", "status", a, "--json"]).object()["members"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        }
+        #expect(try members() == ["a"])
+
+        let again = try cli.run(["circle", "join", b, "--sponsor", a])
+        #expect(again.status == 1 && again.stderr.contains("already in circle") && again.stderr.contains("circle leave"), "\(again.stderr)")
+        #expect(try members() == ["a"])
+        let removed = try cli.run(["sync", "now", b])
+        #expect(removed.status == 1 && removed.stderr.contains("`circle leave` forgets the circle"), "\(removed.stderr)")
+        #expect(try cli.ok(["circle", "status", b, "--json"]).object()["removed"] as? Bool == true)
+        let own = try cli.run(["circle", "remove", a, "--peer", "a"])
+        #expect(own.status == 1 && own.stderr.contains("circle leave"), "\(own.stderr)")
+        #expect(try members() == ["a"])
+        let emptyName = try cli.run(["circle", "join", c, "--sponsor", a, "--name", ""])
+        #expect(emptyName.status == 1 && emptyName.stderr.contains("name"), "\(emptyName.stderr)")
+        try cli.ok(["node", "reboot", c])
+        let sealed = try cli.run(["circle", "join", c, "--sponsor", a])
+        #expect(sealed.status == 3 && sealed.stderr.contains("has not been unlocked since it was powered on"), "\(sealed.stderr)")
+        #expect(try members() == ["a"])
+
+        try cli.ok(["circle", "leave", b])
+        #expect(try cli.ok(["circle", "status", b]).text.contains("in no circle"))
+        #expect(!FileManager.default.fileExists(atPath: b + "/sync.json"))
+        try cli.ok(["circle", "join", b, "--sponsor", a])
+        #expect(try members() == ["a", "b"])
+        try cli.ok(["circle", "leave", b, "--json"])
+        try cli.ok(["sync", "now", a])
+        #expect(try members() == ["a"], "a member that leaves is removed for the others")
+        #expect(try cli.ok(["circle", "status", a, "--json"]).object()["epoch"] as? Int == 3, "with new keys it does not hold")
+        let notIn = try cli.run(["circle", "leave", b])
+        #expect(notIn.status == 1 && notIn.stderr.contains("in no circle"), "\(notIn.stderr)")
     }
 }
