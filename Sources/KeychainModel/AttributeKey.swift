@@ -86,11 +86,13 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
     /// `account` for `kSecAttrAccount`. Keys Keyferry does not know keep their short code.
     public var name: String { Self.names[self] ?? rawValue }
 
-    /// Accepts the name (`account`), Apple's constant (`kSecAttrAccount`) or the short code (`acct`).
+    /// Accepts the name (`account`), Apple's constant (`kSecAttrAccount`) or the short code
+    /// (`acct`): the spellings app code uses. `keyType` (`kSecAttrKeyType`) is Apple's name for
+    /// the code `type` on keys.
     public init?(name: String) {
         let bare = name.hasPrefix("kSecAttr") ? String(name.dropFirst(8)) : name
         let lowered = bare.prefix(1).lowercased() + bare.dropFirst()
-        if let key = Self.byName[lowered] {
+        if let key = Self.byName[lowered] ?? Self.aliases[lowered] {
             self = key
         } else if Self.kinds[AttributeKey(name)] != nil {
             self = AttributeKey(name)
@@ -115,6 +117,8 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
         .accessControl: "accessControl", .creationDate: "creationDate", .modificationDate: "modificationDate",
     ]
     private static let byName = Dictionary(uniqueKeysWithValues: names.map { ($0.value, $0.key) })
+    /// Apple's second names for a code (`kSecAttrKeyType` and `kSecAttrType` are both `type`).
+    private static let aliases: [String: AttributeKey] = ["keyType": .type]
 }
 
 extension ItemClass {

@@ -22,8 +22,10 @@ public enum SecDictionary {
         let parts = try Parts(dictionary, operation: operation)
         if parts.data != nil { throw KeychainError(.param, "kSecValueData belongs in an add or in the update dictionary, not in a search.") }
         if parts.accessControl != nil { throw KeychainError(.param, "kSecAttrAccessControl cannot be searched on.") }
+        // A persistent reference names one item: no implicit kSecAttrSynchronizable = false.
+        let synchronizable = parts.synchronizable ?? (parts.persistentReference == nil ? .no : .any)
         return ItemQuery(parts.itemClass, attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
-                         synchronizable: parts.synchronizable ?? .no, persistentReference: parts.persistentReference,
+                         synchronizable: synchronizable, persistentReference: parts.persistentReference,
                          matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication)
     }
 

@@ -262,12 +262,14 @@ public struct Keychain: Sendable {
     // MARK: SecItemUpdate
 
     /// Applies `changes` to every match, in one transaction: all change or none. Primary-key
-    /// attributes may change (Apple's behaviour); a collision is `errSecDuplicateItem`.
+    /// attributes may change (Apple's behaviour); a collision is `errSecDuplicateItem`. Empty
+    /// changes are not refused (Apple does not check them): they touch every match, whose
+    /// modification date moves on.
     public func update(_ query: ItemQuery, with changes: ItemChanges) throws {
         guard query.itemClass != .identity else {
             throw KeychainError(.unimplemented, "update the certificate and the private key of an identity separately.")
         }
-        guard !changes.isEmpty else { throw KeychainError(.param, "SecItemUpdate needs at least one attribute or the data to change.") }
+        guard query.returning.isEmpty else { throw KeychainError(.param, "SecItemUpdate returns nothing; remove the kSecReturn keys from its query.") }
         try query.itemClass.validate(changes.attributes)
         if let group = changes.accessGroup { _ = try groupForWriting(group) }
         if let protection = changes.protection { try checkPasscode(for: protection) }

@@ -19,8 +19,12 @@ struct ItemAttributes: ParsableArguments {
     @Option(help: "kSecAttrComment.") var comment: String?
     @Option(help: "kSecAttrAccessGroup: which of the app's groups (default: its first).") var group: String?
     @Option(name: .customLong("attr"), help: ArgumentHelp(
-        "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keySizeInBits=256 (repeatable).",
-        discussion: "Data values take hex: or base64: prefixes (plain text otherwise); dates take ISO 8601."))
+        "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keyType=kSecAttrKeyTypeRSA (repeatable).",
+        discussion: """
+            NAME is Apple's name with or without kSecAttr (keyType, kSecAttrKeyType) or its short code \
+            (type). Data values take hex: or base64: prefixes (plain text otherwise); numbers take \
+            Apple's named values too (kSecAttrKeyTypeRSA, kSecAttrKeyClassPrivate); dates take ISO 8601.
+            """))
     var extra: [String] = []
 
     /// The attributes given, typed by each attribute's kind.
@@ -45,18 +49,38 @@ struct ItemAttributes: ParsableArguments {
 func parseAssignment(_ text: String, flag: String) throws -> (AttributeKey, AttributeValue) {
     guard let equals = text.firstIndex(of: "=") else { throw ValidationError("\(flag) takes NAME=VALUE, not '\(text)'.") }
     let name = String(text[..<equals]), raw = String(text[text.index(after: equals)...])
-    guard let key = AttributeKey(name: name), let kind = key.kind else {
-        throw ValidationError("\(flag): '\(name)' is not a keychain attribute (try account, service, label, applicationTag, keySizeInBits ...).")
+    let key = AttributeKey(name: name)
+    if let key, let own = ownOptions[key] {
+        throw ValidationError("\(flag): \(name) has an option of its own: \(own).")
+    }
+    guard let key, let kind = key.kind else {
+        throw ValidationError("\(flag): '\(name)' is not a keychain attribute (try account, service, label, applicationTag, keyType ...).")
     }
     return (key, try attributeValue(raw, kind: kind, name: name))
 }
+
+/// The attributes the keychain keeps apart from the class's own, each set by an option of its own.
+private let ownOptions: [AttributeKey: String] = [
+    .accessGroup: "--group (--set-group in an update)", .accessible: "--accessible (--set-accessible in an update)",
+    .synchronizable: "--sync (--set-sync in an update)", .accessControl: "--access-control, when adding",
+    .creationDate: "none, the keychain keeps it", .modificationDate: "none, the keychain keeps it",
+]
+
+/// Apple's named values of numeric attributes, as app code spells them.
+private let namedNumbers: [String: Int64] = Dictionary(uniqueKeysWithValues: [
+    ("kSecAttrKeyTypeRSA", kSecAttrKeyTypeRSA), ("kSecAttrKeyTypeECSECPrimeRandom", kSecAttrKeyTypeECSECPrimeRandom),
+    ("kSecAttrKeyClassPublic", kSecAttrKeyClassPublic), ("kSecAttrKeyClassPrivate", kSecAttrKeyClassPrivate),
+    ("kSecAttrKeyClassSymmetric", kSecAttrKeyClassSymmetric),
+].map { ($0, Int64($1)!) })
 
 func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws -> AttributeValue {
     switch kind {
     case .string:
         return .string(raw)
     case .number:
-        guard let n = Int64(raw) else { throw ValidationError("\(name) takes a whole number, not '\(raw)'.") }
+        guard let n = Int64(raw) ?? namedNumbers[raw] else {
+            throw ValidationError("\(name) takes a whole number or one of Apple's named values, not '\(raw)'.")
+        }
         return .number(n)
     case .bool:
         switch raw.lowercased() {

@@ -54,6 +54,13 @@ struct ModelTests {
         #expect((outcome?.status ?? .success) == expected)
     }
 
+    @Test("an attribute is named as Apple names it, with or without kSecAttr, or by its short code; keyType is Apple's name for type")
+    func attributeNames() {
+        for name in ["keyType", "kSecAttrKeyType", "type", "KeyType"] { #expect(AttributeKey(name: name) == .type, "\(name)") }
+        for name in ["applicationTag", "kSecAttrApplicationTag", "atag"] { #expect(AttributeKey(name: name) == .applicationTag, "\(name)") }
+        #expect(AttributeKey(name: "keyKind") == nil)
+    }
+
     @Test("persistent references round-trip and reject foreign bytes")
     func persistentReferences() throws {
         let reference = PersistentReference(itemClass: .internetPassword, uuid: UUID())

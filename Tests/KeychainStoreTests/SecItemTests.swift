@@ -112,6 +112,40 @@ struct SecItemTests {
         #expect(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.biometryCurrentSet, .or, .devicePasscode], nil) != nil)
     }
 
+    @Test("an update whose query asks for data or attributes is errSecParam; an empty update is not refused and touches the item")
+    func updateRules() throws {
+        #expect(add([kSecAttrAccount: "a", kSecValueData: Data("s".utf8)]) == errSecSuccess)
+        let query: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]
+        for returning in [kSecReturnData, kSecReturnAttributes] {
+            var asking = query
+            asking[returning] = true
+            #expect(keychain.SecItemUpdate(asking, [kSecAttrLabel: "x"]) == errSecParam)
+        }
+        var typed = ItemQuery(.genericPassword, attributes: [.account: .string("a")])
+        typed.returning = .attributes
+        #expect(status { try keychain.update(typed, with: ItemChanges(attributes: [.label: .string("x")])) } == .param)
+
+        let before = try keychain.copy(ItemQuery(.genericPassword, attributes: [.account: .string("a")], returning: .attributes)).first!
+        t.clock.advance(by: 1)
+        #expect(keychain.SecItemUpdate(query, [:]) == errSecSuccess)
+        let after = try keychain.copy(ItemQuery(.genericPassword, attributes: [.account: .string("a")], returning: [.attributes, .data])).first!
+        #expect(after.modificationDate > before.modificationDate && after.attributes == before.attributes && after.data == Data("s".utf8))
+        #expect(keychain.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "none"], [:]) == errSecItemNotFound)
+    }
+
+    @Test("a persistent reference finds its item whether or not it is synchronizable, unless the query says otherwise")
+    func persistentReferenceWithoutSynchronizableClause() throws {
+        var added: Any?
+        #expect(keychain.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "synced", kSecAttrSynchronizable: true,
+                                     kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true], &added) == errSecSuccess)
+        let reference = try #require(added as? Data)
+        let (found, data) = copy([kSecValuePersistentRef: reference, kSecReturnData: true])
+        #expect(found == errSecSuccess && data as? Data == Data("s".utf8))
+        #expect(copy([kSecValuePersistentRef: reference, kSecAttrSynchronizable: false]).0 == errSecItemNotFound)
+        #expect(copy([kSecAttrAccount: "synced"]).0 == errSecItemNotFound, "without a reference the implicit clause holds")
+        #expect(keychain.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecValuePersistentRef: reference]) == errSecSuccess)
+    }
+
     @Test("unknown attributes, missing and unknown classes")
     func classAndAttributeErrors() {
         #expect(add([kSecAttrServer: "example.com"]) == errSecNoSuchAttr, "generic passwords have no server")

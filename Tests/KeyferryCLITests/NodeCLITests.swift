@@ -132,6 +132,20 @@ struct NodeCLITests {
         #expect(try cli.ok(["item", "get", dir] + app + ["--account", "a", "--service", "new"]).text == "x")
     }
 
+    @Test("--attr takes Apple's names, with or without kSecAttr, its short codes, and named values: keyType is a key's type")
+    func attributeSpellings() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir] + app + ["--class", "key", "--attr", "keyType=kSecAttrKeyTypeRSA", "--attr", "kSecAttrKeyClass=kSecAttrKeyClassPrivate",
+                                                 "--attr", "atag=hex:0a0b", "--attr", "keySizeInBits=2048", "--value", "k"])
+        for spelling in [["--attr", "keyType=42"], ["--attr", "kSecAttrKeyType=kSecAttrKeyTypeRSA"], ["--attr", "type=42"]] {
+            let found = try cli.ok(["item", "get", dir] + app + ["--class", "key", "--attr", "applicationTag=hex:0a0b"] + spelling)
+            #expect(found.text == "k", "\(spelling)")
+        }
+        let other = try cli.run(["item", "get", dir] + app + ["--class", "key", "--attr", "keyType=kSecAttrKeyTypeECSECPrimeRandom"])
+        #expect(other.status == 3 && other.stderr.contains("errSecItemNotFound"), "\(other.stderr)")
+    }
+
     @Test("a node killed with SIGKILL in the middle of writes restarts before first unlock with every committed item")
     func sigkillMidWrite() throws {
         let cli = try CLI()
