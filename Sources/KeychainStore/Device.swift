@@ -19,6 +19,8 @@ public final class Device: Sendable {
     public let deviceBoundBackupKey: SymmetricKey
     /// nil while powered off.
     private let power: Mutex<LockStateMachine?>
+    /// Passcode attempts made inside another transaction (access control), written once it ends.
+    private let unsavedAttempts = Mutex<PasscodeAttempts?>(nil)
 
     public var directory: URL { layout.root }
 
@@ -202,23 +204,37 @@ public final class Device: Sendable {
     private func requirePower() throws { try withPower { _ in } }
 
     /// Unlocks with the passcode (nil on a device without one). A wrong passcode is
-    /// `errSecAuthFailed` and counts a failed attempt.
+    /// `errSecAuthFailed` and counts a failed attempt (`PasscodeAttempts`).
     public func unlock(passcode: String?) throws {
-        let passcodeSet = try passcodeIsSet()
-        if passcodeSet, passcode == nil {
-            throw KeychainError(.authFailed, "this device has a passcode; give it to unlock the device.")
+        guard try passcodeIsSet() else {
+            let keys = try database.read { db in try keybag.unwrap(db, passcode: nil) }
+            return try withPower { $0.unlocked(with: keys) }
         }
-        let keys: [ProtectionClass: ClassKeys]
-        do {
-            keys = try database.read { db in try keybag.unwrap(db, passcode: passcodeSet ? passcode : nil) }
-        } catch let error as KeychainError where error.status == .authFailed {
-            let attempts = try database.write { db in
-                try Int.fetchOne(db, sql: "UPDATE keybag SET failed_attempts = failed_attempts + 1 WHERE id = 1 RETURNING failed_attempts") ?? 0
-            }
-            throw KeychainError(.authFailed, "\(error.message) Failed attempts: \(attempts).")
-        }
-        try database.write { db in try db.execute(sql: "UPDATE keybag SET failed_attempts = 0 WHERE id = 1") }
+        guard let passcode else { throw KeychainError(.authFailed, "this device has a passcode; give it to unlock the device.") }
+        let keys = try verifyPasscode(passcode)
         try withPower { $0.unlocked(with: keys) }
+    }
+
+    /// The one check of a passcode outside other transactions (unlock, passcode changes): the
+    /// class keys it opens, or `errSecAuthFailed`, counted as `PasscodeAttempts` says. While the
+    /// device waits after failed attempts, nothing is tried.
+    private func verifyPasscode(_ passcode: String) throws -> [ProtectionClass: ClassKeys] {
+        try saveAttempts()
+        let now = clock.now()
+        let attempts = try database.read { db in try Keybag.Settings.load(db).attempts }
+        if let wait = attempts.retryAfter(at: now) { throw KeychainError(.authFailed, attempts.disabledMessage(wait)) }
+        let hash = keybag.attemptHash(passcode)
+        if hash != attempts.lastWrong, let keys = try? database.read({ db in try keybag.unwrap(db, passcode: passcode) }) {
+            if attempts != PasscodeAttempts() { try database.write { db in try Keybag.save(PasscodeAttempts(), db) } }
+            return keys
+        }
+        let (recorded, counted) = try database.write { db in
+            var recorded = try Keybag.Settings.load(db).attempts
+            let counted = recorded.recordWrong(hash, at: now)
+            try Keybag.save(recorded, db)
+            return (recorded, counted)
+        }
+        throw KeychainError(.authFailed, recorded.wrongPasscodeMessage(counted: counted, at: now))
     }
 
     /// Locks the screen. Class A keys leave memory when the grace period ends, or at once with
@@ -247,7 +263,8 @@ public final class Device: Sendable {
             name: info.name, id: info.id, poweredOn: snapshot != nil, lockState: snapshot?.0,
             protectedDataAvailable: snapshot?.1 ?? false, graceRemaining: snapshot?.2,
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
-            failedPasscodeAttempts: settings.failedAttempts, itemCount: itemCount)
+            failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: now),
+            itemCount: itemCount)
     }
 
     // MARK: Passcode
@@ -272,12 +289,13 @@ public final class Device: Sendable {
             }
             return machine.keys
         }
+        if try passcodeIsSet() {
+            guard let current else { throw KeychainError(.authFailed, "give the current passcode to change it.") }
+            _ = try verifyPasscode(current)
+        }
         let newKeys = try database.write { db -> [ProtectionClass: ClassKeys] in
             let settings = try Keybag.Settings.load(db)
-            if settings.passcodeSet {
-                guard let current else { throw KeychainError(.authFailed, "give the current passcode to change it.") }
-                _ = try keybag.unwrap(db, passcode: current)
-            } else if newPasscode == nil {
+            if !settings.passcodeSet && newPasscode == nil {
                 throw DeviceError(.invalidArgument, "the device has no passcode to remove.")
             }
             if newPasscode == nil {
@@ -293,11 +311,32 @@ public final class Device: Sendable {
         }
     }
 
-    /// Checks a passcode without changing any state (for `devicePasscode` access control),
-    /// inside the caller's transaction.
+    /// Checks a passcode for `devicePasscode` access control, inside the caller's transaction:
+    /// counted as every other check, and kept in memory until `saveAttempts` writes it once the
+    /// transaction is over (a read cannot write, and a failed update rolls back).
     func isCorrectPasscode(_ passcode: String, _ db: Database) -> Bool {
-        guard (try? Keybag.Settings.load(db).passcodeSet) == true else { return false }
-        return (try? keybag.unwrap(db, passcode: passcode)) != nil
+        guard let settings = try? Keybag.Settings.load(db), settings.passcodeSet else { return false }
+        let now = clock.now()
+        return unsavedAttempts.withLock { unsaved in
+            var attempts = unsaved ?? settings.attempts
+            defer { if attempts != (unsaved ?? settings.attempts) { unsaved = attempts } }
+            guard attempts.retryAfter(at: now) == nil else { return false }
+            let hash = keybag.attemptHash(passcode)
+            if hash != attempts.lastWrong, (try? keybag.unwrap(db, passcode: passcode)) != nil {
+                attempts = PasscodeAttempts()
+                return true
+            }
+            _ = attempts.recordWrong(hash, at: now)
+            return false
+        }
+    }
+
+    /// Writes what `isCorrectPasscode` counted: the callers of access control call it once
+    /// their transaction is over.
+    func saveAttempts() throws {
+        guard let attempts = unsavedAttempts.withLock({ $0 }) else { return }
+        try database.write { db in try Keybag.save(attempts, db) }
+        unsavedAttempts.withLock { if $0 == attempts { $0 = nil } }
     }
 
     // MARK: Biometry

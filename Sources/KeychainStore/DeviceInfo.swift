@@ -63,6 +63,8 @@ public struct DeviceStatus: Sendable, Codable, Equatable {
     public var passcodeSet: Bool
     public var biometryEnrolled: Bool
     public var failedPasscodeAttempts: Int
+    /// Seconds until a passcode may be tried again, after five or more failed attempts.
+    public var passcodeRetryAfter: TimeInterval?
     /// Live items (tombstones excluded), counted without opening any.
     public var itemCount: Int
 }

@@ -11,11 +11,14 @@ struct Keybag: Sendable {
     /// Keys derived from the hardware UID; the UID itself is not kept beyond `init`.
     let uidWrappingKey: SymmetricKey
     let passcodeTangleKey: SymmetricKey
+    /// Keys the hash that tells a wrong passcode tried again from a new one.
+    let attemptKey: SymmetricKey
     let entropy: any EntropySource
 
     init(uid: SymmetricKey, entropy: any EntropySource) {
         uidWrappingKey = uid.derive(context: "kfuidwrp")
         passcodeTangleKey = uid.derive(context: "kfpasscd")
+        attemptKey = uid.derive(context: "kfattmpt")
         self.entropy = entropy
     }
 
@@ -25,7 +28,7 @@ struct Keybag: Sendable {
         var salt: [UInt8]
         var parameters: PasswordHashParameters
         var passcodeSet: Bool
-        var failedAttempts: Int
+        var attempts: PasscodeAttempts
         var biometryEnrollment: [UInt8]?
 
         static func load(_ db: Database) throws -> Settings {
@@ -35,10 +38,20 @@ struct Keybag: Sendable {
             return Settings(
                 salt: [UInt8](row["salt"] as Data),
                 parameters: PasswordHashParameters(operations: UInt64(row["kdf_operations"] as Int64), memoryBytes: UInt64(row["kdf_memory"] as Int64)),
-                passcodeSet: row["passcode_set"], failedAttempts: row["failed_attempts"],
+                passcodeSet: row["passcode_set"],
+                attempts: PasscodeAttempts(failed: row["failed_attempts"], lastWrong: (row["last_wrong_passcode"] as Data?).map { [UInt8]($0) },
+                                           lastFailure: (row["last_failure_at"] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))),
                 biometryEnrollment: (row["biometry_enrollment"] as Data?).map { [UInt8]($0) })
         }
     }
+
+    static func save(_ attempts: PasscodeAttempts, _ db: Database) throws {
+        try db.execute(sql: "UPDATE keybag SET failed_attempts = ?, last_wrong_passcode = ?, last_failure_at = ? WHERE id = 1",
+                       arguments: [attempts.failed, attempts.lastWrong.map { Data($0) }, attempts.lastFailure?.timeIntervalSinceReferenceDate])
+    }
+
+    /// What identifies a passcode among wrong ones tried, and nothing more.
+    func attemptHash(_ passcode: String) -> [UInt8] { KeyedHash.digest(of: Array(passcode.utf8), key: attemptKey, length: 16) }
 
     // MARK: Wrapping
 
@@ -74,7 +87,7 @@ struct Keybag: Sendable {
     /// passcode). Returns the unwrapped keys, since a device with a passcode just set is unlocked.
     func create(_ db: Database, passcode: String?, parameters: PasswordHashParameters) throws -> [ProtectionClass: ClassKeys] {
         let settings = Settings(salt: entropy.bytes(PasswordHashParameters.saltByteCount), parameters: parameters,
-                                passcodeSet: passcode != nil, failedAttempts: 0, biometryEnrollment: nil)
+                                passcodeSet: passcode != nil, attempts: PasscodeAttempts(), biometryEnrollment: nil)
         try db.execute(
             sql: "INSERT INTO keybag (id, salt, kdf_operations, kdf_memory, passcode_set) VALUES (1, ?, ?, ?, ?)",
             arguments: [Data(settings.salt), Int64(parameters.operations), Int64(parameters.memoryBytes), passcode != nil])
@@ -126,8 +139,8 @@ struct Keybag: Sendable {
         var settings = try Settings.load(db)
         // A fresh salt on every change: the old passcode's derived key opens nothing new.
         settings.salt = entropy.bytes(PasswordHashParameters.saltByteCount)
-        try db.execute(sql: "UPDATE keybag SET salt = ?, passcode_set = ?, failed_attempts = 0 WHERE id = 1",
-                       arguments: [Data(settings.salt), newPasscode != nil])
+        try db.execute(sql: "UPDATE keybag SET salt = ?, passcode_set = ? WHERE id = 1", arguments: [Data(settings.salt), newPasscode != nil])
+        try Self.save(PasscodeAttempts(), db)
         let passcodeKey = try newPasscode.map { try self.passcodeKey($0, settings: settings) }
         var keys = keys
         if newPasscode == nil {

@@ -118,6 +118,7 @@ public struct Keychain: Sendable {
 
     /// The matching items, at most `matchLimit` (default one). None is `errSecItemNotFound`.
     public func copy(_ query: ItemQuery) throws -> [ItemRecord] {
+        defer { try? device.saveAttempts() }
         if query.itemClass == .identity { return try identities(query).map(\.identity) }
         if query.returning.contains(.ref) {
             throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects; ask for data or attributes.")
@@ -270,6 +271,7 @@ public struct Keychain: Sendable {
             throw KeychainError(.unimplemented, "update the certificate and the private key of an identity separately.")
         }
         guard query.returning.isEmpty else { throw KeychainError(.param, "SecItemUpdate returns nothing; remove the kSecReturn keys from its query.") }
+        defer { try? device.saveAttempts() }
         try query.itemClass.validate(changes.attributes)
         if let group = changes.accessGroup { _ = try groupForWriting(group) }
         if let protection = changes.protection { try checkPasscode(for: protection) }

@@ -86,6 +86,12 @@ struct KeychainDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2: passcode attempts") { db in
+            try db.execute(sql: """
+                ALTER TABLE keybag ADD COLUMN last_wrong_passcode BLOB;
+                ALTER TABLE keybag ADD COLUMN last_failure_at REAL;
+                """)
+        }
         return migrator
     }
 

@@ -19,6 +19,64 @@ struct DeviceLifecycleTests {
         #expect(try t.device.status().lockState == .unlocked)
     }
 
+    @Test("the same wrong passcode again counts once; from the fifth failure the device waits longer each time, refusing even the right passcode")
+    func passcodeDelays() throws {
+        let t = try TestDevice()
+        try t.device.reboot()
+        func attempt(_ passcode: String) -> KeychainError? {
+            do { try t.device.unlock(passcode: passcode); return nil } catch { return error as? KeychainError }
+        }
+        func state() throws -> (failed: Int, wait: TimeInterval?) {
+            let status = try t.device.status()
+            return (status.failedPasscodeAttempts, status.passcodeRetryAfter)
+        }
+        for _ in 0..<3 { #expect(attempt("000000")?.status == .authFailed) }
+        #expect(try state().failed == 1)
+        #expect(attempt("000000")?.message.contains("does not count again") == true)
+        for wrong in ["111111", "222222", "333333"] { #expect(attempt(wrong)?.status == .authFailed) }
+        #expect(try state().failed == 4 && state().wait == nil, "no delay before the fifth failure")
+
+        let fifth = attempt("444444")
+        #expect(fifth?.message.contains("Failed attempts: 5. The device is disabled: try again in 1 min") == true, "\(String(describing: fifth))")
+        #expect(try state().wait == 60)
+        let waiting = attempt(TestDevice.defaultPasscode)
+        #expect(waiting?.status == .authFailed && waiting?.message.contains("try again in 1 min; no passcode is tried") == true)
+        t.clock.advance(by: 59)
+        #expect(attempt(TestDevice.defaultPasscode)?.message.contains("try again in 1 s") == true)
+        #expect(try state().failed == 5 && t.device.lockState == .beforeFirstUnlock)
+
+        // Each later failure waits longer: 5 minutes, 15, 15, then an hour. A reboot forgets none of it.
+        for (wrong, delay) in [("555555", 300.0), ("666666", 900), ("777777", 900), ("888888", 3600)] {
+            t.clock.advance(by: 60)
+            #expect(attempt(wrong)?.status == .authFailed)
+            #expect(try state().wait == delay, "after \(wrong)")
+            try t.device.reboot()
+            t.clock.advance(by: delay - 60)
+        }
+        #expect(try state().failed == 9 && state().wait == 60)
+        #expect(attempt(TestDevice.defaultPasscode)?.message.contains("try again in 1 min") == true)
+        t.clock.advance(by: 60)
+        #expect(attempt(TestDevice.defaultPasscode) == nil)
+        #expect(try state().failed == 0 && state().wait == nil && t.device.lockState == .unlocked)
+    }
+
+    @Test("every check of a passcode counts: a passcode change and an item's devicePasscode prompt, the same wrong one once")
+    func everyPasscodeCheckCounts() throws {
+        let t = try TestDevice()
+        #expect(status { try t.device.setPasscode("654321", current: "000000") } == .authFailed)
+        #expect(try t.device.status().failedPasscodeAttempts == 1)
+        let keychain = try t.keychain()
+        try keychain.add(NewItem(.genericPassword, attributes: [.account: .string("guarded"), .service: .string("com.example.app")], data: Data("g".utf8),
+                                 accessControl: try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode])))
+        var query = ItemQuery.password(account: "guarded")
+        query.authentication = .responding(.passcode("111111"))
+        for _ in 0..<2 { #expect(status { _ = try keychain.copy(query) } == .authFailed) }
+        #expect(try t.device.status().failedPasscodeAttempts == 2)
+        query.authentication = .responding(.passcode(TestDevice.defaultPasscode))
+        #expect(try keychain.copy(query).first?.data == Data("g".utf8))
+        #expect(try t.device.status().failedPasscodeAttempts == 0)
+    }
+
     @Test("changing the passcode keeps every item; the old passcode stops working")
     func changePasscode() throws {
         let t = try TestDevice()
