@@ -265,12 +265,12 @@ public struct Keychain: Sendable {
     /// Applies `changes` to every match, in one transaction: all change or none. Primary-key
     /// attributes may change (Apple's behaviour); a collision is `errSecDuplicateItem`. Empty
     /// changes are not refused (Apple does not check them): they touch every match, whose
-    /// modification date moves on.
+    /// modification date moves on. The query's return options are not used (`SecItemUpdate`
+    /// refuses them in its dictionary).
     public func update(_ query: ItemQuery, with changes: ItemChanges) throws {
         guard query.itemClass != .identity else {
             throw KeychainError(.unimplemented, "update the certificate and the private key of an identity separately.")
         }
-        guard query.returning.isEmpty else { throw KeychainError(.param, "SecItemUpdate returns nothing; remove the kSecReturn keys from its query.") }
         defer { try? device.saveAttempts() }
         try query.itemClass.validate(changes.attributes)
         if let group = changes.accessGroup { _ = try groupForWriting(group) }

@@ -121,10 +121,6 @@ struct SecItemTests {
             asking[returning] = true
             #expect(keychain.SecItemUpdate(asking, [kSecAttrLabel: "x"]) == errSecParam)
         }
-        var typed = ItemQuery(.genericPassword, attributes: [.account: .string("a")])
-        typed.returning = .attributes
-        #expect(status { try keychain.update(typed, with: ItemChanges(attributes: [.label: .string("x")])) } == .param)
-
         let before = try keychain.copy(ItemQuery(.genericPassword, attributes: [.account: .string("a")], returning: .attributes)).first!
         t.clock.advance(by: 1)
         #expect(keychain.SecItemUpdate(query, [:]) == errSecSuccess)
