@@ -6,6 +6,8 @@ import KeyferryCrypto
 /// Restores an archive onto a powered-off device, the same one or a new one, as iOS does: the
 /// target keeps its hardware UID and passcode; items come back only where their wrapping
 /// opens; the target's non-synchronizable items are replaced and its synchronizable ones merged.
+/// The keychain import checks no app: an item whose app is not installed comes back, and is
+/// seen once an app entitled to its group is installed.
 /// The new store is built beside the target and swapped in only when complete.
 public enum DeviceRestore {
     /// `passcode` is the target's own (its class keys are needed to store the items).
@@ -66,16 +68,18 @@ public enum DeviceRestore {
         for (done, (item, record)) in zip(contents.items, opened).enumerated() {
             let outcome: RestoreReport.Reason?
             var name = item.name
+            var waitsForApp = false
             if let record {
                 name = name ?? ArchivedItem.name { record.attributes[$0] }
-                outcome = decide(record, entitledGroups: entitledGroups, onTarget: synchronizedOnTarget[record.primaryKey])
+                outcome = decide(record, onTarget: synchronizedOnTarget[record.primaryKey])
                 if outcome == nil { restored.append(record) }
+                waitsForApp = outcome == nil && !entitledGroups.contains(record.accessGroup)
             } else {
                 outcome = report.sameDevice ? .damaged
                     : item.protection.isThisDeviceOnly ? .deviceBound
                     : .unencryptedOnAnotherDevice
             }
-            report.items.append(.init(item, name: name, reason: outcome))
+            report.items.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
             progress(done + 1, total)
         }
         try keychain.restore(restored)
@@ -94,8 +98,7 @@ public enum DeviceRestore {
     }
 
     /// Why an item that opened does not come back, or nil when it does.
-    private static func decide(_ record: ItemRecord, entitledGroups: Set<String>, onTarget: ItemChange?) -> RestoreReport.Reason? {
-        guard entitledGroups.contains(record.accessGroup) else { return .appNotInstalled }
+    private static func decide(_ record: ItemRecord, onTarget: ItemChange?) -> RestoreReport.Reason? {
         guard let onTarget else { return nil }
         if onTarget.isTombstone, let deleted = onTarget.tombstoneDate, deleted > record.modificationDate { return .newerTombstone }
         if !onTarget.isTombstone, onTarget.record.modificationDate > record.modificationDate { return .newerOnDevice }
@@ -161,8 +164,11 @@ public struct RestoreReport: Codable, Sendable {
         public var name: String?
         public var restored: Bool
         public var reason: Reason?
+        /// Restored, but no installed app is entitled to its access group yet: the item is seen
+        /// once one is installed.
+        public var waitingForApp: Bool
 
-        init(_ item: ArchivedItem, name: String?, reason: Reason?) {
+        init(_ item: ArchivedItem, name: String?, reason: Reason?, waitingForApp: Bool) {
             uuid = item.uuid
             self.name = name
             itemClass = item.itemClass
@@ -171,6 +177,7 @@ public struct RestoreReport: Codable, Sendable {
             accessGroup = item.accessGroup
             restored = reason == nil
             self.reason = reason
+            self.waitingForApp = waitingForApp
         }
     }
 
@@ -179,8 +186,6 @@ public struct RestoreReport: Codable, Sendable {
         case deviceBound
         /// From an unencrypted archive, whose items only the source device opens.
         case unencryptedOnAnotherDevice
-        /// No installed app is entitled to the item's access group.
-        case appNotInstalled
         /// Deleted on the target after the backup was made (a newer tombstone).
         case newerTombstone
         /// The target's synchronizable copy is newer.
@@ -192,7 +197,6 @@ public struct RestoreReport: Codable, Sendable {
             switch self {
             case .deviceBound: "device-bound (ThisDeviceOnly): only the device that made the backup can open it"
             case .unencryptedOnAnotherDevice: "unencrypted archive on another device: its keychain items open only on the device that made it"
-            case .appNotInstalled: "no installed app has its access group"
             case .newerTombstone: "deleted on this device after the backup was made"
             case .newerOnDevice: "this device has a newer copy"
             case .damaged: "does not open: damaged or altered"

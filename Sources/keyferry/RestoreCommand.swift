@@ -54,7 +54,8 @@ extension RestoreReport {
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
             let columns = [item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
                            item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local"]
-            lines.append("  " + columns.joined(separator: " ") + (item.reason.map { "  \($0.sentence)" } ?? ""))
+            let note = item.reason?.sentence ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
+            lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
             lines.append("  not in the archive: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)")

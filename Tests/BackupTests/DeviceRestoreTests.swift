@@ -94,6 +94,33 @@ struct DeviceRestoreTests {
         #expect(try restored.sandbox(for: TestDevice.appID).string(forKey: "signedInUser") == "alice")
     }
 
+    @Test("items of an app not installed on the target come back from every kind of archive, and are seen once the app is installed",
+          arguments: [(true, true), (true, false), (false, true)])
+    func itemsWithoutTheirApp(encrypted: Bool, sameDevice: Bool) throws {
+        let fixture = try TestDevice()
+        let mail = AppManifest(bundleID: "com.example.mail", teamID: TestDevice.teamID)
+        try fixture.device.install(mail)
+        try fixture.device.keychain(for: mail.bundleID).add(.password(account: "mail-token", value: "kept", protection: .afterFirstUnlock))
+        // Uninstalled before the backup: its items stay in the keychain, its app leaves the archive.
+        try fixture.device.uninstall(bundleID: mail.bundleID)
+        let url = try archive(fixture, encrypted: encrypted)
+        let newDevice = try TestDevice(seed: 7)
+        let target = sameDevice ? fixture.directory : newDevice.directory
+        fixture.device.powerOff()
+        newDevice.device.powerOff()
+
+        let report = try DeviceRestore.restore(url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode)
+        let outcome = try #require(report.items.first { $0.name?.hasPrefix("mail-token") == true })
+        #expect(outcome.restored && outcome.waitingForApp && outcome.reason == nil)
+        #expect(!report.apps.contains(mail.bundleID))
+        let restored = try Device.powerOn(at: target)
+        defer { restored.powerOff() }
+        try restored.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(throws: DeviceError.self) { try restored.keychain(for: mail.bundleID) }
+        try restored.install(mail)
+        #expect(try restored.keychain(for: mail.bundleID).copy(.password(account: "mail-token")).first?.data == Data("kept".utf8))
+    }
+
     @Test("the seed-001 scenario: on a new phone from an encrypted backup, every ThisDeviceOnly item is errSecItemNotFound, every migratable one readable")
     func seedScenario() throws {
         let fixture = try source()
