@@ -257,6 +257,8 @@ public enum NodeAPI {
 
     public struct SyncStatus: Codable, Sendable {
         public var circle: UUID?
+        /// Before first unlock the device's sync identity is sealed: it syncs once unlocked.
+        public var sealedUntilUnlock: Bool?
         public var members: [Peer]
         /// When the last exchange with the relay completed, and what it did.
         public var lastExchange: Date?

@@ -9,9 +9,12 @@ import Sync
 /// `KeychainError` with Apple's status, a `DeviceError`, or a `NodeError` naming the fix.
 public struct NodeClient: Sendable {
     public let paths: NodePaths
+    /// How long one call may take before the node counts as not answering.
+    private let timeout: TimeAmount
 
-    public init(directory: URL) {
+    public init(directory: URL, timeout: TimeAmount = .seconds(60)) {
         paths = NodePaths(directory: directory)
+        self.timeout = timeout
     }
 
     public func status() async throws -> NodeAPI.NodeStatus {
@@ -67,7 +70,7 @@ public struct NodeClient: Sendable {
         }
         let response: HTTPClientResponse
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+            response = try await HTTPClient.shared.execute(request, timeout: timeout)
         } catch {
             throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(error)); its log is \(paths.log.path).")
         }

@@ -22,7 +22,9 @@ public enum NodeLauncher {
         } catch {
             throw NodeError.failed("cannot run \(executable.path): \(error.localizedDescription).")
         }
-        let client = NodeClient(directory: directory)
+        // Asked every few milliseconds while it starts: a node that is not up yet must not hold
+        // one probe for a whole call's timeout.
+        let client = NodeClient(directory: directory, timeout: .seconds(2))
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let status = try? await client.status() { return status }
