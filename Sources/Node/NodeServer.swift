@@ -23,7 +23,7 @@ public enum NodeServer {
 
         let sync = await NodeSync(device: device, logger: logger)
         let router = Router()
-        routes(router, device: device, logger: logger)
+        routes(router, device: device, sync: sync, logger: logger)
         syncRoutes(router, sync: sync, logger: logger)
         let app = Application(
             router: router,
@@ -53,7 +53,7 @@ public enum NodeServer {
         logger.info("node down")
     }
 
-    static func routes(_ router: Router<BasicRequestContext>, device: Device, logger: Logger) {
+    static func routes(_ router: Router<BasicRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
         typealias API = NodeAPI
         // How far a backup in progress has come, for `status` to report while it runs.
         let backupProgress = Mutex<API.Progress?>(nil)
@@ -65,6 +65,8 @@ public enum NodeServer {
         }
         post(router, .reboot, API.Empty.self, logger) { _ in
             try device.reboot()
+            // What the member unsealed leaves memory with the class keys.
+            await sync.seal()
             logger.info("rebooted: before first unlock")
             return API.Empty()
         }

@@ -125,6 +125,9 @@ final class NodeSync: Sendable {
                             + "unlock it (keyferry device unlock DIR --passcode ...) before it can \(action).")
     }
 
+    /// After a reboot: the member's secrets leave memory, until the first unlock.
+    func seal() async { await engine?.seal() }
+
     /// One exchange now, whatever the loop is doing.
     func syncNow() async throws -> SyncReport {
         guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle; `keyferry circle create` or `circle join` first.") }

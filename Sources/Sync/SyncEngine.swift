@@ -313,6 +313,13 @@ public actor SyncEngine {
                  membershipEntries: history.entries.count, generations: publishedClassKeys.count, clock: clock)
     }
 
+    /// Forgets every secret this member unsealed (the identity, the circle's keys): what a
+    /// reboot does. The next pass after unlock reads them again.
+    public func seal() {
+        unsealedIdentity = nil
+        generations = [:]
+    }
+
     // MARK: Identity, membership and keys
 
     /// The device identity, unsealed on first need. Before first unlock its class key is not

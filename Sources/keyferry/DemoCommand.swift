@@ -11,7 +11,8 @@ import Sync
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
 /// secrets of several classes, the other devices join its circle and receive its synchronizable
-/// items through a relay, the phone locks, reboots and changes its face, its backups are
+/// items through a relay, one of them powers off and on and catches up once unlocked, the
+/// phone locks, reboots and changes its face, its backups are
 /// restored onto new iPhones with a report of what was lost and why, it loses its passcode,
 /// and every read prints Apple's status. The fleet goes down at the end.
 struct DemoCommand: AsyncParsableCommand {
@@ -99,6 +100,9 @@ struct DemoCommand: AsyncParsableCommand {
 
         let relay = try await circle(phone: phone, runner: runner, tour: tour)
         defer { relay.cancel() }
+        if let tablet = runner.fleet.members.first(where: { $0.id != "phone" && $0.passcode != nil }) {
+            try await restart(tablet, phone: phone, runner: runner, tour: tour)
+        }
 
         tour.heading("Alice locks the phone (grace period \(Int(member.grace)) s, in real time)")
         try await phone.send(.lock, NodeAPI.Lock(immediately: false))
@@ -195,6 +199,28 @@ struct DemoCommand: AsyncParsableCommand {
         return relay
     }
 
+    /// A member of the circle powers off and on while the phone writes: before its first unlock
+    /// its sync stays sealed; unlocked, it catches up.
+    private func restart(_ member: FleetFile.Member, phone: NodeClient, runner: FleetRunner, tour: Tour) async throws {
+        tour.heading("\(member.deviceName) powers off and on while the phone writes")
+        let directory = runner.directory(of: member), client = NodeClient(directory: runner.directory(of: member))
+        try await NodeLauncher.stop(directory: directory)
+        _ = try await NodeLauncher.start(directory: directory)
+        await tour.attempt("the phone adds calendar-token (afterFirstUnlock, synchronizable)") {
+            try await phone.add(Self.mail, NewItem(.genericPassword, attributes: [.account: .string("calendar-token")], data: Data("calendar-secret".utf8),
+                                                   protection: .afterFirstUnlock, synchronizable: true))
+            let _: SyncReport = try await phone.call(.syncNow, NodeAPI.Empty())
+        }
+        let sealed: NodeAPI.CircleStatus = try await client.get(.circleStatus)
+        tour.say("before first unlock, \(member.deviceName) is still one of \(sealed.members.count) members; its sync keys stay sealed")
+        await tour.attempt("on \(member.deviceName), sync now") { let _: SyncReport = try await client.call(.syncNow, NodeAPI.Empty()) }
+        try await client.send(.unlock, NodeAPI.Unlock(passcode: member.passcode))
+        let _: SyncReport = try await client.call(.syncNow, NodeAPI.Empty())
+        await tour.attempt("unlocked and synced, mail on \(member.deviceName) reads calendar-token") {
+            try await client.read(Self.mail, "calendar-token", synchronizable: .yes)
+        }
+    }
+
     /// Backs the phone up both ways and restores each archive onto a new iPhone.
     private func newPhone(from phone: NodeClient, runner: FleetRunner, tour: Tour) async throws {
         tour.heading("Alice gets a new iPhone: her backups, restored onto it")
@@ -243,8 +269,10 @@ extension NodeClient {
     }
 
     /// Reads a generic password's data by account, as `app`.
-    func read(_ app: String, _ account: String, _ authentication: AuthenticationContext = .noInteraction) async throws {
-        let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], returning: .data, authentication: authentication)
+    func read(_ app: String, _ account: String, _ authentication: AuthenticationContext = .noInteraction,
+              synchronizable: SynchronizableMatch = .no) async throws {
+        let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], synchronizable: synchronizable,
+                              returning: .data, authentication: authentication)
         let _: NodeAPI.Items = try await call(.copy, NodeAPI.Search(app: app, query: query))
     }
 }

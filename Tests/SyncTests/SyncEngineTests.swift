@@ -297,6 +297,10 @@ struct SyncEngineTests {
         let key = await members[1].engine.signingKey
         try tablet.reboot()
         #expect(tablet.lockState == .beforeFirstUnlock)
+        // A reboot seals the running member too: what it had unsealed leaves memory.
+        await members[1].engine.seal()
+        await #expect(throws: KeychainError.self) { try await members[1].engine.sync() }
+        // And a member opened anew from disk starts sealed.
         members[1].engine = try #require(try await SyncEngine.open(device: tablet, transport: { _ in relay }))
         #expect(await members[1].engine.circle == members[0].engine.circle)
         #expect(await members[1].engine.signingKey == key, "its key is known while its identity is sealed")
