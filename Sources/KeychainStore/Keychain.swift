@@ -295,8 +295,11 @@ public struct Keychain: Sendable {
                 updated.accessControl = try metadata.accessControl.map { try AccessControl(protection: protection, flags: $0.flags) }
                 // Strictly increasing, even when the clock has not moved since the last write.
                 updated.modificationDate = max(now, metadata.modificationDate.addingTimeInterval(0.001))
-                let header = header(uuid: row.header.uuid, itemClass: row.header.itemClass, protection: protection,
-                                    synchronizable: synchronizable, metadata: updated)
+                // Made local: for the other devices a deletion, so the synchronizable item leaves
+                // a tombstone, and the local copy goes on as a new item.
+                let madeLocal = row.header.synchronizable && !synchronizable
+                let header = header(uuid: madeLocal ? UUIDBytes.uuid(device.entropy.bytes(16)) : row.header.uuid, itemClass: row.header.itemClass,
+                                    protection: protection, synchronizable: synchronizable, metadata: updated)
                 if header.primaryKeyHash != row.header.primaryKeyHash {
                     if let holder = try ItemTable.holder(db, primaryKeyHash: header.primaryKeyHash) {
                         guard holder.isTombstone else {
@@ -309,20 +312,14 @@ public struct Keychain: Sendable {
                 guard written.insert(header.primaryKeyHash).inserted else {
                     throw KeychainError(.duplicateItem, "the update would give two matched items the same primary key; nothing was changed.")
                 }
-                if row.header.synchronizable && !synchronizable {
-                    // Made local: for the other devices a deletion, so the synchronizable item
-                    // leaves a tombstone, and the local copy goes on as a new item.
-                    try ItemTable.bury(db, id: row.id, at: updated.modificationDate, changeSequence: device.database.nextChangeSequence())
-                    var local = header
-                    local.uuid = UUIDBytes.uuid(device.entropy.bytes(16))
-                    let sealed = SealedRow.seal(header: local, metadata: updated, secret: secret, keys: newKeys,
-                                                random: device.entropy.bytes(SealedRow.entropyPerRow))
-                    _ = try ItemTable.insert(db, sealed, changeSequence: device.database.nextChangeSequence())
-                    continue
-                }
                 let sealed = SealedRow.seal(header: header, metadata: updated, secret: secret, keys: newKeys,
                                             random: device.entropy.bytes(SealedRow.entropyPerRow))
-                try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: device.database.nextChangeSequence())
+                if madeLocal {
+                    try ItemTable.bury(db, id: row.id, at: updated.modificationDate, changeSequence: device.database.nextChangeSequence())
+                    _ = try ItemTable.insert(db, sealed, changeSequence: device.database.nextChangeSequence())
+                } else {
+                    try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: device.database.nextChangeSequence())
+                }
             }
         }
     }

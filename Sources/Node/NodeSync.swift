@@ -139,8 +139,9 @@ final class NodeSync: Sendable {
         let local = try await engine?.localStatus() ?? (pending: 0, deviceBound: [])
         let waiting = await engine?.waitingCount ?? 0
         return progress.withLock { p in
-            NodeAPI.SyncStatus(circle: circle.circle, sealedUntilUnlock: circle.sealedUntilUnlock, members: circle.members, lastExchange: p.lastExchange, lastReport: p.lastReport,
-                               lastError: p.lastError, pending: local.pending, waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound)
+            NodeAPI.SyncStatus(circle: circle.circle, sealedUntilUnlock: circle.sealedUntilUnlock, members: circle.members,
+                               lastExchange: p.lastExchange, lastReport: p.lastReport, lastError: p.lastError, pending: local.pending,
+                               waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound)
         }
     }
 
