@@ -32,6 +32,18 @@ struct DeviceRestoreTests {
         return url
     }
 
+    /// Backs `fixture` up, then restores the archive onto the same device or onto a new one
+    /// (returned too, since its directory lives as long as it does), both powered off first.
+    func backUpAndRestore(_ fixture: TestDevice, encrypted: Bool, sameDevice: Bool) throws -> (report: RestoreReport, target: URL, newDevice: TestDevice) {
+        let url = try archive(fixture, encrypted: encrypted)
+        let newDevice = try TestDevice(seed: 7)
+        let target = sameDevice ? fixture.directory : newDevice.directory
+        fixture.device.powerOff()
+        newDevice.device.powerOff()
+        let report = try DeviceRestore.restore(url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode)
+        return (report, target, newDevice)
+    }
+
     /// Accounts and secrets readable on the device in `directory`, after power-on and unlock.
     func contents(_ directory: URL, passcode: String? = TestDevice.defaultPasscode) throws -> [String: String] {
         let device = try Device.powerOn(at: directory)
@@ -58,13 +70,8 @@ struct DeviceRestoreTests {
           arguments: [(true, true), (true, false), (false, true), (false, false)])
     func matrix(encrypted: Bool, sameDevice: Bool) throws {
         let fixture = try source()
-        let url = try archive(fixture, encrypted: encrypted)
-        let newDevice = try TestDevice(seed: 7)
-        let target = sameDevice ? fixture.directory : newDevice.directory
-        fixture.device.powerOff()
-        newDevice.device.powerOff()
-
-        let report = try DeviceRestore.restore(url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode)
+        let (report, target, newDevice) = try backUpAndRestore(fixture, encrypted: encrypted, sameDevice: sameDevice)
+        defer { withExtendedLifetime(newDevice) {} }
         #expect(report.sameDevice == sameDevice)
         #expect(report.neverExported["genericPassword.whenPasscodeSetThisDeviceOnly"] == 2)
         let found = try contents(target)
@@ -103,13 +110,8 @@ struct DeviceRestoreTests {
         try fixture.device.keychain(for: mail.bundleID).add(.password(account: "mail-token", value: "kept", protection: .afterFirstUnlock))
         // Uninstalled before the backup: its items stay in the keychain, its app leaves the archive.
         try fixture.device.uninstall(bundleID: mail.bundleID)
-        let url = try archive(fixture, encrypted: encrypted)
-        let newDevice = try TestDevice(seed: 7)
-        let target = sameDevice ? fixture.directory : newDevice.directory
-        fixture.device.powerOff()
-        newDevice.device.powerOff()
-
-        let report = try DeviceRestore.restore(url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode)
+        let (report, target, newDevice) = try backUpAndRestore(fixture, encrypted: encrypted, sameDevice: sameDevice)
+        defer { withExtendedLifetime(newDevice) {} }
         let outcome = try #require(report.items.first { $0.name?.hasPrefix("mail-token") == true })
         #expect(outcome.restored && outcome.waitingForApp && outcome.reason == nil)
         #expect(!report.apps.contains(mail.bundleID))
