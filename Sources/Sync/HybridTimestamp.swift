@@ -85,6 +85,10 @@ public struct HybridClock: Sendable, Equatable {
     /// what an earlier one says is dropped, and later ones it overtakes give way.
     private mutating func record(_ time: HybridTimestamp, at sequence: Int64) {
         guard reading(before: sequence + 1) < time else { return }
+        // The usual case, a change later in the feed than every reading: one more at the end.
+        if readings.last.map({ $0.sequence < sequence }) ?? true {
+            return readings.append(Reading(sequence: sequence, time: time))
+        }
         readings.removeAll { $0.sequence >= sequence && $0.time <= time }
         let index = readings.firstIndex { $0.sequence > sequence } ?? readings.endIndex
         readings.insert(Reading(sequence: sequence, time: time), at: index)
