@@ -35,7 +35,8 @@ public struct HybridTimestamp: Comparable, Hashable, Sendable, CustomStringConve
 /// to a later edit made elsewhere meanwhile; and a write made after seeing another still wins,
 /// whatever the two wall clocks say.
 public struct HybridClock: Sendable, Equatable {
-    public struct Reading: Sendable, Equatable {
+    /// `sync.json` keeps these as they are.
+    public struct Reading: Sendable, Equatable, Codable {
         public var sequence: Int64
         public var time: HybridTimestamp
 

@@ -588,7 +588,7 @@ public actor SyncEngine {
             classKeys: publishedClassKeys.mapValues { Data($0) },
             cursors: Dictionary(uniqueKeysWithValues: cursors.map { ($0.key.rawValue, $0.value) }),
             pushedThrough: pushedThrough, clock: clock.latest,
-            clockReadings: clock.readings.map { SyncState.ClockReading(sequence: $0.sequence, time: $0.time) },
+            clockReadings: clock.readings,
             held: held.mapValues { .init(milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
                                          digest: Data($0.stamp.digest), changeSequence: $0.changeSequence) },
             waiting: waiting.map { Data($0.bytes) })
@@ -600,8 +600,7 @@ public actor SyncEngine {
         publishedClassKeys = state.classKeys.mapValues { [UInt8]($0) }
         cursors = Dictionary(uniqueKeysWithValues: state.cursors.compactMap { key, value in RelayStream(rawValue: key).map { ($0, value) } })
         pushedThrough = state.pushedThrough
-        clock = HybridClock(readings: state.clockReadings?.map { HybridClock.Reading(sequence: $0.sequence, time: $0.time) }
-                                ?? [HybridClock.Reading(sequence: state.pushedThrough, time: state.clock)])
+        clock = HybridClock(readings: state.clockReadings ?? [HybridClock.Reading(sequence: state.pushedThrough, time: state.clock)])
         held = state.held.mapValues {
             HeldVersion(stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
                         changeSequence: $0.changeSequence)

@@ -31,15 +31,10 @@ struct SyncState: Codable {
     var clock: HybridTimestamp
     /// The clock's readings by change sequence (`HybridClock`); absent from older states,
     /// which start from `clock` at `pushedThrough`.
-    var clockReadings: [ClockReading]?
+    var clockReadings: [HybridClock.Reading]?
     var held: [UUID: Held]
     /// Envelopes waiting for unlock, as received.
     var waiting: [Data]
-
-    struct ClockReading: Codable {
-        var sequence: Int64
-        var time: HybridTimestamp
-    }
 
     static func url(in directory: URL) -> URL { directory.appendingPathComponent(fileName) }
 
