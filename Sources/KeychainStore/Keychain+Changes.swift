@@ -34,7 +34,6 @@ public struct ItemChange: Sendable {
 public struct SealedChange: Sendable {
     public var changeSequence: Int64
     public var uuid: UUID
-    public var itemClass: ItemClass
     public var protection: ProtectionClass
     public var synchronizable: Bool
     public var isTombstone: Bool
@@ -52,9 +51,8 @@ extension Keychain {
             if keys[row.header.protection] != nil {
                 split.0.append(row)
             } else {
-                split.1.append(SealedChange(changeSequence: row.changeSequence, uuid: row.header.uuid, itemClass: row.header.itemClass,
-                                            protection: row.header.protection, synchronizable: row.header.synchronizable,
-                                            isTombstone: row.isTombstone))
+                split.1.append(SealedChange(changeSequence: row.changeSequence, uuid: row.header.uuid, protection: row.header.protection,
+                                            synchronizable: row.header.synchronizable, isTombstone: row.isTombstone))
             }
         }
         return (try ParallelMap.map(openable) { row in try openChange(row, keys: keys, includingData: includingData) }, sealed)
@@ -69,13 +67,14 @@ extension Keychain {
     /// as the system does for backup; an app's view still asks.
     public func changes(since sequence: Int64, includingData: Bool = false,
                         authentication: AuthenticationContext = .noInteraction) throws -> [ItemChange] {
+        if isDeviceScope {
+            // The system's own read (backup, sync): the feed as the keys in memory open it, all of it.
+            let feed = try availableChanges(since: sequence, includingData: includingData)
+            if let sealed = feed.sealed.first { throw unavailable(sealed.protection) }
+            return feed.open
+        }
         let groupHashes = try groupsForReading(nil)?.map(accessGroupHash)
         let keys = try device.availableKeys()
-        if isDeviceScope {
-            // The system's own read (backup, sync): no user to ask, so rows open on every core.
-            let rows = try device.database.read { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes)) }
-            return try ParallelMap.map(rows) { row in try openChange(row, keys: keys, includingData: includingData) }
-        }
         return try device.database.read { db in
             try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes)).map { row in
                 let record = try open(row, keys: keys, withData: includingData && !row.isTombstone, authentication: authentication, db)

@@ -70,6 +70,21 @@ struct ExportBatchTests {
         #expect(consumed == 1)
     }
 
+    @Test("while locked, the whole change feed fails with -25308; the available feed opens class C and names the class A rows it cannot")
+    func changeFeedWhileLocked() throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        try keychain.add(.password(account: "a", protection: .whenUnlocked))
+        try keychain.add(.password(account: "c", protection: .afterFirstUnlock))
+        try t.device.lock(immediately: true)
+        #expect(status { _ = try t.device.deviceKeychain.changes(since: 0) } == .interactionNotAllowed)
+        let feed = try t.device.deviceKeychain.availableChanges(since: 0, includingData: true)
+        #expect(feed.open.map { $0.record.attributes[.account] } == [.string("c")] && feed.open.first?.record.data == Data("secret".utf8))
+        #expect(feed.sealed.map(\.protection) == [.whenUnlocked])
+        try t.device.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(try t.device.deviceKeychain.changes(since: 0).count == 2)
+    }
+
     @Test("a large batch is handed to transform in consecutive pieces, one per call, in order")
     func batchesInPieces() throws {
         let t = try populated(1_201)
