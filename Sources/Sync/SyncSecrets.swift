@@ -17,9 +17,12 @@ enum SyncSecrets {
                        sealingSeed: try secret(device, service: "identity", account: "sealing", createIfMissing: true)!)
     }
 
+    /// `kSecAttrService` of the items of one kind (`identity`, `circle-key`).
+    private static func service(_ kind: String) -> AttributeValue { .string("keyferry.sync.\(kind)") }
+
     /// Deletes every circle key this device holds: what leaving a circle forgets. The identity stays.
     static func forgetCircleKeys(_ device: Device) throws {
-        let query = ItemQuery(.genericPassword, attributes: [.service: .string("keyferry.sync.circle-key")], accessGroup: accessGroup)
+        let query = ItemQuery(.genericPassword, attributes: [.service: service("circle-key")], accessGroup: accessGroup)
         do {
             try device.deviceKeychain.delete(query)
         } catch let error as KeychainError where error.status == .itemNotFound {}
@@ -36,7 +39,7 @@ enum SyncSecrets {
     }
 
     private static func secret(_ device: Device, service: String, account: String, createIfMissing: Bool) throws -> SymmetricKey? {
-        let query = ItemQuery(.genericPassword, attributes: [.service: .string("keyferry.sync.\(service)"), .account: .string(account)],
+        let query = ItemQuery(.genericPassword, attributes: [.service: self.service(service), .account: .string(account)],
                               accessGroup: accessGroup, returning: .data)
         do {
             guard let data = try device.deviceKeychain.copy(query).first?.data else { return nil }
@@ -52,7 +55,7 @@ enum SyncSecrets {
     private static func add(_ key: SymmetricKey, _ device: Device, service: String, account: String) throws {
         var bytes = key.exportedBytes
         defer { SymmetricKey.wipe(&bytes) }
-        _ = try device.deviceKeychain.add(NewItem(.genericPassword, attributes: [.service: .string("keyferry.sync.\(service)"), .account: .string(account)],
+        _ = try device.deviceKeychain.add(NewItem(.genericPassword, attributes: [.service: self.service(service), .account: .string(account)],
                                                   data: Data(bytes), accessGroup: accessGroup, protection: protection, synchronizable: false))
     }
 }

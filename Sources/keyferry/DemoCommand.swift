@@ -203,7 +203,7 @@ struct DemoCommand: AsyncParsableCommand {
     /// its sync stays sealed; unlocked, it catches up.
     private func restart(_ member: FleetFile.Member, phone: NodeClient, runner: FleetRunner, tour: Tour) async throws {
         tour.heading("\(member.deviceName) powers off and on while the phone writes")
-        let directory = runner.directory(of: member), client = NodeClient(directory: runner.directory(of: member))
+        let directory = runner.directory(of: member), client = NodeClient(directory: directory)
         try await NodeLauncher.stop(directory: directory)
         _ = try await NodeLauncher.start(directory: directory)
         await tour.attempt("the phone adds calendar-token (afterFirstUnlock, synchronizable)") {
