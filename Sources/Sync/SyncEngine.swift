@@ -331,8 +331,8 @@ public actor SyncEngine {
             unsealedIdentity = identity
             return identity
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
-            throw KeychainError(.interactionNotAllowed, "\(device.info.name) has not been unlocked since it was powered on: "
-                                + "its sync identity stays sealed until then, and it syncs once unlocked.")
+            throw KeychainError(.interactionNotAllowed, "\(device.info.name) has not been unlocked since it was powered on, so its sync "
+                                + "identity stays sealed; unlock it (keyferry device unlock DIR --passcode ...) and it syncs from then on.")
         }
     }
 
