@@ -322,12 +322,13 @@ public actor SyncEngine {
 
     // MARK: Identity, membership and keys
 
-    /// The device identity, unsealed on first need. Before first unlock its class key is not
-    /// in memory: the member waits, and says so.
+    /// The device identity, unsealed on first need with the circle keys held. Before first
+    /// unlock their class key is not in memory: the member waits, and says so.
     private func identity() throws -> DeviceIdentity {
         if let unsealedIdentity { return unsealedIdentity }
         do {
             let identity = try SyncSecrets.identity(of: device)
+            try openGenerations()
             unsealedIdentity = identity
             return identity
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
@@ -606,7 +607,5 @@ public actor SyncEngine {
                         changeSequence: $0.changeSequence)
         }
         waiting = try state.waiting.map { try SealedEnvelope(bytes: [UInt8]($0)) }
-        // Before first unlock the circle keys cannot be read yet; the first pass after opens them.
-        try? openGenerations()
     }
 }

@@ -300,6 +300,12 @@ struct SyncEngineTests {
         // A reboot seals the running member too: what it had unsealed leaves memory.
         await members[1].engine.seal()
         await #expect(throws: KeychainError.self) { try await members[1].engine.sync() }
+        // The phone, rebooted and unlocked, vouches at once: unsealing reopens its keys too.
+        try members[0].fixture.device.reboot()
+        await members[0].engine.seal()
+        try members[0].fixture.device.unlock(passcode: TestDevice.defaultPasscode)
+        let newcomer = try Member("newcomer", seed: 5)
+        _ = try await members[0].engine.vouch(for: SyncEngine.peerIdentity(of: newcomer.fixture.device, name: "newcomer"))
         // And a member opened anew from disk starts sealed.
         members[1].engine = try #require(try await SyncEngine.open(device: tablet, transport: { _ in relay }))
         #expect(await members[1].engine.circle == members[0].engine.circle)
