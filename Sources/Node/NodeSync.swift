@@ -101,7 +101,12 @@ final class NodeSync: Sendable {
         guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle.") }
         if !request.force { try requireFirstUnlock("leave its circle") }
         let circle = await engine.circle
-        try await engine.leave(force: request.force)
+        do {
+            try await engine.leave(force: request.force)
+        } catch RelayError.unreachable(let why) {
+            throw CircleError.invalid("the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed. "
+                                      + "`circle leave --force` forgets the circle here anyway.")
+        }
         progress.withLock { $0 = Progress() }
         logger.info("left the circle", metadata: ["circle": "\(circle)"])
         return await circleStatus()

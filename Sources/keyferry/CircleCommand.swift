@@ -75,9 +75,10 @@ struct CircleCommand: AsyncParsableCommand {
             discussion: """
                 A member publishes its own removal, with new keys for the members that stay, so they \
                 go on without it. A device that was removed only forgets the circle, so it can join \
-                one again. The items it received stay on it. With --force it forgets the circle even \
-                when the relay cannot be reached; the others then count it as a member until one of \
-                them removes it (`circle remove`).
+                one again. The items it received stay on it. While the relay cannot be reached, leave \
+                keeps trying for up to 30 seconds, then fails with nothing changed. With --force it \
+                forgets the circle even then; the others count it as a member until one of them \
+                removes it (`circle remove`).
                 """)
         @OptionGroup var device: DeviceDirectory
         @Flag(help: "Forget the circle here even if the relay cannot be told.") var force = false

@@ -197,7 +197,7 @@ struct SyncCLITests {
     @Test("a join the joiner would refuse changes nothing on the sponsor; a removed device leaves and joins again; a member cannot remove itself")
     func joinRefusalsAndLeave() throws {
         let cli = try CLI()
-        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
+        let (relayProcess, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
         let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
         let a = try cli.poweredDevice("a"), b = try cli.poweredDevice("b"), c = try cli.poweredDevice("c")
         try cli.ok(["circle", "create", a, "--relay", relay])
@@ -235,5 +235,16 @@ struct SyncCLITests {
         #expect(try cli.ok(["circle", "status", a, "--json"]).object()["epoch"] as? Int == 3, "with new keys it does not hold")
         let notIn = try cli.run(["circle", "leave", b])
         #expect(notIn.status == 1 && notIn.stderr.contains("in no circle"), "\(notIn.stderr)")
+
+        // With the relay down, leave changes nothing and points to --force, which forgets anyway.
+        try cli.ok(["circle", "join", b, "--sponsor", a])
+        relayProcess.terminate()
+        relayProcess.waitUntilExit()
+        let unreachable = try cli.run(["circle", "leave", b])
+        #expect(unreachable.status == 1 && unreachable.stderr.contains("nothing was changed") && unreachable.stderr.contains("--force"),
+                "\(unreachable.stderr)")
+        #expect(FileManager.default.fileExists(atPath: b + "/sync.json"))
+        try cli.ok(["circle", "leave", b, "--force"])
+        #expect(try cli.ok(["circle", "status", b]).text.contains("in no circle"))
     }
 }
