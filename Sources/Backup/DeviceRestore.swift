@@ -115,7 +115,9 @@ public enum DeviceRestore {
         mutating func add(_ kind: SectionKind, _ data: Data) throws {
             switch kind {
             case .apps: apps += try JSONDecoder().decode([AppManifest].self, from: data)
-            case .keychain: items += try decoded(data, kind) { try ArchivedItem(decoding: $0) }
+            case .keychain:
+                // Older archives carry the device's own items; a device keeps its own instead.
+                items += try decoded(data, kind) { try ArchivedItem(decoding: $0) }.filter { $0.accessGroup != Device.ownAccessGroup }
             case .sandbox:
                 for entry in try decoded(data, kind, { try SandboxEntry(decoding: $0) }) {
                     let id = "\(entry.bundleID)/\(entry.path)"
@@ -178,6 +180,46 @@ public struct RestoreReport: Codable, Sendable {
             restored = reason == nil
             self.reason = reason
             self.waitingForApp = waitingForApp
+        }
+
+        // Spelled as everywhere a user reads items: `"class": "genericPassword"`,
+        // `"accessible": "whenUnlocked"`, and the reason as a sentence beside its code.
+        private enum CodingKeys: String, CodingKey {
+            case uuid, itemClass = "class", protection = "accessible", synchronizable, accessGroup, name, restored, reason, why, waitingForApp
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(uuid, forKey: .uuid)
+            try container.encode(itemClass.name, forKey: .itemClass)
+            try container.encode(protection.name, forKey: .protection)
+            try container.encode(synchronizable, forKey: .synchronizable)
+            try container.encode(accessGroup, forKey: .accessGroup)
+            try container.encodeIfPresent(name, forKey: .name)
+            try container.encode(restored, forKey: .restored)
+            try container.encodeIfPresent(reason, forKey: .reason)
+            try container.encodeIfPresent(reason?.sentence, forKey: .why)
+            try container.encode(waitingForApp, forKey: .waitingForApp)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            func named<Value: AppleNamed>(_ key: CodingKeys) throws -> Value {
+                let text = try container.decode(String.self, forKey: key)
+                guard let value = Value(name: text) else {
+                    throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "'\(text)' is not one of Apple's names")
+                }
+                return value
+            }
+            uuid = try container.decode(UUID.self, forKey: .uuid)
+            itemClass = try named(.itemClass)
+            protection = try named(.protection)
+            synchronizable = try container.decode(Bool.self, forKey: .synchronizable)
+            accessGroup = try container.decode(String.self, forKey: .accessGroup)
+            name = try container.decodeIfPresent(String.self, forKey: .name)
+            restored = try container.decode(Bool.self, forKey: .restored)
+            reason = try container.decodeIfPresent(Reason.self, forKey: .reason)
+            waitingForApp = try container.decode(Bool.self, forKey: .waitingForApp)
         }
     }
 

@@ -15,6 +15,7 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let authFailed = KeychainStatus(rawValue: -25293)
     public static let duplicateItem = KeychainStatus(rawValue: -25299)
     public static let itemNotFound = KeychainStatus(rawValue: -25300)
+    public static let dataTooLarge = KeychainStatus(rawValue: -25302)
     public static let noSuchAttr = KeychainStatus(rawValue: -25303)
     public static let noSuchClass = KeychainStatus(rawValue: -25306)
     public static let interactionNotAllowed = KeychainStatus(rawValue: -25308)
@@ -34,6 +35,7 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         -25293: ("errSecAuthFailed", "The user name or passphrase you entered is not correct."),
         -25299: ("errSecDuplicateItem", "The specified item already exists in the keychain."),
         -25300: ("errSecItemNotFound", "The specified item could not be found in the keychain."),
+        -25302: ("errSecDataTooLarge", "This item contains information which is too large or in a format that cannot be displayed."),
         -25303: ("errSecNoSuchAttr", "The specified attribute does not exist."),
         -25306: ("errSecNoSuchClass", "The specified item class does not exist."),
         -25308: ("errSecInteractionNotAllowed", "User interaction is not allowed."),

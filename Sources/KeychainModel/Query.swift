@@ -120,6 +120,16 @@ public struct ItemQuery: Hashable, Sendable, Codable {
 
 /// The attributes of `SecItemAdd`.
 public struct NewItem: Hashable, Sendable, Codable {
+    /// The largest secret a Keyferry item holds: 2 MiB. What sync and the node's control API
+    /// carry in one piece; a larger one is `errSecDataTooLarge`.
+    public static let maximumDataBytes = 2 << 20
+
+    /// `errSecDataTooLarge` naming the size given and the limit, or nothing.
+    public static func checkSize(of data: Data) throws(KeychainError) {
+        guard data.count > maximumDataBytes else { return }
+        throw KeychainError(.dataTooLarge, "the secret is \(byteSize(data.count)); a Keyferry item holds up to \(byteSize(maximumDataBytes)).")
+    }
+
     public var itemClass: ItemClass
     public var attributes: Attributes
     /// nil: the app's first entitled access group.
@@ -233,4 +243,14 @@ public struct PrimaryKey: Hashable, Sendable {
         for value in values { out.lengthPrefixed(value.canonicalBytes) }
         return out.bytes
     }
+}
+
+/// `512 bytes`, `1.5 MiB`: a size as people read it.
+public func byteSize(_ bytes: Int) -> String {
+    if bytes < 1024 { return "\(bytes) bytes" }
+    let units = ["KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes) / 1024, unit = 0
+    while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
+    let rounded = (value * 10).rounded() / 10
+    return (rounded == rounded.rounded() ? "\(Int(rounded))" : "\(rounded)") + " " + units[unit]
 }

@@ -24,6 +24,14 @@ public final class Device: Sendable {
 
     public var directory: URL { layout.root }
 
+    /// The access group where Keyferry keeps the device's own secrets (its sync identity and
+    /// circle keys). No app can be entitled to it (groups start with a team ID), and it is
+    /// never listed, counted, backed up or replaced by a restore as the user's items are.
+    public static let ownAccessGroup = "com.keyferry.sync"
+
+    /// The hash the item table files the device's own group under.
+    var ownAccessGroupHash: [UInt8] { index.accessGroupHash(Self.ownAccessGroup) }
+
     private init(layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
                  clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?) {
         self.layout = layout
@@ -88,13 +96,16 @@ public final class Device: Sendable {
         } catch let error as DeviceError {
             throw error
         } catch {
-            throw DeviceError(.io, "could not create the device in \(directory.path): \(error.localizedDescription)")
+            throw DeviceError(.io, "could not create the device in \(directory.path): \(Self.describe(error)).")
         }
-        if files.fileExists(atPath: directory.path) { try? files.removeItem(at: directory) }
-        do {
-            try files.moveItem(at: staging, to: directory)
-        } catch {
-            throw DeviceError(.io, "could not move the new device into \(directory.path): \(error.localizedDescription)")
+        // rename(2) takes the place of a missing or empty directory and fails on a non-empty
+        // one: of several creations racing for one directory, exactly one wins.
+        guard rename(staging.path, directory.path) == 0 else {
+            let reason = errno
+            if reason == ENOTEMPTY || reason == EEXIST {
+                throw DeviceError(.alreadyExists, "\(directory.path) already holds a device (made at the same moment); choose a new directory for the device.")
+            }
+            throw DeviceError(.io, "could not move the new device into \(directory.path): \(String(cString: strerror(reason))).")
         }
         let device = try powerOn(at: directory, clock: clock, entropy: entropy)
         if let passcode = options.passcode { try device.unlock(passcode: passcode) }
@@ -151,6 +162,15 @@ public final class Device: Sendable {
     private static func writeInfo(_ info: DeviceInfo, to layout: DeviceLayout) throws {
         let data = try JSONEncoder.keyferry.encode(info)
         try data.write(to: layout.info, options: .atomic)
+    }
+
+    /// A file system failure as a user reads it, without Foundation's wording.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let underlying = error.userInfo[NSUnderlyingErrorKey] as? POSIXError {
+            return String(cString: strerror(underlying.code.rawValue)).lowercased()
+        }
+        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)).lowercased() }
+        return (error as? CocoaError).map { "file system error \($0.code.rawValue)" } ?? "\(error)"
     }
 
     static func validatePasscode(_ passcode: String) throws {
@@ -255,7 +275,7 @@ public final class Device: Sendable {
 
     public func status() throws -> DeviceStatus {
         let (settings, itemCount) = try database.read { db in
-            (try Keybag.Settings.load(db), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0") ?? 0)
+            (try Keybag.Settings.load(db), try ItemTable.liveCount(db, excluding: ownAccessGroupHash))
         }
         let now = clock.now()
         let snapshot = try? withPower { ($0.state, $0.isProtectedDataAvailable, $0.graceRemaining(at: now)) }
@@ -346,7 +366,7 @@ public final class Device: Sendable {
         try setBiometry { settings in
             guard settings.passcodeSet else { throw DeviceError(.invalidArgument, "set a passcode before enrolling biometry.") }
             guard settings.biometryEnrollment == nil else {
-                throw DeviceError(.invalidArgument, "biometry is already enrolled; use change to simulate a new face or finger.")
+                throw DeviceError(.invalidArgument, "biometry is already enrolled; change the enrollment instead (`keyferry device biometry DIR --change`) to simulate a new face or finger.")
             }
             return entropy.bytes(16)
         }
@@ -367,8 +387,11 @@ public final class Device: Sendable {
         }
     }
 
+    /// Enrolling, changing and removing biometry happen in Settings, on an unlocked device.
     private func setBiometry(_ next: (Keybag.Settings) throws -> [UInt8]?) throws {
-        try requirePower()
+        guard try withPower({ $0.state }) == .unlocked else {
+            throw DeviceError(.invalidArgument, "biometry is changed on an unlocked device, as in Settings on iOS; unlock it first (`keyferry device unlock`).")
+        }
         try database.write { db in
             let enrollment = try next(try Keybag.Settings.load(db))
             try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [enrollment.map { Data($0) }])

@@ -84,7 +84,7 @@ extension Keychain {
         }
     }
 
-    /// The system's read of every live item, for work too large to hold at once (a backup of
+    /// The system's read of every live item but the device's own, for work too large to hold at once (a backup of
     /// the whole device). Rows come in batches of `batchSize`. Off the calling thread, while the
     /// next batch is read from disk, each batch is cut into pieces that are opened and handed to
     /// `transform` on every core: one pass, with nothing left to do one core at a time.
@@ -98,7 +98,8 @@ extension Keychain {
         precondition(isDeviceScope, "exports are the system's read of the whole device")
         let keys = try device.availableKeys()
         try device.database.read { db in
-            let total = try ItemTable.liveCount(db)
+            let own = device.ownAccessGroupHash
+            let total = try ItemTable.liveCount(db, excluding: own)
             let rows = try ItemTable.changes(db, since: 0, accessGroupHashes: nil)
             var inFlight: (work: BackgroundWork<[Result]>, count: Int)?
             // Whatever happens, no work outlives the call.
@@ -108,7 +109,7 @@ extension Keychain {
                 var batch: [StoredRow] = []
                 batch.reserveCapacity(batchSize)
                 while batch.count < batchSize, let row = try rows.next() {
-                    if !row.isTombstone { batch.append(row) }
+                    if !row.isTombstone && row.header.accessGroupHash != own { batch.append(row) }
                 }
                 if let (work, count) = inFlight {
                     inFlight = nil
@@ -161,7 +162,8 @@ extension ItemTable {
             .map { try StoredRow($0) }
     }
 
-    static func liveCount(_ db: Database) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0") ?? 0
+    /// Live items outside one access group (the device's own).
+    static func liveCount(_ db: Database, excluding group: [UInt8]) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0 AND agrp_hash != ?", arguments: [Data(group)]) ?? 0
     }
 }

@@ -8,8 +8,8 @@ public struct ItemListing: Codable, Sendable {
 }
 
 extension Keychain {
-    /// Lists every live item, class by class and protection class by protection class, so
-    /// that a locked class hides only its own items. Never returns secrets.
+    /// Lists every live item (but the device's own), class by class and protection class by
+    /// protection class, so that a locked class hides only its own items. Never returns secrets.
     public func list() throws -> ItemListing {
         var listing = ItemListing(items: [], unavailable: [])
         for protection in ProtectionClass.allCases {
@@ -26,6 +26,7 @@ extension Keychain {
                 }
             }
         }
+        listing.items.removeAll { $0.accessGroup == Device.ownAccessGroup }
         listing.items.sort { ($0.creationDate, $0.uuid.uuidString) < ($1.creationDate, $1.uuid.uuidString) }
         return listing
     }

@@ -3,13 +3,14 @@ import GRDB
 import KeychainModel
 
 extension Keychain {
-    /// Deletes every non-synchronizable item, the first step of a restore (Apple's merge:
-    /// the backup replaces what is device-local; synchronizable items merge). Device scope only.
+    /// Deletes every non-synchronizable item but the device's own, the first step of a restore
+    /// (Apple's merge: the backup replaces what is device-local; synchronizable items merge).
+    /// Device scope only.
     public func deleteNonSynchronizableItems() throws {
         try requireDeviceScope()
         try device.database.write { db in
             try device.database.saveChangeCounter(db)
-            try db.execute(sql: "DELETE FROM item WHERE sync = 0")
+            try db.execute(sql: "DELETE FROM item WHERE sync = 0 AND agrp_hash != ?", arguments: [Data(device.ownAccessGroupHash)])
         }
     }
 

@@ -80,6 +80,7 @@ public struct Keychain: Sendable {
             throw KeychainError(.param, "an identity is a certificate plus its private key; add those two items (Keychain.addIdentity).")
         }
         try item.itemClass.validate(item.attributes)
+        try NewItem.checkSize(of: item.data)
         if let accessControl = item.accessControl, let protection = item.protection, protection != accessControl.protection {
             throw KeychainError(.param, "give the accessibility inside the access control only, not both.")
         }
@@ -266,18 +267,20 @@ public struct Keychain: Sendable {
     /// attributes may change (Apple's behaviour); a collision is `errSecDuplicateItem`. Empty
     /// changes are not refused (Apple does not check them): they touch every match, whose
     /// modification date moves on. The query's return options are not used (`SecItemUpdate`
-    /// refuses them in its dictionary).
-    public func update(_ query: ItemQuery, with changes: ItemChanges) throws {
+    /// refuses them in its dictionary). Returns how many items changed.
+    @discardableResult
+    public func update(_ query: ItemQuery, with changes: ItemChanges) throws -> Int {
         guard query.itemClass != .identity else {
             throw KeychainError(.unimplemented, "update the certificate and the private key of an identity separately.")
         }
         defer { try? device.saveAttempts() }
         try query.itemClass.validate(changes.attributes)
+        if let data = changes.data { try NewItem.checkSize(of: data) }
         if let group = changes.accessGroup { _ = try groupForWriting(group) }
         if let protection = changes.protection { try checkPasscode(for: protection) }
         let keys = try device.availableKeys()
         let now = device.clock.now()
-        try device.database.write { db in
+        return try device.database.write { db in
             let rows = try find(query, db, limit: nil)
             guard !rows.isEmpty else { throw notFound(query) }
             var written = Set<[UInt8]>()
@@ -321,14 +324,17 @@ public struct Keychain: Sendable {
                     try ItemTable.replace(db, id: row.id, with: sealed, changeSequence: device.database.nextChangeSequence())
                 }
             }
+            return rows.count
         }
     }
 
     // MARK: SecItemDelete
 
     /// Deletes every match. Needs no class key, so it succeeds while locked: the trap behind
-    /// "delete on read failure". Synchronizable items leave a tombstone for sync.
-    public func delete(_ query: ItemQuery) throws {
+    /// "delete on read failure". Synchronizable items leave a tombstone for sync. Returns how
+    /// many items went (an identity counts as one).
+    @discardableResult
+    public func delete(_ query: ItemQuery) throws -> Int {
         guard query.matchLimit == nil else {
             throw KeychainError(.param, "SecItemDelete deletes every match; remove kSecMatchLimit.")
         }
@@ -345,13 +351,14 @@ public struct Keychain: Sendable {
                     }
                 }
             }
-            return
+            return pairs.count
         }
         let keys = try device.availableKeys()
-        try device.database.write { db in
+        return try device.database.write { db in
             let rows = try find(query, db, limit: nil)
             guard !rows.isEmpty else { throw notFound(query) }
             try bury(rows, db, keys: keys)
+            return rows.count
         }
     }
 

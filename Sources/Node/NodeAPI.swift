@@ -189,6 +189,12 @@ public enum NodeAPI {
         public init() {}
     }
 
+    /// How many items an update or a delete touched.
+    public struct Changed: Codable, Sendable {
+        public var count: Int
+        public init(count: Int) { self.count = count }
+    }
+
     // MARK: Circle and sync
 
     /// Create a circle with this device as its first member, through the relay at `relay`.
@@ -276,7 +282,7 @@ public enum NodeAPI {
     // MARK: Failures
 
     /// Why a call failed. `keychain` failures carry Apple's status.
-    public struct Failure: Codable, Sendable, Error {
+    public struct Failure: Codable, Sendable, Error, CustomStringConvertible {
         public enum Domain: String, Codable, Sendable {
             /// A keychain status other than success.
             case keychain
@@ -323,6 +329,8 @@ public enum NodeAPI {
                 message = "\(error)"
             }
         }
+
+        public var description: String { message }
 
         public init(request message: String) {
             domain = .request

@@ -4,6 +4,7 @@ import Hummingbird
 import KeychainModel
 import KeychainStore
 import Logging
+import NIOCore
 import Synchronization
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
@@ -22,7 +23,7 @@ public enum NodeServer {
         try? FileManager.default.removeItem(at: paths.socket)
 
         let sync = await NodeSync(device: device, logger: logger)
-        let router = Router()
+        let router = Router(context: NodeRequestContext.self)
         routes(router, device: device, sync: sync, logger: logger)
         syncRoutes(router, sync: sync, logger: logger)
         let app = Application(
@@ -53,7 +54,7 @@ public enum NodeServer {
         logger.info("node down")
     }
 
-    static func routes(_ router: Router<BasicRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
+    static func routes(_ router: Router<NodeRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
         typealias API = NodeAPI
         // How far a backup in progress has come, for `status` to report while it runs.
         let backupProgress = Mutex<API.Progress?>(nil)
@@ -109,12 +110,10 @@ public enum NodeServer {
             return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) }) })
         }
         post(router, .update, API.Update.self, logger) { request in
-            try device.keychain(for: request.app).update(request.query, with: request.changes)
-            return API.Empty()
+            API.Changed(count: try device.keychain(for: request.app).update(request.query, with: request.changes))
         }
         post(router, .delete, API.Search.self, logger) { request in
-            try device.keychain(for: request.app).delete(request.query)
-            return API.Empty()
+            API.Changed(count: try device.keychain(for: request.app).delete(request.query))
         }
         post(router, .list, API.List.self, logger) { request in
             try (request.app.map(device.keychain(for:)) ?? device.deviceKeychain).list()
@@ -131,7 +130,7 @@ public enum NodeServer {
         }
     }
 
-    static func syncRoutes(_ router: Router<BasicRequestContext>, sync: NodeSync, logger: Logger) {
+    static func syncRoutes(_ router: Router<NodeRequestContext>, sync: NodeSync, logger: Logger) {
         post(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
         router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try await sync.identity() } }
         post(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
@@ -148,15 +147,20 @@ public enum NodeServer {
     /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
     /// since they carry secrets and passcodes.
     private static func post<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
-        _ router: Router<BasicRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
+        _ router: Router<NodeRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
         _ action: @escaping @Sendable (Body) async throws -> Result
     ) {
         router.post(path(route)) { request, context in
             let decoded: Body
             do {
                 decoded = try await request.decode(as: Body.self, context: context)
+            } catch is NIOTooManyBytesError {
+                return failure(logger, route, NodeAPI.Failure(
+                    request: "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."))
+            } catch let error as HTTPError {
+                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error.body ?? "not the control API's JSON")"))
             } catch {
-                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error)"))
+                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not the control API's JSON."))
             }
             return try await reply(logger, route) { try await action(decoded) }
         }
@@ -183,4 +187,11 @@ public enum NodeServer {
         let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
+}
+
+/// Requests to a node: large enough for the largest secret as base64 in JSON.
+public struct NodeRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public init(source: Source) { coreContext = .init(source: source) }
+    public var maxUploadSize: Int { 4 * NewItem.maximumDataBytes }
 }

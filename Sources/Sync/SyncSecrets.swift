@@ -8,7 +8,7 @@ import KeyferryCrypto
 /// carries them only under the device's own key (ThisDeviceOnly), so they never reach another
 /// device.
 enum SyncSecrets {
-    static let accessGroup = "com.keyferry.sync"
+    static let accessGroup = Device.ownAccessGroup
     private static let protection = ProtectionClass.afterFirstUnlockThisDeviceOnly
 
     /// The device's identity, made on first use.

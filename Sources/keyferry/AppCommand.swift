@@ -15,18 +15,16 @@ struct AppCommand: AsyncParsableCommand {
             discussion: "TEAMID.bundleID is always entitled; --group adds shared groups (Apple's keychain-access-groups). Installing again updates the entitlements and keeps the sandbox.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID, e.g. com.example.mail.") var bundle: String
-        @Option(help: "Ten-character team ID.") var team: String
+        @Option(help: "Bundle ID, e.g. com.example.mail.", transform: Checked.bundleID) var bundle: String
+        @Option(help: "Ten-character team ID.", transform: Checked.teamID) var team: String
         @Option(help: "An extra keychain access group (repeatable), e.g. TEAMID.shared.") var group: [String] = []
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let manifest = AppManifest(bundleID: bundle, teamID: team, accessGroups: group)
-                try manifest.validate()
-                try await device.client.send(.install, manifest)
-                if output.json { try printJSON(encodable: manifest) } else { print("installed \(bundle), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
-            }
+            let manifest = AppManifest(bundleID: bundle, teamID: team, accessGroups: group)
+            try manifest.validate()
+            try await device.client.send(.install, manifest)
+            if output.json { try printJSON(encodable: manifest) } else { print("installed \(bundle), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
         }
     }
 
@@ -34,14 +32,12 @@ struct AppCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "uninstall", abstract: "Uninstall an app: its sandbox is wiped, its keychain items stay.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID.") var bundle: String
+        @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: bundle))
-                if output.json { printJSON(["uninstalled": bundle]) } else { print("uninstalled \(bundle); its keychain items stay on the device") }
-            }
+            try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: bundle))
+            if output.json { printJSON(["uninstalled": bundle]) } else { print("uninstalled \(bundle); its keychain items stay on the device") }
         }
     }
 
@@ -52,11 +48,9 @@ struct AppCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let apps = try await device.client.apps()
-                if output.json { try printJSON(encodable: apps); return }
-                for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
-            }
+            let apps = try await device.client.apps()
+            if output.json { try printJSON(encodable: apps); return }
+            for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
         }
     }
 
@@ -66,7 +60,7 @@ struct AppCommand: AsyncParsableCommand {
             discussion: "UserDefaults are unreadable before first unlock, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID.") var bundle: String
+        @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
         @Option(help: "Set KEY=VALUE (a string).") var set: String?
         @Option(help: "Print one value.") var get: String?
         @Flag(help: "Print every entry.") var list = false
@@ -80,22 +74,20 @@ struct AppCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                var request = NodeAPI.Defaults(bundleID: bundle)
-                if let set, let equals = set.firstIndex(of: "=") {
-                    request.set[String(set[..<equals])] = String(set[set.index(after: equals)...])
+            var request = NodeAPI.Defaults(bundleID: bundle)
+            if let set, let equals = set.firstIndex(of: "=") {
+                request.set[String(set[..<equals])] = String(set[set.index(after: equals)...])
+            }
+            let all: [String: String] = try await device.client.call(.defaults, request)
+            if let get {
+                guard let value = all[get] else {
+                    throw DeviceError(.invalidArgument, "\(bundle) has no UserDefaults value for '\(get)'.")
                 }
-                let all: [String: String] = try await device.client.call(.defaults, request)
-                if let get {
-                    guard let value = all[get] else {
-                        throw DeviceError(.invalidArgument, "\(bundle) has no UserDefaults value for '\(get)'.")
-                    }
-                    if output.json { printJSON([get: value]) } else { print(value) }
-                } else if list {
-                    if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)") } }
-                } else if output.json {
-                    printJSON(request.set)
-                }
+                if output.json { printJSON([get: value]) } else { print(value) }
+            } else if list {
+                if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)") } }
+            } else if output.json {
+                printJSON(request.set)
             }
         }
     }

@@ -33,31 +33,29 @@ struct BackupCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let destination = URL(fileURLWithPath: out).standardizedFileURL
-                guard !FileManager.default.fileExists(atPath: destination.path) else {
-                    throw ArchiveError.cannotWrite("\(out) already exists; choose a new file name")
-                }
-                let secret = encrypted ? try password.read(required: true) : nil
-                let client = device.client
-                // On a terminal, the node's progress while it writes.
-                let progress = Task {
-                    guard !output.json, ProcessControl.standardErrorIsTerminal else { return }
-                    while !Task.isCancelled {
-                        try await Task.sleep(for: .milliseconds(300))
-                        if let step = try await client.status().backupProgress {
-                            printError("\u{1B}[2K\rbacking up \(step.done)/\(step.total)", newline: false)
-                        }
+            let destination = URL(fileURLWithPath: out).standardizedFileURL
+            guard !FileManager.default.fileExists(atPath: destination.path) else {
+                throw ArchiveError.cannotWrite("\(out) already exists; choose a new file name")
+            }
+            let secret = encrypted ? try password.read(required: true) : nil
+            let client = device.client
+            // On a terminal, the node's progress while it writes.
+            let progress = Task {
+                guard !output.json, ProcessControl.standardErrorIsTerminal else { return }
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(300))
+                    if let step = try await client.status().backupProgress {
+                        printError("\u{1B}[2K\rbacking up \(step.done)/\(step.total)", newline: false)
                     }
                 }
-                defer { progress.cancel() }
-                let manifest: ArchiveManifest = try await client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
-                progress.cancel()
-                if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
-                if output.json { try printJSON(encodable: manifest); return }
-                print("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
-                for warning in manifest.warnings { print("warning: \(warning)") }
             }
+            defer { progress.cancel() }
+            let manifest: ArchiveManifest = try await client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+            progress.cancel()
+            if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
+            if output.json { try printJSON(encodable: manifest); return }
+            print("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
+            for warning in manifest.warnings { print("warning: \(warning)") }
         }
     }
 
@@ -68,28 +66,26 @@ struct BackupCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
-                let manifest = try reader.unverifiedManifest()
-                let header = reader.header
-                if output.json {
-                    try printJSON(encodable: Inspection(header: header, manifest: manifest, authenticated: header.mode == .unencrypted))
-                    return
-                }
-                print("\(file): Keyferry backup, \(header.mode.rawValue)")
-                print("device   \(header.deviceName) (\(header.deviceID.uuidString))")
-                print("created  \(header.created.formatted(.iso8601))")
-                if let hashing = header.passwordHashing {
-                    print("password Argon2id, \(hashing.parameters.operations) passes, \(hashing.parameters.memoryBytes >> 20) MiB")
-                }
-                print("holds    \(manifest.summary)")
-                for (name, count) in manifest.counts.sorted(by: { $0.key < $1.key }) where name.hasPrefix("items.") || name.hasPrefix("notExported.") {
-                    print("  \(name.padded(70)) \(count)")
-                }
-                for warning in manifest.warnings { print("warning: \(warning)") }
-                if header.mode == .encrypted {
-                    print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
-                }
+            let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
+            let manifest = try reader.unverifiedManifest()
+            let header = reader.header
+            if output.json {
+                try printJSON(encodable: Inspection(header: header, manifest: manifest, authenticated: header.mode == .unencrypted))
+                return
+            }
+            print("\(file): Keyferry backup, \(header.mode.rawValue)")
+            print("device   \(header.deviceName) (\(header.deviceID.uuidString))")
+            print("created  \(header.created.formatted(.iso8601))")
+            if let hashing = header.passwordHashing {
+                print("password Argon2id, \(hashing.parameters.operations) passes, \(hashing.parameters.memoryBytes >> 20) MiB")
+            }
+            print("holds    \(manifest.summary)")
+            for (name, count) in manifest.counts.sorted(by: { $0.key < $1.key }) where name.hasPrefix("items.") || name.hasPrefix("notExported.") {
+                print("  \(name.padded(70)) \(count)")
+            }
+            for warning in manifest.warnings { print("warning: \(warning)") }
+            if header.mode == .encrypted {
+                print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
             }
         }
 
@@ -109,14 +105,12 @@ struct BackupCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
-                let secret = reader.header.mode == .encrypted ? try password.read(required: true) : nil
-                var sections = 0
-                let manifest = try reader.read(password: secret.map { Data($0.utf8) }) { _, _ in sections += 1 }
-                if output.json { printJSON(["verified": true, "sections": sections + 1]); return }
-                print("\(file): every byte authenticated (\(sections + 1) sections); \(manifest.summary)")
-            }
+            let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
+            let secret = reader.header.mode == .encrypted ? try password.read(required: true) : nil
+            var sections = 0
+            let manifest = try reader.read(password: secret.map { Data($0.utf8) }) { _, _ in sections += 1 }
+            if output.json { printJSON(["verified": true, "sections": sections + 1]); return }
+            print("\(file): every byte authenticated (\(sections + 1) sections); \(manifest.summary)")
         }
     }
 }
@@ -129,16 +123,14 @@ struct BackupPassword: ParsableArguments {
     func read(required: Bool) throws -> String? {
         var password: String?
         if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
-                throw CommandFailure("cannot read the password file \(passwordFile); check its path and permissions.")
-            }
+            let data = try readInput(passwordFile, what: "the password file", limit: 64 << 10)
             password = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
                 .first.map(String.init)
         } else {
             password = ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"]
         }
         if required, password?.isEmpty ?? true {
-            throw CommandFailure("an encrypted archive needs a password: --password-file F (its first line), or KEYFERRY_BACKUP_PASSWORD.")
+            throw ValidationError("an encrypted archive needs a password: --password-file F (its first line), or KEYFERRY_BACKUP_PASSWORD.")
         }
         return password
     }

@@ -17,14 +17,12 @@ struct CircleCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a circle with this node as its first member.")
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The relay's URL, as `relay serve` printed it (http://127.0.0.1:PORT).") var relay: String
-        @Option(help: "The name other members see (default: the device's name).") var name: String?
+        @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status: NodeAPI.CircleStatus = try await device.client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay, name: name))
-                try present(status, json: output.json)
-            }
+            let status: NodeAPI.CircleStatus = try await device.client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay, name: name))
+            try present(status, json: output.json)
         }
     }
 
@@ -39,14 +37,12 @@ struct CircleCommand: AsyncParsableCommand {
                 """)
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device directory of a member that vouches for this node.", completion: .directory) var sponsor: String
-        @Option(help: "The name other members see (default: the device's name).") var name: String?
+        @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status = try await device.client.joinCircle(sponsor: NodeClient(directory: URL(fileURLWithPath: sponsor)), name: name)
-                try present(status, json: output.json)
-            }
+            let status = try await device.client.joinCircle(sponsor: NodeClient(directory: URL(fileURLWithPath: sponsor)), name: name)
+            try present(status, json: output.json)
         }
     }
 
@@ -63,9 +59,7 @@ struct CircleCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: peer)), json: output.json)
-            }
+            try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: peer)), json: output.json)
         }
     }
 
@@ -85,10 +79,8 @@ struct CircleCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status: NodeAPI.CircleStatus = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
-                if output.json { try printJSON(encodable: status) } else { print("left the circle; in no circle now") }
-            }
+            let status: NodeAPI.CircleStatus = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
+            if output.json { try printJSON(encodable: status) } else { print("left the circle; in no circle now") }
         }
     }
 
@@ -98,9 +90,7 @@ struct CircleCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                try present(try await device.client.get(.circleStatus), json: output.json)
-            }
+            try present(try await device.client.get(.circleStatus), json: output.json)
         }
     }
 }

@@ -4,13 +4,6 @@ import KeychainModel
 import KeychainStore
 import Node
 
-/// Exit statuses every command keeps: 0 success, 3 a keychain status other than success,
-/// 64 a usage error (ArgumentParser's own), 1 anything else.
-enum Exit {
-    static let keychainStatus = ExitCode(3)
-    static let failure = ExitCode(1)
-}
-
 /// The device directory argument every device, node, app and item command takes.
 struct DeviceDirectory: ParsableArguments {
     @Argument(help: "The device directory (made by `keyferry device init`).", completion: .directory)
@@ -22,29 +15,6 @@ struct DeviceDirectory: ParsableArguments {
 
 struct JSONFlag: ParsableArguments {
     @Flag(help: "Print the result as JSON on stdout.") var json = false
-}
-
-/// Runs a command body and turns its failure into the documented output and exit status:
-/// `errSecName (-NNNNN): sentence` on stderr and status 3 for a keychain status (with
-/// `--json`, the same as an object on stdout); a sentence naming the fix and status 1 for
-/// anything else.
-func reporting(json: Bool, _ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let error as ExitCode {
-        throw error
-    } catch let error as ValidationError {
-        throw error
-    } catch let error as KeychainError {
-        printError(error.description)
-        if json { printJSON(["status": Int(error.status.rawValue), "name": error.status.name, "message": error.message]) }
-        throw Exit.keychainStatus
-    } catch {
-        let message = "\(error)"
-        printError("error: \(message)")
-        if json { printJSON(["error": message]) }
-        throw Exit.failure
-    }
 }
 
 /// A failure that is only a sentence naming the fix (exit status 1).
@@ -71,14 +41,27 @@ func printJSON(encodable value: some Encodable) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
+/// Classes and protection classes are written as Apple names them without prefix
+/// (`genericPassword`, `whenUnlocked`; any case), and read in Apple's other spellings too: the
+/// short code Apple stores (`genp`, `ak`) and the constant (`kSecClassGenericPassword`). Output
+/// always uses the name without prefix.
+extension AppleNamed where Self: ExpressibleByArgument {
+    init?(spelling: String) {
+        guard let match = Self.allCases.first(where: { $0.name.lowercased() == spelling.lowercased() }) ?? Self(name: spelling) else { return nil }
+        self = match
+    }
+}
+
 extension ProtectionClass: ExpressibleByArgument {
-    public init?(argument: String) { self.init(name: argument) }
+    public init?(argument: String) { self.init(spelling: argument) }
     public static var allValueStrings: [String] { allCases.map(\.name) }
+    public var defaultValueDescription: String { name }
 }
 
 extension ItemClass: ExpressibleByArgument {
-    public init?(argument: String) { self.init(name: argument) }
+    public init?(argument: String) { self.init(spelling: argument) }
     public static var allValueStrings: [String] { allCases.map(\.name) }
+    public var defaultValueDescription: String { name }
 }
 
 /// A secret given on the command line, from a file, or from standard input.
@@ -102,15 +85,55 @@ struct SecretInput: ParsableArguments {
 
 /// A secret from exactly one of: text, a file, standard input. nil when none was given.
 func readSecret(text: String?, file: String?, stdin: Bool) throws -> Data? {
-    if let text { return Data(text.utf8) }
-    if let file {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw ValidationError("cannot read the secret file \(file).")
-        }
-        return data
+    let secret: Data
+    if let text {
+        secret = Data(text.utf8)
+    } else if let file {
+        secret = try readInput(file, what: "the secret file", limit: NewItem.maximumDataBytes)
+    } else if stdin {
+        secret = try readInput(nil, what: "the secret on standard input", limit: NewItem.maximumDataBytes)
+    } else {
+        return nil
     }
-    if stdin { return FileHandle.standardInput.readDataToEndOfFile() }
-    return nil
+    let limit = NewItem.maximumDataBytes
+    if secret.count > limit {
+        // Only `limit + 1` bytes were read: a file says its size, a stream only that it is more.
+        let size = file.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.flatMap { $0 > limit ? $0 : nil }
+        throw KeychainError(.dataTooLarge, "the secret is \(size.map(byteSize) ?? "more than \(byteSize(limit))"); a Keyferry item holds up to \(byteSize(limit)).")
+    }
+    return secret
+}
+
+/// Reads a file, or standard input when `path` is nil, whole: a regular file, a pipe,
+/// `<(command)` or `/dev/stdin` alike, as CI secrets arrive. At most `limit` bytes are kept,
+/// plus one so that "too large" is seen; a missing, unreadable or directory path is a usage
+/// error naming the problem.
+func readInput(_ path: String?, what: String, limit: Int) throws -> Data {
+    let handle: FileHandle
+    if let path {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ValidationError("cannot read \(what) \(path): there is no such file.")
+        }
+        guard !isDirectory.boolValue else { throw ValidationError("cannot read \(what) \(path): it is a directory.") }
+        guard let opened = FileHandle(forReadingAtPath: path) else {
+            throw ValidationError("cannot read \(what) \(path): permission denied.")
+        }
+        handle = opened
+    } else {
+        handle = FileHandle.standardInput
+    }
+    defer { if path != nil { try? handle.close() } }
+    do {
+        return try handle.read(upToCount: limit + 1) ?? Data()
+    } catch {
+        throw ValidationError("cannot read \(what)\(path.map { " " + $0 } ?? ""): \(userMessage(for: error))")
+    }
+}
+
+extension Int {
+    /// `1 item`, `3 items`.
+    var items: String { self == 1 ? "1 item" : "\(self) items" }
 }
 
 extension String {

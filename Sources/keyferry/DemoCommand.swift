@@ -32,31 +32,29 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting(json: false) {
-            guard FileManager.default.fileExists(atPath: fleet) else {
-                throw FleetFileError(file: fleet, problem: "cannot read the fleet file: there is no such file; run the demo from the repository (./scripts/demo), or give --fleet the family fleet's file.")
-            }
-            let file = try FleetFile.load(URL(fileURLWithPath: fleet), displayName: fleet)
-            // Short, so the sockets' paths fit.
-            let rootURL = URL(fileURLWithPath: root ?? "/tmp/keyferry-demo-\(UUID().uuidString.prefix(8))")
-            let runner = FleetRunner(fleet: file, root: rootURL)
-            let removeRoot = root == nil
-            defer { if removeRoot { try? FileManager.default.removeItem(at: rootURL) } }
-            // Ctrl-C brings the fleet down first: no node outlives the demo.
-            let interrupt = ProcessControl.onInterrupt {
-                Task {
-                    _ = try? await runner.down()
-                    if removeRoot { try? FileManager.default.removeItem(at: rootURL) }
-                    Foundation.exit(130)
-                }
-            }
-            defer { withExtendedLifetime(interrupt) {} }
-            do {
-                try await tour(runner)
-            } catch {
+        guard FileManager.default.fileExists(atPath: fleet) else {
+            throw FleetFileError(file: fleet, problem: "cannot read the fleet file: there is no such file; run the demo from the repository (./scripts/demo), or give --fleet the family fleet's file.")
+        }
+        let file = try FleetFile.load(URL(fileURLWithPath: fleet), displayName: fleet)
+        // Short, so the sockets' paths fit.
+        let rootURL = URL(fileURLWithPath: root ?? "/tmp/keyferry-demo-\(UUID().uuidString.prefix(8))")
+        let runner = FleetRunner(fleet: file, root: rootURL)
+        let removeRoot = root == nil
+        defer { if removeRoot { try? FileManager.default.removeItem(at: rootURL) } }
+        // Ctrl-C brings the fleet down first: no node outlives the demo.
+        let interrupt = ProcessControl.onInterrupt {
+            Task {
                 _ = try? await runner.down()
-                throw error
+                if removeRoot { try? FileManager.default.removeItem(at: rootURL) }
+                Foundation.exit(130)
             }
+        }
+        defer { withExtendedLifetime(interrupt) {} }
+        do {
+            try await tour(runner)
+        } catch {
+            _ = try? await runner.down()
+            throw error
         }
     }
 

@@ -16,8 +16,8 @@ struct DeviceCommand: AsyncParsableCommand {
             abstract: "Create a new device in DIR (powered off; start it with `keyferry node start DIR`).")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The device's name.") var name = "iPhone"
-        @Option(help: "Give the device a passcode.") var passcode: String?
+        @Option(help: "The device's name.", transform: Checked.name) var name = "iPhone"
+        @Option(help: "Give the device a passcode.", transform: Checked.passcode) var passcode: String?
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
         @Option(help: "Seconds class A keys stay in memory after the screen locks.") var grace: Double = 10
         @OptionGroup var output: JSONFlag
@@ -28,13 +28,11 @@ struct DeviceCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let created = try Device.create(
-                    at: device.url, options: DeviceOptions(name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace))
-                created.powerOff()
-                let status = try created.status()
-                if output.json { try printJSON(encodable: status) } else { print("created \(name) in \(device.dir) (powered off)") }
-            }
+            let created = try Device.create(
+                at: device.url, options: DeviceOptions(name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace))
+            created.powerOff()
+            let status = try created.status()
+            if output.json { try printJSON(encodable: status) } else { print("created \(name) in \(device.dir) (powered off)") }
         }
     }
 
@@ -46,7 +44,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) { try await printStatus(device, json: output.json) }
+            try await printStatus(device, json: output.json)
         }
     }
 
@@ -54,10 +52,13 @@ struct DeviceCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The device passcode (leave out on a device without one).") var passcode: String?
+        @Option(help: "The device passcode (leave out on a device without one).", transform: Checked.passcode) var passcode: String?
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
+            if passcode != nil, try await !device.client.deviceStatus().passcodeSet {
+                throw ValidationError("this device has no passcode; unlock it without --passcode.")
+            }
             try await device.send(.unlock, NodeAPI.Unlock(passcode: passcode), json: output.json)
         }
     }
@@ -80,24 +81,28 @@ struct DeviceCommand: AsyncParsableCommand {
             discussion: "Removing the passcode destroys every whenPasscodeSetThisDeviceOnly item, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The new passcode.") var set: String?
+        @Option(help: "The new passcode.", transform: Checked.passcode) var set: String?
         @Flag(help: "Remove the passcode.") var remove = false
-        @Option(help: "The current passcode (needed to change or remove one).") var current: String?
+        @Option(help: "The current passcode (needed to change or remove one).", transform: Checked.passcode) var current: String?
         @OptionGroup var output: JSONFlag
 
         func validate() throws {
             guard (set != nil) != remove else { throw ValidationError("give exactly one of --set NEW or --remove.") }
-            if remove && current == nil { throw ValidationError("--remove needs --current OLD.") }
         }
 
         func run() async throws {
+            let hasPasscode = try await device.client.deviceStatus().passcodeSet
+            if hasPasscode && current == nil { throw ValidationError("this device has a passcode; give it with --current OLD.") }
+            if !hasPasscode && current != nil { throw ValidationError("this device has no passcode; leave --current out.") }
+            if !hasPasscode && remove { throw ValidationError("this device has no passcode to remove.") }
             try await device.send(.passcode, NodeAPI.Passcode(new: set, current: current, remove: remove), json: output.json)
         }
     }
 
     struct Biometry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "biometry", 
-            abstract: "Enroll, change or remove biometry.",
+            abstract: "Enroll, change or remove biometry (on an unlocked device).",
+            usage: "keyferry device biometry <dir> (--enroll | --change | --remove) [--json]",
             discussion: "--change simulates a new face or finger: items with biometryCurrentSet stop opening.")
 
         @OptionGroup var device: DeviceDirectory
@@ -124,10 +129,8 @@ extension DeviceDirectory {
     /// Sends one request to the node, then shows the device's status: what every lock,
     /// passcode and biometry command prints.
     func send(_ route: NodeAPI.Route, _ body: some Encodable, json: Bool) async throws {
-        try await reporting(json: json) {
-            try await client.send(route, body)
-            try await printStatus(self, json: json)
-        }
+        try await client.send(route, body)
+        try await printStatus(self, json: json)
     }
 }
 

@@ -30,19 +30,17 @@ struct FleetCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let runner = try fleet.runner()
-                if !output.json { print("\(runner.fleet.name) fleet in \(runner.root.path)") }
-                let arrivals = try await runner.up { arrival in
-                    if !output.json { print("  " + runner.line(arrival.member, arrival.summary)) }
-                }
-                if output.json { try printJSON(encodable: arrivals); return }
-                for arrival in arrivals {
-                    print(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
-                }
-                if let circle = arrivals.first?.circle, let relay = RelayLauncher.running(data: runner.relayDirectory) {
-                    print("every device is in circle \(circle), syncing through the relay at \(relay.absoluteString)")
-                }
+            let runner = try fleet.runner()
+            if !output.json { print("\(runner.fleet.name) fleet in \(runner.root.path)") }
+            let arrivals = try await runner.up { arrival in
+                if !output.json { print("  " + runner.line(arrival.member, arrival.summary)) }
+            }
+            if output.json { try printJSON(encodable: arrivals); return }
+            for arrival in arrivals {
+                print(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
+            }
+            if let circle = arrivals.first?.circle, let relay = RelayLauncher.running(data: runner.relayDirectory) {
+                print("every device is in circle \(circle), syncing through the relay at \(relay.absoluteString)")
             }
         }
     }
@@ -54,13 +52,11 @@ struct FleetCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let runner = try fleet.runner()
-                let statuses = try await runner.status()
-                if output.json { try printJSON(encodable: statuses); return }
-                for status in statuses {
-                    print(runner.line(status.member, status.device?.fleetLine ?? "not created"))
-                }
+            let runner = try fleet.runner()
+            let statuses = try await runner.status()
+            if output.json { try printJSON(encodable: statuses); return }
+            for status in statuses {
+                print(runner.line(status.member, status.device?.fleetLine ?? "not created"))
             }
         }
     }
@@ -71,15 +67,13 @@ struct FleetCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let runner = try fleet.runner()
-                let departures = try await runner.down()
-                if output.json {
-                    printJSON(departures.map { ["member": $0.member, "result": $0.departure.rawValue] })
-                    return
-                }
-                for (member, departure) in departures { print(runner.line(member, departure.text)) }
+            let runner = try fleet.runner()
+            let departures = try await runner.down()
+            if output.json {
+                printJSON(departures.map { ["member": $0.member, "result": $0.departure.rawValue] })
+                return
             }
+            for (member, departure) in departures { print(runner.line(member, departure.text)) }
         }
     }
 }

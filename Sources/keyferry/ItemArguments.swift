@@ -10,8 +10,10 @@ struct ItemAttributes: ParsableArguments {
     @Option(help: "kSecAttrService.") var service: String?
     @Option(help: "kSecAttrAccount.") var account: String?
     @Option(help: "kSecAttrServer.") var server: String?
-    @Option(name: .customLong("protocol"), help: "kSecAttrProtocol, e.g. htps.") var protocolName: String?
-    @Option(help: "kSecAttrPort.") var port: Int64?
+    @Option(name: .customLong("protocol"), help: "kSecAttrProtocol: Apple's name (HTTPS, SSH, ...) or code (htps, ssh).",
+            transform: Checked.internetProtocol)
+    var protocolName: String?
+    @Option(help: "kSecAttrPort, 0 to 65535.", transform: Checked.port) var port: Int64?
     @Option(help: "kSecAttrPath.") var path: String?
     @Option(help: "kSecAttrSecurityDomain.") var securityDomain: String?
     @Option(help: "kSecAttrAuthenticationType, e.g. form.") var authenticationType: String?
@@ -56,7 +58,11 @@ func parseAssignment(_ text: String, flag: String) throws -> (AttributeKey, Attr
     guard let key, let kind = key.kind else {
         throw ValidationError("\(flag): '\(name)' is not a keychain attribute (try account, service, label, applicationTag, keyType ...).")
     }
-    return (key, try attributeValue(raw, kind: kind, name: name))
+    switch key {
+    case .protocol: return (key, .string(try Checked.internetProtocol(raw)))
+    case .port: return (key, .number(try Checked.port(raw)))
+    default: return (key, try attributeValue(raw, kind: kind, name: name))
+    }
 }
 
 /// The attributes the keychain keeps apart from the class's own, each set by an option of its own.
@@ -111,6 +117,16 @@ struct SearchOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
     var accessible: ProtectionClass?
+
+    /// An update or delete that names no attribute, group or protection class touches every
+    /// item of its class the app sees (Apple's semantics): the command line asks for `--all`.
+    func requireNarrowed(_ attributes: ItemAttributes, all: Bool, verb: String, app: String) throws {
+        guard !all, try attributes.attributes().isEmpty, attributes.group == nil, accessible == nil else { return }
+        throw ValidationError("""
+            with no attribute this would \(verb) every \(attributes.itemClass.name) item \(app) sees; \
+            narrow it (--account, --service, --label, --attr ...) or add --all to mean every one.
+            """)
+    }
 
     /// The search these flags and `attributes` describe.
     func query(_ attributes: ItemAttributes) throws -> ItemQuery {

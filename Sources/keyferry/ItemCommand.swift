@@ -9,8 +9,11 @@ struct ItemCommand: AsyncParsableCommand {
         commandName: "item",
         abstract: "SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete as one app sees them.",
         discussion: """
-            Failures print `errSecName (-NNNNN): sentence` on stderr and exit with status 3. Class and \
-            protection names are Apple's without prefix: genericPassword, whenUnlocked, ...
+            Failures print `errSecName (-NNNNN): sentence` on stderr and exit with status 3. Classes and \
+            protection classes are written as Apple names them without prefix (genericPassword, \
+            whenUnlocked), in any case; Apple's short codes (genp, ak) and constants \
+            (kSecClassGenericPassword, kSecAttrAccessibleWhenUnlocked) are read too. Output always \
+            uses the names without prefix.
             """,
         subcommands: [Add.self, Get.self, Update.self, Delete.self, List.self])
 
@@ -19,12 +22,13 @@ struct ItemCommand: AsyncParsableCommand {
             abstract: "Add an item (SecItemAdd). Give the secret with --value-file or --value-stdin.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The calling app's bundle ID.") var app: String
+        @Option(help: "The calling app's bundle ID.", transform: Checked.bundleID) var app: String
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var secret: SecretInput
         @Option(help: "kSecAttrAccessible (default: whenUnlocked; certificates: always).") var accessible: ProtectionClass?
         @Option(help: ArgumentHelp(
-            "kSecAttrAccessControl flags joined by their combinator, e.g. biometryCurrentSet|or|devicePasscode.", valueName: "EXPR"))
+            "kSecAttrAccessControl flags joined by their combinator, e.g. biometryCurrentSet|or|devicePasscode.", valueName: "EXPR"),
+                transform: Checked.accessControl)
         var accessControl: String?
         @Flag(help: "kSecAttrSynchronizable: sync the item to the user's other devices.") var sync = false
         @OptionGroup var output: JSONFlag
@@ -34,17 +38,15 @@ struct ItemCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                var item = NewItem(attributes.itemClass, attributes: try attributes.attributes(), data: try secret.read() ?? Data(),
-                                   accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
-                if let accessControl {
-                    item.accessControl = try AccessControl(protection: accessible ?? attributes.itemClass.defaultProtection, expression: accessControl)
-                } else {
-                    item.protection = accessible
-                }
-                let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
-                if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { print(answer.items.map(\.headline).joined(separator: "\n")) }
+            var item = NewItem(attributes.itemClass, attributes: try attributes.attributes(), data: try secret.read() ?? Data(),
+                               accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
+            if let accessControl {
+                item.accessControl = try AccessControl(protection: accessible ?? attributes.itemClass.defaultProtection, expression: accessControl)
+            } else {
+                item.protection = accessible
             }
+            let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
+            if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { print(answer.items.map(\.headline).joined(separator: "\n")) }
         }
     }
 
@@ -58,10 +60,10 @@ struct ItemCommand: AsyncParsableCommand {
                 """)
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The calling app's bundle ID.") var app: String
+        @Option(help: "The calling app's bundle ID.", transform: Checked.bundleID) var app: String
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var search: SearchOptions
-        @Option(help: "kSecMatchLimit: one (default), all, or a number.") var limit: MatchLimit = .one
+        @Option(help: "kSecMatchLimit: one (default), all, or a number.", transform: Checked.matchLimit) var limit: MatchLimit = .one
         @Option(name: .customLong("return"), help: "What to return: data (default), attributes or both.") var returning: Returning = .data
         @Option(help: ArgumentHelp(
             "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE; none forbids prompts. Repeat for successive prompts.",
@@ -81,19 +83,17 @@ struct ItemCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                var query = try search.query(attributes)
-                query.matchLimit = limit
-                query.returning = returning.options
-                query.authentication = AuthChoice.context(auth)
-                let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
-                if output.json {
-                    printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
-                } else if returning == .data, answer.items.count == 1, let data = answer.items[0].data {
-                    FileHandle.standardOutput.write(data)
-                } else {
-                    print(answer.items.map { $0.described(withData: returning != .attributes) }.joined(separator: "\n\n"))
-                }
+            var query = try search.query(attributes)
+            query.matchLimit = limit
+            query.returning = returning.options
+            query.authentication = AuthChoice.context(auth)
+            let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
+            if output.json {
+                printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
+            } else if returning == .data, answer.items.count == 1, let data = answer.items[0].data {
+                FileHandle.standardOutput.write(data)
+            } else {
+                print(answer.items.map { $0.described(withData: returning != .attributes) }.joined(separator: "\n\n"))
             }
         }
     }
@@ -104,7 +104,7 @@ struct ItemCommand: AsyncParsableCommand {
             discussion: "The search flags pick the items; the --set-* flags say what changes. Changing the account or service changes the primary key.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The calling app's bundle ID.") var app: String
+        @Option(help: "The calling app's bundle ID.", transform: Checked.bundleID) var app: String
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var search: SearchOptions
         @Option(help: "New secret as text (for tests; prefer --set-value-file or --set-value-stdin).") var setValue: String?
@@ -120,6 +120,7 @@ struct ItemCommand: AsyncParsableCommand {
             valueName: "yes|no"))
         var setSync: YesNo?
         @Option(help: "Any other new attribute as NAME=VALUE (repeatable).") var setAttr: [String] = []
+        @Flag(help: "Update every item of the class the app sees, when no attribute narrows the search.") var all = false
         @OptionGroup var output: JSONFlag
 
         func validate() throws {
@@ -128,21 +129,20 @@ struct ItemCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let query = try search.query(attributes)
-                var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
-                                          data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
-                if let setAccount { changes.attributes[.account] = .string(setAccount) }
-                if let setService { changes.attributes[.service] = .string(setService) }
-                if let setLabel { changes.attributes[.label] = .string(setLabel) }
-                for assignment in setAttr {
-                    let (key, value) = try parseAssignment(assignment, flag: "--set-attr")
-                    changes.attributes[key] = value
-                }
-                guard !changes.isEmpty else { throw ValidationError("say what to change with a --set-* flag.") }
-                try await device.client.send(.update, NodeAPI.Update(app: app, query: query, changes: changes))
-                if output.json { printJSON(["updated": true]) } else { print("updated") }
+            let query = try search.query(attributes)
+            var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
+                                      data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
+            if let setAccount { changes.attributes[.account] = .string(setAccount) }
+            if let setService { changes.attributes[.service] = .string(setService) }
+            if let setLabel { changes.attributes[.label] = .string(setLabel) }
+            for assignment in setAttr {
+                let (key, value) = try parseAssignment(assignment, flag: "--set-attr")
+                changes.attributes[key] = value
             }
+            guard !changes.isEmpty else { throw ValidationError("say what to change with a --set-* flag.") }
+            try search.requireNarrowed(attributes, all: all, verb: "update", app: app)
+            let changed: NodeAPI.Changed = try await device.client.call(.update, NodeAPI.Update(app: app, query: query, changes: changes))
+            if output.json { printJSON(["updated": changed.count]) } else { print("updated \(changed.count.items)") }
         }
     }
 
@@ -151,17 +151,17 @@ struct ItemCommand: AsyncParsableCommand {
             abstract: "Delete every matching item (SecItemDelete). Works while locked, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The calling app's bundle ID.") var app: String
+        @Option(help: "The calling app's bundle ID.", transform: Checked.bundleID) var app: String
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var search: SearchOptions
+        @Flag(help: "Delete every item of the class the app sees, when no attribute narrows the search.") var all = false
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let query = try search.query(attributes)
-                try await device.client.send(.delete, NodeAPI.Search(app: app, query: query))
-                if output.json { printJSON(["deleted": true]) } else { print("deleted") }
-            }
+            let query = try search.query(attributes)
+            try search.requireNarrowed(attributes, all: all, verb: "delete", app: app)
+            let changed: NodeAPI.Changed = try await device.client.call(.delete, NodeAPI.Search(app: app, query: query))
+            if output.json { printJSON(["deleted": changed.count]) } else { print("deleted \(changed.count.items)") }
         }
     }
 
@@ -171,20 +171,18 @@ struct ItemCommand: AsyncParsableCommand {
             discussion: "Items of protection classes that are sealed in the current lock state are counted as unavailable, not shown.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Only what this app can see.") var app: String?
+        @Option(help: "Only what this app can see.", transform: Checked.bundleID) var app: String?
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let listing: ItemListing = try await device.client.call(.list, NodeAPI.List(app: app))
-                if output.json {
-                    printJSON(["items": listing.items.map { $0.presented(withData: false) }, "unavailable": listing.unavailable.map(\.name)])
-                    return
-                }
-                for item in listing.items { print(item.headline) }
-                if !listing.unavailable.isEmpty {
-                    print("sealed in this lock state: \(listing.unavailable.map(\.name).joined(separator: ", "))")
-                }
+            let listing: ItemListing = try await device.client.call(.list, NodeAPI.List(app: app))
+            if output.json {
+                printJSON(["items": listing.items.map { $0.presented(withData: false) }, "unavailable": listing.unavailable.map(\.name)])
+                return
+            }
+            for item in listing.items { print(item.headline) }
+            if !listing.unavailable.isEmpty {
+                print("sealed in this lock state: \(listing.unavailable.map(\.name).joined(separator: ", "))")
             }
         }
     }
@@ -203,19 +201,4 @@ struct YesNo: ExpressibleByArgument {
     }
 
     static var allValueStrings: [String] { ["yes", "no"] }
-}
-
-/// `--limit`: one, all, or a number.
-extension MatchLimit: ExpressibleByArgument {
-    public init?(argument: String) {
-        switch argument {
-        case "one": self = .one
-        case "all": self = .all
-        default:
-            guard let n = Int(argument), n > 0 else { return nil }
-            self = .count(n)
-        }
-    }
-
-    public static var allValueStrings: [String] { ["one", "all", "N"] }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// Every command names itself (`commandName:`): otherwise ArgumentParser derives each name
 /// through `String(describing:)`, whose dynamic casts scan every protocol conformance in this
@@ -13,20 +14,62 @@ struct Keyferry: AsyncParsableCommand {
         discussion: """
             Keyferry runs simulated iPhones and iPads on Linux. Each device keeps an encrypted keychain \
             that behaves like the one on a phone: protection classes, lock states, passcode and biometry, \
-            access groups, app installs. Start with `keyferry demo`, bring up a ready-made fleet with \
-            `keyferry fleet up Peers/family.yaml`, or drive one device by hand:
+            access groups, app installs. Watch it with `keyferry demo` (from the repository), bring up \
+            a fleet with `keyferry fleet up FLEET.yaml`, or drive one device by hand:
 
-              keyferry device init ./phone --passcode 123456
-              keyferry node start ./phone
-              keyferry device unlock ./phone --passcode 123456
-              keyferry app install ./phone --bundle com.example.mail --team ABCDE12345
-              keyferry item add ./phone --app com.example.mail --account alice --value-stdin
-              keyferry item get ./phone --app com.example.mail --account alice
-              keyferry node stop ./phone
+            $ keyferry device init ./phone --passcode 123456
+            $ keyferry node start ./phone
+            $ keyferry device unlock ./phone --passcode 123456
+            $ keyferry app install ./phone --bundle com.example.mail --team ABCDE12345
+            $ echo -n s3cret | keyferry item add ./phone --app com.example.mail --account alice --value-stdin
+            $ keyferry item get ./phone --app com.example.mail --account alice
+            $ keyferry node stop ./phone
 
             Exit status: 0 success; 3 a keychain status other than success (errSecName (-NNNNN) on \
-            stderr); 64 a usage error; 1 any other failure.
+            stderr); 64 a usage error; 1 any other failure. With --json, failures are JSON on stdout \
+            too. Completion: `keyferry --generate-completion-script bash|zsh|fish`.
             """,
-        version: version,
+        version: "keyferry \(version) (\(buildDescription))",
         subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self, DemoCommand.self, BenchCommand.self])
+
+    private static var buildDescription: String {
+        #if DEBUG
+        let kind = "debug build"
+        #else
+        let kind = "release build"
+        #endif
+        #if arch(x86_64)
+        let machine = "x86_64"
+        #elseif arch(arm64)
+        let machine = "arm64"
+        #else
+        let machine = "unknown machine"
+        #endif
+        return "\(kind), Linux \(machine)"
+    }
+
+    /// Parses, runs, and turns every failure into the documented output and exit status (see
+    /// `CommandOutcome`), for parse errors and failures inside a command alike.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let json = arguments.contains("--json")
+        let command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            // Help, --version and completion scripts are "errors" that exit cleanly.
+            if exitCode(for: error) == .success { exit(withError: error) }
+            CommandOutcome.usage(parsing: error, arguments: arguments, json: json).finish()
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                var syncCommand = command
+                try syncCommand.run()
+            }
+        } catch {
+            CommandOutcome(error, command: type(of: command), json: json).finish()
+        }
+    }
 }

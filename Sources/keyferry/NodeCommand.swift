@@ -19,10 +19,8 @@ struct NodeCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status = try await NodeLauncher.start(directory: device.url)
-                if output.json { try printJSON(encodable: status.device) } else { print("started (pid \(status.pid)): \(status.device.summary)") }
-            }
+            let status = try await NodeLauncher.start(directory: device.url)
+            if output.json { try printJSON(encodable: status.device) } else { print("started (pid \(status.pid)): \(status.device.summary)") }
         }
     }
 
@@ -32,10 +30,8 @@ struct NodeCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let wasRunning = try await NodeLauncher.stop(directory: device.url)
-                if output.json { printJSON(["stopped": wasRunning]) } else { print(wasRunning ? "stopped" : "not running") }
-            }
+            let wasRunning = try await NodeLauncher.stop(directory: device.url)
+            if output.json { printJSON(["stopped": wasRunning]) } else { print(wasRunning ? "stopped" : "not running") }
         }
     }
 
@@ -55,10 +51,8 @@ struct NodeCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status = try await device.client.status()
-                if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
-            }
+            let status = try await device.client.status()
+            if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
         }
     }
 
@@ -72,7 +66,7 @@ struct NodeCommand: AsyncParsableCommand {
 
         func run() async throws {
             if detach { NodeLauncher.detach() }
-            try await reporting(json: false) { try await NodeServer.run(directory: device.url) }
+            try await NodeServer.run(directory: device.url)
         }
     }
 }

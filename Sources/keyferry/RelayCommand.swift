@@ -34,33 +34,31 @@ struct RelayCommand: AsyncParsableCommand {
 
         func run() async throws {
             if detach { NodeLauncher.detach() }
-            try await reporting(json: output.json) {
-                let directory = URL(fileURLWithPath: data)
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                    throw CommandFailure("--data \(data) is a file; give a directory for the relay's database.")
-                }
-                let storage: SQLiteRelayStorage
-                do { storage = try SQLiteRelayStorage(directory: directory) } catch {
-                    throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
-                }
-                let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
-                let address = RelayAddress(listen)!
-                let json = output.json
-                let announcement = RelayAnnouncement.file(in: directory)
-                defer { try? FileManager.default.removeItem(at: announcement) }
-                try await RelayServer.run(storage: storage, host: address.host, port: address.port, logger: logger) { bound in
-                    // Unbuffered, so whoever started the relay sees it is up at once.
-                    let url = "http://\(address.host):\(bound)"
-                    try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
-                        .write(to: announcement, options: .atomic)
-                    let line = json
-                        ? String(decoding: try! JSONSerialization.data(
-                            withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
-                            options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
-                        : "relay listening on \(url) (data \(directory.path)); stop it with Ctrl-C"
-                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-                }
+            let directory = URL(fileURLWithPath: data)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw CommandFailure("--data \(data) is a file; give a directory for the relay's database.")
+            }
+            let storage: SQLiteRelayStorage
+            do { storage = try SQLiteRelayStorage(directory: directory) } catch {
+                throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
+            }
+            let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
+            let address = RelayAddress(listen)!
+            let json = output.json
+            let announcement = RelayAnnouncement.file(in: directory)
+            defer { try? FileManager.default.removeItem(at: announcement) }
+            try await RelayServer.run(storage: storage, host: address.host, port: address.port, logger: logger) { bound in
+                // Unbuffered, so whoever started the relay sees it is up at once.
+                let url = "http://\(address.host):\(bound)"
+                try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
+                    .write(to: announcement, options: .atomic)
+                let line = json
+                    ? String(decoding: try! JSONSerialization.data(
+                        withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
+                        options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+                    : "relay listening on \(url) (data \(directory.path)); stop it with Ctrl-C"
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
             }
         }
     }

@@ -21,24 +21,22 @@ struct RestoreCommand: AsyncParsableCommand {
     @Argument(help: "The archive.", completion: .file()) var file: String
     @Option(help: "The device to restore onto (made with `keyferry device init`; powered off).", completion: .directory)
     var to: String
-    @Option(help: "The target device's passcode, when it has one.") var passcode: String?
+    @Option(help: "The target device's passcode, when it has one.", transform: Checked.passcode) var passcode: String?
     @OptionGroup var password: BackupPassword
     @OptionGroup var output: JSONFlag
 
     func run() async throws {
-        try await reporting(json: output.json) {
-            let archive = URL(fileURLWithPath: file)
-            let header = try ArchiveReader(contentsOf: archive).header
-            let secret = header.mode == .encrypted ? try password.read(required: true) : nil
-            let showProgress = !output.json && ProcessControl.standardErrorIsTerminal
-            let report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
-                try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
-                    if showProgress, done == total || done % 500 == 0 { printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total) }
-                }
+        let archive = URL(fileURLWithPath: file)
+        let header = try ArchiveReader(contentsOf: archive).header
+        let secret = header.mode == .encrypted ? try password.read(required: true) : nil
+        let showProgress = !output.json && ProcessControl.standardErrorIsTerminal
+        let report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
+            try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
+                if showProgress, done == total || done % 500 == 0 { printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total) }
             }
-            if output.json { try printJSON(encodable: report); return }
-            print(report.table(target: to))
         }
+        if output.json { try printJSON(encodable: report); return }
+        print(report.table(target: to))
     }
 }
 

@@ -21,15 +21,13 @@ struct SyncCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let report: SyncReport = try await device.client.call(.syncNow, NodeAPI.Empty())
-                if output.json { return try printJSON(encodable: report) }
-                print("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
-                      + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
-                      + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
-                      + (report.rejected.isEmpty ? "" : ", \(report.rejected.count) refused"))
-                for reason in report.rejected { print("  refused: \(reason)") }
-            }
+            let report: SyncReport = try await device.client.call(.syncNow, NodeAPI.Empty())
+            if output.json { return try printJSON(encodable: report) }
+            print("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
+                  + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
+                  + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
+                  + (report.rejected.isEmpty ? "" : ", \(report.rejected.count) refused"))
+            for reason in report.rejected { print("  refused: \(reason)") }
         }
     }
 
@@ -39,16 +37,14 @@ struct SyncCommand: AsyncParsableCommand {
         @OptionGroup var output: JSONFlag
 
         func run() async throws {
-            try await reporting(json: output.json) {
-                let status: NodeAPI.SyncStatus = try await device.client.get(.syncStatus)
-                if output.json { return try printJSON(encodable: status) }
-                guard let circle = status.circle else { return print("in no circle") }
-                print("circle \(circle): \(status.members.map(\.name).joined(separator: ", "))")
-                if status.sealedUntilUnlock == true { print("sealed until the device is first unlocked; it syncs from then on") }
-                print("last exchange: \(status.lastExchange.map { "\($0)" } ?? "never")" + (status.lastError.map { " (last attempt failed: \($0))" } ?? ""))
-                print("pending: \(status.pending) to push, \(status.waitingForUnlock) waiting for unlock")
-                for item in status.skippedDeviceBound { print("skipped, device-bound: \(item)") }
-            }
+            let status: NodeAPI.SyncStatus = try await device.client.get(.syncStatus)
+            if output.json { return try printJSON(encodable: status) }
+            guard let circle = status.circle else { return print("in no circle") }
+            print("circle \(circle): \(status.members.map(\.name).joined(separator: ", "))")
+            if status.sealedUntilUnlock == true { print("sealed until the device is first unlocked; it syncs from then on") }
+            print("last exchange: \(status.lastExchange.map { "\($0)" } ?? "never")" + (status.lastError.map { " (last attempt failed: \($0))" } ?? ""))
+            print("pending: \(status.pending) to push, \(status.waitingForUnlock) waiting for unlock")
+            for item in status.skippedDeviceBound { print("skipped, device-bound: \(item)") }
         }
     }
 }

@@ -98,7 +98,8 @@ struct RestoreCLITests {
         let items = try #require(report["items"] as? [[String: Any]])
         #expect(items.count == 2)
         let dropped = items.first { $0["restored"] as? Bool == false }
-        #expect(dropped?["protection"] as? String == "cku" && dropped?["reason"] as? String == "deviceBound")
+        #expect(dropped?["accessible"] as? String == "afterFirstUnlockThisDeviceOnly" && dropped?["reason"] as? String == "deviceBound")
+        #expect(dropped?["class"] as? String == "genericPassword" && (dropped?["why"] as? String)?.contains("ThisDeviceOnly") == true)
         #expect((report["neverExported"] as? [String: Int])?["genericPassword.whenPasscodeSetThisDeviceOnly"] == 1)
 
         try cli.ok(["node", "start", newPhone])

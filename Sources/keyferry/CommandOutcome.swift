@@ -1,0 +1,146 @@
+import ArgumentParser
+import Foundation
+import KeychainModel
+
+/// How a failed command ends, the same for every command: exit 3 with `errSecName (-NNNNN):
+/// sentence` for a keychain status; 64 with the sentence and the command's usage for a usage
+/// mistake; 1 with a sentence naming the fix for anything else. The text goes to stderr; with
+/// `--json` the same failure is also a JSON object on stdout, so a consumer never reads nothing.
+struct CommandOutcome {
+    var status: Int32
+    var text: String
+    var json: [String: Any]?
+
+    static let keychainStatus: Int32 = 3
+    static let usage: Int32 = 64
+    static let failure: Int32 = 1
+
+    init(_ error: any Error, command: any ParsableCommand.Type, json: Bool) {
+        switch error {
+        case let exit as ExitCode:
+            self.init(status: exit.rawValue, text: "", json: nil)
+        case let error as KeychainError:
+            self.init(status: Self.keychainStatus, text: error.description,
+                      json: json ? ["status": Int(error.status.rawValue), "name": error.status.name, "message": error.message] : nil)
+        case let error as ValidationError:
+            let usage = Keyferry.usageString(for: command)
+            self.init(status: Self.usage, text: "error: \(error.message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more.",
+                      json: json ? ["error": error.message, "usage": usage] : nil)
+        default:
+            let message = userMessage(for: error)
+            self.init(status: Self.failure, text: "error: \(message)", json: json ? ["error": message] : nil)
+        }
+    }
+
+    private init(status: Int32, text: String, json: [String: Any]?) {
+        self.status = status
+        self.text = text
+        self.json = json
+    }
+
+    /// A mistake ArgumentParser found while parsing, with "did you mean" for a mistyped
+    /// subcommand.
+    static func usage(parsing error: any Error, arguments: [String], json: Bool) -> CommandOutcome {
+        if let typo = SubcommandTypo.find(in: arguments) {
+            return CommandOutcome(status: usage, text: "error: \(typo.message)\n  See '\(typo.parentPath) --help'.",
+                                  json: json ? ["error": typo.message] : nil)
+        }
+        var text = Keyferry.fullMessage(for: error)
+        if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst(7) }
+        return CommandOutcome(status: Keyferry.exitCode(for: error).rawValue, text: text,
+                              json: json ? ["error": Keyferry.message(for: error)] : nil)
+    }
+
+    func finish() -> Never {
+        if !text.isEmpty { printError(text) }
+        if let json { printJSON(json) }
+        exit(status)
+    }
+}
+
+/// `keyferry item add` from the usage line `keyferry item add <dir> --app <app> ...`.
+private func commandPath(_ usage: String) -> String {
+    usage.split(separator: " ").prefix { !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.hasPrefix("-") }.joined(separator: " ")
+}
+
+/// A word where a subcommand belongs that names none: `keyferry itme list`, `keyferry item rm`.
+struct SubcommandTypo {
+    var word: String
+    var parentPath: String
+    var candidates: [String]
+
+    /// The first word that should name a subcommand and does not, or nil.
+    static func find(in arguments: [String]) -> SubcommandTypo? {
+        var command: any ParsableCommand.Type = Keyferry.self
+        var path = ["keyferry"]
+        for argument in arguments {
+            let subcommands = configuration(of: command).subcommands
+            guard !subcommands.isEmpty, !argument.hasPrefix("-") else { return nil }
+            let names = subcommands.map { configuration(of: $0) }
+            guard let index = names.firstIndex(where: { $0.commandName == argument || $0.aliases.contains(argument) }) else {
+                let candidates = names.filter(\.shouldDisplay).compactMap(\.commandName)
+                return SubcommandTypo(word: argument, parentPath: path.joined(separator: " "), candidates: candidates)
+            }
+            command = subcommands[index]
+            path.append(argument)
+        }
+        return nil
+    }
+
+    var message: String {
+        let known = "\(parentPath) has \(candidates.joined(separator: ", "))"
+        guard let guess = Self.synonyms[word.lowercased()].flatMap({ candidates.contains($0) ? $0 : nil })
+            ?? candidates.min(by: { distance(word, $0) < distance(word, $1) }).flatMap({ distance(word, $0) <= 2 ? $0 : nil })
+        else { return "'\(word)' is not a subcommand; \(known)." }
+        return "'\(word)' is not a subcommand; did you mean '\(guess)'? (\(known))"
+    }
+
+    /// What people type from other tools.
+    private static let synonyms = [
+        "rm": "delete", "remove": "delete", "del": "delete", "ls": "list", "show": "get", "read": "get",
+        "set": "update", "edit": "update", "new": "add", "create": "init", "start": "up", "stop": "down",
+        "info": "status", "restart": "reboot", "ps": "status",
+    ]
+
+    /// Opened generically: reading a static property through an existential metatype crashes
+    /// this compiler.
+    private static func configuration<Command: ParsableCommand>(of command: Command.Type) -> CommandConfiguration {
+        Command.configuration
+    }
+
+    /// Levenshtein distance, case-insensitive.
+    private func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.lowercased()), b = Array(b.lowercased())
+        var previous = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return a.isEmpty ? b.count : previous[b.count]
+    }
+}
+
+/// The sentence a user reads for a failure that is not Keyferry's own: no Foundation or NIO
+/// type names or debug text.
+func userMessage(for error: any Error) -> String {
+    switch error {
+    case let error as CocoaError:
+        let path = (error.userInfo[NSFilePathErrorKey] as? String) ?? error.filePath ?? error.url?.path
+        let subject = path.map { " (\($0))" } ?? ""
+        switch error.code {
+        case .fileNoSuchFile, .fileReadNoSuchFile: return "no such file or directory\(subject)."
+        case .fileReadNoPermission, .fileWriteNoPermission: return "permission denied\(subject)."
+        case .fileWriteOutOfSpace: return "the disk is full\(subject)."
+        case .fileWriteVolumeReadOnly: return "the file system is read-only\(subject)."
+        case .fileWriteFileExists: return "it already exists\(subject)."
+        default: return "a file operation failed\(subject): code \(error.code.rawValue)."
+        }
+    case let error as POSIXError:
+        return String(cString: strerror(error.code.rawValue)).lowercased() + "."
+    default:
+        return "\(error)"
+    }
+}

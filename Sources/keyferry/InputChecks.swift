@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import KeychainModel
+import KeychainStore
+
+/// Checks of single option values, run while parsing (`@Option(transform:)`), so a mistake is
+/// a usage error (exit 64) before any device is touched.
+enum Checked {
+    static func bundleID(_ text: String) throws -> String {
+        guard !text.isEmpty else { throw ValidationError("a bundle ID cannot be empty, e.g. com.example.mail.") }
+        do { try AppManifest.validate(bundleID: text) } catch let error as DeviceError { throw ValidationError(error.message) }
+        return text
+    }
+
+    static func teamID(_ text: String) throws -> String {
+        do { try AppManifest.validate(teamID: text) } catch let error as DeviceError { throw ValidationError(error.message) }
+        return text
+    }
+
+    static func passcode(_ text: String) throws -> String {
+        guard !text.isEmpty else { throw ValidationError("a passcode cannot be empty; for a device without one, leave the option out.") }
+        return text
+    }
+
+    static func name(_ text: String) throws -> String {
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("a name cannot be empty; leave the option out for the default.") }
+        return text
+    }
+
+    /// `kSecAttrAccessControl` flags as written (`biometryCurrentSet|or|devicePasscode`): known
+    /// flags, Apple's combinator rules, and at least one thing to ask of the user.
+    static func accessControl(_ text: String) throws -> String {
+        let flags: AccessControlFlags
+        do {
+            flags = try AccessControl(protection: .whenUnlocked, expression: text).flags
+        } catch {
+            throw ValidationError(error.message)
+        }
+        let constraints = AccessControlFlags.constraints.filter { flags.contains($0.flag) }.count
+        let asks = constraints > 0 || flags.contains(.privateKeyUsage) || flags.contains(.applicationPassword)
+        guard asks else {
+            throw ValidationError("'\(text)' asks nothing of the user; name a constraint such as biometryAny, devicePasscode or userPresence.")
+        }
+        if constraints < 2 && (flags.contains(.or) || flags.contains(.and)) {
+            throw ValidationError("'\(text)' has a combinator with fewer than two constraints; join two, e.g. biometryAny|or|devicePasscode, or drop it.")
+        }
+        return text
+    }
+
+    static func port(_ text: String) throws -> Int64 {
+        guard let port = Int64(text), (0...65_535).contains(port) else {
+            throw ValidationError("a port is a whole number from 0 to 65535, not '\(text)'.")
+        }
+        return port
+    }
+
+    static func internetProtocol(_ text: String) throws -> String {
+        guard let code = InternetProtocol.code(for: text) else {
+            throw ValidationError("'\(text)' is not one of Apple's kSecAttrProtocol values; use a name such as HTTPS, HTTP, FTP, SSH, IMAPS "
+                + "or its code (htps, http, ftp, ssh, imps).")
+        }
+        return code
+    }
+
+    /// `--limit`: one, all, or a number from 1.
+    static func matchLimit(_ text: String) throws -> MatchLimit {
+        switch text {
+        case "one": return .one
+        case "all": return .all
+        default:
+            guard let n = Int(text), n > 0 else { throw ValidationError("--limit takes one, all or a number of items from 1, not '\(text)'.") }
+            return .count(n)
+        }
+    }
+}
