@@ -11,9 +11,11 @@ import KeyferryCrypto
 /// The new store is built beside the target and swapped in only when complete.
 public enum DeviceRestore {
     /// `passcode` is the target's own (its class keys are needed to store the items).
+    /// `progress` may throw to stop the restore (an interruption): the target is left as it
+    /// was and the copy being built is removed.
     public static func restore(
         _ archive: URL, password: Data?, to target: URL, passcode: String?,
-        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+        progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         // Everything that can be refused is refused before the target is touched.
         let reader = try ArchiveReader(contentsOf: archive)
@@ -65,6 +67,7 @@ public enum DeviceRestore {
         }
         var restored: [ItemRecord] = []
         let total = contents.items.count + contents.files.count
+        try progress(0, total)
         for (done, (item, record)) in zip(contents.items, opened).enumerated() {
             let outcome: RestoreReport.Reason?
             var name = item.name
@@ -80,7 +83,7 @@ public enum DeviceRestore {
                     : .unencryptedOnAnotherDevice
             }
             report.items.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
-            progress(done + 1, total)
+            try progress(done + 1, total)
         }
         try keychain.restore(restored)
 
@@ -88,7 +91,7 @@ public enum DeviceRestore {
             try device.sandbox(for: file.bundleID).restoreFile(path: file.path, contents: file.contents,
                                                                protection: FileProtection(rawValue: file.protection) ?? .completeUntilFirstUserAuthentication)
             report.sandboxFiles += 1
-            progress(contents.items.count + done + 1, total)
+            try progress(contents.items.count + done + 1, total)
         }
 
         device.powerOff()

@@ -22,7 +22,8 @@ public struct FleetFile: Equatable, Sendable {
     /// In file order.
     public var members: [Member]
     /// Where the fleet's relay listens, when the fleet syncs: every device joins one circle,
-    /// created by the first.
+    /// created by the first. Port 0 (`relay: auto`) lets the first `up` pick a free port; the
+    /// circle remembers it.
     public var relay: RelayAddress?
 
     /// One device of the fleet.
@@ -109,11 +110,18 @@ public struct FleetFile: Equatable, Sendable {
 
         if let syncField = top["sync"] {
             let sync = try syncField.fields(allowed: ["relay"])
-            guard let relayField = sync["relay"] else { throw syncField.failure("missing `relay:`, where the fleet's relay listens (HOST:PORT).") }
-            guard let address = RelayAddress(try relayField.text()), address.port != 0 else {
-                throw relayField.failure("the relay listens on HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:7700.")
+            guard let relayField = sync["relay"] else {
+                throw syncField.failure("missing `relay:`, where the fleet's relay listens (auto, or HOST:PORT).")
             }
-            relay = address
+            let text = try relayField.text()
+            if text == "auto" {
+                relay = RelayAddress(host: "127.0.0.1", port: 0)
+            } else {
+                guard let address = RelayAddress(text) else {
+                    throw relayField.failure("the relay listens on `auto` (a free port on 127.0.0.1) or HOST:PORT, such as 127.0.0.1:7700.")
+                }
+                relay = address
+            }
             if members.contains(where: { $0.id == "relay" }) {
                 throw syncField.failure("a fleet that syncs keeps its relay in ROOT/relay; rename the device `relay`.")
             }

@@ -10,6 +10,8 @@ public struct FleetRunner: Sendable {
     public let root: URL
     /// The keyferry binary the nodes run.
     public let executable: URL
+    /// The port a new circle's relay listens on instead of the file's (0: any free one).
+    public var relayPort: Int?
 
     public init(fleet: FleetFile, root: URL? = nil, executable: URL = NodeLauncher.currentExecutable) {
         self.fleet = fleet
@@ -17,13 +19,55 @@ public struct FleetRunner: Sendable {
         self.executable = executable
     }
 
-    /// `$XDG_STATE_HOME/keyferry/fleets/NAME`, or `~/.local/state/keyferry/fleets/NAME`: the
-    /// same place whatever the working directory, so `status` and `down` find what `up` made.
-    public static func defaultRoot(for fleet: FleetFile) -> URL {
+    /// `$XDG_STATE_HOME/keyferry`, or `~/.local/state/keyferry`.
+    private static var stateDirectory: URL {
         let environment = ProcessInfo.processInfo.environment
         let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
-        return state.appendingPathComponent("keyferry/fleets/\(fleet.name)")
+        return state.appendingPathComponent("keyferry")
+    }
+
+    /// `STATE/fleets/NAME`: the same place whatever the working directory, so `status` and
+    /// `down` find what `up` made.
+    public static func defaultRoot(for fleet: FleetFile) -> URL {
+        stateDirectory.appendingPathComponent("fleets/\(fleet.name)")
+    }
+
+    // MARK: Where a fleet was brought up
+
+    /// `STATE/fleet-roots/NAME.json`: the other roots a fleet was brought up in (`--root`).
+    private static func rootsRecord(for fleet: FleetFile) -> URL {
+        stateDirectory.appendingPathComponent("fleet-roots/\(fleet.name).json")
+    }
+
+    private static func rememberedRoots(of fleet: FleetFile) -> [URL] {
+        let data = (try? Data(contentsOf: rootsRecord(for: fleet))) ?? Data()
+        return ((try? JSONDecoder().decode([String].self, from: data)) ?? []).map { URL(fileURLWithPath: $0) }
+    }
+
+    /// Records this root, unless it is the default one, so that `status` and `down` find the
+    /// fleet without `--root`. Roots that no longer hold any of the fleet's devices are forgotten.
+    public func rememberRoot() throws {
+        guard root != Self.defaultRoot(for: fleet).standardizedFileURL else { return }
+        let roots = Self.rememberedRoots(of: fleet).filter { $0 != root && holdsDevices($0) } + [root]
+        let record = Self.rootsRecord(for: fleet)
+        try FileManager.default.createDirectory(at: record.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try JSONEncoder().encode(roots.map(\.path)).write(to: record, options: .atomic)
+    }
+
+    /// Where the fleet's devices are, for a command given no `--root`: the default root and
+    /// every remembered one that holds at least one of its devices.
+    public static func roots(of fleet: FleetFile) -> [URL] {
+        let probe = FleetRunner(fleet: fleet)
+        var found: [URL] = []
+        for root in [probe.root] + rememberedRoots(of: fleet) where !found.contains(root) && probe.holdsDevices(root) {
+            found.append(root)
+        }
+        return found
+    }
+
+    private func holdsDevices(_ root: URL) -> Bool {
+        fleet.members.contains { FileManager.default.fileExists(atPath: root.appendingPathComponent("\($0.id)/device.json").path) }
     }
 
     public func directory(of member: FleetFile.Member) -> URL {
@@ -50,11 +94,12 @@ public struct FleetRunner: Sendable {
     }
 
     /// Creates missing devices, starts every node, unlocks each and installs the apps it lacks.
-    /// Nothing starts unless every member's directory is usable. If any member fails, the apps
-    /// this call installed are uninstalled, the nodes it started stopped and the devices it
-    /// created removed; the error names each failure. `progress` hears each member as it is ready.
-    /// A fleet that syncs then gets its relay started and every member in one circle; a failure
-    /// there leaves the devices up, and `up` again finishes the circle.
+    /// Nothing starts unless every member's directory is usable. If any member fails, or the
+    /// task is cancelled (Ctrl-C), the apps this call installed are uninstalled, the nodes it
+    /// started stopped and the devices it created removed; the error names each failure and
+    /// what was rolled back. `progress` hears each member as it is ready. A fleet that syncs
+    /// then gets its relay started and every member in one circle; a failure there leaves the
+    /// devices up, and `up` again finishes the circle.
     public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> [Arrival] {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
@@ -76,10 +121,17 @@ public struct FleetRunner: Sendable {
             }
             return outcomes.sorted { $0.0 < $1.0 }
         }
+        let interrupted = Task.isCancelled
         let failures = outcomes.compactMap { _, arrival, error in error.map { (arrival.member, $0) } }
-        guard failures.isEmpty else {
-            for (_, arrival, _) in outcomes { await undo(arrival) }
-            throw FleetError(failures: failures)
+            .filter { !(interrupted && $0.1 is CancellationError) }
+        guard failures.isEmpty && !interrupted else {
+            var rolledBack: [(String, String)] = []
+            for (_, arrival, _) in outcomes {
+                // In a task of its own: the cancelled one would stop the undoing too.
+                let undone = await Task { [self] in await undo(arrival) }.value
+                if !undone.isEmpty { rolledBack.append((arrival.member, undone.joined(separator: ", "))) }
+            }
+            throw FleetError(failures: failures, rolledBack: rolledBack, interrupted: interrupted)
         }
         var arrivals = outcomes.map(\.1)
         if let address = fleet.relay {
@@ -89,12 +141,20 @@ public struct FleetRunner: Sendable {
         return arrivals
     }
 
-    /// Starts the fleet's relay unless it runs; the first member creates the circle unless it is
-    /// in one, and vouches for every other member that is in none.
-    private func formCircle(relay address: RelayAddress) async throws -> UUID {
-        let relay = try await RelayLauncher.start(data: relayDirectory, listen: address, executable: executable)
+    /// Starts the fleet's relay unless it runs, where the circle's members know it (the
+    /// address a first `up` chose); the first member creates the circle unless it is in one,
+    /// and vouches for every other member that is in none.
+    private func formCircle(relay file: RelayAddress) async throws -> UUID {
         let clients = fleet.members.map { NodeClient(directory: directory(of: $0)) }
         var circle: NodeAPI.CircleStatus = try await clients[0].get(.circleStatus)
+        var address = RelayAddress(host: file.host, port: relayPort ?? file.port)
+        if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
+            if let relayPort, relayPort != 0, relayPort != known.port {
+                throw NodeError.failed("the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort). Leave --relay-port out.")
+            }
+            address = known
+        }
+        let relay = try await RelayLauncher.start(data: relayDirectory, listen: address, executable: executable)
         if circle.circle == nil {
             circle = try await clients[0].call(.circleCreate, NodeAPI.CircleCreate(relay: relay.absoluteString, name: fleet.members[0].id))
         }
@@ -128,8 +188,9 @@ public struct FleetRunner: Sendable {
         if let running = try? await client.status() {
             device = running.device
         } else {
-            device = try await NodeLauncher.start(directory: directory, executable: executable).device
+            // Counted before it is done: an interruption while the node comes up still stops it.
             arrival.started = true
+            device = try await NodeLauncher.start(directory: directory, executable: executable).device
         }
         if device.lockState != .unlocked {
             do {
@@ -149,16 +210,19 @@ public struct FleetRunner: Sendable {
     }
 
     /// Takes back what one `up` did to a member: the apps it installed (their sandboxes are
-    /// still empty), the node it started, the device it created.
-    private func undo(_ arrival: Arrival) async {
+    /// still empty), the node it started, the device it created. Returns what it undid.
+    private func undo(_ arrival: Arrival) async -> [String] {
         let directory = URL(fileURLWithPath: arrival.directory)
+        var undone: [String] = []
         if !arrival.created {
-            for bundleID in arrival.installed {
-                try? await NodeClient(directory: directory).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
+            for bundleID in arrival.installed
+            where (try? await NodeClient(directory: directory).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))) != nil {
+                undone.append("\(bundleID) uninstalled")
             }
         }
-        if arrival.started { _ = try? await NodeLauncher.stop(directory: directory) }
-        if arrival.created { try? FileManager.default.removeItem(at: directory) }
+        if arrival.started, (try? await NodeLauncher.stop(directory: directory)) == true { undone.append("node stopped") }
+        if arrival.created, (try? FileManager.default.removeItem(at: directory)) != nil { undone.append("device removed") }
+        return undone
     }
 
     // MARK: Status and down
@@ -187,8 +251,16 @@ public struct FleetRunner: Sendable {
         case stopped, notRunning, notCreated
     }
 
-    /// Stops every member's node; members that are off or absent are left alone.
-    public func down() async throws -> [(member: String, departure: Departure)] {
+    /// What `down` did: each member's departure, and whether the fleet's relay was stopped.
+    public struct Departures: Sendable {
+        public var members: [(member: String, departure: Departure)]
+        public var relayStopped: Bool
+        /// Whether anything was running at all.
+        public var stoppedAny: Bool { relayStopped || members.contains { $0.departure == .stopped } }
+    }
+
+    /// Stops every member's node and the fleet's relay; members that are off or absent are left alone.
+    public func down() async throws -> Departures {
         try checkDirectories()
         return try await withThrowingTaskGroup(of: (Int, Departure).self) { group in
             for (index, member) in fleet.members.enumerated() {
@@ -200,8 +272,8 @@ public struct FleetRunner: Sendable {
             }
             var departures = [Departure](repeating: .notRunning, count: fleet.members.count)
             for try await (index, departure) in group { departures[index] = departure }
-            try await RelayLauncher.stop(data: relayDirectory)
-            return zip(fleet.members, departures).map { ($0.id, $1) }
+            let relayStopped = try await RelayLauncher.stop(data: relayDirectory)
+            return Departures(members: zip(fleet.members, departures).map { ($0.id, $1) }, relayStopped: relayStopped)
         }
     }
 
@@ -226,11 +298,28 @@ public struct FleetRunner: Sendable {
     }
 }
 
-/// Members of a fleet that could not be brought up, checked or stopped, each with its reason.
+/// Members of a fleet that could not be brought up, checked or stopped, each with its reason,
+/// and what was rolled back because of them (or of an interruption).
 public struct FleetError: Error, CustomStringConvertible {
     public var failures: [(member: String, error: any Error)]
+    public var rolledBack: [(member: String, undone: String)] = []
+    /// Ctrl-C (SIGINT) or SIGTERM stopped `up` before it finished.
+    public var interrupted = false
+
+    public init(failures: [(member: String, error: any Error)], rolledBack: [(member: String, undone: String)] = [], interrupted: Bool = false) {
+        self.failures = failures
+        self.rolledBack = rolledBack
+        self.interrupted = interrupted
+    }
 
     public var description: String {
-        failures.map { "\($0.member): \($0.error)" }.joined(separator: "\n")
+        var lines = failures.map { "\($0.member): \($0.error)" }
+        if interrupted { lines.append("interrupted before every device was up") }
+        if !rolledBack.isEmpty {
+            lines.append("rolled back: " + rolledBack.map { "\($0.member) (\($0.undone))" }.joined(separator: "; "))
+        } else if interrupted || !failures.isEmpty {
+            lines.append("nothing needed rolling back")
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -27,6 +27,11 @@ public struct NodeClient: Sendable {
         do {
             return try await status().device
         } catch NodeError.notRunning {
+            // Holding the device for a moment: what a killed restore left beside it goes.
+            if let lock = try? NodeLock.acquire(paths) {
+                Device.removeAbandonedStaging(for: paths.directory)
+                lock.release()
+            }
             let offline = try Device.powerOn(at: paths.directory)
             offline.powerOff()
             return try offline.status()
@@ -72,7 +77,8 @@ public struct NodeClient: Sendable {
         do {
             response = try await HTTPClient.shared.execute(request, timeout: timeout)
         } catch {
-            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(error)); its log is \(paths.log.path).")
+            if Task.isCancelled { throw CancellationError() }
+            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(Self.reason(error))); its log is \(paths.log.path).")
         }
         let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
         guard response.status == .ok else {
@@ -90,6 +96,16 @@ public struct NodeClient: Sendable {
 }
 
 extension NodeClient {
+    /// Why a call got no answer, in words rather than the HTTP client's type names.
+    private static func reason(_ error: any Error) -> String {
+        switch error as? HTTPClientError {
+        case .deadlineExceeded?, .readTimeout?, .connectTimeout?: "it took too long"
+        case .remoteConnectionClosed?: "it closed the connection"
+        case .some: "the connection failed"
+        case nil: "\(error)"
+        }
+    }
+
     /// Brings this node into the circle of `sponsor`'s node. This node first says whether it
     /// can join at all (its identity is refused when it is in a circle, or before first
     /// unlock); the sponsor then signs an entry admitting it and seals it a share of the keys,

@@ -15,6 +15,8 @@ public enum NodeServer {
         let paths = NodePaths(directory: directory)
         let lock = try NodeLock.acquire(paths)
         defer { lock.release() }
+        // What a restore killed outright left beside the device (held now, so none is running).
+        Device.removeAbandonedStaging(for: directory)
         let logger = Logger(label: "keyferry.node") { _ in FileLogHandler(url: paths.log) }
 
         let device = try Device.powerOn(at: directory)

@@ -183,10 +183,10 @@ final class NodeSync: Sendable {
     }
 
     private static func relayURL(_ text: String) throws -> URL {
-        guard let url = URL(string: text), url.scheme == "http", url.host != nil else {
-            throw CircleError.invalid("the relay address \(text) is not an http://HOST:PORT URL")
+        guard let address = RelayAddress(text), address.port != 0 else {
+            throw NodeAPI.Failure(request: RelayAddress.problem(with: text))
         }
-        return url
+        return address.url
     }
 
     static func peer(_ identity: PeerIdentity, isThisDevice: Bool?) -> NodeAPI.Peer {

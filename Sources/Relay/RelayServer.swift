@@ -24,7 +24,11 @@ public enum RelayServer {
         do {
             try await app.runService()
         } catch let error as IOError {
-            throw RelayError.cannotListen("\(host):\(port): \(error.description)")
+            let reason = String(cString: strerror(error.errnoCode)).lowercased()
+            let hint = error.errnoCode == EADDRINUSE ? "; choose another port, or port 0 for a free one" : ""
+            throw RelayError.cannotListen("\(host):\(port): \(reason)\(hint).")
+        } catch is SocketAddressError.UnknownHost {
+            throw RelayError.cannotListen("\(host):\(port): no such host; give an IP address or a name this machine resolves, such as 127.0.0.1.")
         }
         logger.info("relay down")
     }

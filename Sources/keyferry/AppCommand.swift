@@ -18,13 +18,13 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "Bundle ID, e.g. com.example.mail.", transform: Checked.bundleID) var bundle: String
         @Option(help: "Ten-character team ID.", transform: Checked.teamID) var team: String
         @Option(help: "An extra keychain access group (repeatable), e.g. TEAMID.shared.") var group: [String] = []
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let manifest = AppManifest(bundleID: bundle, teamID: team, accessGroups: group)
             try manifest.validate()
             try await device.client.send(.install, manifest)
-            if output.json { try printJSON(encodable: manifest) } else { print("installed \(bundle), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
+            if output.json { printJSON(manifest.presented) } else { say("installed \(bundle), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
         }
     }
 
@@ -33,11 +33,11 @@ struct AppCommand: AsyncParsableCommand {
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: bundle))
-            if output.json { printJSON(["uninstalled": bundle]) } else { print("uninstalled \(bundle); its keychain items stay on the device") }
+            if output.json { printJSON(["uninstalled": bundle]) } else { say("uninstalled \(bundle); its keychain items stay on the device") }
         }
     }
 
@@ -45,11 +45,11 @@ struct AppCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List installed apps and their access groups.")
 
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let apps = try await device.client.apps()
-            if output.json { try printJSON(encodable: apps); return }
+            if output.json { printJSON(apps.map(\.presented)); return }
             for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
         }
     }
@@ -64,7 +64,7 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "Set KEY=VALUE (a string).") var set: String?
         @Option(help: "Print one value.") var get: String?
         @Flag(help: "Print every entry.") var list = false
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard [set != nil, get != nil, list].filter({ $0 }).count == 1 else {
@@ -90,5 +90,12 @@ struct AppCommand: AsyncParsableCommand {
                 printJSON(request.set)
             }
         }
+    }
+}
+
+extension AppManifest {
+    /// As `app list` shows an app: every group it is entitled to, `TEAMID.bundleID` included.
+    var presented: [String: Any] {
+        ["bundleID": bundleID, "teamID": teamID, "accessGroups": entitledGroups]
     }
 }

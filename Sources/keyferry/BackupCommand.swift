@@ -25,7 +25,7 @@ struct BackupCommand: AsyncParsableCommand {
         @Flag(help: "Encrypt under a password (the password's key protects the backup keybag).") var encrypted = false
         @Flag(help: "Write an unencrypted archive: keychain items restore onto this device only.") var unencrypted = false
         @OptionGroup var password: BackupPassword
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard encrypted != unencrypted else { throw ValidationError("choose --encrypted or --unencrypted.") }
@@ -50,12 +50,25 @@ struct BackupCommand: AsyncParsableCommand {
                 }
             }
             defer { progress.cancel() }
-            let manifest: ArchiveManifest = try await client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+            let manifest: ArchiveManifest
+            do {
+                manifest = try await interruptibly {
+                    try await client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+                }
+            } catch let interrupted as Interrupted {
+                // The node drops a backup whose caller went away; wait until it has, so that no
+                // partial archive is left for whoever looks next.
+                progress.cancel()
+                for _ in 0..<100 where (try? await client.status().backupProgress) != nil {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                throw interrupted
+            }
             progress.cancel()
             if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
             if output.json { try printJSON(encodable: manifest); return }
-            print("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
-            for warning in manifest.warnings { print("warning: \(warning)") }
+            say("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
+            for warning in manifest.warnings { warn(warning) }
         }
     }
 
@@ -63,7 +76,7 @@ struct BackupCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect", abstract: "Show an archive's header, counts and warnings (no password needed).")
         @Argument(help: "The archive.", completion: .file()) var file: String
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
@@ -83,7 +96,7 @@ struct BackupCommand: AsyncParsableCommand {
             for (name, count) in manifest.counts.sorted(by: { $0.key < $1.key }) where name.hasPrefix("items.") || name.hasPrefix("notExported.") {
                 print("  \(name.padded(70)) \(count)")
             }
-            for warning in manifest.warnings { print("warning: \(warning)") }
+            for warning in manifest.warnings { warn(warning) }
             if header.mode == .encrypted {
                 print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
             }
@@ -102,7 +115,7 @@ struct BackupCommand: AsyncParsableCommand {
             commandName: "verify", abstract: "Read and authenticate every byte of an archive.")
         @Argument(help: "The archive.", completion: .file()) var file: String
         @OptionGroup var password: BackupPassword
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))

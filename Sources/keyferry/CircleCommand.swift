@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Node
+import Relay
 
 struct CircleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,12 +17,13 @@ struct CircleCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a circle with this node as its first member.")
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The relay's URL, as `relay serve` printed it (http://127.0.0.1:PORT).") var relay: String
+        @Option(help: "The relay's address, as `relay serve` printed it: http://HOST:PORT or HOST:PORT.", transform: Checked.relayAddress)
+        var relay: RelayAddress
         @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status: NodeAPI.CircleStatus = try await device.client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay, name: name))
+            let status: NodeAPI.CircleStatus = try await device.client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay.url.absoluteString, name: name))
             try present(status, json: output.json)
         }
     }
@@ -38,7 +40,7 @@ struct CircleCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device directory of a member that vouches for this node.", completion: .directory) var sponsor: String
         @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let status = try await device.client.joinCircle(sponsor: NodeClient(directory: URL(fileURLWithPath: sponsor)), name: name)
@@ -56,7 +58,7 @@ struct CircleCommand: AsyncParsableCommand {
                 """)
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The member to remove: its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them.") var peer: String
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: peer)), json: output.json)
@@ -76,18 +78,18 @@ struct CircleCommand: AsyncParsableCommand {
                 """)
         @OptionGroup var device: DeviceDirectory
         @Flag(help: "Forget the circle here even if the relay cannot be told.") var force = false
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let status: NodeAPI.CircleStatus = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
-            if output.json { try printJSON(encodable: status) } else { print("left the circle; in no circle now") }
+            if output.json { try printJSON(encodable: status) } else { say("left the circle; in no circle now") }
         }
     }
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "The circle this node is in, and its members.")
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try present(try await device.client.get(.circleStatus), json: output.json)

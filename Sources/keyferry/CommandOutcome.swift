@@ -19,6 +19,8 @@ struct CommandOutcome {
         switch error {
         case let exit as ExitCode:
             self.init(status: exit.rawValue, text: "", json: nil)
+        case let interrupted as Interrupted:
+            self.init(status: 130, text: "error: \(interrupted)", json: json ? ["error": interrupted.description, "interrupted": true] : nil)
         case let error as KeychainError:
             self.init(status: Self.keychainStatus, text: error.description,
                       json: json ? ["status": Int(error.status.rawValue), "name": error.status.name, "message": error.message] : nil)

@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import Synchronization
 
 /// The device directory argument every device, node, app and item command takes.
 struct DeviceDirectory: ParsableArguments {
@@ -13,8 +14,41 @@ struct DeviceDirectory: ParsableArguments {
     var client: NodeClient { NodeClient(directory: url) }
 }
 
-struct JSONFlag: ParsableArguments {
+/// How much a command prints, the same flags on every command.
+struct OutputOptions: ParsableArguments {
     @Flag(help: "Print the result as JSON on stdout.") var json = false
+    @Flag(name: .shortAndLong, help: "Print only results and errors: no confirmations, summaries or progress.") var quiet = false
+    @Flag(name: .shortAndLong, help: "Print more: every item a restore handles, every step.") var verbose = false
+
+    func validate() throws {
+        if quiet && verbose { throw ValidationError("choose --quiet or --verbose, not both.") }
+        Verbosity.current = json || quiet ? .quiet : verbose ? .verbose : .normal
+    }
+}
+
+/// How much this run prints, set once while its options are parsed.
+enum Verbosity: Int, Sendable, Comparable {
+    case quiet, normal, verbose
+
+    private static let level = Mutex(Verbosity.normal)
+    static var current: Verbosity {
+        get { level.withLock { $0 } }
+        set { level.withLock { $0 = newValue } }
+    }
+
+    static func < (a: Verbosity, b: Verbosity) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// A confirmation or a summary on stdout (`created`, `stopped`, `wrote ...`): left out with
+/// --quiet and --json, where only results are printed.
+func say(_ line: String) {
+    guard Verbosity.current >= .normal else { return }
+    printNow(line)
+}
+
+/// A warning: on stderr, never mixed into results, and shown even with --quiet.
+func warn(_ line: String) {
+    printError("warning: \(line)")
 }
 
 /// A failure that is only a sentence naming the fix (exit status 1).
@@ -23,7 +57,42 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// A line on stdout at once, even into a pipe: progress a CI log shows as it happens.
+func printNow(_ line: String) {
+    print(line)
+    fflush(nil)
+}
+
+/// Runs `body` in a task that SIGINT or SIGTERM cancels, instead of killing the process, so
+/// that the work can undo what it did; a signal that comes before the task exists counts too.
+/// A body that fails once interrupted fails with `Interrupted` (exit status 130).
+func interruptibly<Success: Sendable>(_ body: @escaping @Sendable () async throws -> Success) async throws -> Success {
+    let state = Mutex<(requested: Bool, task: Task<Success, any Error>?)>((false, nil))
+    let handler = ProcessControl.onInterrupt { state.withLock { $0.requested = true; $0.task?.cancel() } }
+    defer { withExtendedLifetime(handler) {} }
+    let task = Task { try await body() }
+    state.withLock { state in
+        state.task = task
+        if state.requested { task.cancel() }
+    }
+    do {
+        return try await task.value
+    } catch {
+        guard state.withLock({ $0.requested }) else { throw error }
+        throw Interrupted(cause: error)
+    }
+}
+
+/// Work stopped by SIGINT or SIGTERM, after undoing what it could; `cause` says what was undone
+/// when the work says more than that it was cancelled.
+struct Interrupted: Error, CustomStringConvertible {
+    var cause: any Error
+    var description: String { cause is CancellationError ? "interrupted" : "interrupted: \(userMessage(for: cause))" }
+}
+
+/// A line on stderr, after whatever stdout holds, so that the two read in order in one log.
 func printError(_ line: String, newline: Bool = true) {
+    fflush(nil)
     FileHandle.standardError.write(Data((line + (newline ? "\n" : "")).utf8))
 }
 

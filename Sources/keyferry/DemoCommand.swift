@@ -140,7 +140,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
 
         tour.heading("The fleet goes down: every class key leaves memory")
-        for (member, departure) in try await runner.down() {
+        for (member, departure) in try await runner.down().members {
             tour.say(runner.line(member, departure.text))
         }
 

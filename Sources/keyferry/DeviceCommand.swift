@@ -20,7 +20,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "Give the device a passcode.", transform: Checked.passcode) var passcode: String?
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
         @Option(help: "Seconds class A keys stay in memory after the screen locks.") var grace: Double = 10
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard grace >= 0, grace.isFinite else { throw ValidationError("--grace must be zero or more seconds.") }
@@ -32,7 +32,7 @@ struct DeviceCommand: AsyncParsableCommand {
                 at: device.url, options: DeviceOptions(name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace))
             created.powerOff()
             let status = try created.status()
-            if output.json { try printJSON(encodable: status) } else { print("created \(name) in \(device.dir) (powered off)") }
+            if output.json { try printJSON(encodable: status) } else { say("created \(name) in \(device.dir) (powered off)") }
         }
     }
 
@@ -41,7 +41,7 @@ struct DeviceCommand: AsyncParsableCommand {
             abstract: "Show power, lock state (bfu, unlocked, locked), passcode and biometry.")
 
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try await printStatus(device, json: output.json)
@@ -53,7 +53,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device passcode (leave out on a device without one).", transform: Checked.passcode) var passcode: String?
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             if passcode != nil, try await !device.client.deviceStatus().passcodeSet {
@@ -68,7 +68,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
         @OptionGroup var device: DeviceDirectory
         @Flag(help: "Skip the grace period: class A keys leave memory at once.") var now = false
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try await device.send(.lock, NodeAPI.Lock(immediately: now), json: output.json)
@@ -84,7 +84,7 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "The new passcode.", transform: Checked.passcode) var set: String?
         @Flag(help: "Remove the passcode.") var remove = false
         @Option(help: "The current passcode (needed to change or remove one).", transform: Checked.passcode) var current: String?
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard (set != nil) != remove else { throw ValidationError("give exactly one of --set NEW or --remove.") }
@@ -107,7 +107,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
         @OptionGroup var device: DeviceDirectory
         @Flag(exclusivity: .exclusive, help: "What to do.") var action: NodeAPI.BiometryAction
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try await device.send(.biometry, NodeAPI.Biometry(action: action), json: output.json)

@@ -17,27 +17,40 @@ struct FleetCommand: AsyncParsableCommand {
         subcommands: [Up.self, Status.self, Down.self])
 
     struct Up: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "up", 
+        static let configuration = CommandConfiguration(commandName: "up",
             abstract: "Create missing devices, start every node, unlock each and install its apps.",
             discussion: """
                 Devices that exist keep their own passcode, biometry and grace period. Running \
-                nodes are left running. If any device fails, the apps this command installed are \
-                uninstalled, the nodes it started stopped and the devices it created removed. A fleet \
-                file with `sync: {relay: HOST:PORT}` also gets its relay (ROOT/relay) and one circle \
-                of all its devices; `down` stops the relay too.
+                nodes are left running. If any device fails, or the command is interrupted (Ctrl-C), \
+                the apps this command installed are uninstalled, the nodes it started stopped and the \
+                devices it created removed, and it says so. A fleet file with `sync: {relay: auto}` \
+                (or HOST:PORT) also gets its relay (ROOT/relay) and one circle of all its devices; \
+                `auto` and --relay-port 0 pick a free port, printed at the end, which the circle keeps \
+                for later `up`s. A fleet brought up with --root is remembered: `status` and `down` \
+                find it without --root.
                 """)
         @OptionGroup var fleet: FleetArguments
-        @OptionGroup var output: JSONFlag
+        @Option(help: "The relay's port for a new circle, instead of the file's (0: any free port).", transform: { Int(try Checked.port($0)) })
+        var relayPort: Int?
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let runner = try fleet.runner()
-            if !output.json { print("\(runner.fleet.name) fleet in \(runner.root.path)") }
-            let arrivals = try await runner.up { arrival in
-                if !output.json { print("  " + runner.line(arrival.member, arrival.summary)) }
+            var runner = try fleet.runner(creating: true)
+            if relayPort != nil, runner.fleet.relay == nil {
+                throw ValidationError("--relay-port is for a fleet that syncs; \(fleet.file) has no `sync:` section.")
+            }
+            runner.relayPort = relayPort
+            try runner.rememberRoot()
+            // Ctrl-C or SIGTERM: `up` rolls back what it did, then reports.
+            let arrivals = try await interruptibly { [runner] in
+                say("\(runner.fleet.name) fleet in \(runner.root.path)")
+                return try await runner.up { arrival in
+                    say("  " + runner.line(arrival.member, arrival.summary))
+                }
             }
             if output.json { try printJSON(encodable: arrivals); return }
             for arrival in arrivals {
-                print(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
+                say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
             }
             if let circle = arrivals.first?.circle, let relay = RelayLauncher.running(data: runner.relayDirectory) {
                 print("every device is in circle \(circle), syncing through the relay at \(relay.absoluteString)")
@@ -46,34 +59,46 @@ struct FleetCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", 
+        static let configuration = CommandConfiguration(commandName: "status",
             abstract: "One line per device: power, lock state, item count.")
         @OptionGroup var fleet: FleetArguments
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let runner = try fleet.runner()
+            let runner = try fleet.runner(creating: false)
             let statuses = try await runner.status()
             if output.json { try printJSON(encodable: statuses); return }
+            print("\(runner.fleet.name) fleet in \(runner.root.path)")
             for status in statuses {
-                print(runner.line(status.member, status.device?.fleetLine ?? "not created"))
+                print("  " + runner.line(status.member, status.device?.fleetLine ?? "not created"))
             }
         }
     }
 
     struct Down: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "down", abstract: "Stop every node of the fleet (the devices stay on disk).")
+        static let configuration = CommandConfiguration(commandName: "down",
+            abstract: "Stop every node of the fleet, and its relay (the devices stay on disk).",
+            discussion: "Exits 1 when nothing of the fleet was running, so a teardown that found nothing to stop is seen.")
         @OptionGroup var fleet: FleetArguments
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let runner = try fleet.runner()
+            let runner = try fleet.runner(creating: false)
             let departures = try await runner.down()
+            guard departures.stoppedAny else {
+                let created = departures.members.contains { $0.departure != .notCreated }
+                throw CommandFailure(created
+                    ? "nothing to stop: no node or relay of the \(runner.fleet.name) fleet runs in \(runner.root.path)."
+                    : "nothing to stop: no device of the \(runner.fleet.name) fleet exists in \(runner.root.path); was it brought up with --root somewhere else?")
+            }
             if output.json {
-                printJSON(departures.map { ["member": $0.member, "result": $0.departure.rawValue] })
+                printJSON(["members": departures.members.map { ["member": $0.member, "result": $0.departure.rawValue] },
+                           "relayStopped": departures.relayStopped])
                 return
             }
-            for (member, departure) in departures { print(runner.line(member, departure.text)) }
+            say("\(runner.fleet.name) fleet in \(runner.root.path)")
+            for (member, departure) in departures.members { say("  " + runner.line(member, departure.text)) }
+            if departures.relayStopped { say("  " + runner.line("relay", "stopped")) }
         }
     }
 }
@@ -82,12 +107,20 @@ struct FleetCommand: AsyncParsableCommand {
 struct FleetArguments: ParsableArguments {
     @Argument(help: "The fleet file (YAML), e.g. Peers/family.yaml.", completion: .file(extensions: ["yaml", "yml"]))
     var file: String
-    @Option(help: "Keep the fleet's devices in this directory instead of the default.", completion: .directory)
+    @Option(help: "Keep the fleet's devices in this directory instead of the default (status and down remember it).", completion: .directory)
     var root: String?
 
-    func runner() throws -> FleetRunner {
+    /// `up` uses --root or the default; `status` and `down` without --root find where the
+    /// fleet was brought up.
+    func runner(creating: Bool) throws -> FleetRunner {
         let fleet = try FleetFile.load(URL(fileURLWithPath: file), displayName: file)
-        return FleetRunner(fleet: fleet, root: root.map { URL(fileURLWithPath: $0) })
+        if let root { return FleetRunner(fleet: fleet, root: URL(fileURLWithPath: root)) }
+        if creating { return FleetRunner(fleet: fleet) }
+        let roots = FleetRunner.roots(of: fleet)
+        guard roots.count <= 1 else {
+            throw ValidationError("the \(fleet.name) fleet was brought up in \(roots.count) places: \(roots.map(\.path).joined(separator: ", ")); say which with --root.")
+        }
+        return FleetRunner(fleet: fleet, root: roots.first)
     }
 }
 

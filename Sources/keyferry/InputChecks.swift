@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainModel
 import KeychainStore
+import Relay
 
 /// Checks of single option values, run while parsing (`@Option(transform:)`), so a mistake is
 /// a usage error (exit 64) before any device is touched.
@@ -60,6 +61,11 @@ enum Checked {
                 + "or its code (htps, http, ftp, ssh, imps).")
         }
         return code
+    }
+
+    static func relayAddress(_ text: String) throws -> RelayAddress {
+        guard let address = RelayAddress(text) else { throw ValidationError(RelayAddress.problem(with: text)) }
+        return address
     }
 
     /// `--limit`: one, all, or a number from 1.

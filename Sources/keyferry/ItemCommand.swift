@@ -31,7 +31,7 @@ struct ItemCommand: AsyncParsableCommand {
                 transform: Checked.accessControl)
         var accessControl: String?
         @Flag(help: "kSecAttrSynchronizable: sync the item to the user's other devices.") var sync = false
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if secret.given == 0 { throw ValidationError("give the secret with --value-file, --value-stdin or --value.") }
@@ -46,7 +46,7 @@ struct ItemCommand: AsyncParsableCommand {
                 item.protection = accessible
             }
             let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
-            if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { print(answer.items.map(\.headline).joined(separator: "\n")) }
+            if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { say(answer.items.map(\.headline).joined(separator: "\n")) }
         }
     }
 
@@ -69,7 +69,7 @@ struct ItemCommand: AsyncParsableCommand {
             "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE; none forbids prompts. Repeat for successive prompts.",
             valueName: "RESPONSE"))
         var auth: [AuthChoice] = []
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         enum Returning: String, ExpressibleByArgument, CaseIterable {
             case data, attributes, both
@@ -121,7 +121,7 @@ struct ItemCommand: AsyncParsableCommand {
         var setSync: YesNo?
         @Option(help: "Any other new attribute as NAME=VALUE (repeatable).") var setAttr: [String] = []
         @Flag(help: "Update every item of the class the app sees, when no attribute narrows the search.") var all = false
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             let sources = [setValue != nil, setValueFile != nil, setValueStdin].filter { $0 }.count
@@ -142,7 +142,7 @@ struct ItemCommand: AsyncParsableCommand {
             guard !changes.isEmpty else { throw ValidationError("say what to change with a --set-* flag.") }
             try search.requireNarrowed(attributes, all: all, verb: "update", app: app)
             let changed: NodeAPI.Changed = try await device.client.call(.update, NodeAPI.Update(app: app, query: query, changes: changes))
-            if output.json { printJSON(["updated": changed.count]) } else { print("updated \(changed.count.items)") }
+            if output.json { printJSON(["updated": changed.count]) } else { say("updated \(changed.count.items)") }
         }
     }
 
@@ -155,13 +155,13 @@ struct ItemCommand: AsyncParsableCommand {
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var search: SearchOptions
         @Flag(help: "Delete every item of the class the app sees, when no attribute narrows the search.") var all = false
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let query = try search.query(attributes)
             try search.requireNarrowed(attributes, all: all, verb: "delete", app: app)
             let changed: NodeAPI.Changed = try await device.client.call(.delete, NodeAPI.Search(app: app, query: query))
-            if output.json { printJSON(["deleted": changed.count]) } else { print("deleted \(changed.count.items)") }
+            if output.json { printJSON(["deleted": changed.count]) } else { say("deleted \(changed.count.items)") }
         }
     }
 
@@ -172,7 +172,7 @@ struct ItemCommand: AsyncParsableCommand {
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "Only what this app can see.", transform: Checked.bundleID) var app: String?
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let listing: ItemListing = try await device.client.call(.list, NodeAPI.List(app: app))

@@ -21,13 +21,16 @@ struct Keyferry: AsyncParsableCommand {
             $ keyferry node start ./phone
             $ keyferry device unlock ./phone --passcode 123456
             $ keyferry app install ./phone --bundle com.example.mail --team ABCDE12345
-            $ echo -n s3cret | keyferry item add ./phone --app com.example.mail --account alice --value-stdin
+            $ printf s3cret | keyferry item add ./phone \\
+                --app com.example.mail --account alice --value-stdin
             $ keyferry item get ./phone --app com.example.mail --account alice
             $ keyferry node stop ./phone
 
             Exit status: 0 success; 3 a keychain status other than success (errSecName (-NNNNN) on \
             stderr); 64 a usage error; 1 any other failure. With --json, failures are JSON on stdout \
-            too. Completion: `keyferry --generate-completion-script bash|zsh|fish`.
+            too.
+
+            Shell completion: keyferry --generate-completion-script bash|zsh|fish
             """,
         version: "keyferry \(version) (\(buildDescription))",
         subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self, DemoCommand.self, BenchCommand.self])
@@ -69,6 +72,8 @@ struct Keyferry: AsyncParsableCommand {
                 try syncCommand.run()
             }
         } catch {
+            // A command without a body of its own asks for its help the same way.
+            if exitCode(for: error) == .success { exit(withError: error) }
             CommandOutcome(error, command: type(of: command), json: json).finish()
         }
     }

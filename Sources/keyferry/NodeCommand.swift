@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainStore
 import Node
 
 struct NodeCommand: AsyncParsableCommand {
@@ -16,29 +17,29 @@ struct NodeCommand: AsyncParsableCommand {
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "start", abstract: "Power the device on; returns once the node answers.")
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let status = try await NodeLauncher.start(directory: device.url)
-            if output.json { try printJSON(encodable: status.device) } else { print("started (pid \(status.pid)): \(status.device.summary)") }
+            if output.json { try printJSON(encodable: status.device) } else { say("started (pid \(status.pid)): \(status.device.summary)") }
         }
     }
 
     struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "stop", abstract: "Power the device off: every class key leaves memory.")
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let wasRunning = try await NodeLauncher.stop(directory: device.url)
-            if output.json { printJSON(["stopped": wasRunning]) } else { print(wasRunning ? "stopped" : "not running") }
+            if output.json { printJSON(["stopped": wasRunning]) } else { say(wasRunning ? "stopped" : "not running") }
         }
     }
 
     struct Reboot: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "reboot", abstract: "Restart the device: back to before first unlock.")
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try await device.send(.reboot, NodeAPI.Empty(), json: output.json)
@@ -48,12 +49,24 @@ struct NodeCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the node's process and its device.")
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status = try await device.client.status()
-            if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
+            // A stopped node is an answer, not a failure: "off", as `device status` says.
+            do {
+                let status = try await device.client.status()
+                if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
+            } catch NodeError.notRunning {
+                let device = try await device.client.deviceStatus()
+                if output.json { try printJSON(encodable: Off(device: device)) } else { print("off: \(device.summary)") }
+            }
         }
+    }
+
+    /// `node status --json` of a powered-off device: no pid, the device as it is on disk.
+    private struct Off: Encodable {
+        var running = false
+        var device: DeviceStatus
     }
 
     /// What `start` launches in the background; run it by hand to keep a node in the foreground.

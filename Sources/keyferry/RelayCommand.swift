@@ -23,14 +23,10 @@ struct RelayCommand: AsyncParsableCommand {
 
         @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
         var data: String
-        @Option(help: "Address to listen on, as HOST:PORT (port 0 picks a free one).")
-        var listen = "127.0.0.1:7700"
-        @OptionGroup var output: JSONFlag
+        @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
+        var listen = RelayAddress(host: "127.0.0.1", port: 7700)
+        @OptionGroup var output: OutputOptions
         @Flag(help: .hidden) var detach = false
-
-        func validate() throws {
-            guard RelayAddress(listen) != nil else { throw ValidationError("--listen takes HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700.") }
-        }
 
         func run() async throws {
             if detach { NodeLauncher.detach() }
@@ -44,7 +40,7 @@ struct RelayCommand: AsyncParsableCommand {
                 throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
             }
             let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
-            let address = RelayAddress(listen)!
+            let address = listen
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }

@@ -3,6 +3,7 @@ import Backup
 import Foundation
 import KeychainModel
 import Node
+import Synchronization
 
 struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,29 +24,62 @@ struct RestoreCommand: AsyncParsableCommand {
     var to: String
     @Option(help: "The target device's passcode, when it has one.", transform: Checked.passcode) var passcode: String?
     @OptionGroup var password: BackupPassword
-    @OptionGroup var output: JSONFlag
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let archive = URL(fileURLWithPath: file)
         let header = try ArchiveReader(contentsOf: archive).header
         let secret = header.mode == .encrypted ? try password.read(required: true) : nil
-        let showProgress = !output.json && ProcessControl.standardErrorIsTerminal
-        let report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
-            try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
-                if showProgress, done == total || done % 500 == 0 { printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total) }
+        let showProgress = Verbosity.current >= .normal && ProcessControl.standardErrorIsTerminal
+        // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and
+        // the copy being built is removed.
+        let interrupted = Mutex(false)
+        let handler = ProcessControl.onInterrupt { interrupted.withLock { $0 = true } }
+        defer { withExtendedLifetime(handler) {} }
+        let report: RestoreReport
+        do {
+            report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
+                try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
+                    if interrupted.withLock({ $0 }) { throw CancellationError() }
+                    if showProgress, done == total || done % 500 == 0 { printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total) }
+                }
             }
+        } catch is CancellationError {
+            throw Interrupted(cause: CommandFailure("nothing was restored; \(to) is as it was"))
         }
         if output.json { try printJSON(encodable: report); return }
-        print(report.table(target: to))
+        print(Verbosity.current == .verbose ? report.table(target: to) : report.summary(target: to))
     }
 }
 
 extension RestoreReport {
+    /// `restored 3 of 5 keychain items onto ./new (another device, encrypted archive); 3 apps, 1 sandbox file`
+    func headline(target: String) -> String {
+        "restored \(restoredCount) of \(items.count) keychain items onto \(target) "
+            + "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); "
+            + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"
+    }
+
+    /// What a restore prints by default, however many items: the headline, then how many
+    /// were dropped for each reason.
+    func summary(target: String) -> String {
+        var lines = [headline(target: target)]
+        let dropped = Dictionary(grouping: items.compactMap(\.reason), by: { $0 }).mapValues(\.count)
+        for (reason, count) in dropped.sorted(by: { $0.value > $1.value }) {
+            lines.append("  dropped \(count.items): \(reason.sentence)")
+        }
+        let waiting = items.filter(\.waitingForApp).count
+        if waiting > 0 { lines.append("  \(waiting.items) restored for apps not installed yet; seen once one is installed") }
+        for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
+            lines.append("  not in the archive: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)")
+        }
+        if !items.isEmpty { lines.append("  (--verbose lists every item, --json too)") }
+        return lines.joined(separator: "\n")
+    }
+
     /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
     func table(target: String) -> String {
-        var lines = ["restored \(restoredCount) of \(items.count) keychain items onto \(target) "
-            + "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); "
-            + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"]
+        var lines = [headline(target: target)]
         let name = { (item: RestoreReport.ItemOutcome) in item.name ?? "item \(item.uuid.uuidString.prefix(8))" }
         // As wide as the longest name, so every column lines up.
         let nameWidth = items.map { name($0).count }.max() ?? 0

@@ -14,16 +14,37 @@ struct SyncCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "now", abstract: "Push this node's writes and pull the others' until it is current.",
             discussion: """
-                While the relay cannot be reached, each request keeps trying for up to 30 seconds before this fails. \
-                Nothing is lost: the node keeps its writes and syncs on its own once the relay is back.
+                While the relay cannot be reached, this keeps trying for up to --timeout seconds (saying on \
+                stderr what it waits for), then fails. Nothing is lost: the node keeps its writes and syncs \
+                on its own once the relay is back.
                 """)
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @Option(help: "Seconds to wait for the relay before giving up.") var timeout: Double = 30
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout takes a number of seconds above 0.") }
+        }
 
         func run() async throws {
-            let report: SyncReport = try await device.client.call(.syncNow, NodeAPI.Empty())
+            let client = device.client
+            let relay = (try await client.get(.circleStatus) as NodeAPI.CircleStatus).relay ?? "the relay"
+            let limit = timeout
+            let report = try await withThrowingTaskGroup(of: SyncReport?.self) { group in
+                group.addTask { try await client.call(.syncNow, NodeAPI.Empty()) }
+                group.addTask {
+                    // A pass takes well under a second while the relay answers: say what a longer wait is for.
+                    try await Task.sleep(for: .seconds(min(2, limit)))
+                    printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
+                    try await Task.sleep(for: .seconds(max(0, limit - 2)))
+                    throw CommandFailure("the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s; the node keeps its writes and syncs once it is back.")
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let report = first else { throw CancellationError() }
+                return report
+            }
             if output.json { return try printJSON(encodable: report) }
-            print("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
+            say("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
                   + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
                   + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
                   + (report.rejected.isEmpty ? "" : ", \(report.rejected.count) refused"))
@@ -34,7 +55,7 @@ struct SyncCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "Peers, the last exchange, what is pending, and what stays on this device.")
         @OptionGroup var device: DeviceDirectory
-        @OptionGroup var output: JSONFlag
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let status: NodeAPI.SyncStatus = try await device.client.get(.syncStatus)

@@ -19,8 +19,9 @@ struct BackupCLITests {
         let counts = try #require(manifest["counts"] as? [String: Int])
         #expect(counts["notExported.genericPassword.whenPasscodeSetThisDeviceOnly"] == 1)
         #expect(counts["items.genericPassword.whenUnlocked"] == 1)
-        let created = try cli.ok(["backup", "create", dir, "--out", plain, "--unencrypted"]).text
-        #expect(created.contains("warning: app sandboxes are stored in plain"))
+        let created = try cli.ok(["backup", "create", dir, "--out", plain, "--unencrypted"])
+        #expect(created.stderr.contains("warning: app sandboxes are stored in plain"), "warnings go to stderr")
+        #expect(created.text.hasPrefix("wrote ") && !created.text.contains("warning"), "results alone on stdout")
 
         let inspection = try cli.ok(["backup", "inspect", encrypted, "--json"]).object()
         #expect((inspection["header"] as? [String: Any])?["mode"] as? String == "encrypted")
@@ -47,7 +48,7 @@ struct BackupCLITests {
         try "nope\n".write(to: wrong, atomically: true, encoding: .utf8)
 
         let noPassword = try cli.run(["backup", "create", dir, "--out", archive, "--encrypted"])
-        #expect(noPassword.status == 1 && noPassword.stderr.contains("needs a password"))
+        #expect(noPassword.status == 64 && noPassword.stderr.contains("needs a password"))
         #expect(try cli.run(["backup", "create", dir, "--out", archive]).status == 64)
         #expect(!FileManager.default.fileExists(atPath: archive))
 

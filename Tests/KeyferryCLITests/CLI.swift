@@ -55,14 +55,19 @@ final class CLI: @unchecked Sendable {
 
     func path(_ device: String) -> String { root.appendingPathComponent(device).path }
 
+    /// Where commands keep their state (remembered fleet roots, default fleet roots).
+    var stateHome: URL { root.appendingPathComponent("state") }
+
     @discardableResult
     func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        // Hermetic: only the test's own password reaches the command.
+        // Hermetic: only the test's own password reaches the command, and fleets are
+        // remembered under the test's root.
         var inherited = ProcessInfo.processInfo.environment
         inherited["KEYFERRY_BACKUP_PASSWORD"] = nil
+        inherited["XDG_STATE_HOME"] = stateHome.path
         process.environment = inherited.merging(environment) { $1 }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
