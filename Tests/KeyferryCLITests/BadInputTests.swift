@@ -77,6 +77,92 @@ struct BadInputTests {
         #expect(badFile.status == 64)
     }
 
+    @Test("the first hour's mistakes: each one's exit status and sentence, JSON under --json, and nothing changed")
+    func contractTable() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let open = try cli.poweredDevice("open", passcode: nil)
+        let app = ["--app", "com.example.mail"]
+        try cli.ok(["item", "add", dir] + app + ["--account", "kept", "--value", "v"])
+        let big = cli.root.appendingPathComponent("big.bin")
+        try Data(repeating: 7, count: 3 << 20).write(to: big)
+        let before = try snapshot(cli, [dir, open])
+
+        let cases: [(arguments: [String], status: Int32, mention: String)] = [
+            (["item", "add", dir] + app + ["--account", "a", "--value", "x", "--access-control", "foo"], 64, "'foo' is not an access control flag"),
+            (["item", "add", dir] + app + ["--account", "a", "--value", "x", "--access-control", "or"], 64, "asks nothing of the user"),
+            (["item", "add", dir] + app + ["--account", "a", "--value", "x", "--access-control", "biometryAny|and"], 64, "fewer than two constraints"),
+            (["item", "add", dir] + app + ["--account", "a", "--value", "x", "--class", "internetPassword", "--port", "99999"], 64, "0 to 65535"),
+            (["item", "add", dir] + app + ["--account", "a", "--value", "x", "--class", "internetPassword", "--protocol", "bogus"], 64, "kSecAttrProtocol"),
+            (["item", "add", dir, "--app", "", "--account", "a", "--value", "x"], 64, "bundle ID cannot be empty"),
+            (["item", "add", dir] + app + ["--account", "a", "--value-file", cli.root.appendingPathComponent("absent").path], 64, "there is no such file"),
+            (["item", "add", dir] + app + ["--account", "a", "--value-file", cli.root.path], 64, "it is a directory"),
+            (["item", "add", dir] + app + ["--account", "a", "--value-file", big.path], 3, "errSecDataTooLarge (-25302): the secret is 3 MiB"),
+            (["item", "get", dir] + app + ["--limit", "0"], 64, "from 1"),
+            (["item", "delete", dir] + app, 64, "--all"),
+            (["item", "update", dir] + app + ["--set-label", "x"], 64, "--all"),
+            (["app", "install", dir, "--bundle", "com.example.x", "--team", "short"], 64, "not a team ID"),
+            (["app", "install", dir, "--bundle", "", "--team", "ABCDE12345"], 64, "bundle ID cannot be empty"),
+            (["device", "init", cli.path("new"), "--passcode", ""], 64, "passcode cannot be empty"),
+            (["device", "init", cli.path("new"), "--name", ""], 64, "name cannot be empty"),
+            (["device", "passcode", dir, "--set", "2222"], 64, "give it with --current"),
+            (["device", "unlock", open, "--passcode", "1234"], 64, "has no passcode"),
+            (["circle", "create", dir, "--relay", "https://127.0.0.1:7700"], 64, "plain HTTP"),
+            (["circle", "create", dir, "--relay", "127.0.0.1"], 64, "HOST:PORT"),
+            (["relay", "serve", "--data", cli.path("relay"), "--listen", "localhost"], 64, "not a relay address"),
+            (["backup", "create", dir, "--out", cli.path("a.kfbackup"), "--encrypted"], 64, "needs a password"),
+            (["itme", "list", dir], 64, "did you mean 'item'"),
+            (["item", "rm", dir] + app, 64, "did you mean 'delete'"),
+        ]
+        for (arguments, status, mention) in cases {
+            let shown = arguments.joined(separator: " ")
+            let result = try cli.run(arguments)
+            #expect(result.status == status, "\(shown): \(result.stderr)")
+            #expect(result.stderr.contains(mention), "\(shown) should say \(mention): \(result.stderr)")
+            #expect(!result.stderr.contains("Error(") && !result.stderr.contains("NIO"), "\(shown) shows internal text: \(result.stderr)")
+            // The same mistake under --json: the failure is JSON on stdout too.
+            let json = try cli.run(arguments + ["--json"])
+            #expect(json.status == status, "\(shown) --json: \(json.stderr)")
+            let object = try? JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+            #expect(object?["error"] is String || object?["status"] is Int, "\(shown) --json printed \(json.text)")
+        }
+        #expect(try snapshot(cli, [dir, open]) == before, "a refused command changed a device or left a file")
+    }
+
+    /// Each device's items and settings, and the files under the test's root.
+    private func snapshot(_ cli: CLI, _ devices: [String]) throws -> [String] {
+        var lines: [String] = []
+        for dir in devices {
+            let status = try cli.status(dir)
+            lines.append("\(dir) \(status["itemCount"] ?? "") \(status["passcodeSet"] ?? "") \(status["failedPasscodeAttempts"] ?? "") \(status["lockState"] ?? "")")
+            lines.append(try cli.ok(["item", "list", dir, "--json"]).text)
+        }
+        let files = FileManager.default.enumerator(atPath: cli.root.path)?.compactMap { $0 as? String }
+            .filter { !$0.hasSuffix(".log") && !$0.contains("keychain.db") && !$0.hasPrefix("state") } ?? []
+        return lines + files.sorted()
+    }
+
+    @Test("secrets from any stream; counts of what update and delete touched; off is a node status")
+    func streamsAndCounts() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let app = ["--app", "com.example.mail"]
+        try cli.ok(["item", "add", dir] + app + ["--account", "piped", "--value-file", "/dev/stdin"], stdin: Data("from a pipe".utf8))
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "piped"]).text == "from a pipe")
+        for account in ["b", "c"] { try cli.ok(["item", "add", dir] + app + ["--account", account, "--service", "s", "--value", "v"]) }
+        #expect(try cli.ok(["item", "update", dir] + app + ["--service", "s", "--set-label", "l", "--json"]).object()["updated"] as? Int == 2)
+        #expect(try cli.ok(["item", "delete", dir] + app + ["--all"]).text == "deleted 3 items\n")
+        // The quiet form prints nothing but results.
+        #expect(try cli.ok(["item", "add", dir] + app + ["--account", "q", "--value", "v", "--quiet"]).text.isEmpty)
+        try cli.ok(["node", "stop", dir])
+        let off = try cli.run(["node", "status", dir])
+        #expect(off.status == 0 && off.text.hasPrefix("off: "), "\(off.stderr)")
+        // Enrolling biometry is done unlocked, as in Settings.
+        try cli.ok(["node", "start", dir])
+        let early = try cli.run(["device", "biometry", dir, "--enroll"])
+        #expect(early.status == 1 && early.stderr.contains("unlock it first"), "\(early.stderr)")
+    }
+
     @Test("a malformed request to the control API is refused without changing the device")
     func malformedRequest() throws {
         let cli = try CLI()
