@@ -232,7 +232,7 @@ struct DemoCommand: AsyncParsableCommand {
             let report = try NodeLauncher.whilePoweredOff(directory: target) {
                 try DeviceRestore.restore(archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321")
             }
-            tour.say("restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file(s)")
+            tour.say("restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file\(report.sandboxFiles == 1 ? "" : "s")")
             for line in report.table(target: target.path).split(separator: "\n").dropFirst() { tour.say(String(line)) }
         }
     }
