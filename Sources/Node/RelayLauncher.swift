@@ -42,7 +42,9 @@ public enum RelayLauncher {
             if let url = running(data: data) { return url }
             if !process.isRunning {
                 let written = FileManager.default.contents(atPath: log.path)?.dropFirst(logStart) ?? Data()
-                throw NodeError.failed("the relay for \(data.path) stopped at once: \(String(decoding: written, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
+                var said = String(decoding: written, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                if said.hasPrefix("error: ") { said.removeFirst(7) }
+                throw NodeError.failed("the relay for \(data.path) stopped at once: \(said)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }

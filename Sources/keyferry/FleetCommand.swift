@@ -26,8 +26,8 @@ struct FleetCommand: AsyncParsableCommand {
                 devices it created removed, and it says so. A fleet file with `sync: {relay: auto}` \
                 (or HOST:PORT) also gets its relay (ROOT/relay) and one circle of all its devices; \
                 `auto` and --relay-port 0 pick a free port, printed at the end, which the circle keeps \
-                for later `up`s. A fleet brought up with --root is remembered: `status` and `down` \
-                find it without --root.
+                for later `up`s. A fleet brought up with --root is remembered: `up`, `status` and \
+                `down` find it without --root.
                 """)
         @OptionGroup var fleet: FleetArguments
         @Option(help: "The relay's port for a new circle, instead of the file's (0: any free port).", transform: { Int(try Checked.port($0)) })
@@ -35,7 +35,7 @@ struct FleetCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            var runner = try fleet.runner(creating: true)
+            var runner = try fleet.runner()
             if relayPort != nil, runner.fleet.relay == nil {
                 throw ValidationError("--relay-port is for a fleet that syncs; \(fleet.file) has no `sync:` section.")
             }
@@ -65,7 +65,7 @@ struct FleetCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let runner = try fleet.runner(creating: false)
+            let runner = try fleet.runner()
             let statuses = try await runner.status()
             if output.json { try printJSON(encodable: statuses); return }
             print("\(runner.fleet.name) fleet in \(runner.root.path)")
@@ -83,7 +83,7 @@ struct FleetCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let runner = try fleet.runner(creating: false)
+            let runner = try fleet.runner()
             let departures = try await runner.down()
             guard departures.stoppedAny else {
                 let created = departures.members.contains { $0.departure != .notCreated }
@@ -110,12 +110,10 @@ struct FleetArguments: ParsableArguments {
     @Option(help: "Keep the fleet's devices in this directory instead of the default (status and down remember it).", completion: .directory)
     var root: String?
 
-    /// `up` uses --root or the default; `status` and `down` without --root find where the
-    /// fleet was brought up.
-    func runner(creating: Bool) throws -> FleetRunner {
+    /// --root, or where the fleet was brought up before (the default root for a new fleet).
+    func runner() throws -> FleetRunner {
         let fleet = try FleetFile.load(URL(fileURLWithPath: file), displayName: file)
         if let root { return FleetRunner(fleet: fleet, root: URL(fileURLWithPath: root)) }
-        if creating { return FleetRunner(fleet: fleet) }
         let roots = FleetRunner.roots(of: fleet)
         guard roots.count <= 1 else {
             throw ValidationError("the \(fleet.name) fleet was brought up in \(roots.count) places: \(roots.map(\.path).joined(separator: ", ")); say which with --root.")

@@ -120,7 +120,7 @@ struct FleetCLITests {
 }
 
 extension FleetCLITests {
-    @Test("status and down find a fleet brought up with --root; two roots make them ask which")
+    @Test("up, status and down find a fleet brought up with --root; two roots make them ask which")
     func rememberedRoot() throws {
         let cli = try CLI()
         let file = try write(cli, Self.fleet)
@@ -131,6 +131,9 @@ extension FleetCLITests {
         let down = try cli.ok(["fleet", "down", file, "--json"]).object()
         #expect((down["members"] as? [[String: String]])?.map { $0["result"] } == ["stopped", "stopped"])
         #expect(try cli.status(first + "/phone")["poweredOn"] as? Bool == false)
+        // Up again without --root: where it was, not a second fleet at the default root.
+        #expect(try cli.ok(["fleet", "up", file]).text.hasPrefix("pair fleet in \(first)\n"))
+        try cli.ok(["fleet", "down", file])
 
         let second = cli.root.appendingPathComponent("ci-2").path
         try cli.ok(["fleet", "up", file, "--root", second])
