@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Every bad input gets a clear error and the documented exit status, and changes nothing.
@@ -161,6 +162,35 @@ struct BadInputTests {
         try cli.ok(["node", "start", dir])
         let early = try cli.run(["device", "biometry", dir, "--enroll"])
         #expect(early.status == 1 && early.stderr.contains("unlock it first"), "\(early.stderr)")
+    }
+
+    @Test("of several device inits racing for one directory, exactly one succeeds; the others say it exists")
+    func racingInit() throws {
+        let cli = try CLI()
+        let dir = cli.path("raced")
+        let results = Mutex<[Int32]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { index in
+            let status = (try? cli.run(["device", "init", dir, "--passcode", "100\(index)"]))?.status ?? -1
+            results.withLock { $0.append(status) }
+        }
+        #expect(results.withLock { $0.sorted() } == [0, 1, 1, 1])
+        try cli.ok(["node", "start", dir])
+        let unlocked = try (0..<4).map { try cli.run(["device", "unlock", dir, "--passcode", "100\($0)"]).status }
+        #expect(unlocked.filter { $0 == 0 }.count == 1, "one passcode works: the winner's")
+    }
+
+    @Test("sync now with the relay down says what it waits for, and gives up after --timeout")
+    func syncTimeout() throws {
+        let cli = try CLI()
+        let phone = try cli.poweredDevice("phone")
+        let (relay, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0"])
+        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        try cli.ok(["circle", "create", phone, "--relay", url])
+        relay.terminate()
+        relay.waitUntilExit()
+        let result = try cli.run(["sync", "now", phone, "--timeout", "3"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("waiting for the relay at \(url)") && result.stderr.contains("did not answer within 3 s"), "\(result.stderr)")
     }
 
     @Test("a malformed request to the control API is refused without changing the device")
