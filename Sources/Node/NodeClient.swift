@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import NIOCore
+import Relay
 import Sync
 
 /// Calls a running node's control API over its socket. Failures come back typed: a
@@ -78,7 +79,7 @@ public struct NodeClient: Sendable {
             response = try await HTTPClient.shared.execute(request, timeout: timeout)
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(Self.reason(error))); its log is \(paths.log.path).")
+            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
         }
         let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
         guard response.status == .ok else {
@@ -96,16 +97,6 @@ public struct NodeClient: Sendable {
 }
 
 extension NodeClient {
-    /// Why a call got no answer, in words rather than the HTTP client's type names.
-    private static func reason(_ error: any Error) -> String {
-        switch error as? HTTPClientError {
-        case .deadlineExceeded?, .readTimeout?, .connectTimeout?: "it took too long"
-        case .remoteConnectionClosed?: "it closed the connection"
-        case .some: "the connection failed"
-        case nil: "\(error)"
-        }
-    }
-
     /// Brings this node into the circle of `sponsor`'s node. This node first says whether it
     /// can join at all (its identity is refused when it is in a circle, or before first
     /// unlock); the sponsor then signs an entry admitting it and seals it a share of the keys,

@@ -74,7 +74,9 @@ public struct RelayClient: RelayTransport {
             response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))
             bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
         } catch {
-            throw RelayError.unreachable("\(base.absoluteString): \(Self.reason(unreachable: error))")
+            let refused = (error as? IOError)?.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue
+            throw RelayError.unreachable("\(base.absoluteString): \(ConnectionFailure.reason(error))"
+                                         + (refused ? " (is `keyferry relay serve` running?)" : ""))
         }
         guard response.status == .ok else {
             // A relay always says why; a server that does not is something else.
@@ -92,13 +94,21 @@ public struct RelayClient: RelayTransport {
         return text.isEmpty ? nil : text
     }
 
-    /// A short reason in place of the HTTP stack's description, for the failures a user meets.
-    private static func reason(unreachable error: any Error) -> String {
+}
+
+/// Why an HTTP call got no answer, in words rather than the HTTP stack's type names: for the
+/// relay's members and the node's clients alike.
+public enum ConnectionFailure {
+    public static func reason(_ error: any Error) -> String {
         switch error {
         case let error as IOError where error.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue:
-            "nothing is listening there (is `keyferry relay serve` running?)"
-        case let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout:
+            "nothing is listening there"
+        case let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout:
             "no answer in time"
+        case let error as HTTPClientError where error == .remoteConnectionClosed:
+            "the other side closed the connection"
+        case is HTTPClientError, is IOError:
+            "the connection failed"
         default:
             "\(error)"
         }
