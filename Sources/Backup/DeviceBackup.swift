@@ -7,11 +7,12 @@ import KeyferryCrypto
 /// wrapped by the migration rules, and the apps' sandboxes.
 public enum DeviceBackup {
     /// Writes the archive to `destination` (complete, or not at all) and returns its manifest.
-    /// `progress` hears the items and files written so far, and their total.
+    /// `progress` hears the items and files written so far, and their total; it may throw to
+    /// stop the backup, which then leaves no file behind.
     @discardableResult
     public static func create(
         from device: Device, to destination: URL, mode: ArchiveWriter.Mode, entropy: any EntropySource = SystemEntropy(),
-        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
+        progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> ArchiveManifest {
         guard device.isProtectedDataAvailable else {
             throw DeviceError(.protectedDataUnavailable, "\(device.info.name) is locked; unlock it before a backup, as iOS requires.")
@@ -42,7 +43,7 @@ public enum DeviceBackup {
                 for section in piece.sections { try writer.append(section) }
             }
             itemCount = total
-            progress(done, total + files.count)
+            try progress(done, total + files.count)
         }
 
         // Files are read one by one and compressed, a few sections at a time, on every core.
@@ -52,7 +53,7 @@ public enum DeviceBackup {
             for entry in entries { sandbox.add(entry.encoded) }
             if !entries.isEmpty { manifest.counts["sandboxFiles", default: 0] += 1 }
             if sandbox.completed.count >= 4 { try append(sandbox.takeCompleted(), .sandbox, to: writer) }
-            progress(itemCount + done + 1, itemCount + files.count)
+            try progress(itemCount + done + 1, itemCount + files.count)
         }
         try append(sandbox.takeAll(), .sandbox, to: writer)
 

@@ -13,9 +13,10 @@ public struct NodeClient: Sendable {
     /// How long one call may take before the node counts as not answering.
     private let timeout: TimeAmount
 
-    public init(directory: URL, timeout: TimeAmount = .seconds(60)) {
+    public init(directory: URL, timeout: Duration = .seconds(60)) {
         paths = NodePaths(directory: directory)
-        self.timeout = timeout
+        let (seconds, attoseconds) = timeout.components
+        self.timeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 
     public func status() async throws -> NodeAPI.NodeStatus {

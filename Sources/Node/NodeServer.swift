@@ -120,11 +120,14 @@ public enum NodeServer {
         post(router, .list, API.List.self, logger) { request in
             try (request.app.map(device.keychain(for:)) ?? device.deviceKeychain).list()
         }
-        post(router, .backup, API.Backup.self, logger) { request in
+        // A caller that goes away (Ctrl-C, a timeout) takes its backup with it: the archive is
+        // dropped unfinished, so that none appears after its command has failed.
+        post(router, .backup, API.Backup.self, logger, cancelledWhenCallerLeaves: true) { request in
             guard request.path.hasPrefix("/") else { throw API.Failure(request: "the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
             defer { backupProgress.withLock { $0 = nil } }
             let manifest = try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode) { done, total in
+                try Task.checkCancellation()
                 backupProgress.withLock { $0 = API.Progress(done: done, total: total) }
             }
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
@@ -147,12 +150,20 @@ public enum NodeServer {
     private static func path(_ route: NodeAPI.Route) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.rawValue)") }
 
     /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
-    /// since they carry secrets and passcodes.
+    /// since they carry secrets and passcodes. With `cancelledWhenCallerLeaves`, the action's
+    /// task is cancelled if the connection closes before it answers.
     private static func post<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
         _ router: Router<NodeRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
+        cancelledWhenCallerLeaves: Bool = false,
         _ action: @escaping @Sendable (Body) async throws -> Result
     ) {
         router.post(path(route)) { request, context in
+            guard cancelledWhenCallerLeaves else { return try await handle(request, context) }
+            return try await request.body.consumeWithCancellationOnInboundClose { body in
+                try await handle(Request(head: request.head, body: body), context)
+            }
+        }
+        @Sendable func handle(_ request: Request, _ context: NodeRequestContext) async throws -> Response {
             let decoded: Body
             do {
                 decoded = try await request.decode(as: Body.self, context: context)

@@ -39,6 +39,8 @@ struct BackupCommand: AsyncParsableCommand {
             }
             let secret = encrypted ? try password.read(required: true) : nil
             let client = device.client
+            // A large device takes longer than a call's usual minute; progress shows it moving.
+            let writer = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
             // On a terminal, the node's progress while it writes.
             let progress = Task {
                 guard !output.json, ProcessControl.standardErrorIsTerminal else { return }
@@ -53,16 +55,19 @@ struct BackupCommand: AsyncParsableCommand {
             let manifest: ArchiveManifest
             do {
                 manifest = try await interruptibly {
-                    try await client.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+                    try await writer.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
                 }
-            } catch let interrupted as Interrupted {
+            } catch is Interrupted {
                 // The node drops a backup whose caller went away; wait until it has, so that no
                 // partial archive is left for whoever looks next.
                 progress.cancel()
                 for _ in 0..<100 where (try? await client.status().backupProgress) != nil {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
-                throw interrupted
+                let finished = FileManager.default.fileExists(atPath: destination.path)
+                throw Interrupted(cause: CommandFailure(finished
+                    ? "the backup had already finished: \(out) is complete"
+                    : "no archive was written"))
             }
             progress.cancel()
             if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }

@@ -95,6 +95,22 @@ struct DeviceBackupTests {
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
 
+    @Test("a backup stopped by its progress leaves nothing beside the destination, nor under its name")
+    func stopped() throws {
+        let fixture = try device()
+        let url = archive()
+        var calls = 0
+        #expect(throws: CancellationError.self) {
+            try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted) { _, _ in
+                calls += 1
+                throw CancellationError()
+            }
+        }
+        #expect(calls == 1)
+        let beside = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
+        #expect(!beside.contains { $0.contains(url.lastPathComponent) }, "\(beside)")
+    }
+
     @Test("an item moved onto another entry does not open")
     func boundToEntry() throws {
         let fixture = try device()

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeychainStore
 import Node
 import Testing
 
@@ -158,18 +159,77 @@ extension CLI {
     }
 }
 
-/// Killing a restore at any moment leaves the target either as it was or fully restored.
-@Suite("keyferry restore, killed")
+extension CLI {
+    /// A running, unlocked phone holding `count` items of the mail app, written in bulk while
+    /// the device was powered off (thousands of calls would take longer than the test).
+    func bulkSource(items count: Int) throws -> String {
+        let dir = try poweredDevice("phone")
+        try ok(["node", "stop", dir])
+        let device = try Device.powerOn(at: URL(fileURLWithPath: dir))
+        try device.unlock(passcode: "123456")
+        try device.keychain(for: "com.example.mail").importItems((0..<count).map {
+            NewItem(.genericPassword, attributes: [.account: .string("bulk-\($0)")], data: Data(repeating: 7, count: 256))
+        })
+        device.powerOff()
+        try ok(["node", "start", dir])
+        try ok(["device", "unlock", dir, "--passcode", "123456"])
+        return dir
+    }
+
+    /// Names in the test's root that start with `prefix`: what a backup or restore builds aside.
+    func entries(startingWith prefix: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: root.path).filter { $0.hasPrefix(prefix) }
+    }
+
+    /// Starts `keyferry ARGUMENTS`, waits until an entry starting with `prefix` appears in the
+    /// root (the work is under way), signals it and returns its exit status and stderr.
+    func signal(_ signal: Int32, _ arguments: [String], once prefix: String) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": stateHome.path]) { $1 }
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while try entries(startingWith: prefix).isEmpty, process.isRunning, Date() < deadline { usleep(1000) }
+        kill(process.processIdentifier, signal)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, stderr)
+    }
+}
+
+/// Stopping a restore or a backup at any moment leaves the target either as it was or fully
+/// restored, and no archive or half of one.
+@Suite("keyferry restore and backup, stopped")
 struct RestoreKillTests {
-    @Test("SIGKILL during restore: the target opens, holding its old items or all the restored ones, never a mix")
-    func killed() async throws {
+    @Test("Ctrl-C during backup create or restore: exit 130, no archive, the target as it was, nothing left beside")
+    func interrupted() throws {
         let cli = try CLI()
-        let source = try cli.poweredDevice("phone")
-        let client = NodeClient(directory: URL(fileURLWithPath: source))
-        for index in 0..<1500 {
-            let item = NewItem(.genericPassword, attributes: [.account: .string("bulk-\(index)")], data: Data(repeating: 7, count: 256))
-            let _: NodeAPI.Items = try await client.call(.add, NodeAPI.Add(app: "com.example.mail", item: item))
-        }
+        let source = try cli.bulkSource(items: 20_000)
+        let archive = cli.root.appendingPathComponent("big.kfbackup").path
+
+        let backup = try cli.signal(SIGINT, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-")
+        #expect(backup.status == 130, "\(backup.stderr)")
+        #expect(backup.stderr.contains("interrupted: no archive was written"), "\(backup.stderr)")
+        #expect(try cli.entries(startingWith: ".big.kfbackup").isEmpty && cli.entries(startingWith: "big.kfbackup").isEmpty)
+
+        try cli.ok(["backup", "create", source, "--out", archive, "--unencrypted"])
+        try cli.ok(["item", "add", source, "--app", "com.example.mail", "--account", "after-backup", "--value", "x"])
+        try cli.ok(["node", "stop", source])
+        let restore = try cli.signal(SIGINT, ["restore", archive, "--to", source, "--passcode", "123456"], once: ".phone.restoring-")
+        #expect(restore.status == 130, "\(restore.stderr)")
+        #expect(restore.stderr.contains("interrupted: nothing was restored; \(source) is as it was"), "\(restore.stderr)")
+        #expect(try cli.entries(startingWith: ".phone.").isEmpty)
+        #expect(try cli.status(source)["itemCount"] as? Int == 20_001)
+    }
+
+    @Test("SIGKILL during restore: the target opens, holding its old items or all the restored ones, never a mix")
+    func killed() throws {
+        let cli = try CLI()
+        let source = try cli.bulkSource(items: 1500)
         let archive = cli.root.appendingPathComponent("big.kfbackup").path
         try cli.ok(["backup", "create", source, "--out", archive, "--unencrypted"])
         try cli.ok(["node", "stop", source])
@@ -182,8 +242,8 @@ struct RestoreKillTests {
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
-    /// Kills restores at growing delays (plain threads: these waits must not hold the
-    /// cooperative pool), checking after each that the target is whole.
+    /// Kills restores at growing delays, checking after each that the target is whole and that
+    /// looking at it cleared what the killed restore was building.
     func killRestores(_ cli: CLI, archive: String, target source: String) throws {
         func itemCount() throws -> Int? { try cli.status(source)["itemCount"] as? Int }
         #expect(try itemCount() == 1500)
@@ -205,6 +265,7 @@ struct RestoreKillTests {
             restore.waitUntilExit()
             let count = try #require(try itemCount())
             #expect(count == 1501 || count == 1500, "after a kill at \(delay) ms the device holds \(count) items")
+            #expect(try cli.entries(startingWith: ".phone.").isEmpty, "after a kill at \(delay) ms")
             if count == 1500 { break }
         }
     }
