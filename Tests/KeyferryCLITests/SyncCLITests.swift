@@ -202,7 +202,11 @@ struct SyncCLITests {
         let a = try cli.poweredDevice("a"), b = try cli.poweredDevice("b"), c = try cli.poweredDevice("c")
         try cli.ok(["circle", "create", a, "--relay", relay])
         try cli.ok(["circle", "join", b, "--sponsor", a])
-        try cli.ok(["circle", "remove", a, "--peer", "b"])
+        // The key exactly as `circle status` prints it, ellipsis and all, names the member.
+        let printed = try #require(try cli.ok(["circle", "status", a]).text.split(separator: "\n").first { $0.hasPrefix("  b ") })
+        let key = try #require(printed.split(separator: " ").last.map(String.init))
+        #expect(key.hasSuffix("…") && key.count == 17, "\(printed)")
+        try cli.ok(["circle", "remove", a, "--peer", key])
         func members() throws -> [String] {
             (try cli.ok(["circle", "status", a, "--json"]).object()["members"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         }
