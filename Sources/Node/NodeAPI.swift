@@ -319,7 +319,7 @@ public enum NodeAPI {
                 message = error.description
             case let error as RelayError:
                 domain = .device
-                code = "relay"
+                if case .unreachable = error { code = DeviceError.Code.relayUnreachable.rawValue } else { code = "relay" }
                 message = error.description
             default:
                 // Anything unforeseen (a database error, say) is the device's failure, not the
@@ -349,4 +349,10 @@ public enum NodeAPI {
 
     static let encoder = JSONEncoder()
     static let decoder = JSONDecoder()
+}
+
+extension DeviceError.Code {
+    /// The circle's relay gave no answer (down, or not started yet): worth asking again later,
+    /// unlike a relay that refused.
+    public static let relayUnreachable = Self(rawValue: "relayUnreachable")
 }

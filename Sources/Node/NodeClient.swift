@@ -77,7 +77,7 @@ public struct NodeClient: Sendable {
         }
         let response: HTTPClientResponse
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: timeout)
+            response = try await HTTPClient.keyferry.execute(request, timeout: timeout)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")

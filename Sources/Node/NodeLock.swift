@@ -46,6 +46,8 @@ public enum ProcessControl {
 
     /// Whether standard error is a terminal: progress is shown there, and only there.
     public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+    /// Whether standard output is a terminal, where a secret printed alone gets a newline.
+    public static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Runs `handler` on SIGINT or SIGTERM instead of dying at once, so that what the process
     /// started can be stopped first. Handling lasts while the returned value is kept.

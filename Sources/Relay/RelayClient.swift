@@ -71,7 +71,7 @@ public struct RelayClient: RelayTransport {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))
+            response = try await HTTPClient.keyferry.execute(request, timeout: TimeAmount(timeout))
             bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
         } catch {
             let refused = (error as? IOError)?.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue
@@ -94,6 +94,18 @@ public struct RelayClient: RelayTransport {
         return text.isEmpty ? nil : text
     }
 
+}
+
+extension HTTPClient {
+    /// The client of every call Keyferry makes, one per process. A refused connection fails at
+    /// once: the shared client would retry it until the call's deadline, holding `circle leave`
+    /// for 30 s when the relay is down, while Keyferry's callers retry on their own terms
+    /// (`RelayClient.retrying`, a node's next pass).
+    public static let keyferry: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 }
 
 /// Why an HTTP call got no answer, in words rather than the HTTP stack's type names: for the

@@ -55,7 +55,7 @@ struct ItemCommand: AsyncParsableCommand {
             abstract: "Find items (SecItemCopyMatching).",
             discussion: """
                 With one item and --return data (the default) the secret's bytes are printed exactly, \
-                nothing added. --json prints an array of items; data appears as base64 (and as text when \
+                nothing added, into a pipe or a file (on a terminal, a newline follows). --json prints an array of items; data appears as base64 (and as text when \
                 it is UTF-8).
                 """)
 
@@ -92,6 +92,8 @@ struct ItemCommand: AsyncParsableCommand {
                 printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
             } else if returning == .data, answer.items.count == 1, let data = answer.items[0].data {
                 FileHandle.standardOutput.write(data)
+                // A prompt after the secret would read as part of it.
+                if ProcessControl.standardOutputIsTerminal { print() }
             } else {
                 print(answer.items.map { $0.described(withData: returning != .attributes) }.joined(separator: "\n\n"))
             }

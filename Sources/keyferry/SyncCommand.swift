@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import KeychainStore
 import Node
 import Sync
+import Synchronization
 
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,14 +32,28 @@ struct SyncCommand: AsyncParsableCommand {
             let client = device.client
             let relay = (try await client.get(.circleStatus) as NodeAPI.CircleStatus).relay ?? "the relay"
             let limit = timeout
+            let lastFailure = LastFailure()
             let report = try await withThrowingTaskGroup(of: SyncReport?.self) { group in
-                group.addTask { try await client.call(.syncNow, NodeAPI.Empty()) }
+                group.addTask {
+                    // A relay that is down (or still starting) is asked again, sooner at first.
+                    var delay = Duration.milliseconds(100)
+                    while true {
+                        do {
+                            return try await client.call(.syncNow, NodeAPI.Empty())
+                        } catch let error as DeviceError where error.code == .relayUnreachable {
+                            lastFailure.message.withLock { $0 = error.message }
+                            try await Task.sleep(for: delay)
+                            delay = min(delay * 2, .seconds(2))
+                        }
+                    }
+                }
                 group.addTask {
                     // A pass takes well under a second while the relay answers: say what a longer wait is for.
                     try await Task.sleep(for: .seconds(min(2, limit)))
                     printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
                     try await Task.sleep(for: .seconds(max(0, limit - 2)))
-                    throw CommandFailure("the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s; the node keeps its writes and syncs once it is back.")
+                    let why = lastFailure.message.withLock { $0 }.map { " (\($0))" } ?? ""
+                    throw CommandFailure("the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back.")
                 }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let report = first else { throw CancellationError() }
@@ -50,6 +66,11 @@ struct SyncCommand: AsyncParsableCommand {
                   + (report.rejected.isEmpty ? "" : ", \(report.rejected.count) refused"))
             for reason in report.rejected { print("  refused: \(reason)") }
         }
+    }
+
+    /// Why the relay last failed to answer, for the message that gives up on it.
+    private final class LastFailure: Sendable {
+        let message = Mutex<String?>(nil)
     }
 
     struct Status: AsyncParsableCommand {
