@@ -24,8 +24,8 @@ public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
 public struct RelayClient: RelayTransport {
     public let base: URL
-    /// How long one request may take, connecting included: while the relay is down, the HTTP
-    /// client keeps trying to connect until then.
+    /// How long one request may take, for a relay that accepts and then does not answer; one
+    /// that refuses the connection fails the request at once.
     public var timeout: Duration
 
     /// `url` as given to `circle create --relay`, such as `http://127.0.0.1:7700`.

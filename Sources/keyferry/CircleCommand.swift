@@ -72,7 +72,7 @@ struct CircleCommand: AsyncParsableCommand {
                 A member publishes its own removal, with new keys for the members that stay, so they \
                 go on without it. A device that was removed only forgets the circle, so it can join \
                 one again. The items it received stay on it. While the relay cannot be reached, leave \
-                keeps trying for up to 30 seconds, then fails with nothing changed. With --force it \
+                fails with nothing changed (within 30 seconds if it accepts but does not answer). With --force it \
                 forgets the circle even then; the others count it as a member until one of them \
                 removes it (`circle remove`).
                 """)
