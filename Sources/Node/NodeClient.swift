@@ -15,8 +15,7 @@ public struct NodeClient: Sendable {
 
     public init(directory: URL, timeout: Duration = .seconds(60)) {
         paths = NodePaths(directory: directory)
-        let (seconds, attoseconds) = timeout.components
-        self.timeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.timeout = TimeAmount(timeout)
     }
 
     public func status() async throws -> NodeAPI.NodeStatus {

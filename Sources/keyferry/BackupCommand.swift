@@ -40,7 +40,7 @@ struct BackupCommand: AsyncParsableCommand {
             let secret = encrypted ? try password.read(required: true) : nil
             let client = device.client
             // A large device takes longer than a call's usual minute; progress shows it moving.
-            let writer = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
+            let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
             // On a terminal, the node's progress while it writes.
             let progress = Task {
                 guard !output.json, ProcessControl.standardErrorIsTerminal else { return }
@@ -55,7 +55,7 @@ struct BackupCommand: AsyncParsableCommand {
             let manifest: ArchiveManifest
             do {
                 manifest = try await interruptibly {
-                    try await writer.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
+                    try await patientClient.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
                 }
             } catch is Interrupted {
                 // The node drops a backup whose caller went away; wait until it has, so that no
