@@ -48,21 +48,4 @@ public enum ProcessControl {
     public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
     /// Whether standard output is a terminal, where a secret printed alone gets a newline.
     public static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
-
-    /// Runs `handler` on SIGINT or SIGTERM instead of dying at once, so that what the process
-    /// started can be stopped first. Handling lasts while the returned value is kept.
-    private static let signalQueue = DispatchQueue(label: "keyferry.signals")
-
-    public static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> AnyObject {
-        let sources = [SIGINT, SIGTERM].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            // A serial queue of its own gets a thread even while every core is busy with the
-            // work the signal should stop; on the shared global queue the handler waited for it.
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-            source.setEventHandler(handler: handler)
-            source.resume()
-            return source
-        }
-        return sources as AnyObject
-    }
 }
