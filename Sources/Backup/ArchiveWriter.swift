@@ -7,7 +7,7 @@ import KeyferryCrypto
 /// goes to a hidden file beside the destination, renamed into place only by `finish`, so an
 /// interrupted backup never leaves a half archive under the real name.
 public final class ArchiveWriter {
-    public enum Mode {
+    public enum Mode: Sendable {
         case encrypted(password: Data, parameters: PasswordHashParameters = .interactive)
         case unencrypted
     }
@@ -53,7 +53,7 @@ public final class ArchiveWriter {
             throw ArchiveError.cannotWrite("the directory \(destination.deletingLastPathComponent().path) does not exist")
         }
         temporary = destination.deletingLastPathComponent()
-            .appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+            .appendingPathComponent(Self.partialPrefix(of: destination) + UUID().uuidString)
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
             throw ArchiveError.cannotWrite("cannot create \(temporary.path) beside the archive")
         }
@@ -62,6 +62,15 @@ public final class ArchiveWriter {
     }
 
     deinit { abandon() }
+
+    /// Whether a writer is still at work on `destination`: its partial file stands beside it.
+    public static func isWriting(_ destination: URL) -> Bool {
+        let prefix = partialPrefix(of: destination)
+        let beside = (try? FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)) ?? []
+        return beside.contains { $0.hasPrefix(prefix) }
+    }
+
+    private static func partialPrefix(of destination: URL) -> String { ".\(destination.lastPathComponent).partial-" }
 
     /// Encrypted archives: the keys migratable items are wrapped with.
     var backupKeybag: BackupKeybag? { keys.backupKeybag }

@@ -7,8 +7,9 @@ import KeyferryCrypto
 /// wrapped by the migration rules, and the apps' sandboxes.
 public enum DeviceBackup {
     /// Writes the archive to `destination` (complete, or not at all) and returns its manifest.
-    /// `progress` hears the items and files written so far, and their total; it may throw to
-    /// stop the backup, which then leaves no file behind.
+    /// `progress` hears the items and files written so far, and their total, and once more
+    /// just before the archive is put in place; it may throw to stop the backup, which then
+    /// leaves no file behind.
     @discardableResult
     public static func create(
         from device: Device, to destination: URL, mode: ArchiveWriter.Mode, entropy: any EntropySource = SystemEntropy(),
@@ -67,6 +68,7 @@ public enum DeviceBackup {
         if never > 0 {
             manifest.warnings.append("\(never) whenPasscodeSetThisDeviceOnly item\(never == 1 ? " is" : "s are") never exported and will not come back.")
         }
+        try progress(itemCount + files.count, itemCount + files.count)
         return try writer.finish(manifest)
     }
 

@@ -11,8 +11,9 @@ import KeyferryCrypto
 /// The new store is built beside the target and swapped in only when complete.
 public enum DeviceRestore {
     /// `passcode` is the target's own (its class keys are needed to store the items).
-    /// `progress` may throw to stop the restore (an interruption): the target is left as it
-    /// was and the copy being built is removed.
+    /// `progress` hears each item and file as it is done, and once more just before the swap;
+    /// it may throw to stop the restore (an interruption): the target is left as it was and
+    /// the copy being built is removed.
     public static func restore(
         _ archive: URL, password: Data?, to target: URL, passcode: String?,
         progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
@@ -94,6 +95,8 @@ public enum DeviceRestore {
             try progress(contents.items.count + done + 1, total)
         }
 
+        // The last chance to stop, after the costly import: from here the swap goes through.
+        try progress(total, total)
         device.powerOff()
         try Device.replace(at: target, with: staging)
         swapped = true

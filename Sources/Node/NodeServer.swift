@@ -126,9 +126,11 @@ public enum NodeServer {
             guard request.path.hasPrefix("/") else { throw API.Failure(request: "the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
             defer { backupProgress.withLock { $0 = nil } }
-            let manifest = try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode) { done, total in
-                try Task.checkCancellation()
-                backupProgress.withLock { $0 = API.Progress(done: done, total: total) }
+            let manifest = try await onThreadOfItsOwn { checkCancellation in
+                try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode) { done, total in
+                    try checkCancellation()
+                    backupProgress.withLock { $0 = API.Progress(done: done, total: total) }
+                }
             }
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
             return manifest

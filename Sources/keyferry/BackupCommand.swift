@@ -58,10 +58,12 @@ struct BackupCommand: AsyncParsableCommand {
                     try await patientClient.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
                 }
             } catch is Interrupted {
-                // The node drops a backup whose caller went away; wait until it has, so that no
-                // partial archive is left for whoever looks next.
+                // The node drops a backup whose caller went away, at its next batch; wait until
+                // it has, so that no partial archive is left for whoever looks next. Watched on
+                // disk: asking the node would queue behind the backup's read of the store.
                 progress.cancel()
-                for _ in 0..<100 where (try? await client.status().backupProgress) != nil {
+                if Verbosity.current >= .normal { printError("\u{1B}[2K\rinterrupted: waiting for the node to drop the backup ...") }
+                for _ in 0..<600 where ArchiveWriter.isWriting(destination) {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
                 let finished = FileManager.default.fileExists(atPath: destination.path)

@@ -37,11 +37,15 @@ struct RestoreCommand: AsyncParsableCommand {
         let handler = ProcessControl.onInterrupt { interrupted.withLock { $0 = true } }
         defer { withExtendedLifetime(handler) {} }
         let report: RestoreReport
+        var shown = -1
         do {
             report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
                 try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
                     if interrupted.withLock({ $0 }) { throw CancellationError() }
-                    if showProgress, done == total || done % 500 == 0 { printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total) }
+                    if showProgress, done != shown, done == total || done % 500 == 0 {
+                        printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total)
+                        shown = done
+                    }
                 }
             }
         } catch is CancellationError {

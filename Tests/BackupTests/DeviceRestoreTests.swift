@@ -194,6 +194,35 @@ struct DeviceRestoreTests {
         #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
     }
 
+    @Test("a restore stopped at its last chance, after the whole import, leaves the target exactly as it was")
+    func stoppedBeforeSwap() throws {
+        let fixture = try source()
+        let url = try archive(fixture, encrypted: true)
+        let rehearsal = try TestDevice(seed: 4), target = try TestDevice(seed: 5)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        rehearsal.device.powerOff()
+        target.device.powerOff()
+        let before = try snapshot(target.directory)
+
+        // The same restore onto another device says how many times progress is heard.
+        var calls = 0
+        _ = try DeviceRestore.restore(url, password: password, to: rehearsal.directory, passcode: TestDevice.defaultPasscode) { _, _ in calls += 1 }
+        var heard = 0
+        #expect(throws: CancellationError.self) {
+            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode) { done, total in
+                heard += 1
+                if heard == calls {
+                    #expect(done == total)
+                    throw CancellationError()
+                }
+            }
+        }
+        #expect(try snapshot(target.directory) == before)
+        #expect(try contents(target.directory)["target-own"] == "keep")
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
+        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
+    }
+
     @Test("a swap cut between its two renames is finished on the next access; a half-built restore is undone")
     func interruptedSwap() throws {
         let fixture = try source()

@@ -182,8 +182,10 @@ extension CLI {
     }
 
     /// Starts `keyferry ARGUMENTS`, waits until an entry starting with `prefix` appears in the
-    /// root (the work is under way), signals it and returns its exit status and stderr.
-    func signal(_ signal: Int32, _ arguments: [String], once prefix: String) throws -> (status: Int32, stderr: String) {
+    /// root (the work is under way), signals it and returns its exit status and stderr. With
+    /// `frozen`, that process (the node doing the work) is stopped from then until the command
+    /// says it was interrupted, so the work cannot finish before the signal has been acted on.
+    func signal(_ signal: Int32, _ arguments: [String], once prefix: String, frozen: Int32? = nil) throws -> (status: Int32, stderr: String) {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -194,10 +196,20 @@ extension CLI {
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while try entries(startingWith: prefix).isEmpty, process.isRunning, Date() < deadline { usleep(1000) }
+        if let frozen { kill(frozen, SIGSTOP) }
         kill(process.processIdentifier, signal)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var stderr = Data()
+        if let frozen {
+            while !String(decoding: stderr, as: UTF8.self).contains("interrupted") {
+                let chunk = err.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                stderr += chunk
+            }
+            kill(frozen, SIGCONT)
+        }
+        stderr += err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, stderr)
+        return (process.terminationStatus, String(decoding: stderr, as: UTF8.self))
     }
 }
 
@@ -211,7 +223,9 @@ struct RestoreKillTests {
         let source = try cli.bulkSource(items: 20_000)
         let archive = cli.root.appendingPathComponent("big.kfbackup").path
 
-        let backup = try cli.signal(SIGINT, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-")
+        let node = try #require(try cli.ok(["node", "status", source, "--json"]).object()["pid"] as? Int)
+        let backup = try cli.signal(SIGINT, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-",
+                                    frozen: Int32(node))
         #expect(backup.status == 130, "\(backup.stderr)")
         #expect(backup.stderr.contains("interrupted: no archive was written"), "\(backup.stderr)")
         #expect(try cli.entries(startingWith: ".big.kfbackup").isEmpty && cli.entries(startingWith: "big.kfbackup").isEmpty)

@@ -1,0 +1,27 @@
+import Foundation
+import Synchronization
+
+/// Runs long, blocking `work` (a backup) on a thread of its own and waits for it without
+/// holding a thread of the cooperative pool: the node must go on hearing other requests, and
+/// the caller leaving, meanwhile. `work` gets a check that throws `CancellationError` once the
+/// waiting task is cancelled.
+func onThreadOfItsOwn<Result: Sendable>(
+    _ work: @escaping @Sendable (_ checkCancellation: () throws -> Void) throws -> Result
+) async throws -> Result {
+    let cancelled = CancellationFlag()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Swift.Result {
+                    try work { if cancelled.isSet.load(ordering: .relaxed) { throw CancellationError() } }
+                })
+            }.start()
+        }
+    } onCancel: {
+        cancelled.isSet.store(true, ordering: .relaxed)
+    }
+}
+
+private final class CancellationFlag: Sendable {
+    let isSet = Atomic(false)
+}
