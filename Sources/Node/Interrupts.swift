@@ -9,10 +9,9 @@ extension ProcessControl {
     /// started can be stopped first. Handling lasts while the returned value is kept; with no
     /// handler left, the signals kill the process again.
     ///
-    /// Not a dispatch signal source: on Linux it hears a signal only when the kernel hands it to
-    /// a thread that blocks it, and a busy process (every core restoring, say) loses some. Here
-    /// a plain handler, on whichever thread the signal lands, writes one byte to a pipe, and a
-    /// thread of its own reads it and runs the handlers.
+    /// Not a dispatch signal source: through one, a busy process (every core restoring, say)
+    /// was seen to miss Ctrl-C on Linux. Here a plain handler, on whichever thread the signal
+    /// lands, writes one byte to a pipe, and a thread of its own reads it and runs the handlers.
     public static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> AnyObject {
         Interrupts.shared.register(handler)
     }
