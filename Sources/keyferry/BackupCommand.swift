@@ -62,7 +62,10 @@ struct BackupCommand: AsyncParsableCommand {
                 // it has, so that no partial archive is left for whoever looks next. Watched on
                 // disk: asking the node would queue behind the backup's read of the store.
                 progress.cancel()
-                if Verbosity.current >= .normal { printError("\u{1B}[2K\rinterrupted: waiting for the node to drop the backup ...") }
+                if Verbosity.current >= .normal {
+                    // Over the progress line on a terminal; a line of its own in a log.
+                    printError((ProcessControl.standardErrorIsTerminal ? "\u{1B}[2K\r" : "") + "interrupted: waiting for the node to drop the backup ...")
+                }
                 for _ in 0..<600 where ArchiveWriter.isWriting(destination) {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
