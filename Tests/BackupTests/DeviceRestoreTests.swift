@@ -188,10 +188,15 @@ struct DeviceRestoreTests {
         #expect(throws: ArchiveError.self) {
             try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode)
         }
-        #expect(try snapshot(target.directory) == before)
-        #expect(try contents(target.directory)["target-own"] == "keep")
+        try expectAsItWas(target, before)
+    }
+
+    /// The target byte for byte as `before`, its own item readable, nothing left beside it.
+    func expectAsItWas(_ target: TestDevice, _ before: [String: Data], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(try snapshot(target.directory) == before, sourceLocation: sourceLocation)
+        #expect(try contents(target.directory)["target-own"] == "keep", sourceLocation: sourceLocation)
         let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
-        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
+        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)", sourceLocation: sourceLocation)
     }
 
     @Test("a restore stopped at its last chance, after the whole import, leaves the target exactly as it was")
@@ -217,10 +222,7 @@ struct DeviceRestoreTests {
                 }
             }
         }
-        #expect(try snapshot(target.directory) == before)
-        #expect(try contents(target.directory)["target-own"] == "keep")
-        let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
-        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
+        try expectAsItWas(target, before)
     }
 
     @Test("a swap cut between its two renames is finished on the next access; a half-built restore is undone")
