@@ -26,15 +26,21 @@ public enum NodeLauncher {
         // one probe for a whole call's timeout.
         let client = NodeClient(directory: directory, timeout: .seconds(2))
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let status = try? await client.status() { return status }
-            if !process.isRunning {
-                throw NodeError.failed("the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
+        do {
+            while ContinuousClock.now < deadline {
+                if let status = try? await client.status() { return status }
+                if !process.isRunning {
+                    throw NodeError.failed("the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
+                }
+                try await Task.sleep(for: .milliseconds(20))
             }
-            try await Task.sleep(for: .milliseconds(20))
+            throw NodeError.failed("the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
+        } catch {
+            // Cancelled (Ctrl-C on `fleet up`) or given up on: the half-started node goes too.
+            // A later `stop` would miss it if it had not taken its lock yet.
+            process.terminate()
+            throw error
         }
-        process.terminate()
-        throw NodeError.failed("the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
     }
 
     /// Powers the node off (SIGTERM, then SIGKILL if it will not go) and waits until it is

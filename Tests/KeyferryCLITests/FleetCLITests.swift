@@ -194,6 +194,13 @@ extension FleetCLITests {
         for name in ["d1", "d2", "d3", "d4"] {
             #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent(name).path), "\(name) was created by the interrupted up")
         }
+        // No node survives, not even one that was still starting when the signal came.
+        Thread.sleep(forTimeInterval: 0.5)
+        let survivors = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { pid in
+            let command = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+            return String(decoding: command, as: UTF8.self).contains(root.path)
+        }
+        #expect(survivors.isEmpty, "nodes of the interrupted fleet still run: \(survivors)")
     }
 }
 
