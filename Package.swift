@@ -58,12 +58,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
+        // The survival matrix: every path a device's secrets can take, run on scratch copies.
+        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "Backup", "Sync", "Relay"]),
+
         // A powered-on device as a process: the control API on a socket in its directory,
         // the client the command line uses, and the launcher that starts and stops it.
         .target(
             name: "Node",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Backup", "Sync", "Relay",
+                "KeychainStore", "KeychainModel", "Backup", "Sync", "Relay", "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -77,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "Survival",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -100,6 +103,7 @@ let package = Package(
             name: "RelayTests",
             dependencies: ["Relay", "Sync", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
+        .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
         .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "Relay", "KeychainModel", "KeychainStore"]),

@@ -40,7 +40,25 @@ public enum DeviceRestore {
             }
             try device.unlock(passcode: passcode)
         }
+        let report = try restore(reader, keys: keys, into: device, progress: progress)
+        device.powerOff()
+        try Device.replace(at: target, with: staging)
+        swapped = true
+        return report
+    }
 
+    /// Restores straight into a powered-on, unlocked device, with no copy aside: for scratch
+    /// devices (a fork, a new device made to try a path) that a failure part-way costs nothing.
+    package static func restore(
+        _ archive: URL, password: Data?, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
+    ) throws -> RestoreReport {
+        let reader = try ArchiveReader(contentsOf: archive)
+        return try restore(reader, keys: try reader.sectionKeys(password: password), into: device, progress: progress)
+    }
+
+    private static func restore(
+        _ reader: ArchiveReader, keys: SectionKeys, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void
+    ) throws -> RestoreReport {
         var contents = Contents()
         let manifest = try reader.read(keys: keys) { kind, data in try contents.add(kind, data) }
         var report = RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode)
@@ -97,9 +115,6 @@ public enum DeviceRestore {
 
         // The last chance to stop, after the costly import: from here the swap goes through.
         try progress(total, total)
-        device.powerOff()
-        try Device.replace(at: target, with: staging)
-        swapped = true
         return report
     }
 

@@ -109,6 +109,10 @@ public struct Sandbox: Sendable {
         try device.availableKeys()[protection.keyClass] != nil
     }
 
+    /// Whether UserDefaults can be read in the device's current lock state: before first
+    /// unlock they read back empty, which is not the same as having none.
+    public var defaultsAreReadable: Bool { (try? available(Self.defaultsProtection)) ?? false }
+
     /// Every UserDefaults entry; empty (not an error) while the file is protected.
     public func defaults() throws -> [String: Any] {
         guard try available(Self.defaultsProtection) else { return [:] }

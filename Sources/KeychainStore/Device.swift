@@ -32,7 +32,7 @@ public final class Device: Sendable {
     /// The hash the item table files the device's own group under.
     var ownAccessGroupHash: [UInt8] { index.accessGroupHash(Self.ownAccessGroup) }
 
-    private init(layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
+    init(layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
                  clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?) {
         self.layout = layout
         self.info = info
@@ -117,22 +117,9 @@ public final class Device: Sendable {
     public static func powerOn(
         at directory: URL, clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
     ) throws -> Device {
-        try requireDevice(at: directory)
+        let info = try info(at: directory)
         let layout = DeviceLayout(root: directory)
         let files = FileManager.default
-        let info: DeviceInfo
-        do {
-            let raw = try Data(contentsOf: layout.info)
-            let probe = try JSONDecoder().decode(FormatProbe.self, from: raw)
-            guard probe.format == DeviceInfo.currentFormat else {
-                throw DeviceError(.unsupportedFormat, "\(directory.path) has device format \(probe.format); this Keyferry reads format \(DeviceInfo.currentFormat) only.")
-            }
-            info = try JSONDecoder.keyferry.decode(DeviceInfo.self, from: raw)
-        } catch let error as DeviceError {
-            throw error
-        } catch {
-            throw DeviceError(.corrupt, "\(layout.info.path) is not a readable device description: \(error.localizedDescription)")
-        }
         guard let uidData = files.contents(atPath: layout.hardwareUID.path), uidData.count == SymmetricKey.byteCount else {
             throw DeviceError(.corrupt, "\(layout.hardwareUID.path) is missing or not 32 bytes; without its hardware UID the device's keychain cannot be opened.")
         }
@@ -146,6 +133,24 @@ public final class Device: Sendable {
         let device = Device(layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil)
         try device.boot()
         return device
+    }
+
+    /// What the device in `directory` is (its name and identity), read without powering it on.
+    public static func info(at directory: URL) throws -> DeviceInfo {
+        try requireDevice(at: directory)
+        let layout = DeviceLayout(root: directory)
+        do {
+            let raw = try Data(contentsOf: layout.info)
+            let probe = try JSONDecoder().decode(FormatProbe.self, from: raw)
+            guard probe.format == DeviceInfo.currentFormat else {
+                throw DeviceError(.unsupportedFormat, "\(directory.path) has device format \(probe.format); this Keyferry reads format \(DeviceInfo.currentFormat) only.")
+            }
+            return try JSONDecoder.keyferry.decode(DeviceInfo.self, from: raw)
+        } catch let error as DeviceError {
+            throw error
+        } catch {
+            throw DeviceError(.corrupt, "\(layout.info.path) is not a readable device description: \(error.localizedDescription)")
+        }
     }
 
     /// Fails with `notADevice` unless `directory` holds a device (its `device.json`), without
@@ -302,14 +307,20 @@ public final class Device: Sendable {
         try changePasscode(to: nil, current: current)
     }
 
-    private func changePasscode(to newPasscode: String?, current: String?) throws {
+    /// Removes the passcode with the class keys in memory, without asking for it: for a fork
+    /// (`fork(to:clock:)`) of an unlocked device whose passcode the caller does not know.
+    package func removePasscodeWithKeysInMemory() throws {
+        try changePasscode(to: nil, current: nil, alreadyVerified: true)
+    }
+
+    private func changePasscode(to newPasscode: String?, current: String?, alreadyVerified: Bool = false) throws {
         let keys = try withPower { machine -> [ProtectionClass: ClassKeys] in
             guard machine.state == .unlocked else {
                 throw KeychainError(.interactionNotAllowed, "the device is locked; unlock it before changing the passcode.")
             }
             return machine.keys
         }
-        if try passcodeIsSet() {
+        if try passcodeIsSet(), !alreadyVerified {
             guard let current else { throw KeychainError(.authFailed, "give the current passcode to change it.") }
             _ = try verifyPasscode(current)
         }

@@ -25,3 +25,25 @@ public final class ManualClock: DeviceClock {
         current.withLock { $0 += seconds }
     }
 }
+
+/// Another clock plus an offset that only grows: a node's clock, moved forward by
+/// `keyferry device clock --advance` so grace periods and 30-day windows pass without waiting.
+/// It never goes back, as time on a device does not.
+public final class AdvancingClock: DeviceClock {
+    private let base: any DeviceClock
+    private let offset = Mutex<TimeInterval>(0)
+
+    public init(_ base: any DeviceClock = SystemClock()) {
+        self.base = base
+    }
+
+    public func now() -> Date { base.now() + advanced }
+
+    /// How far this clock is ahead of the one it follows.
+    public var advanced: TimeInterval { offset.withLock { $0 } }
+
+    public func advance(by seconds: TimeInterval) {
+        precondition(seconds >= 0 && seconds.isFinite, "a clock only moves forward")
+        offset.withLock { $0 += seconds }
+    }
+}

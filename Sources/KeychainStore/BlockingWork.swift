@@ -1,11 +1,11 @@
 import Foundation
 import Synchronization
 
-/// Runs long, blocking `work` (a backup) on a thread of its own and waits for it without
-/// holding a thread of the cooperative pool: the node must go on hearing other requests, and
-/// the caller leaving, meanwhile. `work` gets a check that throws `CancellationError` once the
+/// Runs long, blocking `work` (a backup, a path of the survival matrix) on a thread of its own
+/// and waits for it without holding a thread of the cooperative pool: a node must go on
+/// hearing other requests, and its caller leaving, meanwhile. `work` gets a check that throws `CancellationError` once the
 /// waiting task is cancelled.
-func onThreadOfItsOwn<Result: Sendable>(
+package func onThreadOfItsOwn<Result: Sendable>(
     _ work: @escaping @Sendable (_ checkCancellation: () throws -> Void) throws -> Result
 ) async throws -> Result {
     let cancelled = CancellationFlag()

@@ -1,0 +1,52 @@
+import Foundation
+import GRDB
+import KeyferryCrypto
+
+extension Device {
+    /// A copy of this powered-on device in `directory` (which must not exist) as it is now: its
+    /// store, apps and sandboxes, its lock state with the class keys in memory, and its
+    /// hardware UID. So it *is* this device, for trying what a path would do to it without
+    /// touching it. The sync state stays behind: the copy is in no circle. Its clock starts at
+    /// this device's now and moves on its own (`advanceClock`).
+    package func fork(to directory: URL) throws -> Device {
+        let files = FileManager.default
+        let fork = DeviceLayout(root: directory)
+        do {
+            try files.createDirectory(at: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            try files.copyItem(at: layout.hardwareUID, to: fork.hardwareUID)
+            try files.copyItem(at: layout.info, to: fork.info)
+            try files.copyItem(at: layout.apps, to: fork.apps)
+            // SQLite's online backup: one consistent snapshot, while this device stays in use.
+            let copy = try DatabaseQueue(path: fork.database.path)
+            try database.queue.backup(to: copy)
+            try copy.close()
+        } catch {
+            try? files.removeItem(at: directory)
+            throw DeviceError(.io, "could not copy \(info.name) to \(directory.path): \(Self.describe(error)).")
+        }
+        let machine = try withPower { $0 }
+        let uid = try SymmetricKey(bytes: try Data(contentsOf: fork.hardwareUID))
+        let database = try KeychainDatabase(path: fork.database.path)
+        return Device(layout: fork, info: info, uid: uid, database: database, clock: AdvancingClock(clock), entropy: entropy, machine: machine)
+    }
+
+    /// Moves the device's clock forward: the lock state settles at the new time (a grace
+    /// period ends), and dates written from then on are in the future. Only a device whose
+    /// clock can move (a node's, a fork's) allows it.
+    public func advanceClock(by seconds: TimeInterval) throws {
+        guard seconds >= 0, seconds.isFinite else {
+            throw DeviceError(.invalidArgument, "a device's clock only moves forward; give a positive duration.")
+        }
+        guard let clock = clock as? AdvancingClock else {
+            throw DeviceError(.invalidArgument, "\(info.name)'s clock follows real time and cannot be moved.")
+        }
+        try withPower { _ in }  // a powered-off device has no clock running
+        clock.advance(by: seconds)
+    }
+
+    /// How far the device's clock is ahead of real time.
+    public var clockAdvance: TimeInterval { (clock as? AdvancingClock)?.advanced ?? 0 }
+
+    /// The device's now.
+    public var now: Date { clock.now() }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+
+/// One secret of the matrix and how to read it on any device: a keychain item by its primary
+/// key, as its app searches for it; a UserDefaults entry; a sandbox file.
+struct Secret: Sendable {
+    enum Locator: Sendable {
+        case item(ItemRecord)
+        case defaults(bundleID: String, key: String)
+        case file(bundleID: String, path: String)
+    }
+
+    var row: SurvivalRow
+    let locator: Locator
+    /// What reading it on the device as it is now gave: the baseline every path compares with.
+    var baseline: Reading
+
+    var uuid: UUID? {
+        if case .item(let record) = locator { return record.uuid }
+        return nil
+    }
+
+    var record: ItemRecord? {
+        if case .item(let record) = locator { return record }
+        return nil
+    }
+
+    /// What one read gave.
+    enum Reading: Sendable, Equatable {
+        case value(Data)
+        case missing
+        /// There, but the read failed: Apple's status for a keychain item, and the sentence.
+        case failed(KeychainStatus?, String)
+    }
+
+    /// Every secret on `device` (a fork of the device as it is now), read once for the baseline.
+    static func all(on device: Device, app: String?, passcode: String?) throws -> [Secret] {
+        let apps = try device.installedApps().filter { app == nil || $0.bundleID == app }
+        let scope = try app.map { Set(try device.app($0).entitledGroups) }
+        var secrets: [Secret] = []
+        for record in try device.deviceKeychain.list().items where scope?.contains(record.accessGroup) ?? true {
+            let reader = apps.first { $0.entitledGroups.contains(record.accessGroup) }?.bundleID
+            let row = SurvivalRow(
+                kind: .keychainItem, name: Self.name(of: record), app: reader, itemClass: record.itemClass.name,
+                accessible: record.protection.name, synchronizable: record.synchronizable, accessGroup: record.accessGroup,
+                accessControl: record.accessControl?.expression.nilIfEmpty, fileProtection: nil, cells: [:])
+            secrets.append(Secret(row: row, locator: .item(record), baseline: .missing))
+        }
+        for app in apps {
+            let sandbox = try device.sandbox(for: app.bundleID)
+            for key in try sandbox.defaults().keys.sorted() {
+                let row = SurvivalRow(kind: .userDefaults, name: "UserDefaults \(key)", app: app.bundleID, cells: [:])
+                secrets.append(Secret(row: row, locator: .defaults(bundleID: app.bundleID, key: key), baseline: .missing))
+            }
+            for file in try sandbox.files() {
+                let row = SurvivalRow(kind: .sandboxFile, name: "Documents/\(file.path)", app: app.bundleID,
+                                      fileProtection: file.protection.rawValue, cells: [:])
+                secrets.append(Secret(row: row, locator: .file(bundleID: app.bundleID, path: file.path), baseline: .missing))
+            }
+        }
+        return secrets.map { secret in
+            var secret = secret
+            secret.baseline = secret.read(on: device, passcode: passcode)
+            return secret
+        }
+    }
+
+    private static func name(of record: ItemRecord) -> String {
+        func text(_ key: AttributeKey) -> String? {
+            switch record.attributes[key] {
+            case .string(let value) where !value.isEmpty: value
+            case .data(let value) where !value.isEmpty: String(data: value, encoding: .utf8)
+            default: nil
+            }
+        }
+        let account = text(.account), service = text(.service) ?? text(.server)
+        switch (account, service) {
+        case let (account?, service?): return "\(account) @ \(service)"
+        case let (account?, nil): return account
+        case let (nil, service?): return service
+        default: return text(.label) ?? "\(record.itemClass.name) \(record.uuid.uuidString.prefix(8))"
+        }
+    }
+
+    /// Reads the secret on `device` as its app would, the user answering every prompt (a face
+    /// that matches, and `passcode` when there is one).
+    func read(on device: Device, passcode: String?) -> Reading {
+        switch locator {
+        case .item(let record): return Self.readItem(record, app: row.app, on: device, passcode: passcode)
+        case .defaults(let bundleID, let key):
+            guard let sandbox = try? device.sandbox(for: bundleID) else { return .missing }
+            guard sandbox.defaultsAreReadable else {
+                return .failed(nil, "UserDefaults cannot be read before first unlock (completeUntilFirstUserAuthentication)")
+            }
+            guard let value = (try? sandbox.defaults())?[key] else { return .missing }
+            let encoded = try? PropertyListSerialization.data(fromPropertyList: [key: value], format: .binary, options: 0)
+            return .value(encoded ?? Data())
+        case .file(let bundleID, let path):
+            guard let sandbox = try? device.sandbox(for: bundleID) else { return .missing }
+            do {
+                return .value(try sandbox.readFile(path))
+            } catch let error as DeviceError where error.code == .protectedDataUnavailable {
+                return .failed(nil, error.message)
+            } catch {
+                return .missing
+            }
+        }
+    }
+
+    private static func readItem(_ record: ItemRecord, app: String?, on device: Device, passcode: String?) -> Reading {
+        let keychain: Keychain
+        if let app, let manifest = try? device.app(app) {
+            // An app's search never reaches a group it is not entitled to: not found, for it.
+            guard manifest.entitledGroups.contains(record.accessGroup), let appKeychain = try? device.keychain(for: app) else { return .missing }
+            keychain = appKeychain
+        } else {
+            keychain = device.deviceKeychain
+        }
+        let primaryKey = Dictionary(uniqueKeysWithValues: record.itemClass.primaryKey.compactMap { key in
+            record.attributes[key].map { (key, $0) }
+        })
+        var responses: [AuthenticationResponse] = [.biometryMatch]
+        if let passcode { responses.append(.passcode(passcode)) }
+        let query = ItemQuery(record.itemClass, attributes: primaryKey, accessGroup: record.accessGroup,
+                              synchronizable: record.synchronizable ? .yes : .no, matchLimit: .one,
+                              returning: [.data], authentication: AuthenticationContext(responses: responses))
+        do {
+            return .value(try keychain.copy(query).first?.data ?? Data())
+        } catch let error as KeychainError where error.status == .itemNotFound {
+            return .missing
+        } catch let error as KeychainError {
+            return .failed(error.status, error.message)
+        } catch {
+            return .failed(nil, "\(error)")
+        }
+    }
+
+    /// What a path did to this secret, compared with the baseline.
+    func cell(on device: Device, passcode: String?) -> SurvivalCell {
+        let now = read(on: device, passcode: passcode)
+        switch (baseline, now) {
+        case (_, .missing): return SurvivalCell(.lost)
+        case (.value(let before), .value(let after)):
+            return before == after ? SurvivalCell(.kept) : SurvivalCell(.lost, reason: "its value changed")
+        case (.failed(let before, _), .failed(let after, _)) where before == after:
+            // Unreadable here as on the device itself (a prompt nobody can answer): it is there.
+            return SurvivalCell(.kept)
+        case (_, .failed(let status, let message)):
+            return SurvivalCell(.unreadable, status: status, reason: message)
+        case (_, .value):
+            return SurvivalCell(.kept)
+        }
+    }
+}
+
+extension String {
+    var nilIfEmpty: String? { isEmpty ? nil : self }
+}

@@ -1,0 +1,221 @@
+import Backup
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeyferryCrypto
+import Relay
+import Sync
+
+/// Runs every `SurvivalPath` for real and reads each secret afterwards: on copies of the device
+/// (`Device.fork`) for what happens to it, and on new scratch devices for what reaches another
+/// one. The device itself is only read, once, to copy it.
+public enum Survival {
+    public struct Options: Sendable {
+        /// Only the secrets this app can read: its entitled groups and its sandbox.
+        public var app: String?
+        /// The device's passcode, when the caller knows it: it answers access-control prompts
+        /// and removes the passcode as a user would. New scratch devices get it too.
+        public var passcode: String?
+        /// Where scratch devices are made; all of them are removed at the end.
+        public var scratch: URL
+
+        public init(app: String? = nil, passcode: String? = nil, scratch: URL) {
+            self.app = app
+            self.passcode = passcode
+            self.scratch = scratch
+        }
+    }
+
+    /// The matrix of `device`, which must be powered on and unlocked. `progress` hears each path
+    /// as it finishes. Paths run side by side, each on a thread of its own.
+    public static func matrix(
+        of device: Device, options: Options, progress: @escaping @Sendable (SurvivalPath, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
+    ) async throws -> SurvivalMatrix {
+        guard device.lockState == .unlocked else {
+            throw DeviceError(.protectedDataUnavailable,
+                "\(device.info.name) is locked, so its secrets cannot be read; unlock it first (`keyferry device unlock DIR --passcode ...`).")
+        }
+        if let app = options.app { _ = try device.app(app) }
+        let work = options.scratch.appendingPathComponent("survival-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: work) }
+
+        let (now, secrets, status) = try await onThreadOfItsOwn { _ in
+            let now = try device.fork(to: work.appendingPathComponent("now"))
+            return (now, try Secret.all(on: now, app: options.app, passcode: options.passcode), try now.status())
+        }
+        let runner = PathRunner(now: now, work: work, secrets: secrets, passcode: options.passcode,
+                                passcodeSet: status.passcodeSet, biometryEnrolled: status.biometryEnrolled)
+        var cells: [SurvivalPath: [SurvivalCell]] = [:]
+        var notRun: [SurvivalPath: String] = [:]
+        try await withThrowingTaskGroup(of: (SurvivalPath, PathResult).self) { group in
+            for path in SurvivalPath.allCases {
+                group.addTask { (path, try await runner.run(path)) }
+            }
+            for try await (path, result) in group {
+                switch result {
+                case .cells(let column): cells[path] = column
+                case .notRun(let why): notRun[path] = why
+                }
+                progress(path, cells.count + notRun.count, SurvivalPath.allCases.count)
+            }
+        }
+        let paths = SurvivalPath.allCases.filter { cells[$0] != nil }
+        let rows = secrets.enumerated().map { index, secret in
+            var row = secret.row
+            for path in paths { row.cells[path] = cells[path]![index] }
+            return row
+        }
+        return SurvivalMatrix(device: device.info.name, app: options.app, paths: paths, notRun: notRun, rows: rows)
+    }
+}
+
+enum PathResult: Sendable {
+    case cells([SurvivalCell])
+    /// The path cannot happen on this device, and why.
+    case notRun(String)
+}
+
+/// Runs one path on scratch devices beside `now` (a fork of the device) and reads every secret.
+struct PathRunner: Sendable {
+    let now: Device
+    let work: URL
+    let secrets: [Secret]
+    let passcode: String?
+    let passcodeSet: Bool
+    let biometryEnrolled: Bool
+
+    func run(_ path: SurvivalPath) async throws -> PathResult {
+        switch path {
+        case .iCloudKeychain: return try await iCloudKeychain()
+        case .passcodeRemoved where !passcodeSet: return .notRun("the device has no passcode to remove")
+        case .biometryReenrolled where !biometryEnrolled: return .notRun("no biometry is enrolled on the device")
+        default: return try await onThreadOfItsOwn { _ in try onThread(path) }
+        }
+    }
+
+    private func onThread(_ path: SurvivalPath) throws -> PathResult {
+        switch path {
+        case .encryptedBackupNewDevice, .encryptedBackupSameDevice, .unencryptedBackupNewDevice, .unencryptedBackupSameDevice:
+            let encrypted = path == .encryptedBackupNewDevice || path == .encryptedBackupSameDevice
+            let archive = work.appendingPathComponent("\(path.rawValue).archive")
+            let key = Data(SystemEntropy().bytes(SymmetricKey.byteCount))
+            try DeviceBackup.create(from: now, to: archive, mode: encrypted ? .encrypted(password: key, parameters: .minimum) : .unencrypted)
+            let sameDevice = path == .encryptedBackupSameDevice || path == .unencryptedBackupSameDevice
+            let target = sameDevice ? try fork(path) : try newDevice(path)
+            let report = try DeviceRestore.restore(archive, password: encrypted ? key : nil, into: target.device)
+            try? FileManager.default.removeItem(at: archive)
+            return .cells(read(path, on: target, report: report))
+        case .quickStart:
+            let target = try newDevice(path)
+            let report = try DeviceTransfer.transfer(from: now, into: target.device)
+            return .cells(read(path, on: target, report: report))
+        case .passcodeRemoved:
+            let target = try fork(path)
+            if let passcode {
+                try target.device.removePasscode(current: passcode)
+            } else {
+                try target.device.removePasscodeWithKeysInMemory()
+            }
+            return .cells(read(path, on: Target(device: target.device, passcode: nil)))
+        case .biometryReenrolled:
+            let target = try fork(path)
+            try target.device.changeBiometryEnrollment()
+            return .cells(read(path, on: target))
+        case .appTransferred:
+            let target = try fork(path)
+            for app in try appsOfSecrets(on: target.device) { try target.device.install(app.transferred()) }
+            return .cells(read(path, on: target))
+        case .appReinstalled:
+            let target = try fork(path)
+            for app in try appsOfSecrets(on: target.device) {
+                try target.device.uninstall(bundleID: app.bundleID)
+                try target.device.install(app)
+            }
+            return .cells(read(path, on: target))
+        case .beforeFirstUnlock:
+            let target = try fork(path)
+            try target.device.reboot()
+            return .cells(read(path, on: target))
+        case .lockedAfterGrace:
+            let target = try fork(path)
+            try target.device.lock()
+            try target.device.advanceClock(by: now.info.gracePeriod + 1)
+            return .cells(read(path, on: target))
+        case .iCloudKeychain:
+            preconditionFailure("iCloud Keychain runs on the cooperative pool: its engine is an actor")
+        }
+    }
+
+    /// A new device joins a circle with a copy of this one, through a relay in this process;
+    /// both sync until nothing moves.
+    private func iCloudKeychain() async throws -> PathResult {
+        let path = SurvivalPath.iCloudKeychain
+        let (source, target, transport) = try await onThreadOfItsOwn { _ in
+            let source = try fork(path, name: "\(path.rawValue)-this-device")
+            let target = try newDevice(path)
+            // The user installs the same apps on the new phone; their data does not come along.
+            for app in try source.device.installedApps() { try target.device.install(app) }
+            let storage = try SQLiteRelayStorage(directory: work.appendingPathComponent("\(path.rawValue)-relay"))
+            return (source, target, LocalRelay(storage: storage))
+        }
+        let relay = URL(string: "local:survival")!
+        let sponsor = try await SyncEngine.create(device: source.device, name: "this device", relay: relay, transport: transport)
+        let voucher = try await sponsor.vouch(for: try SyncEngine.peerIdentity(of: target.device, name: "new device"))
+        let joiner = try await SyncEngine.join(voucher, device: target.device, transport: transport)
+        for _ in 0..<100 {
+            let pushed = try await sponsor.sync().pushed
+            let applied = try await joiner.sync().applied
+            if pushed == 0 && applied == 0 { break }
+        }
+        return .cells(try await onThreadOfItsOwn { _ in read(path, on: target) })
+    }
+
+    // MARK: Scratch devices
+
+    struct Target: Sendable {
+        var device: Device
+        /// The passcode that answers prompts on it.
+        var passcode: String?
+    }
+
+    private func fork(_ path: SurvivalPath, name: String? = nil) throws -> Target {
+        Target(device: try now.fork(to: work.appendingPathComponent(name ?? path.rawValue)), passcode: passcode)
+    }
+
+    /// A new phone as its owner sets it up: a passcode if the old one had one (the same, when
+    /// known), and biometry likewise.
+    private func newDevice(_ path: SurvivalPath) throws -> Target {
+        let newPasscode = passcodeSet ? (passcode ?? "keyferry-new-device") : nil
+        let options = DeviceOptions(name: "new device", passcode: newPasscode, enrollBiometry: biometryEnrolled && newPasscode != nil,
+                                    gracePeriod: now.info.gracePeriod, passcodeHashing: .minimum)
+        return Target(device: try Device.create(at: work.appendingPathComponent("\(path.rawValue)-new"), options: options), passcode: newPasscode)
+    }
+
+    /// The apps whose secrets are in the matrix, as installed on `device`.
+    private func appsOfSecrets(on device: Device) throws -> [AppManifest] {
+        let bundles = Set(secrets.compactMap(\.row.app))
+        return try device.installedApps().filter { bundles.contains($0.bundleID) }
+    }
+
+    private func read(_ path: SurvivalPath, on target: Target, report: RestoreReport? = nil) -> [SurvivalCell] {
+        let outcomes = report.map { Dictionary($0.items.map { ($0.uuid, $0) }, uniquingKeysWith: { a, _ in a }) } ?? [:]
+        return secrets.map { secret in
+            var cell = secret.cell(on: target.device, passcode: target.passcode)
+            if cell.outcome != .kept {
+                cell.reason = LossReason.explain(secret, path, cell, restored: secret.uuid.flatMap { outcomes[$0] }) ?? cell.reason
+            }
+            return cell
+        }
+    }
+}
+
+extension AppManifest {
+    /// The app as another developer team publishes it after a transfer: its team's groups
+    /// are the new team's; app groups (`group.`) keep their names.
+    func transferred() -> AppManifest {
+        let team = teamID == "TRANSFER01" ? "TRANSFER02" : "TRANSFER01"
+        let groups = accessGroups.map { $0.hasPrefix("\(teamID).") ? team + $0.dropFirst(teamID.count) : $0 }
+        return AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement)
+    }
+}

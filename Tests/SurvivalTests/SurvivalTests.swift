@@ -1,0 +1,134 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import Survival
+import Testing
+
+/// A phone with one secret of each kind a user asks about, run through every path.
+@Suite("The survival matrix")
+struct SurvivalTests {
+    static let app = AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID)
+
+    static func phone() throws -> TestDevice {
+        let phone = try TestDevice(biometry: true)
+        let keychain = try phone.keychain()
+        try keychain.add(.password(account: "synced", value: "s1", protection: .afterFirstUnlock, synchronizable: true))
+        try keychain.add(.password(account: "local", value: "l1", protection: .afterFirstUnlock))
+        try keychain.add(.password(account: "bound", value: "b1", protection: .afterFirstUnlockThisDeviceOnly))
+        try keychain.add(.password(account: "classA", value: "a1", protection: .whenUnlocked))
+        try keychain.add(.password(account: "always", value: "d1", protection: .always))
+        try keychain.add(.password(account: "passcodeSet", value: "p1", protection: .whenPasscodeSetThisDeviceOnly))
+        var face = NewItem.password(account: "face", value: "f1")
+        face.accessControl = try AccessControl(protection: .whenUnlockedThisDeviceOnly, flags: [.biometryCurrentSet])
+        try keychain.add(face)
+        let sandbox = try phone.device.sandbox(for: TestDevice.appID)
+        try sandbox.set("tok", forKey: "token")
+        return phone
+    }
+
+    static func matrix(_ phone: TestDevice, passcode: String? = TestDevice.defaultPasscode) async throws -> SurvivalMatrix {
+        try await Survival.matrix(of: phone.device, options: .init(passcode: passcode, scratch: phone.directory.deletingLastPathComponent()))
+    }
+
+    @Test("each path keeps, loses or locks what Apple's would, with the reason")
+    func everyPath() async throws {
+        let phone = try Self.phone()
+        let matrix = try await Self.matrix(phone)
+        #expect(matrix.paths == SurvivalPath.allCases)
+        func outcome(_ name: String, _ path: SurvivalPath) -> SurvivalCell.Outcome? { matrix.cell(name, path)?.outcome }
+
+        #expect(outcome("synced @ com.example.app", .iCloudKeychain) == .kept)
+        #expect(outcome("local @ com.example.app", .iCloudKeychain) == .lost)
+        #expect(matrix.cell("local @ com.example.app", .iCloudKeychain)?.reason?.hasPrefix("not synchronizable") == true)
+        #expect(outcome("UserDefaults token", .iCloudKeychain) == .lost)
+
+        #expect(outcome("local @ com.example.app", .encryptedBackupNewDevice) == .kept)
+        #expect(outcome("bound @ com.example.app", .encryptedBackupNewDevice) == .lost)
+        #expect(matrix.cell("bound @ com.example.app", .encryptedBackupNewDevice)?.reason?.hasPrefix("device-bound") == true)
+        #expect(outcome("local @ com.example.app", .unencryptedBackupNewDevice) == .lost)
+        #expect(matrix.cell("local @ com.example.app", .unencryptedBackupNewDevice)?.reason?.hasPrefix("unencrypted archive") == true)
+        #expect(outcome("UserDefaults token", .unencryptedBackupNewDevice) == .kept)
+        #expect(outcome("bound @ com.example.app", .unencryptedBackupSameDevice) == .kept)
+        #expect(outcome("bound @ com.example.app", .encryptedBackupSameDevice) == .kept)
+        #expect(outcome("passcodeSet @ com.example.app", .encryptedBackupSameDevice) == .lost)
+
+        #expect(outcome("local @ com.example.app", .quickStart) == .kept)
+        #expect(outcome("bound @ com.example.app", .quickStart) == .lost)
+
+        #expect(outcome("passcodeSet @ com.example.app", .passcodeRemoved) == .lost)
+        #expect(matrix.cell("passcodeSet @ com.example.app", .passcodeRemoved)?.reason == "deleted with the passcode (WhenPasscodeSetThisDeviceOnly)")
+        #expect(outcome("local @ com.example.app", .passcodeRemoved) == .kept)
+
+        let face = try #require(matrix.cell("face @ com.example.app", .biometryReenrolled))
+        #expect(face.outcome == .unreadable)
+        #expect(face.status == .authFailed)
+        #expect(face.reason == "biometryCurrentSet invalidated by re-enrolment")
+        #expect(outcome("local @ com.example.app", .biometryReenrolled) == .kept)
+
+        #expect(outcome("local @ com.example.app", .appTransferred) == .lost)
+        #expect(matrix.cell("local @ com.example.app", .appTransferred)?.reason?.hasPrefix("access group of the old team") == true)
+        #expect(outcome("UserDefaults token", .appTransferred) == .kept)
+        #expect(outcome("local @ com.example.app", .appReinstalled) == .kept)
+        #expect(outcome("UserDefaults token", .appReinstalled) == .lost)
+
+        #expect(outcome("always @ com.example.app", .beforeFirstUnlock) == .kept)
+        let beforeUnlock = try #require(matrix.cell("local @ com.example.app", .beforeFirstUnlock))
+        #expect(beforeUnlock.outcome == .unreadable && beforeUnlock.status == .interactionNotAllowed)
+        #expect(outcome("UserDefaults token", .beforeFirstUnlock) == .unreadable)
+
+        #expect(outcome("local @ com.example.app", .lockedAfterGrace) == .kept)
+        #expect(matrix.cell("classA @ com.example.app", .lockedAfterGrace)?.status == .interactionNotAllowed)
+        // Every loss and every unreadable cell says why.
+        for row in matrix.rows {
+            for (path, cell) in row.cells where cell.outcome != .kept {
+                #expect(cell.reason?.isEmpty == false, "\(row.name) on \(path.rawValue)")
+            }
+        }
+    }
+
+    @Test("the device is left byte for byte as it was, and the scratch devices are gone")
+    func untouched() async throws {
+        let phone = try Self.phone()
+        let before = try phone.allBytesOnDisk()
+        let scratchBefore = try FileManager.default.contentsOfDirectory(atPath: phone.directory.deletingLastPathComponent().path)
+        _ = try await Self.matrix(phone, passcode: nil)
+        let after = try phone.allBytesOnDisk()
+        #expect(before.map(\.path) == after.map(\.path))
+        #expect(zip(before, after).allSatisfy { $0.bytes == $1.bytes })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: phone.directory.deletingLastPathComponent().path) == scratchBefore)
+        #expect(phone.device.lockState == .unlocked)
+    }
+
+    @Test("without the passcode, a copy still loses what the passcode's removal destroys")
+    func passcodeUnknown() async throws {
+        let phone = try Self.phone()
+        let matrix = try await Self.matrix(phone, passcode: nil)
+        #expect(matrix.cell("passcodeSet @ com.example.app", .passcodeRemoved)?.outcome == .lost)
+        #expect(matrix.cell("local @ com.example.app", .passcodeRemoved)?.outcome == .kept)
+    }
+
+    @Test("paths that cannot happen are named, not run")
+    func notRun() async throws {
+        let phone = try TestDevice(passcode: nil)
+        try phone.keychain().add(.password(account: "a"))
+        let matrix = try await Self.matrix(phone, passcode: nil)
+        #expect(matrix.notRun[.passcodeRemoved] == "the device has no passcode to remove")
+        #expect(matrix.notRun[.biometryReenrolled] != nil)
+        #expect(!matrix.paths.contains(.passcodeRemoved))
+        #expect(matrix.cell("a @ com.example.app", .beforeFirstUnlock)?.outcome == .kept)
+    }
+
+    @Test("a locked device and an unknown app are refused, naming the fix")
+    func refusals() async throws {
+        let phone = try Self.phone()
+        try phone.device.lock(immediately: true)
+        await #expect { try await Self.matrix(phone) } throws: { error in
+            (error as? DeviceError)?.message.contains("unlock it first") == true
+        }
+        try phone.device.unlock(passcode: TestDevice.defaultPasscode)
+        await #expect { try await Survival.matrix(of: phone.device, options: .init(app: "com.example.none", scratch: phone.directory.deletingLastPathComponent())) } throws: { error in
+            (error as? DeviceError)?.code == .appNotInstalled
+        }
+    }
+}
