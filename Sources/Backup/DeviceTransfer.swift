@@ -22,11 +22,17 @@ public enum DeviceTransfer {
         from source: Device, to target: URL, passcode: String?,
         progress: (_ stage: Stage, _ done: Int, _ total: Int) throws -> Void = { _, _, _ in }
     ) throws -> RestoreReport {
-        guard try Device.info(at: target).id != source.info.id else {
-            throw DeviceError(.invalidArgument, "\(target.path) is \(source.info.name) itself; Quick Start moves a device onto another one.")
-        }
+        try requireAnotherDevice(target, than: source)
         return try sealed(from: source, beside: target, progress: progress) { archive, key in
             try DeviceRestore.restore(archive, password: key, to: target, passcode: passcode) { try progress(.receiving, $0, $1) }
+        }
+    }
+
+    /// Fails unless `target` holds a device other than `source`: the first check of a transfer,
+    /// made before anything is held or touched.
+    public static func requireAnotherDevice(_ target: URL, than source: Device) throws {
+        guard try Device.info(at: target).id != source.info.id else {
+            throw DeviceError(.invalidArgument, "\(target.path) is \(source.info.name) itself; Quick Start moves a device onto another one.")
         }
     }
 

@@ -30,6 +30,28 @@ extension Device {
         return Device(layout: fork, info: info, uid: uid, database: database, clock: AdvancingClock(clock), entropy: entropy, machine: machine)
     }
 
+    /// Copies the powered-off device in `directory` to `copy` (which must not exist) without
+    /// opening its store: even opening SQLite folds its write-ahead log into the database, and
+    /// a device someone only looks at stays byte for byte as it was. The caller holds the
+    /// device, so nothing writes meanwhile.
+    package static func copyAtRest(_ directory: URL, to copy: URL) throws {
+        let files = FileManager.default
+        let original = DeviceLayout(root: directory), layout = DeviceLayout(root: copy)
+        _ = try info(at: directory)
+        do {
+            try files.createDirectory(at: copy, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            for (from, to) in [(original.hardwareUID, layout.hardwareUID), (original.info, layout.info),
+                               (original.apps, layout.apps), (original.database, layout.database)] {
+                try files.copyItem(at: from, to: to)
+            }
+            let log = URL(fileURLWithPath: original.database.path + "-wal")
+            if files.fileExists(atPath: log.path) { try files.copyItem(at: log, to: URL(fileURLWithPath: layout.database.path + "-wal")) }
+        } catch {
+            try? files.removeItem(at: copy)
+            throw DeviceError(.io, "could not copy \(directory.path) to \(copy.path): \(describe(error)).")
+        }
+    }
+
     /// Moves the device's clock forward: the lock state settles at the new time (a grace
     /// period ends), and dates written from then on are in the future. Only a device whose
     /// clock can move (a node's, a fork's) allows it.

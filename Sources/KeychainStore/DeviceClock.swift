@@ -46,4 +46,25 @@ public final class AdvancingClock: DeviceClock {
         precondition(seconds >= 0 && seconds.isFinite, "a clock only moves forward")
         offset.withLock { $0 += seconds }
     }
+
+    /// Seconds in a span written as people write it: `90s`, `10m`, `1h30m`, `30d`, `2w`
+    /// (a bare number is seconds). nil for anything else, or a span past a century.
+    public static func seconds(in text: String) -> TimeInterval? {
+        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+        if let plain = TimeInterval(text), plain >= 0, plain.isFinite, plain < 3.2e9 { return plain }
+        var total: TimeInterval = 0
+        var number = ""
+        for character in text {
+            if character.isASCII, character.isNumber || character == "." {
+                number.append(character)
+            } else if let unit = units[character], let value = TimeInterval(number) {
+                total += value * unit
+                number = ""
+            } else {
+                return nil
+            }
+        }
+        guard number.isEmpty, !text.isEmpty, total.isFinite, total < 3.2e9 else { return nil }
+        return total
+    }
 }

@@ -20,7 +20,7 @@ public enum NodeAPI {
         case apps, install, uninstall, defaults
         case add, copy, update, delete, list
         case copyMany = "copy-many"
-        case backup
+        case backup, transfer, survival, clock
         case circleCreate = "circle/create"
         case circleIdentity = "circle/identity"
         case circleVouch = "circle/vouch"
@@ -182,6 +182,47 @@ public enum NodeAPI {
         public init(path: String, password: String?) {
             self.path = path
             self.password = password
+        }
+    }
+
+    /// Quick Start onto the powered-off device at `target` (absolute); the answer is the
+    /// restore report of what came across.
+    public struct Transfer: Codable, Sendable {
+        public var target: String
+        /// The target's passcode, when it has one.
+        public var passcode: String?
+        public init(target: String, passcode: String?) {
+            self.target = target
+            self.passcode = passcode
+        }
+    }
+
+    // MARK: Survival and time
+
+    /// The survival matrix of this device; the answer is a `SurvivalMatrix`.
+    public struct SurvivalOptions: Codable, Sendable {
+        public var app: String?
+        /// This device's passcode, if the caller knows it: it answers prompts on the way.
+        public var passcode: String?
+        public init(app: String?, passcode: String?) {
+            self.app = app
+            self.passcode = passcode
+        }
+    }
+
+    /// Moves the device's clock forward by `advance` seconds (zero only reads it).
+    public struct Clock: Codable, Sendable {
+        public var advance: TimeInterval
+        public init(advance: TimeInterval) { self.advance = advance }
+    }
+
+    /// The device's time, and how far it runs ahead of real time.
+    public struct ClockState: Codable, Sendable {
+        public var now: Date
+        public var advanced: TimeInterval
+        public init(now: Date, advanced: TimeInterval) {
+            self.now = now
+            self.advanced = advanced
         }
     }
 

@@ -4,6 +4,7 @@ import KeychainModel
 import KeychainStore
 import NIOCore
 import Relay
+import Survival
 import Sync
 
 /// Calls a running node's control API over its socket. Failures come back typed: a
@@ -36,6 +37,31 @@ public struct NodeClient: Sendable {
             let offline = try Device.powerOn(at: paths.directory)
             offline.powerOff()
             return try offline.status()
+        }
+    }
+
+    /// The survival matrix: from the node when it runs; otherwise of a copy of the powered-off
+    /// device (held meanwhile, so no node starts), powered on in this process and unlocked
+    /// with `passcode`. The device itself is not even opened.
+    public func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
+        do {
+            return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
+        } catch NodeError.notRunning {
+            let lock = try NodeLock.acquire(paths)
+            defer { lock.release() }
+            let scratch = FileManager.default.temporaryDirectory
+            let copy = scratch.appendingPathComponent("keyferry-survival-\(UUID().uuidString)")
+            try Device.copyAtRest(paths.directory, to: copy)
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let device = try Device.powerOn(at: copy)
+            defer { device.powerOff() }
+            if try device.status().passcodeSet {
+                guard let passcode else {
+                    throw DeviceError(.protectedDataUnavailable, "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node.")
+                }
+                try device.unlock(passcode: passcode)
+            }
+            return try await Survival.matrix(of: device, options: .init(app: app, passcode: passcode, scratch: scratch))
         }
     }
 

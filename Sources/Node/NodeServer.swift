@@ -5,6 +5,7 @@ import KeychainModel
 import KeychainStore
 import Logging
 import NIOCore
+import Survival
 import Synchronization
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
@@ -19,7 +20,8 @@ public enum NodeServer {
         Device.removeAbandonedStaging(for: directory)
         let logger = Logger(label: "keyferry.node") { _ in FileLogHandler(url: paths.log) }
 
-        let device = try Device.powerOn(at: directory)
+        // Real time, until `device clock --advance` moves it on.
+        let device = try Device.powerOn(at: directory, clock: AdvancingClock())
         defer { device.powerOff() }
         // A socket left by a killed node: safe to remove, since this process holds the lock.
         try? FileManager.default.removeItem(at: paths.socket)
@@ -134,6 +136,29 @@ public enum NodeServer {
             }
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
             return manifest
+        }
+        post(router, .transfer, API.Transfer.self, logger, cancelledWhenCallerLeaves: true) { request in
+            guard request.target.hasPrefix("/") else { throw API.Failure(request: "the target path must be absolute.") }
+            let target = URL(fileURLWithPath: request.target)
+            try DeviceTransfer.requireAnotherDevice(target, than: device)
+            let report = try await onThreadOfItsOwn { checkCancellation in
+                try NodeLauncher.whilePoweredOff(directory: target) {
+                    try DeviceTransfer.transfer(from: device, to: target, passcode: request.passcode) { _, _, _ in try checkCancellation() }
+                }
+            }
+            logger.info("transferred", metadata: ["items": "\(report.restoredCount)"])
+            return report
+        }
+        post(router, .survival, API.SurvivalOptions.self, logger, cancelledWhenCallerLeaves: true) { request in
+            let scratch = FileManager.default.temporaryDirectory
+            return try await Survival.matrix(of: device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
+        }
+        post(router, .clock, API.Clock.self, logger) { request in
+            if request.advance > 0 {
+                try device.advanceClock(by: request.advance)
+                logger.info("clock advanced", metadata: ["seconds": "\(request.advance)"])
+            }
+            return API.ClockState(now: device.now, advanced: device.clockAdvance)
         }
     }
 

@@ -9,7 +9,7 @@ struct DeviceCommand: AsyncParsableCommand {
         commandName: "device",
         abstract: "Create a device and drive its lock state, passcode and biometry.",
         discussion: "Every command but init and status needs the device's node running (`keyferry node start DIR`).",
-        subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self])
+        subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self, Clock.self])
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "init", 
@@ -33,6 +33,34 @@ struct DeviceCommand: AsyncParsableCommand {
             created.powerOff()
             let status = try created.status()
             if output.json { try printJSON(encodable: status) } else { say("created \(name) in \(device.dir) (powered off)") }
+        }
+    }
+
+    struct Clock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "clock",
+            abstract: "Show a running device's clock, or move it forward so grace periods and 30-day windows pass without waiting.",
+            discussion: "The clock follows real time, plus every advance; it never goes back, and a restarted node starts again at real time.")
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "Move the clock forward by this much: 90s, 10m, 1h30m, 30d.", transform: Checked.duration) var advance: TimeInterval?
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let state: NodeAPI.ClockState = try await device.client.call(.clock, NodeAPI.Clock(advance: advance ?? 0))
+            if output.json { try printJSON(encodable: state); return }
+            let ahead = state.advanced > 0 ? " (\(Self.span(state.advanced)) ahead of real time)" : " (real time)"
+            say("\(device.dir): \(state.now.formatted(.iso8601))\(ahead)")
+        }
+
+        /// `1d 2h 5m 3s`, leaving out what is zero.
+        static func span(_ seconds: TimeInterval) -> String {
+            var rest = Int(seconds.rounded())
+            var parts: [String] = []
+            for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] where rest >= size || (unit == "s" && parts.isEmpty) {
+                parts.append("\(rest / size)\(unit)")
+                rest %= size
+            }
+            return parts.joined(separator: " ")
         }
     }
 

@@ -68,6 +68,14 @@ enum Checked {
         return address
     }
 
+    /// A span of time: `90s`, `10m`, `1h30m`, `30d`.
+    static func duration(_ text: String) throws -> TimeInterval {
+        guard let seconds = AdvancingClock.seconds(in: text) else {
+            throw ValidationError("'\(text)' is not a span of time; write it as 90s, 10m, 1h30m, 30d or 2w.")
+        }
+        return seconds
+    }
+
     /// `--limit`: one, all, or a number from 1.
     static func matchLimit(_ text: String) throws -> MatchLimit {
         switch text {

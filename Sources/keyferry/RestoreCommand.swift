@@ -57,17 +57,18 @@ struct RestoreCommand: AsyncParsableCommand {
 }
 
 extension RestoreReport {
-    /// `restored 3 of 5 keychain items onto ./new (another device, encrypted archive); 3 apps, 1 sandbox file`
-    func headline(target: String) -> String {
-        "restored \(restoredCount) of \(items.count) keychain items onto \(target) "
-            + "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); "
+    /// `restored 3 of 5 keychain items onto ./new (another device, encrypted archive); 3 apps, 1 sandbox file`;
+    /// a transfer `moved 3 of 5 keychain items onto ./new (Quick Start, sealed in transit); ...`.
+    func headline(target: String, transfer: Bool = false) -> String {
+        (transfer ? "moved" : "restored") + " \(restoredCount) of \(items.count) keychain items onto \(target) "
+            + (transfer ? "(Quick Start, sealed in transit); " : "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); ")
             + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"
     }
 
     /// What a restore prints by default, however many items: the headline, then how many
     /// were dropped for each reason.
-    func summary(target: String) -> String {
-        var lines = [headline(target: target)]
+    func summary(target: String, transfer: Bool = false) -> String {
+        var lines = [headline(target: target, transfer: transfer)]
         let dropped = Dictionary(grouping: items.compactMap(\.reason), by: { $0 }).mapValues(\.count)
         for (reason, count) in dropped.sorted(by: { $0.value > $1.value }) {
             lines.append("  dropped \(count.items): \(reason.sentence)")
@@ -82,8 +83,8 @@ extension RestoreReport {
     }
 
     /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
-    func table(target: String) -> String {
-        var lines = [headline(target: target)]
+    func table(target: String, transfer: Bool = false) -> String {
+        var lines = [headline(target: target, transfer: transfer)]
         let name = { (item: RestoreReport.ItemOutcome) in item.name ?? "item \(item.uuid.uuidString.prefix(8))" }
         // As wide as the longest name, so every column lines up.
         let nameWidth = items.map { name($0).count }.max() ?? 0

@@ -1,0 +1,134 @@
+import Foundation
+import Survival
+
+extension SurvivalMatrix {
+    /// The reasons of the matrix, numbered in order of first appearance: a cell shows the number,
+    /// the legend the sentence.
+    var reasons: [String] {
+        var seen: [String] = []
+        for row in rows {
+            for path in paths {
+                if let reason = row.cells[path]?.reason, !seen.contains(reason) { seen.append(reason) }
+            }
+        }
+        return seen
+    }
+
+    /// A table: secrets down, paths across, each cell `kept`, `lost` or the failed read's
+    /// status, with the number of its reason; then the reasons and the paths in words. Colored
+    /// for a terminal.
+    func table(colored: Bool) -> String {
+        let reasons = reasons
+        func text(_ cell: SurvivalCell?) -> String {
+            guard let cell else { return "" }
+            var text = switch cell.outcome {
+            case .kept: "kept"
+            case .lost: "lost"
+            case .unreadable: cell.status.map { String($0.rawValue) } ?? "locked"
+            }
+            if let reason = cell.reason, let number = reasons.firstIndex(of: reason) { text += " \(number + 1)" }
+            return text
+        }
+        func paint(_ text: String, _ cell: SurvivalCell?) -> String {
+            guard colored, let cell else { return text }
+            let code = switch cell.outcome {
+            case .kept: "32"
+            case .lost: "31"
+            case .unreadable: "33"
+            }
+            return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+        }
+        let nameWidth = max(6, rows.map(\.name.count).max() ?? 0)
+        let widths = paths.map { path in max(path.heading.count, rows.map { text($0.cells[path]).count }.max() ?? 0) }
+        var lines = ["What survives on \(device)" + (app.map { " for \($0)" } ?? "") + ": each path run for real on scratch devices", ""]
+        lines.append((["secret".padded(nameWidth)] + zip(paths, widths).map { $0.heading.padded($1) }).joined(separator: "  "))
+        for row in rows {
+            let cells = zip(paths, widths).map { path, width in paint(text(row.cells[path]).padded(width), row.cells[path]) }
+            lines.append(([row.name.padded(nameWidth)] + cells).joined(separator: "  "))
+        }
+        if rows.isEmpty { lines.append("(no keychain item, UserDefaults entry or sandbox file)") }
+        if !reasons.isEmpty {
+            lines += ["", "why:"]
+            lines += reasons.enumerated().map { "  \($0.offset + 1)  \($0.element)" }
+        }
+        lines += ["", "paths:"]
+        let headingWidth = SurvivalPath.allCases.map(\.heading.count).max() ?? 0
+        lines += paths.map { "  \($0.heading.padded(headingWidth))  \($0.summary)" }
+        for (path, why) in notRun.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            lines.append("  \(path.heading.padded(headingWidth))  not run: \(why)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One self-contained page (no network, no external assets): secrets down, paths across,
+    /// colored by outcome, each reason on hover and in the legend below.
+    func html() -> String {
+        let reasons = reasons
+        func escaped(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        var body = ""
+        body += "<table id=\"matrix\">\n<thead><tr><th class=\"secret\">secret</th>"
+        for path in paths { body += "<th title=\"\(escaped(path.summary))\">\(escaped(path.heading))</th>" }
+        body += "</tr></thead>\n<tbody>\n"
+        for row in rows {
+            let detail = [row.app, row.itemClass, row.accessible, row.synchronizable.map { $0 ? "synchronizable" : nil } ?? nil,
+                          row.accessControl, row.fileProtection].compactMap { $0 }.joined(separator: " · ")
+            body += "<tr><th class=\"secret\" title=\"\(escaped(detail))\">\(escaped(row.name))<small>\(escaped(detail))</small></th>"
+            for path in paths {
+                guard let cell = row.cells[path] else { body += "<td></td>"; continue }
+                let label = switch cell.outcome {
+                case .kept: "kept"
+                case .lost: "lost"
+                case .unreadable: cell.status.map { String($0.rawValue) } ?? "unreadable"
+                }
+                let number = cell.reason.flatMap { reasons.firstIndex(of: $0) }.map { "<sup>\($0 + 1)</sup>" } ?? ""
+                let hover = ([path.summary, cell.status?.description, cell.reason].compactMap { $0 }).joined(separator: ": ")
+                body += "<td class=\"\(cell.outcome.rawValue)\" data-path=\"\(path.rawValue)\" title=\"\(escaped(hover))\">\(escaped(label))\(number)</td>"
+            }
+            body += "</tr>\n"
+        }
+        body += "</tbody>\n</table>\n"
+        body += "<section class=\"legend\"><h2>Outcomes</h2><p><span class=\"kept\">kept</span> still there with the same value · "
+            + "<span class=\"lost\">lost</span> gone, or its value changed · "
+            + "<span class=\"unreadable\">unreadable</span> still there, but the read fails with Apple's status</p>\n"
+        if !reasons.isEmpty {
+            body += "<h2>Why</h2><ol id=\"reasons\">"
+            for reason in reasons { body += "<li>\(escaped(reason))</li>" }
+            body += "</ol>\n"
+        }
+        body += "<h2>Paths</h2><dl id=\"paths\">"
+        for path in paths { body += "<dt>\(escaped(path.heading))</dt><dd>\(escaped(path.summary))</dd>" }
+        for (path, why) in notRun.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            body += "<dt>\(escaped(path.heading))</dt><dd>not run: \(escaped(why))</dd>"
+        }
+        body += "</dl></section>\n"
+        let title = "What survives on \(device)" + (app.map { " for \($0)" } ?? "")
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escaped(title))</title>
+            <style>
+            body { font: 14px/1.4 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em; color: #1d1d1f; }
+            h1 { font-size: 1.5em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
+            table { border-collapse: separate; border-spacing: 3px; }
+            th { font-weight: 600; padding: 4px 8px; white-space: nowrap; }
+            th.secret { text-align: left; font-weight: 500; }
+            th.secret small { display: block; color: #6e6e73; font-weight: 400; font-size: 0.8em; }
+            td { padding: 6px 10px; border-radius: 6px; text-align: center; white-space: nowrap; cursor: help; }
+            .kept { background: #d7f5dd; color: #0b6b1f; }
+            .lost { background: #fddcdc; color: #a1120f; font-weight: 600; }
+            .unreadable { background: #fff1c7; color: #7a5300; }
+            .legend span { padding: 2px 8px; border-radius: 4px; }
+            dt { float: left; clear: left; width: 7em; font-weight: 600; } dd { margin-left: 8em; }
+            </style></head>
+            <body>
+            <h1>\(escaped(title))</h1>
+            <p>Each path was run for real on scratch devices; the device itself was left as it was. Hover a cell for its reason.</p>
+            \(body)</body></html>
+
+            """
+    }
+}
