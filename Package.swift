@@ -77,10 +77,15 @@ let package = Package(
             name: "Fleet",
             dependencies: ["KeychainModel", "KeychainStore", "Node", "Relay", .product(name: "Yams", package: "Yams")]),
 
+        // Scenario files: what must survive, stated in YAML and checked on real nodes.
+        .target(
+            name: "Scenario",
+            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Survival", "Node", "Fleet"]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "Survival",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "Survival", "Scenario",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -87,10 +87,16 @@ public struct FleetFile: Equatable, Sendable {
         }
         let top = try document.fields(allowed: ["fleet", "apps", "devices", "sync"])
         guard let nameField = top["fleet"] else { throw document.failure("missing `fleet:`, the fleet's name.") }
-        name = try nameField.text()
+        let name = try nameField.text()
         guard name.range(of: #"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"#, options: .regularExpression) != nil else {
             throw nameField.failure("'\(name)' cannot name a fleet; use letters, digits, '-' and '_' (it names the fleet's directory).")
         }
+        try self.init(name: name, fields: top, in: document)
+    }
+
+    /// A fleet from the `apps`, `devices` and `sync` fields of a larger document (a scenario).
+    package init(name: String, fields top: [String: YAMLField], in document: YAMLField) throws {
+        self.name = name
 
         var catalog: [String: AppManifest] = [:]
         for (bundleID, field) in try top["apps"]?.entries() ?? [] {

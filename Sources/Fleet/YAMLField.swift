@@ -4,16 +4,23 @@ import Yams
 
 /// A node of a parsed YAML document together with where it is: its dotted field path and its
 /// line, so that every complaint about it can name both.
-struct YAMLField {
-    let node: Yams.Node
-    let path: String
-    let file: String
+package struct YAMLField {
+    package let node: Yams.Node
+    package let path: String
+    package let file: String
     /// The key this node is the value of, when it is one: complaints about the name itself
     /// point there.
     var key: Yams.Node? = nil
 
+    package init(node: Yams.Node, path: String, file: String, key: Yams.Node? = nil) {
+        self.node = node
+        self.path = path
+        self.file = file
+        self.key = key
+    }
+
     /// Parses `text`; a syntax error comes back located.
-    static func document(_ text: String, file: String) throws -> YAMLField? {
+    package static func document(_ text: String, file: String) throws -> YAMLField? {
         do {
             return try Yams.compose(yaml: text).map { YAMLField(node: $0, path: "", file: file) }
         } catch let error as YamlError {
@@ -21,19 +28,19 @@ struct YAMLField {
         }
     }
 
-    func failure(_ problem: String) -> FleetFileError {
+    package func failure(_ problem: String) -> FleetFileError {
         FleetFileError(file: file, line: node.mark?.line, column: node.mark?.column, field: path.isEmpty ? nil : path, problem: problem)
     }
 
     /// A complaint about this entry's name, located at the key.
-    func keyFailure(_ problem: String) -> FleetFileError {
+    package func keyFailure(_ problem: String) -> FleetFileError {
         let mark = (key ?? node).mark
         return FleetFileError(file: file, line: mark?.line, column: mark?.column, field: path.isEmpty ? nil : path, problem: problem)
     }
 
     /// Runs a check that throws `DeviceError`, and locates its complaint at this field (or at
     /// its key, when the name is what is checked).
-    func check(atKey: Bool = false, _ body: () throws -> Void) throws {
+    package func check(atKey: Bool = false, _ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as DeviceError {
@@ -42,7 +49,7 @@ struct YAMLField {
     }
 
     /// The entries of a mapping, in file order, refusing keys outside `allowed`.
-    func entries(allowed: [String]? = nil) throws -> [(key: String, value: YAMLField)] {
+    package func entries(allowed: [String]? = nil) throws -> [(key: String, value: YAMLField)] {
         guard let mapping = node.mapping else { throw failure("expected a mapping of names to values, found \(kind).") }
         return try mapping.map { key, value in
             let name = key.scalar?.string ?? ""
@@ -56,25 +63,25 @@ struct YAMLField {
     }
 
     /// The entries of a mapping by name, for fixed fields.
-    func fields(allowed: [String]) throws -> [String: YAMLField] {
+    package func fields(allowed: [String]) throws -> [String: YAMLField] {
         Dictionary(uniqueKeysWithValues: try entries(allowed: allowed).map { ($0.key, $0.value) })
     }
 
     /// Text, however the YAML typed it: a passcode written as `123456` is the text "123456".
-    func text() throws -> String {
+    package func text() throws -> String {
         guard let scalar = node.scalar else { throw failure("expected text, found \(kind).") }
         if scalar.style == .plain, node.null != nil { throw failure("expected text, found nothing.") }
         return scalar.string
     }
 
-    func bool() throws -> Bool {
+    package func bool() throws -> Bool {
         guard let value = node.bool, node.scalar?.style == .plain else {
             throw failure("expected true or false, found \(kind).")
         }
         return value
     }
 
-    func number() throws -> Double {
+    package func number() throws -> Double {
         guard node.scalar?.style == .plain, let value = node.float, value.isFinite else {
             throw failure("expected a number, found \(kind).")
         }
@@ -82,7 +89,7 @@ struct YAMLField {
     }
 
     /// A list of text, or a single text standing for a list of one.
-    func texts() throws -> [String] {
+    package func texts() throws -> [String] {
         if node.scalar != nil { return [try text()] }
         guard let sequence = node.sequence else { throw failure("expected a list, found \(kind).") }
         return try sequence.enumerated().map { index, element in
@@ -91,7 +98,7 @@ struct YAMLField {
     }
 
     /// How a complaint describes what it found.
-    var kind: String {
+    package var kind: String {
         switch node {
         case .mapping: "a mapping"
         case .sequence: "a list"

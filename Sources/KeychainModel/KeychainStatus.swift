@@ -46,6 +46,15 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         -67671: ("errSecInternalError", "An internal error occurred."),
     ]
 
+    /// The status Apple names `name` (`errSecItemNotFound`), among those Keyferry returns.
+    public init?(name: String) {
+        guard let code = Self.names.first(where: { $0.value.name == name })?.key else { return nil }
+        self.init(rawValue: code)
+    }
+
+    /// Every status name Keyferry knows, in code order.
+    public static var allNames: [String] { names.sorted { $0.key > $1.key }.map(\.value.name) }
+
     /// Apple's constant name, e.g. `errSecItemNotFound`.
     public var name: String { Self.names[rawValue]?.name ?? "OSStatus" }
     /// Apple's one-line meaning of the code.

@@ -1,0 +1,148 @@
+import Fleet
+import Foundation
+import KeychainModel
+import KeychainStore
+import Survival
+
+/// A scenario file: devices and apps (inline, as in a fleet file, or a fleet file by path), the
+/// items to seed, then steps and expectations. Protocol/scenario.md specifies it. Everything is
+/// checked before anything runs; a problem is a `FleetFileError` naming file, line, column and field.
+public struct Scenario: Sendable {
+    public var name: String
+    /// The file as the user named it.
+    public var file: String
+    /// Where the scenario comes from: a seed, an Apple test, a trap.
+    public var source: String?
+    public var fleet: FleetFile
+    public var steps: [Step]
+
+    public struct Step: Sendable {
+        public var line: Int
+        public var action: Action
+        /// The step as a line of output: `lock phone`, `expect phone alice = "s3cret"`.
+        public var summary: String
+    }
+
+    /// One item by its primary key, as one app searches for it.
+    public struct ItemRef: Sendable {
+        public var device: String
+        public var app: String
+        public var account: String
+        public var service: String
+        public var synchronizable: SynchronizableMatch
+
+        var query: ItemQuery {
+            ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)],
+                      synchronizable: synchronizable, returning: .data)
+        }
+    }
+
+    public enum Expectation: Sendable {
+        case value(String)
+        case absent
+        case status(KeychainStatus)
+    }
+
+    public enum Action: Sendable {
+        case lock(device: String, now: Bool)
+        case unlock(device: String, passcode: String?)
+        case reboot(String)
+        case powerOff(String)
+        case powerOn(String)
+        case setPasscode(device: String, passcode: String)
+        case removePasscode(String)
+        case biometry(device: String, change: BiometryChange)
+        case install(device: String, app: String)
+        case uninstall(device: String, app: String)
+        case reinstall(device: String, app: String)
+        case transferTeam(device: String, app: String, team: String)
+        case add(ItemRef, value: String, accessible: ProtectionClass?, accessControl: AccessControl?, expect: KeychainStatus?)
+        case update(ItemRef, value: String, expect: KeychainStatus?)
+        case delete(ItemRef, expect: KeychainStatus?)
+        case defaults(device: String, app: String, set: [String: String])
+        case sync([String])
+        case backup(device: String, archive: String, encrypted: Bool)
+        case restore(archive: String, to: String)
+        case transfer(from: String, to: String)
+        case wait(TimeInterval, devices: [String])
+        case expect(ItemRef, Expectation)
+        case expectDefaults(device: String, app: String, key: String, value: String?)
+        case expectReport(String)
+        case expectSurvival(device: String, app: String?, secret: String, path: SurvivalPath, outcome: SurvivalCell.Outcome,
+                            status: KeychainStatus?, reason: String?)
+    }
+
+    public enum BiometryChange: String, Sendable {
+        case enroll, reenroll, remove
+    }
+
+    public static let actions = [
+        "lock", "unlock", "reboot", "power-off", "power-on", "passcode-set", "passcode-change", "passcode-remove",
+        "biometry-enroll", "biometry-reenroll", "biometry-remove", "install", "uninstall", "reinstall", "transfer-team",
+        "add", "update", "delete", "defaults", "sync", "backup", "restore", "transfer", "wait",
+        "expect", "expect-defaults", "expect-restore", "expect-survival",
+    ]
+
+    /// Reads and checks a scenario file; `displayName` names it in errors (default: the path).
+    public static func load(_ url: URL, displayName: String? = nil) throws -> Scenario {
+        let file = displayName ?? url.relativePath
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw FleetFileError(file: file, problem: "cannot read the scenario file: there is no such file.")
+        }
+        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: url.path) else {
+            throw FleetFileError(file: file, problem: "cannot read the scenario file: it is a directory or unreadable.")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw FleetFileError(file: file, problem: "not UTF-8 text; a scenario file is YAML.")
+        }
+        return try Scenario(yaml: text, file: file, directory: url.deletingLastPathComponent())
+    }
+
+    /// Parses scenario YAML; a `fleet:` path is read relative to `directory`.
+    public init(yaml: String, file: String, directory: URL) throws {
+        guard let document = try YAMLField.document(yaml, file: file) else {
+            throw FleetFileError(file: file, line: 1, problem: "the file is empty; a scenario needs `scenario:` (its name) and `steps:`.")
+        }
+        let top = try document.fields(allowed: ["scenario", "source", "fleet", "apps", "devices", "sync", "items", "steps"])
+        guard let nameField = top["scenario"] else { throw document.failure("missing `scenario:`, the scenario's name.") }
+        name = try nameField.text()
+        self.file = file
+        source = try top["source"]?.text()
+        if let fleetField = top["fleet"] {
+            for inline in ["apps", "devices", "sync"] where top[inline] != nil {
+                throw top[inline]!.keyFailure("give the devices either inline or as a `fleet:` file, not both.")
+            }
+            let path = try fleetField.text()
+            let url = URL(fileURLWithPath: path, relativeTo: directory)
+            do {
+                fleet = try FleetFile.load(url, displayName: path)
+            } catch let error as FleetFileError {
+                throw fleetField.failure("the fleet file does not load: \(error)")
+            }
+        } else {
+            let slug = String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(40))
+            fleet = try FleetFile(name: slug.isEmpty ? "scenario" : slug, fields: top, in: document)
+        }
+        var parser = StepParser(fleet: fleet)
+        var steps: [Step] = []
+        for item in try top["items"]?.list() ?? [] {
+            steps.append(try parser.step("add", item, line: item.line))
+        }
+        guard let stepsField = top["steps"] else { throw document.failure("missing `steps:`, what happens and what must hold.") }
+        for item in try stepsField.list() { steps.append(try parser.step(item)) }
+        try parser.checkReferences()
+        self.steps = steps
+    }
+}
+
+extension YAMLField {
+    /// The elements of a list.
+    func list() throws -> [YAMLField] {
+        guard let sequence = node.sequence else { throw failure("expected a list, found \(kind).") }
+        return sequence.enumerated().map { YAMLField(node: $1, path: "\(path)[\($0)]", file: file) }
+    }
+
+    /// 1-based, as editors count.
+    var line: Int { node.mark?.line ?? 0 }
+}

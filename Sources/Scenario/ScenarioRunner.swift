@@ -1,0 +1,293 @@
+import Backup
+import Fleet
+import Foundation
+import KeychainModel
+import KeychainStore
+import Node
+import Survival
+
+/// What one step did.
+public struct StepResult: Codable, Sendable {
+    public var line: Int
+    public var step: String
+    public var passed: Bool
+    /// For a failed step: what was expected and what came back.
+    public var failure: String?
+    public var seconds: Double
+}
+
+/// What one scenario did: every step up to the first failure.
+public struct ScenarioResult: Codable, Sendable {
+    public var name: String
+    public var file: String
+    public var source: String?
+    public var steps: [StepResult]
+    public var seconds: Double
+    public var passed: Bool { steps.allSatisfy(\.passed) }
+    public var failure: StepResult? { steps.first { !$0.passed } }
+}
+
+/// Runs a scenario on fresh devices, each a real node process in `root`: brings its fleet up,
+/// runs the steps in order until one fails, and stops every node and relay at the end, also
+/// when it fails or is cancelled.
+public struct ScenarioRunner: Sendable {
+    public let scenario: Scenario
+    public let root: URL
+    public let executable: URL
+
+    public init(scenario: Scenario, root: URL, executable: URL = NodeLauncher.currentExecutable) {
+        self.scenario = scenario
+        self.root = root
+        self.executable = executable
+    }
+
+    /// The password of the scenario's encrypted archives: they never leave its directory.
+    static let archivePassword = Data("keyferry-scenario".utf8)
+
+    public func run(progress: @escaping @Sendable (StepResult) -> Void = { _ in }) async throws -> ScenarioResult {
+        let started = ContinuousClock.now
+        let fleet = FleetRunner(fleet: scenario.fleet, root: root, executable: executable)
+        var results: [StepResult] = []
+        do {
+            _ = try await fleet.up()
+            let state = RunState(scenario: scenario, fleet: fleet, executable: executable)
+            for step in scenario.steps {
+                try Task.checkCancellation()
+                let stepStart = ContinuousClock.now
+                var result = StepResult(line: step.line, step: step.summary, passed: true, failure: nil, seconds: 0)
+                do {
+                    try await state.perform(step.action)
+                } catch let failure as ExpectationFailure {
+                    result.passed = false
+                    result.failure = failure.description
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    result.passed = false
+                    result.failure = "\(error)"
+                }
+                result.seconds = (ContinuousClock.now - stepStart).seconds
+                results.append(result)
+                progress(result)
+                if !result.passed { break }
+            }
+        } catch {
+            await Self.stop(fleet)
+            throw error
+        }
+        await Self.stop(fleet)
+        return ScenarioResult(name: scenario.name, file: scenario.file, source: scenario.source, steps: results,
+                              seconds: (ContinuousClock.now - started).seconds)
+    }
+
+    /// Stops every node and the relay, in a task of its own: a cancelled run still cleans up.
+    private static func stop(_ fleet: FleetRunner) async {
+        _ = try? await Task { try await fleet.down() }.value
+    }
+}
+
+/// An expectation that did not hold: what was expected and what came back.
+struct ExpectationFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// The run's memory between steps: passcodes as they change, archives made, the last report.
+actor RunState {
+    let scenario: Scenario
+    let fleet: FleetRunner
+    let executable: URL
+    private var passcodes: [String: String]
+    private var archives: [String: (url: URL, encrypted: Bool)] = [:]
+    private var lastReport: [String] = []
+
+    init(scenario: Scenario, fleet: FleetRunner, executable: URL) {
+        self.scenario = scenario
+        self.fleet = fleet
+        self.executable = executable
+        passcodes = Dictionary(uniqueKeysWithValues: scenario.fleet.members.compactMap { member in member.passcode.map { (member.id, $0) } })
+    }
+
+    private func directory(_ device: String) -> URL {
+        fleet.directory(of: scenario.fleet.members.first { $0.id == device }!)
+    }
+
+    private func client(_ device: String, patient: Bool = false) -> NodeClient {
+        NodeClient(directory: directory(device), timeout: patient ? .seconds(3600) : .seconds(60))
+    }
+
+    private func app(_ bundleID: String) -> AppManifest {
+        scenario.fleet.members.lazy.flatMap(\.apps).first { $0.bundleID == bundleID }!
+    }
+
+    func perform(_ action: Scenario.Action) async throws {
+        switch action {
+        case .lock(let device, let now): try await client(device).send(.lock, NodeAPI.Lock(immediately: now))
+        case .unlock(let device, let passcode):
+            try await client(device).send(.unlock, NodeAPI.Unlock(passcode: passcode ?? passcodes[device]))
+        case .reboot(let device): try await client(device).send(.reboot, NodeAPI.Empty())
+        case .powerOff(let device): _ = try await NodeLauncher.stop(directory: directory(device))
+        case .powerOn(let device): _ = try await NodeLauncher.start(directory: directory(device), executable: executable)
+        case .setPasscode(let device, let passcode):
+            try await client(device).send(.passcode, NodeAPI.Passcode(new: passcode, current: passcodes[device], remove: false))
+            passcodes[device] = passcode
+        case .removePasscode(let device):
+            guard let current = passcodes[device] else { throw ExpectationFailure("\(device) has no passcode to remove") }
+            try await client(device).send(.passcode, NodeAPI.Passcode(new: nil, current: current, remove: true))
+            passcodes[device] = nil
+        case .biometry(let device, let change):
+            let action: NodeAPI.BiometryAction = switch change {
+            case .enroll: .enroll
+            case .reenroll: .change
+            case .remove: .remove
+            }
+            try await client(device).send(.biometry, NodeAPI.Biometry(action: action))
+        case .install(let device, let bundleID): try await client(device).send(.install, app(bundleID))
+        case .uninstall(let device, let bundleID): try await client(device).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
+        case .reinstall(let device, let bundleID):
+            let installed = try await client(device).apps().first { $0.bundleID == bundleID } ?? app(bundleID)
+            try await client(device).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
+            try await client(device).send(.install, installed)
+        case .transferTeam(let device, let bundleID, let team):
+            let installed = try await client(device).apps().first { $0.bundleID == bundleID } ?? app(bundleID)
+            let groups = installed.accessGroups.map { $0.hasPrefix("\(installed.teamID).") ? team + $0.dropFirst(installed.teamID.count) : $0 }
+            try await client(device).send(.install, AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups,
+                                                                hasKeychainEntitlement: installed.hasKeychainEntitlement))
+        case .add(let item, let value, let accessible, let accessControl, let expected):
+            let new = NewItem(.genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
+                              data: Data(value.utf8), protection: accessible, accessControl: accessControl,
+                              synchronizable: item.synchronizable == .yes)
+            try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
+        case .update(let item, let value, let expected):
+            let changes = ItemChanges(data: Data(value.utf8))
+            try await expectStatus(expected) {
+                let _: NodeAPI.Changed = try await self.client(item.device).call(.update, NodeAPI.Update(app: item.app, query: item.query, changes: changes))
+            }
+        case .delete(let item, let expected):
+            try await expectStatus(expected) {
+                let _: NodeAPI.Changed = try await self.client(item.device).call(.delete, NodeAPI.Search(app: item.app, query: item.query))
+            }
+        case .defaults(let device, let bundleID, let set):
+            let _: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID, set: set))
+        case .sync(let devices):
+            // Around twice: what one pushes, the others pull on the next round.
+            for _ in 0..<2 {
+                for device in devices { let _: SyncReportAnswer = try await client(device).call(.syncNow, NodeAPI.Empty()) }
+            }
+        case .backup(let device, let name, let encrypted):
+            let url = fleet.root.appendingPathComponent("archives/\(name)")
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(at: url)
+            let password = encrypted ? String(decoding: ScenarioRunner.archivePassword, as: UTF8.self) : nil
+            let _: ArchiveManifest = try await client(device, patient: true).call(.backup, NodeAPI.Backup(path: url.path, password: password))
+            archives[name] = (url, encrypted)
+        case .restore(let name, let target):
+            let archive = archives[name]!
+            let dir = directory(target)
+            _ = try await NodeLauncher.stop(directory: dir)
+            let passcode = passcodes[target]
+            let report = try NodeLauncher.whilePoweredOff(directory: dir) {
+                try DeviceRestore.restore(archive.url, password: archive.encrypted ? ScenarioRunner.archivePassword : nil, to: dir, passcode: passcode)
+            }
+            lastReport = Self.lines(report)
+            try await powerOnAndUnlock(target)
+        case .transfer(let source, let target):
+            let dir = directory(target)
+            _ = try await NodeLauncher.stop(directory: dir)
+            let report: RestoreReport = try await client(source, patient: true).call(.transfer, NodeAPI.Transfer(target: dir.path, passcode: passcodes[target]))
+            lastReport = Self.lines(report)
+            try await powerOnAndUnlock(target)
+        case .wait(let seconds, let devices):
+            // A powered-off device has no clock running; it starts again at real time.
+            for device in devices {
+                do {
+                    let _: NodeAPI.ClockState = try await client(device).call(.clock, NodeAPI.Clock(advance: seconds))
+                } catch NodeError.notRunning {
+                    continue
+                }
+            }
+        case .expect(let item, let expectation):
+            try await expect(item, expectation)
+        case .expectDefaults(let device, let bundleID, let key, let value):
+            let all: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID))
+            guard all[key] == value else {
+                throw ExpectationFailure("expected UserDefaults \(key) " + (value.map { "= \"\($0)\"" } ?? "absent")
+                    + ", found " + (all[key].map { "\"\($0)\"" } ?? "none"))
+            }
+        case .expectReport(let text):
+            guard lastReport.contains(where: { $0.contains(text) }) else {
+                throw ExpectationFailure("expected a report line containing \"\(text)\"; the report says:\n    "
+                    + (lastReport.isEmpty ? "(no restore or transfer ran yet)" : lastReport.joined(separator: "\n    ")))
+            }
+        case .expectSurvival(let device, let bundleID, let secret, let path, let outcome, let status, let reason):
+            let matrix = try await client(device, patient: true).survival(app: bundleID, passcode: passcodes[device])
+            guard let cell = matrix.cell(secret, path) else {
+                let names = matrix.rows.map(\.name)
+                throw ExpectationFailure(matrix.notRun[path].map { "\(path.rawValue) was not run: \($0)" }
+                    ?? "no secret named \"\(secret)\" in the matrix (it has: \(names.joined(separator: ", ")))")
+            }
+            let found = "\(cell.outcome.rawValue)" + (cell.status.map { " \($0.name)" } ?? "") + (cell.reason.map { ": \($0)" } ?? "")
+            guard cell.outcome == outcome, status == nil || cell.status == status, reason.map({ cell.reason?.contains($0) == true }) ?? true else {
+                throw ExpectationFailure("expected \(outcome.rawValue)" + (status.map { " \($0.name)" } ?? "")
+                    + (reason.map { ": …\($0)…" } ?? "") + ", found \(found)")
+            }
+        }
+    }
+
+    private func powerOnAndUnlock(_ device: String) async throws {
+        _ = try await NodeLauncher.start(directory: directory(device), executable: executable)
+        try await client(device).send(.unlock, NodeAPI.Unlock(passcode: passcodes[device]))
+    }
+
+    /// A keychain call whose outcome must be `expected` (success when nil).
+    private func expectStatus(_ expected: KeychainStatus?, _ call: () async throws -> Void) async throws {
+        do {
+            try await call()
+        } catch let error as KeychainError {
+            guard error.status == expected else {
+                throw ExpectationFailure("expected \(expected?.description ?? "success"), got \(error)")
+            }
+            return
+        }
+        if let expected { throw ExpectationFailure("expected \(expected), got success") }
+    }
+
+    private func expect(_ item: Scenario.ItemRef, _ expectation: Scenario.Expectation) async throws {
+        let found: Result<[ItemRecord], KeychainError>
+        do {
+            let answer: NodeAPI.Items = try await client(item.device).call(.copy, NodeAPI.Search(app: item.app, query: item.query))
+            found = .success(answer.items)
+        } catch let error as KeychainError {
+            found = .failure(error)
+        }
+        let got: String = switch found {
+        case .success(let items): items.first?.data.map { "\"\(String(decoding: $0, as: UTF8.self))\"" } ?? "an item without data"
+        case .failure(let error): "\(error)"
+        }
+        switch (expectation, found) {
+        case (.value(let value), .success(let items)) where items.first?.data == Data(value.utf8): return
+        case (.absent, .failure(let error)) where error.status == .itemNotFound: return
+        case (.status(let status), .failure(let error)) where error.status == status: return
+        case (.value(let value), _): throw ExpectationFailure("expected \"\(value)\", got \(got)")
+        case (.absent, _): throw ExpectationFailure("expected no such item (errSecItemNotFound), got \(got)")
+        case (.status(let status), _): throw ExpectationFailure("expected \(status), got \(got)")
+        }
+    }
+
+    /// A report as lines to look for text in: `restored NAME`, `dropped NAME: REASON`.
+    static func lines(_ report: RestoreReport) -> [String] {
+        let dropped = report.items.filter { !$0.restored }.count
+        return ["restored \(report.restoredCount) of \(report.items.count) keychain items, dropped \(dropped)"]
+            + report.items.map { item in
+                let name = item.name ?? item.uuid.uuidString
+                return item.reason.map { "dropped \(name): \($0.sentence)" } ?? "restored \(name)"
+            }
+    }
+}
+
+/// `sync/now`'s answer, read only to know the call succeeded.
+private struct SyncReportAnswer: Decodable {}

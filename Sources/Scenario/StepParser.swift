@@ -1,0 +1,280 @@
+import Fleet
+import Foundation
+import KeychainModel
+import KeychainStore
+import Survival
+
+/// Reads steps one by one, checking every name against what the scenario declares: devices and
+/// apps from its fleet, archives made by earlier backups, items added somewhere in it.
+struct StepParser {
+    let fleet: FleetFile
+    private var archives: Set<String> = []
+    private var added: Set<String> = []
+    /// Expectations about items, checked against `added` once every step is read.
+    private var expected: [(key: String, field: YAMLField)] = []
+
+    init(fleet: FleetFile) {
+        self.fleet = fleet
+    }
+
+    /// One step: a mapping of one action to its arguments.
+    mutating func step(_ field: YAMLField) throws -> Scenario.Step {
+        let entries = try field.entries(allowed: Scenario.actions)
+        guard entries.count == 1, let (name, value) = entries.first else {
+            throw field.failure("a step is one action, such as `lock: phone`; found \(entries.count).")
+        }
+        return try step(name, value, line: field.line)
+    }
+
+    mutating func step(_ name: String, _ value: YAMLField, line: Int) throws -> Scenario.Step {
+        let (action, summary) = try action(name, value)
+        return Scenario.Step(line: line, action: action, summary: summary)
+    }
+
+    func checkReferences() throws {
+        for (key, field) in expected where !added.contains(key) {
+            throw field.failure("no step adds this item (\(key)); add it under `items:` or with an `add:` step first.")
+        }
+    }
+
+    // MARK: Actions
+
+    private mutating func action(_ name: String, _ value: YAMLField) throws -> (Scenario.Action, String) {
+        switch name {
+        case "lock":
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "now"])
+            let now = try fields["now"]?.bool() ?? false
+            return (.lock(device: device, now: now), "lock \(device)" + (now ? " now" : ""))
+        case "unlock":
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "passcode"])
+            return (.unlock(device: device, passcode: try fields["passcode"]?.text()), "unlock \(device)")
+        case "reboot": let device = try deviceOnly(value); return (.reboot(device), "reboot \(device)")
+        case "power-off": let device = try deviceOnly(value); return (.powerOff(device), "power off \(device)")
+        case "power-on": let device = try deviceOnly(value); return (.powerOn(device), "power on \(device)")
+        case "passcode-set", "passcode-change":
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "passcode"], required: ["passcode"])
+            let passcode = try fields["passcode"]!.text()
+            try fields["passcode"]!.check { if passcode.isEmpty { throw DeviceError(.invalidArgument, "a passcode cannot be empty.") } }
+            return (.setPasscode(device: device, passcode: passcode), "\(name == "passcode-set" ? "set" : "change") the passcode of \(device)")
+        case "passcode-remove":
+            let device = try deviceOnly(value); return (.removePasscode(device), "remove the passcode of \(device)")
+        case "biometry-enroll", "biometry-reenroll", "biometry-remove":
+            let device = try deviceOnly(value)
+            let change = Scenario.BiometryChange(rawValue: String(name.dropFirst("biometry-".count)))!
+            return (.biometry(device: device, change: change), "\(change.rawValue) biometry on \(device)")
+        case "install", "uninstall", "reinstall":
+            let (device, app) = try deviceApp(value)
+            let action: Scenario.Action = name == "install" ? .install(device: device, app: app)
+                : name == "uninstall" ? .uninstall(device: device, app: app) : .reinstall(device: device, app: app)
+            return (action, "\(name) \(app) on \(device)")
+        case "transfer-team":
+            let (device, app, fields) = try deviceApp(value, extra: ["team"], required: ["team"])
+            let team = try fields["team"]!.text()
+            try fields["team"]!.check { try AppManifest.validate(teamID: team) }
+            return (.transferTeam(device: device, app: app, team: team), "transfer \(app) on \(device) to team \(team)")
+        case "add":
+            let (item, fields) = try itemRef(value, extra: ["value", "accessible", "access-control", "status"], required: ["value"])
+            let accessible = try fields["accessible"].map(protection)
+            let accessControl = try fields["access-control"].map { field in
+                try accessControlValue(field, protection: accessible ?? .whenUnlocked)
+            }
+            added.insert(key(item))
+            return (.add(item, value: try fields["value"]!.text(), accessible: accessControl == nil ? accessible : nil,
+                         accessControl: accessControl, expect: try fields["status"].map(status)),
+                    "add \(describe(item))" + (accessible.map { " (\($0.name))" } ?? ""))
+        case "update":
+            let (item, fields) = try itemRef(value, extra: ["value", "status"], required: ["value"])
+            return (.update(item, value: try fields["value"]!.text(), expect: try fields["status"].map(status)), "update \(describe(item))")
+        case "delete":
+            let (item, fields) = try itemRef(value, extra: ["status"])
+            return (.delete(item, expect: try fields["status"].map(status)), "delete \(describe(item))")
+        case "defaults":
+            let (device, app, fields) = try deviceApp(value, extra: ["set"], required: ["set"])
+            let set = try fields["set"]!.entries().map { ($0.key, try $0.value.text()) }
+            return (.defaults(device: device, app: app, set: Dictionary(set, uniquingKeysWith: { $1 })),
+                    "set UserDefaults \(set.map(\.0).joined(separator: ", ")) of \(app) on \(device)")
+        case "sync":
+            let devices = value.node.scalar != nil ? [try device(value)] : try value.list().map(device)
+            guard fleet.relay != nil else { throw value.failure("the scenario's devices are in no circle; add `sync: {relay: auto}` to the scenario.") }
+            return (.sync(devices), "sync \(devices.joined(separator: ", "))")
+        case "backup":
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "archive", "encrypted"], required: ["archive"])
+            let archive = try fields["archive"]!.text()
+            archives.insert(archive)
+            let encrypted = try fields["encrypted"]?.bool() ?? true
+            return (.backup(device: device, archive: archive, encrypted: encrypted),
+                    "back up \(device) to \(archive) (\(encrypted ? "encrypted" : "unencrypted"))")
+        case "restore":
+            let fields = try value.fields(allowed: ["archive", "to"])
+            let archive = try required("archive", fields, value).text()
+            guard archives.contains(archive) else {
+                throw fields["archive"]!.failure("no earlier `backup:` step makes archive '\(archive)'.")
+            }
+            let target = try device(required("to", fields, value))
+            return (.restore(archive: archive, to: target), "restore \(archive) onto \(target)")
+        case "transfer":
+            let fields = try value.fields(allowed: ["from", "to"])
+            let source = try device(required("from", fields, value)), target = try device(required("to", fields, value))
+            guard source != target else { throw value.failure("Quick Start moves a device onto another one; `from` and `to` are both \(source).") }
+            return (.transfer(from: source, to: target), "Quick Start from \(source) to \(target)")
+        case "wait":
+            if value.node.scalar != nil {
+                let span = try duration(value)
+                return (.wait(span, devices: fleet.members.map(\.id)), "wait \(try value.text())")
+            }
+            let fields = try value.fields(allowed: ["for", "devices"])
+            let span = try duration(required("for", fields, value))
+            let devices = try fields["devices"].map { field in try field.texts().map { try checkDevice($0, field) } } ?? fleet.members.map(\.id)
+            return (.wait(span, devices: devices), "wait \(try fields["for"]!.text()) on \(devices.joined(separator: ", "))")
+        case "expect":
+            let (item, fields) = try itemRef(value, extra: ["value", "absent", "status"])
+            let given = ["value", "absent", "status"].filter { fields[$0] != nil }
+            guard given.count == 1 else { throw value.failure("expect exactly one of `value:`, `absent: true` or `status:`.") }
+            expected.append((key(item), value))
+            let expectation: Scenario.Expectation
+            if let field = fields["value"] {
+                expectation = .value(try field.text())
+            } else if let field = fields["absent"] {
+                guard try field.bool() else { throw field.failure("`absent:` is true, or left out.") }
+                expectation = .absent
+            } else {
+                expectation = .status(try status(fields["status"]!))
+            }
+            let wanted = switch expectation {
+            case .value(let text): "= \"\(text)\""
+            case .absent: "absent"
+            case .status(let status): status.name
+            }
+            return (.expect(item, expectation), "expect \(describe(item)) \(wanted)")
+        case "expect-defaults":
+            let (device, app, fields) = try deviceApp(value, extra: ["key", "value", "absent"], required: ["key"])
+            let key = try fields["key"]!.text()
+            let expectedValue = try fields["value"]?.text()
+            if expectedValue == nil, try fields["absent"]?.bool() != true { throw value.failure("expect `value:` or `absent: true`.") }
+            return (.expectDefaults(device: device, app: app, key: key, value: expectedValue),
+                    "expect UserDefaults \(key) of \(app) on \(device) " + (expectedValue.map { "= \"\($0)\"" } ?? "absent"))
+        case "expect-restore":
+            let text = try value.text()
+            return (.expectReport(text), "expect the last restore or transfer to report \"\(text)\"")
+        case "expect-survival":
+            let fields = try value.fields(allowed: ["device", "app", "secret", "path", "outcome", "status", "reason"])
+            let device = try device(required("device", fields, value))
+            let app = try fields["app"].map(appName)
+            let secret = try required("secret", fields, value).text()
+            let pathField = try required("path", fields, value)
+            guard let path = SurvivalPath(rawValue: try pathField.text()) else {
+                throw pathField.failure("unknown path; expected one of: \(SurvivalPath.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            let outcomeField = try required("outcome", fields, value)
+            guard let outcome = SurvivalCell.Outcome(rawValue: try outcomeField.text()) else {
+                throw outcomeField.failure("unknown outcome; expected kept, lost or unreadable.")
+            }
+            return (.expectSurvival(device: device, app: app, secret: secret, path: path, outcome: outcome,
+                                    status: try fields["status"].map(status), reason: try fields["reason"]?.text()),
+                    "expect \(secret) on \(device) \(outcome.rawValue) after \(path.rawValue)")
+        default:
+            throw value.keyFailure("unknown action.")
+        }
+    }
+
+    // MARK: Arguments
+
+    private func required(_ name: String, _ fields: [String: YAMLField], _ parent: YAMLField) throws -> YAMLField {
+        guard let field = fields[name] else { throw parent.failure("missing `\(name):`.") }
+        return field
+    }
+
+    @discardableResult
+    private func checkDevice(_ id: String, _ field: YAMLField) throws -> String {
+        guard fleet.members.contains(where: { $0.id == id }) else {
+            throw field.failure("'\(id)' is not one of the scenario's devices (\(fleet.members.map(\.id).joined(separator: ", "))).")
+        }
+        return id
+    }
+
+    private func device(_ field: YAMLField) throws -> String { try checkDevice(try field.text(), field) }
+
+    /// `lock: phone`, or `lock: {device: phone, ...}`.
+    private func deviceAnd(_ value: YAMLField, allowed: [String], required names: [String] = []) throws -> (String, [String: YAMLField]) {
+        if value.node.scalar != nil, names.isEmpty { return (try device(value), [:]) }
+        let fields = try value.fields(allowed: allowed)
+        for name in names { _ = try required(name, fields, value) }
+        return (try device(required("device", fields, value)), fields)
+    }
+
+    private func deviceOnly(_ value: YAMLField) throws -> String { try deviceAnd(value, allowed: ["device"]).0 }
+
+    private func appName(_ field: YAMLField) throws -> String {
+        let app = try field.text()
+        let known = Set(fleet.members.flatMap { $0.apps.map(\.bundleID) })
+        guard known.contains(app) else {
+            throw field.failure("'\(app)' is not among the scenario's apps (\(known.sorted().joined(separator: ", "))).")
+        }
+        return app
+    }
+
+    private func deviceApp(_ value: YAMLField) throws -> (String, String) {
+        let (device, app, _) = try deviceApp(value, extra: [])
+        return (device, app)
+    }
+
+    private func deviceApp(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (String, String, [String: YAMLField]) {
+        let fields = try value.fields(allowed: ["device", "app"] + extra)
+        for name in names { _ = try required(name, fields, value) }
+        return (try device(required("device", fields, value)), try appName(required("app", fields, value)), fields)
+    }
+
+    private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {
+        let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "sync"] + extra, required: ["account"] + names)
+        let sync: SynchronizableMatch
+        switch try fields["sync"].map({ field in (field, try field.node.bool.map { $0 ? "yes" : "no" } ?? field.text()) }) {
+        case nil: sync = .no
+        case (_, "yes")?: sync = .yes
+        case (_, "no")?: sync = .no
+        case (_, "any")?: sync = .any
+        case (let field, _)?: throw field.failure("`sync:` is true, false or any.")
+        }
+        let item = Scenario.ItemRef(device: device, app: app, account: try fields["account"]!.text(),
+                                    service: try fields["service"]?.text() ?? app, synchronizable: sync)
+        return (item, fields)
+    }
+
+    private func key(_ item: Scenario.ItemRef) -> String { "\(item.app) \(item.account) @ \(item.service)" }
+
+    private func describe(_ item: Scenario.ItemRef) -> String {
+        "\(item.account)" + (item.service == item.app ? "" : " @ \(item.service)") + " on \(item.device)"
+    }
+
+    private func protection(_ field: YAMLField) throws -> ProtectionClass {
+        let text = try field.text()
+        guard let value = ProtectionClass(name: text) else {
+            throw field.failure("'\(text)' is not an accessibility; expected one of: \(ProtectionClass.allCases.map(\.name).joined(separator: ", ")).")
+        }
+        return value
+    }
+
+    private func accessControlValue(_ field: YAMLField, protection: ProtectionClass) throws -> AccessControl {
+        do {
+            return try AccessControl(protection: protection, expression: try field.text())
+        } catch let error as KeychainError {
+            throw field.failure(error.message)
+        }
+    }
+
+    private func status(_ field: YAMLField) throws -> KeychainStatus {
+        let text = try field.text()
+        if let code = Int32(text), KeychainStatus(rawValue: code).name != "OSStatus" { return KeychainStatus(rawValue: code) }
+        guard let status = KeychainStatus(name: text) else {
+            throw field.failure("'\(text)' is not a status Keyferry knows; expected one of: \(KeychainStatus.allNames.joined(separator: ", ")).")
+        }
+        return status
+    }
+
+    private func duration(_ field: YAMLField) throws -> TimeInterval {
+        let text = try field.text()
+        guard let seconds = AdvancingClock.seconds(in: text) else {
+            throw field.failure("'\(text)' is not a span of time; write it as 90s, 10m, 1h30m, 30d or 2w.")
+        }
+        return seconds
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Fleet
+import Foundation
+import Node
+import Scenario
+
+struct ScenarioCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scenario",
+        abstract: "Check what must survive: run scenario files on fresh devices.",
+        discussion: "The format is in Protocol/scenario.md; a library of scenarios is in Peers/scenarios/.",
+        subcommands: [Run.self])
+
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Run scenario files, each on fresh devices, and check every expectation.",
+            discussion: """
+                Each scenario gets fresh devices as real node processes, its own relay when it syncs, \
+                and a line per step; every node is stopped at the end, also on a failure or Ctrl-C. \
+                Every file is checked before anything starts.
+
+                Exit status: 0 every expectation holds; 1 one failed (the step, what was expected and \
+                what came back); 64 a malformed file (FILE:LINE:COLUMN: field: problem, nothing started).
+                """)
+
+        @Argument(help: "Scenario files (YAML).", completion: .file()) var files: [String]
+        @Option(help: "Also write the results as JUnit XML to FILE, for CI systems.", completion: .file()) var junit: String?
+        @Option(help: "Keep each scenario's devices under DIR (stopped) instead of removing them.", completion: .directory) var keep: String?
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            var scenarios: [Scenario] = []
+            var problems: [String] = []
+            for file in files {
+                do {
+                    scenarios.append(try Scenario.load(URL(fileURLWithPath: file), displayName: file))
+                } catch let error as FleetFileError {
+                    problems.append(error.description)
+                }
+            }
+            guard problems.isEmpty else {
+                if output.json { printJSON(["errors": problems]) }
+                for problem in problems { printError("error: \(problem)") }
+                throw ExitCode(CommandOutcome.usage)
+            }
+            var results: [ScenarioResult] = []
+            let human = !output.json && Verbosity.current >= .normal
+            for (index, scenario) in scenarios.enumerated() {
+                if human { printNow("scenario: \(scenario.name) (\(scenario.file))") }
+                let root = try root(for: scenario, index: index)
+                let result = try await interruptibly {
+                    try await ScenarioRunner(scenario: scenario, root: root).run { step in
+                        guard human else { return }
+                        printNow("  \(step.passed ? "ok  " : "FAIL") \(String(step.line).padded(4)) \(step.step)")
+                        if let failure = step.failure { printNow("       " + failure.replacingOccurrences(of: "\n", with: "\n       ")) }
+                    }
+                }
+                if keep == nil { try? FileManager.default.removeItem(at: root) }
+                results.append(result)
+            }
+            if let junit {
+                do {
+                    try Data(JUnitReport.xml(results).utf8).write(to: URL(fileURLWithPath: junit), options: .atomic)
+                } catch {
+                    throw CommandFailure("cannot write \(junit): \(userMessage(for: error))")
+                }
+            }
+            let failed = results.filter { !$0.passed }
+            if output.json {
+                try printJSON(encodable: results)
+            } else {
+                let seconds = String(format: "%.1f", results.map(\.seconds).reduce(0, +))
+                say("\(results.count - failed.count) of \(results.count) scenarios passed (\(seconds) s)"
+                    + (failed.isEmpty ? "" : "; failed: " + failed.map(\.name).joined(separator: ", ")))
+            }
+            if !failed.isEmpty { throw ExitCode.failure }
+        }
+
+        private func root(for scenario: Scenario, index: Int) throws -> URL {
+            let slug = String(scenario.name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(24))
+            let base = keep.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
+            let root = base.appendingPathComponent(keep == nil ? "keyferry-scenario-\(UUID().uuidString.prefix(8))" : "\(index + 1)-\(slug)")
+            guard !FileManager.default.fileExists(atPath: root.path) else {
+                throw CommandFailure("\(root.path) already exists; give --keep an empty directory")
+            }
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            return root
+        }
+    }
+}
