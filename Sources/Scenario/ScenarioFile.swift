@@ -30,11 +30,41 @@ public struct Scenario: Sendable {
         public var account: String
         public var service: String
         public var synchronizable: SynchronizableMatch
+        /// What the simulated user does if the item asks for authentication.
+        public var user: User
 
+        /// The item's primary key, as an update or a delete gives it.
         var query: ItemQuery {
-            ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)],
-                      synchronizable: synchronizable, returning: .data)
+            ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)], synchronizable: synchronizable)
         }
+
+        /// A read of its data, the user answering as `user` says (`passcode`: the device's own).
+        func read(passcode: String?) -> ItemQuery {
+            var query = query
+            query.returning = .data
+            query.authentication = switch user {
+            case .none: .noInteraction
+            case .face: .responding(.biometryMatch)
+            case .wrongFace: .responding(.biometryNoMatch)
+            case .cancel: .responding(.cancel)
+            case .passcode: AuthenticationContext(responses: passcode.map { [.passcode($0)] } ?? [])
+            }
+            return query
+        }
+    }
+
+    /// The simulated user, when an item's access control asks for them.
+    public enum User: String, Sendable, CaseIterable {
+        /// No prompt can be shown (the background): the read is errSecInteractionNotAllowed.
+        case none
+        /// An enrolled face or finger that matches.
+        case face
+        /// A face that does not match.
+        case wrongFace = "wrong-face"
+        /// The user cancels the prompt.
+        case cancel
+        /// The user types the device's passcode.
+        case passcode
     }
 
     public enum Expectation: Sendable {

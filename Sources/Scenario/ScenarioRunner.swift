@@ -225,7 +225,9 @@ actor RunState {
             }
         case .expectSurvival(let device, let bundleID, let secret, let path, let outcome, let status, let reason):
             let matrix = try await client(device, patient: true).survival(app: bundleID, passcode: passcodes[device])
-            guard let cell = matrix.cell(secret, path) else {
+            // `alice` stands for `alice @ SERVICE` when no secret is named exactly that.
+            let row = matrix.rows.first { $0.name == secret } ?? matrix.rows.first { $0.name.hasPrefix("\(secret) @ ") }
+            guard let cell = row?.cells[path] else {
                 let names = matrix.rows.map(\.name)
                 throw ExpectationFailure(matrix.notRun[path].map { "\(path.rawValue) was not run: \($0)" }
                     ?? "no secret named \"\(secret)\" in the matrix (it has: \(names.joined(separator: ", ")))")
@@ -259,7 +261,8 @@ actor RunState {
     private func expect(_ item: Scenario.ItemRef, _ expectation: Scenario.Expectation) async throws {
         let found: Result<[ItemRecord], KeychainError>
         do {
-            let answer: NodeAPI.Items = try await client(item.device).call(.copy, NodeAPI.Search(app: item.app, query: item.query))
+            let query = item.read(passcode: passcodes[item.device])
+            let answer: NodeAPI.Items = try await client(item.device).call(.copy, NodeAPI.Search(app: item.app, query: query))
             found = .success(answer.items)
         } catch let error as KeychainError {
             found = .failure(error)

@@ -225,7 +225,13 @@ struct StepParser {
     }
 
     private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {
-        let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "sync"] + extra, required: ["account"] + names)
+        let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "sync", "user"] + extra, required: ["account"] + names)
+        let user = try fields["user"].map { field in
+            guard let user = Scenario.User(rawValue: try field.text()) else {
+                throw field.failure("the user does one of: \(Scenario.User.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            return user
+        } ?? .none
         let sync: SynchronizableMatch
         switch try fields["sync"].map({ field in (field, try field.node.bool.map { $0 ? "yes" : "no" } ?? field.text()) }) {
         case nil: sync = .no
@@ -235,7 +241,7 @@ struct StepParser {
         case (let field, _)?: throw field.failure("`sync:` is true, false or any.")
         }
         let item = Scenario.ItemRef(device: device, app: app, account: try fields["account"]!.text(),
-                                    service: try fields["service"]?.text() ?? app, synchronizable: sync)
+                                    service: try fields["service"]?.text() ?? app, synchronizable: sync, user: user)
         return (item, fields)
     }
 
