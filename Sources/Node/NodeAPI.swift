@@ -30,6 +30,10 @@ public enum NodeAPI {
         case circleStatus = "circle/status"
         case syncNow = "sync/now"
         case syncStatus = "sync/status"
+
+        /// Long work that stops when its caller goes away (Ctrl-C, a timeout). The node watches
+        /// the connection's inbound side for that, so the connection serves this one call.
+        public var cancelledWhenCallerLeaves: Bool { self == .backup || self == .transfer || self == .survival }
     }
 
     // MARK: Device

@@ -96,6 +96,8 @@ public struct NodeClient: Sendable {
         }
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = get ? .GET : .POST
+        // Not put back in the pool: the node watches such a connection until it closes.
+        if route.cancelledWhenCallerLeaves { request.headers.add(name: "Connection", value: "close") }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try NodeAPI.encoder.encode(body)))

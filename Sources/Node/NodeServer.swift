@@ -124,7 +124,7 @@ public enum NodeServer {
         }
         // A caller that goes away (Ctrl-C, a timeout) takes its backup with it: the archive is
         // dropped unfinished, so that none appears after its command has failed.
-        post(router, .backup, API.Backup.self, logger, cancelledWhenCallerLeaves: true) { request in
+        post(router, .backup, API.Backup.self, logger) { request in
             guard request.path.hasPrefix("/") else { throw API.Failure(request: "the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
             defer { backupProgress.withLock { $0 = nil } }
@@ -137,7 +137,7 @@ public enum NodeServer {
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
             return manifest
         }
-        post(router, .transfer, API.Transfer.self, logger, cancelledWhenCallerLeaves: true) { request in
+        post(router, .transfer, API.Transfer.self, logger) { request in
             guard request.target.hasPrefix("/") else { throw API.Failure(request: "the target path must be absolute.") }
             let target = URL(fileURLWithPath: request.target)
             try DeviceTransfer.requireAnotherDevice(target, than: device)
@@ -149,7 +149,7 @@ public enum NodeServer {
             logger.info("transferred", metadata: ["items": "\(report.restoredCount)"])
             return report
         }
-        post(router, .survival, API.SurvivalOptions.self, logger, cancelledWhenCallerLeaves: true) { request in
+        post(router, .survival, API.SurvivalOptions.self, logger) { request in
             let scratch = FileManager.default.temporaryDirectory
             return try await Survival.matrix(of: device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
         }
@@ -177,15 +177,14 @@ public enum NodeServer {
     private static func path(_ route: NodeAPI.Route) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.rawValue)") }
 
     /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
-    /// since they carry secrets and passcodes. With `cancelledWhenCallerLeaves`, the action's
-    /// task is cancelled if the connection closes before it answers.
+    /// since they carry secrets and passcodes. For a route `cancelledWhenCallerLeaves`, the
+    /// action's task is cancelled if the connection closes before it answers.
     private static func post<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
         _ router: Router<NodeRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
-        cancelledWhenCallerLeaves: Bool = false,
         _ action: @escaping @Sendable (Body) async throws -> Result
     ) {
         router.post(path(route)) { request, context in
-            guard cancelledWhenCallerLeaves else { return try await handle(request, context) }
+            guard route.cancelledWhenCallerLeaves else { return try await handle(request, context) }
             return try await request.body.consumeWithCancellationOnInboundClose { body in
                 try await handle(Request(head: request.head, body: body), context)
             }

@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+/// `keyferry scenario run`: the shipped library, failures, malformed files.
+@Suite("keyferry scenario run")
+struct ScenarioCLITests {
+    /// The repository's `Peers/scenarios`, found from this source file.
+    static let library = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Peers/scenarios")
+
+    static let header = """
+        scenario: a test scenario
+        apps:
+          com.example.mail: {team: ABCDE12345}
+        devices:
+          phone: {passcode: "123456", apps: [com.example.mail]}
+        items:
+          - {device: phone, app: com.example.mail, account: alice, value: s3cret}
+
+        """
+
+    /// Writes `text` to a scenario file under the test's root.
+    static func file(_ cli: CLI, _ name: String, _ text: String) throws -> String {
+        let path = cli.path(name)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// No node or relay of any scenario is left running.
+    static func nothingRunning(under root: String) -> Bool {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return !processes.contains { pid in
+            guard Int(pid) != nil, let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: cmdline, as: UTF8.self).contains(root)
+        }
+    }
+
+    @Test("every scenario of the shipped library holds, and the JUnit file says so")
+    func library() throws {
+        let cli = try CLI()
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.library.path).filter { $0.hasSuffix(".yaml") }.sorted()
+        #expect(files.count >= 16)
+        let junit = cli.path("results.xml")
+        let keep = cli.path("kept")
+        let run = try cli.ok(["scenario", "run", "--junit", junit, "--keep", keep] + files.map { Self.library.appendingPathComponent($0).path })
+        #expect(run.text.contains("\(files.count) of \(files.count) scenarios passed"))
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(xml.contains("tests=\"\(files.count)\" failures=\"0\""))
+        // Every scenario's source is named in its file.
+        for file in files {
+            let text = try String(contentsOf: Self.library.appendingPathComponent(file), encoding: .utf8)
+            #expect(text.hasPrefix("# Source:"), "\(file) names its source first")
+        }
+        #expect(Self.nothingRunning(under: keep))
+    }
+
+    @Test("a failed expectation: exit 1, the step, what was expected and what came back; every node stopped")
+    func failure() throws {
+        let cli = try CLI()
+        let file = try Self.file(cli, "fails.yaml", Self.header + """
+            steps:
+              - lock: {device: phone, now: true}
+              - expect: {device: phone, app: com.example.mail, account: alice, value: s3cret}
+              - unlock: phone
+
+            """)
+        let junit = cli.path("results.xml")
+        let keep = cli.path("kept")
+        let run = try cli.run(["scenario", "run", file, "--junit", junit, "--keep", keep])
+        #expect(run.status == 1)
+        #expect(run.text.contains("FAIL 10"))
+        #expect(run.text.contains("expected \"s3cret\", got errSecInteractionNotAllowed (-25308)"))
+        #expect(!run.text.contains("unlock phone"), "no step runs after the failure")
+        #expect(run.text.contains("0 of 1 scenarios passed"))
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(xml.contains("<failure message=\"line 10: expect alice on phone = &quot;s3cret&quot;"))
+        #expect(Self.nothingRunning(under: keep))
+
+        let json = try cli.run(["scenario", "run", file, "--json"])
+        #expect(json.status == 1)
+        let results = try #require(try json.json() as? [[String: Any]])
+        #expect((results.first?["steps"] as? [[String: Any]])?.last?["passed"] as? Bool == false)
+    }
+
+    @Test("malformed files are refused with FILE:LINE:COLUMN, exit 64, before anything starts", arguments: [
+        ("steps:\n  - lock: tablet\n", "9:11: steps[0].lock: 'tablet' is not one of the scenario's devices"),
+        ("steps:\n  - expect: {device: phone, app: com.example.mail, account: bob, value: x}\n", "no step adds this item"),
+        ("steps:\n  - expect: {device: phone, app: com.example.mail, account: alice, status: errSecNope}\n", "'errSecNope' is not a status Keyferry knows"),
+        ("steps:\n  - install: {device: phone, app: com.example.none}\n", "'com.example.none' is not among the scenario's apps"),
+        ("steps:\n  - restore: {archive: never.kfb, to: phone}\n", "no earlier `backup:` step makes archive 'never.kfb'"),
+        ("steps:\n  - wait: soon\n", "'soon' is not a span of time"),
+        ("steps:\n  - fly: phone\n", "unknown field; expected one of: lock"),
+        ("steps:\n  - sync: phone\n", "in no circle"),
+        ("steps: [\n", "not valid YAML"),
+    ])
+    func malformed(tail: String, problem: String) throws {
+        let cli = try CLI()
+        let file = try Self.file(cli, "bad.yaml", Self.header + tail)
+        let good = try Self.file(cli, "good.yaml", Self.header + "steps:\n  - lock: phone\n")
+        let keep = cli.path("kept")
+        let run = try cli.run(["scenario", "run", good, file, "--keep", keep])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("\(file):"), "names the file: \(run.stderr)")
+        #expect(run.stderr.contains(problem), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: keep), "nothing started, not even the good file")
+    }
+
+    @Test("a missing file is a clear error")
+    func missing() throws {
+        let cli = try CLI()
+        let run = try cli.run(["scenario", "run", cli.path("nope.yaml")])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("no such file"))
+    }
+}
