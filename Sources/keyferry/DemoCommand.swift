@@ -7,6 +7,7 @@ import KeychainStore
 import Logging
 import Node
 import Relay
+import Scenario
 import Sync
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
@@ -129,6 +130,12 @@ struct DemoCommand: AsyncParsableCommand {
         await tour.attempt("read vault-key with the passcode") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
         try await newPhone(from: phone, runner: runner, tour: tour)
 
+        tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")
+        let matrix = try await NodeClient(directory: runner.directory(of: member), timeout: .seconds(600)).survival(app: nil, passcode: passcode)
+        for line in matrix.table(colored: ProcessControl.standardOutputIsTerminal).split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2) {
+            tour.say(String(line))
+        }
+
         tour.heading("Alice removes her passcode")
         try await phone.send(.passcode, NodeAPI.Passcode(new: nil, current: passcode, remove: true))
         tour.say("whenPasscodeSetThisDeviceOnly items are destroyed with it")
@@ -156,6 +163,22 @@ struct DemoCommand: AsyncParsableCommand {
         tour.say("\(files) files; keychain secrets found in plaintext outside app sandboxes: \(hits)")
         tour.say("(UserDefaults stays plaintext, as on iOS: a legacy store is not a keychain)")
         if root != nil { tour.say("The devices stay in \(runner.root.path); `keyferry fleet up \(fleet) --root \(runner.root.path)` brings them back.") }
+
+        try await scenario(tour)
+    }
+
+    /// One scenario of the library on fresh devices, as CI runs it (`keyferry scenario run`).
+    private func scenario(_ tour: Tour) async throws {
+        let file = URL(fileURLWithPath: fleet).deletingLastPathComponent().appendingPathComponent("scenarios/new-phone-restore.yaml")
+        guard FileManager.default.fileExists(atPath: file.path) else { return }
+        let scenario = try Scenario.load(file, displayName: file.relativePath)
+        tour.heading("A scenario file checks what must survive: \(scenario.name) (`keyferry scenario run \(scenario.file)`)")
+        let root = URL(fileURLWithPath: "/tmp/keyferry-demo-scenario-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let result = try await ScenarioRunner(scenario: scenario, root: root).run { step in
+            tour.say("\(step.passed ? "ok  " : "FAIL") \(step.step)" + (step.failure.map { ": \($0)" } ?? ""))
+        }
+        tour.say(result.passed ? "every expectation holds (\(String(format: "%.1f", result.seconds)) s)" : "the scenario failed")
     }
 
     /// The other devices join the phone's circle through a relay the demo runs (returned, to be
