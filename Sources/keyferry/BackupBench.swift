@@ -36,7 +36,7 @@ struct BackupBench: ParsableCommand {
         let passcode = "123456", password = Data("bench backup password".utf8)
 
         let phone = root.appendingPathComponent("phone")
-        let source = try populatedDevice(at: phone, passcode: passcode)
+        let source = try populatedBenchDevice(at: phone, passcode: passcode, items: items, sandboxMB: sandboxMB)
         // Runs alternate which tool goes first, and medians are compared: the machine is shared.
         var creates: [Double] = [], restics: [(seconds: Double, bytes: Int)] = []
         let archive = root.appendingPathComponent("phone.kfbackup")
@@ -81,34 +81,6 @@ struct BackupBench: ParsableCommand {
         print(String(format: "keyferry restore         %7.2f s   (%d items restored onto a new device)", restore, restored))
     }
 
-    /// A device of `items` items spread over classes, protection classes and four apps, with
-    /// `sandboxMB` of incompressible sandbox files: what restic and Keyferry both back up.
-    private func populatedDevice(at directory: URL, passcode: String) throws -> Device {
-        let device = try Device.create(at: directory, options: DeviceOptions(name: "Bench iPhone", passcode: passcode))
-        let apps = (0..<4).map { AppManifest(bundleID: "com.example.app\($0)", teamID: "BENCH12345") }
-        for app in apps { try device.install(app) }
-        let protections: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
-                                              .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
-        let entropy = SystemEntropy()
-        for start in stride(from: 0, to: items, by: 5_000) {
-            let batch = (start..<min(start + 5_000, items)).map { index -> NewItem in
-                let protection = protections[index % protections.count]
-                let secret = Data(entropy.bytes(256))
-                switch index % 3 {
-                case 0: return NewItem(.genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")], data: secret, protection: protection)
-                case 1: return NewItem(.internetPassword, attributes: [.account: .string("user\(index)"), .server: .string("host\(index % 97).example.com")],
-                                       data: secret, protection: protection)
-                default: return NewItem(.key, attributes: [.applicationTag: .data(Data("key\(index)".utf8))], data: secret, protection: protection)
-                }
-            }
-            try device.keychain(for: apps[(start / 5_000) % apps.count].bundleID).importItems(batch)
-        }
-        let fileBytes = 1 << 20
-        for index in 0..<sandboxMB {
-            try device.sandbox(for: apps[index % apps.count].bundleID).writeFile("blob\(index).bin", Data(entropy.bytes(fileBytes)))
-        }
-        return device
-    }
 
     private func size(of file: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
@@ -129,4 +101,33 @@ struct BackupBench: ParsableCommand {
             return (seconds, bytes)
         }
     }
+}
+
+/// A device of `items` items spread over classes, protection classes and four apps, with
+/// `sandboxMB` of incompressible sandbox files: what the backup and survival benchmarks measure.
+func populatedBenchDevice(at directory: URL, passcode: String, items: Int, sandboxMB: Int, biometry: Bool = false) throws -> Device {
+    let device = try Device.create(at: directory, options: DeviceOptions(name: "Bench iPhone", passcode: passcode, enrollBiometry: biometry))
+    let apps = (0..<4).map { AppManifest(bundleID: "com.example.app\($0)", teamID: "BENCH12345") }
+    for app in apps { try device.install(app) }
+    let protections: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
+                                          .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+    let entropy = SystemEntropy()
+    for start in stride(from: 0, to: items, by: 5_000) {
+        let batch = (start..<min(start + 5_000, items)).map { index -> NewItem in
+            let protection = protections[index % protections.count]
+            let secret = Data(entropy.bytes(256))
+            switch index % 3 {
+            case 0: return NewItem(.genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")], data: secret, protection: protection)
+            case 1: return NewItem(.internetPassword, attributes: [.account: .string("user\(index)"), .server: .string("host\(index % 97).example.com")],
+                                   data: secret, protection: protection)
+            default: return NewItem(.key, attributes: [.applicationTag: .data(Data("key\(index)".utf8))], data: secret, protection: protection)
+            }
+        }
+        try device.keychain(for: apps[(start / 5_000) % apps.count].bundleID).importItems(batch)
+    }
+    let fileBytes = 1 << 20
+    for index in 0..<sandboxMB {
+        try device.sandbox(for: apps[index % apps.count].bundleID).writeFile("blob\(index).bin", Data(entropy.bytes(fileBytes)))
+    }
+    return device
 }
