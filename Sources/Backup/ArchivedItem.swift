@@ -60,7 +60,7 @@ public struct ArchivedItem: Sendable, Equatable {
     static let nameAttributes = AttributeSelection([.account, .service, .server, .label, .applicationTag])
 
     /// Account and service (or server), else the label, else the application tag.
-    static func name(_ attribute: (AttributeKey) -> AttributeValue?) -> String? {
+    package static func name(_ attribute: (AttributeKey) -> AttributeValue?) -> String? {
         func text(_ key: AttributeKey) -> String? {
             switch attribute(key) {
             case .string(let value) where !value.isEmpty: value

@@ -30,6 +30,13 @@ public struct AppManifest: Codable, Hashable, Sendable {
         return groups
     }
 
+    /// The app as another developer team publishes it after an app transfer: the old team's
+    /// groups take the new team's prefix, app groups (`group.`) keep their names.
+    public func transferred(to team: String) -> AppManifest {
+        let groups = accessGroups.map { $0.hasPrefix("\(teamID).") ? team + $0.dropFirst(teamID.count) : $0 }
+        return AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement)
+    }
+
     /// Checks the shapes Apple enforces at signing time.
     public func validate() throws {
         try Self.validate(bundleID: bundleID)

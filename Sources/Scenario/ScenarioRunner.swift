@@ -154,9 +154,7 @@ actor RunState {
             try await client(device).send(.install, installed)
         case .transferTeam(let device, let bundleID, let team):
             let installed = try await client(device).apps().first { $0.bundleID == bundleID } ?? app(bundleID)
-            let groups = installed.accessGroups.map { $0.hasPrefix("\(installed.teamID).") ? team + $0.dropFirst(installed.teamID.count) : $0 }
-            try await client(device).send(.install, AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups,
-                                                                hasKeychainEntitlement: installed.hasKeychainEntitlement))
+            try await client(device).send(.install, installed.transferred(to: team))
         case .add(let item, let value, let accessible, let accessControl, let expected):
             let new = NewItem(.genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
                               data: Data(value.utf8), protection: accessible, accessControl: accessControl,

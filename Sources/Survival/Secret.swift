@@ -1,3 +1,4 @@
+import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
@@ -66,21 +67,9 @@ struct Secret: Sendable {
         }
     }
 
+    /// `account @ service` as a restore report names it, else the class and a short id.
     private static func name(of record: ItemRecord) -> String {
-        func text(_ key: AttributeKey) -> String? {
-            switch record.attributes[key] {
-            case .string(let value) where !value.isEmpty: value
-            case .data(let value) where !value.isEmpty: String(data: value, encoding: .utf8)
-            default: nil
-            }
-        }
-        let account = text(.account), service = text(.service) ?? text(.server)
-        switch (account, service) {
-        case let (account?, service?): return "\(account) @ \(service)"
-        case let (account?, nil): return account
-        case let (nil, service?): return service
-        default: return text(.label) ?? "\(record.itemClass.name) \(record.uuid.uuidString.prefix(8))"
-        }
+        ArchivedItem.name { record.attributes[$0] } ?? "\(record.itemClass.name) \(record.uuid.uuidString.prefix(8))"
     }
 
     /// Reads the secret on `device` as its app would, the user answering every prompt (a face

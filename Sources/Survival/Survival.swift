@@ -124,7 +124,9 @@ struct PathRunner: Sendable {
             return .cells(read(path, on: target))
         case .appTransferred:
             let target = try fork(path)
-            for app in try appsOfSecrets(on: target.device) { try target.device.install(app.transferred()) }
+            for app in try appsOfSecrets(on: target.device) {
+                try target.device.install(app.transferred(to: app.teamID == "TRANSFER01" ? "TRANSFER02" : "TRANSFER01"))
+            }
             return .cells(read(path, on: target))
         case .appReinstalled:
             let target = try fork(path)
@@ -207,15 +209,5 @@ struct PathRunner: Sendable {
             }
             return cell
         }
-    }
-}
-
-extension AppManifest {
-    /// The app as another developer team publishes it after a transfer: its team's groups
-    /// are the new team's; app groups (`group.`) keep their names.
-    func transferred() -> AppManifest {
-        let team = teamID == "TRANSFER01" ? "TRANSFER02" : "TRANSFER01"
-        let groups = accessGroups.map { $0.hasPrefix("\(teamID).") ? team + $0.dropFirst(teamID.count) : $0 }
-        return AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement)
     }
 }
