@@ -59,7 +59,7 @@ let package = Package(
             ]),
 
         // The survival matrix: every path a device's secrets can take, run on scratch copies.
-        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "Backup", "Sync", "Relay"]),
+        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "Relay"]),
 
         // A powered-on device as a process: the control API on a socket in its directory,
         // the client the command line uses, and the launcher that starts and stops it.
@@ -80,7 +80,7 @@ let package = Package(
         // Scenario files: what must survive, stated in YAML and checked on real nodes.
         .target(
             name: "Scenario",
-            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Survival", "Node", "Fleet"]),
+            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "Survival", "Node", "Fleet"]),
 
         .executableTarget(
             name: "keyferry",

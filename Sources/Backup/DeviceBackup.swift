@@ -72,6 +72,17 @@ public enum DeviceBackup {
         return try writer.finish(manifest)
     }
 
+    /// An encrypted archive under a one-time random key, which is returned and never written:
+    /// for archives only this process reads (a transfer in transit, scratch devices). The key is
+    /// random, not a password people chose, so stretching it would add nothing.
+    package static func createUnderRandomKey(
+        from device: Device, to destination: URL, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
+    ) throws -> Data {
+        let key = Data(SystemEntropy().bytes(SymmetricKey.byteCount))
+        try create(from: device, to: destination, mode: .encrypted(password: key, parameters: .minimum), progress: progress)
+        return key
+    }
+
     private static func append(_ contents: [Data], _ kind: SectionKind, to writer: ArchiveWriter) throws {
         for section in try CompressedSection.compressing(contents, as: kind) { try writer.append(section) }
     }

@@ -1,6 +1,5 @@
 import Foundation
 import KeychainStore
-import KeyferryCrypto
 
 /// Quick Start, the device-to-device transfer of a new iPhone: the apps, their sandboxes and
 /// every keychain item allowed to leave the device move onto another one; ThisDeviceOnly items
@@ -47,13 +46,9 @@ public enum DeviceTransfer {
         from source: Device, beside target: URL, progress: (Stage, Int, Int) throws -> Void,
         receive: (_ archive: URL, _ key: Data) throws -> RestoreReport
     ) throws -> RestoreReport {
-        let key = Data(SystemEntropy().bytes(SymmetricKey.byteCount))
         let archive = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).transfer-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: archive) }
-        // The key is random, not a password people chose: stretching it would add nothing.
-        try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: key, parameters: .minimum)) {
-            try progress(.sending, $0, $1)
-        }
+        let key = try DeviceBackup.createUnderRandomKey(from: source, to: archive) { try progress(.sending, $0, $1) }
         return try receive(archive, key)
     }
 }

@@ -48,8 +48,15 @@ public final class AdvancingClock: DeviceClock {
     }
 
     /// Seconds in a span written as people write it: `90s`, `10m`, `1h30m`, `30d`, `2w`
-    /// (a bare number is seconds). nil for anything else, or a span past a century.
-    public static func seconds(in text: String) -> TimeInterval? {
+    /// (a bare number is seconds); anything else, or a span past a century, is refused.
+    public static func seconds(in text: String) throws -> TimeInterval {
+        guard let seconds = parse(text) else {
+            throw DeviceError(.invalidArgument, "'\(text)' is not a span of time; write it as 90s, 10m, 1h30m, 30d or 2w.")
+        }
+        return seconds
+    }
+
+    private static func parse(_ text: String) -> TimeInterval? {
         let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
         if let plain = TimeInterval(text), plain >= 0, plain.isFinite, plain < 3.2e9 { return plain }
         var total: TimeInterval = 0

@@ -106,6 +106,14 @@ public struct Scenario: Sendable {
         case enroll, reenroll, remove
     }
 
+    /// The name as a file name: lower-case letters and digits, `-` for the rest.
+    public var slug: String { Self.slug(name) }
+
+    private static func slug(_ name: String) -> String {
+        let slug = String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(40))
+        return slug.isEmpty ? "scenario" : slug
+    }
+
     public static let actions = [
         "lock", "unlock", "reboot", "power-off", "power-on", "passcode-set", "passcode-change", "passcode-remove",
         "biometry-enroll", "biometry-reenroll", "biometry-remove", "install", "uninstall", "reinstall", "transfer-team",
@@ -151,8 +159,7 @@ public struct Scenario: Sendable {
                 throw fleetField.failure("the fleet file does not load: \(error)")
             }
         } else {
-            let slug = String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(40))
-            fleet = try FleetFile(name: slug.isEmpty ? "scenario" : slug, fields: top, in: document)
+            fleet = try FleetFile(name: Self.slug(name), fields: top, in: document)
         }
         var parser = StepParser(fleet: fleet)
         var steps: [Step] = []

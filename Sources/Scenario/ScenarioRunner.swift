@@ -5,6 +5,7 @@ import KeychainModel
 import KeychainStore
 import Node
 import Survival
+import Sync
 
 /// What one step did.
 public struct StepResult: Codable, Sendable {
@@ -66,7 +67,7 @@ public struct ScenarioRunner: Sendable {
                     result.passed = false
                     result.failure = "\(error)"
                 }
-                result.seconds = (ContinuousClock.now - stepStart).seconds
+                result.seconds = (ContinuousClock.now - stepStart) / .seconds(1)
                 results.append(result)
                 progress(result)
                 if !result.passed { break }
@@ -77,7 +78,7 @@ public struct ScenarioRunner: Sendable {
         }
         await Self.stop(fleet)
         return ScenarioResult(name: scenario.name, file: scenario.file, source: scenario.source, steps: results,
-                              seconds: (ContinuousClock.now - started).seconds)
+                              seconds: (ContinuousClock.now - started) / .seconds(1))
     }
 
     /// Stops every node and the relay, in a task of its own: a cancelled run still cleans up.
@@ -90,10 +91,6 @@ public struct ScenarioRunner: Sendable {
 struct ExpectationFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The run's memory between steps: passcodes as they change, archives made, the last report.
@@ -174,7 +171,7 @@ actor RunState {
         case .sync(let devices):
             // Around twice: what one pushes, the others pull on the next round.
             for _ in 0..<2 {
-                for device in devices { let _: SyncReportAnswer = try await client(device).call(.syncNow, NodeAPI.Empty()) }
+                for device in devices { let _: SyncReport = try await client(device).call(.syncNow, NodeAPI.Empty()) }
             }
         case .backup(let device, let name, let encrypted):
             let url = fleet.root.appendingPathComponent("archives/\(name)")
@@ -289,6 +286,3 @@ actor RunState {
             }
     }
 }
-
-/// `sync/now`'s answer, read only to know the call succeeded.
-private struct SyncReportAnswer: Decodable {}

@@ -278,9 +278,8 @@ struct StepParser {
 
     private func duration(_ field: YAMLField) throws -> TimeInterval {
         let text = try field.text()
-        guard let seconds = AdvancingClock.seconds(in: text) else {
-            throw field.failure("'\(text)' is not a span of time; write it as 90s, 10m, 1h30m, 30d or 2w.")
-        }
+        var seconds: TimeInterval = 0
+        try field.check { seconds = try AdvancingClock.seconds(in: text) }
         return seconds
     }
 }

@@ -22,11 +22,6 @@ struct Secret: Sendable {
         return nil
     }
 
-    var record: ItemRecord? {
-        if case .item(let record) = locator { return record }
-        return nil
-    }
-
     /// What one read gave.
     enum Reading: Sendable, Equatable {
         case value(Data)

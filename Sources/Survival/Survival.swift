@@ -2,9 +2,9 @@ import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
-import KeyferryCrypto
 import Relay
 import Sync
+import Synchronization
 
 /// Runs every `SurvivalPath` for real and reads each secret afterwards: on copies of the device
 /// (`Device.fork`) for what happens to it, and on new scratch devices for what reaches another
@@ -26,11 +26,9 @@ public enum Survival {
         }
     }
 
-    /// The matrix of `device`, which must be powered on and unlocked. `progress` hears each path
-    /// as it finishes. Paths run side by side, each on a thread of its own.
-    public static func matrix(
-        of device: Device, options: Options, progress: @escaping @Sendable (SurvivalPath, _ done: Int, _ total: Int) -> Void = { _, _, _ in }
-    ) async throws -> SurvivalMatrix {
+    /// The matrix of `device`, which must be powered on and unlocked. Paths run side by side,
+    /// each on a thread of its own.
+    public static func matrix(of device: Device, options: Options) async throws -> SurvivalMatrix {
         guard device.lockState == .unlocked else {
             throw DeviceError(.protectedDataUnavailable,
                 "\(device.info.name) is locked, so its secrets cannot be read; unlock it first (`keyferry device unlock DIR --passcode ...`).")
@@ -45,7 +43,8 @@ public enum Survival {
             return (now, try Secret.all(on: now, app: options.app, passcode: options.passcode), try now.status())
         }
         let runner = PathRunner(now: now, work: work, secrets: secrets, passcode: options.passcode,
-                                passcodeSet: status.passcodeSet, biometryEnrolled: status.biometryEnrolled)
+                                passcodeSet: status.passcodeSet, biometryEnrolled: status.biometryEnrolled,
+                                archives: Archives(of: now, in: work))
         var cells: [SurvivalPath: [SurvivalCell]] = [:]
         var notRun: [SurvivalPath: String] = [:]
         try await withThrowingTaskGroup(of: (SurvivalPath, PathResult).self) { group in
@@ -57,7 +56,6 @@ public enum Survival {
                 case .cells(let column): cells[path] = column
                 case .notRun(let why): notRun[path] = why
                 }
-                progress(path, cells.count + notRun.count, SurvivalPath.allCases.count)
             }
         }
         let paths = SurvivalPath.allCases.filter { cells[$0] != nil }
@@ -84,6 +82,7 @@ struct PathRunner: Sendable {
     let passcode: String?
     let passcodeSet: Bool
     let biometryEnrolled: Bool
+    let archives: Archives
 
     func run(_ path: SurvivalPath) async throws -> PathResult {
         switch path {
@@ -98,13 +97,10 @@ struct PathRunner: Sendable {
         switch path {
         case .encryptedBackupNewDevice, .encryptedBackupSameDevice, .unencryptedBackupNewDevice, .unencryptedBackupSameDevice:
             let encrypted = path == .encryptedBackupNewDevice || path == .encryptedBackupSameDevice
-            let archive = work.appendingPathComponent("\(path.rawValue).archive")
-            let key = Data(SystemEntropy().bytes(SymmetricKey.byteCount))
-            try DeviceBackup.create(from: now, to: archive, mode: encrypted ? .encrypted(password: key, parameters: .minimum) : .unencrypted)
+            let archive = try archives.archive(encrypted: encrypted)
             let sameDevice = path == .encryptedBackupSameDevice || path == .unencryptedBackupSameDevice
             let target = sameDevice ? try fork(path) : try newDevice(path)
-            let report = try DeviceRestore.restore(archive, password: encrypted ? key : nil, into: target.device)
-            try? FileManager.default.removeItem(at: archive)
+            let report = try DeviceRestore.restore(archive.url, password: archive.password, into: target.device)
             return .cells(read(path, on: target, report: report))
         case .quickStart:
             let target = try newDevice(path)
@@ -209,5 +205,36 @@ struct PathRunner: Sendable {
             }
             return cell
         }
+    }
+}
+
+/// The encrypted and the unencrypted backup of `now`, each written once, by whichever of its two
+/// paths (onto a new device, onto this one) asks first; the other waits for it.
+final class Archives: Sendable {
+    typealias Archive = (url: URL, password: Data?)
+    private let device: Device
+    private let directory: URL
+    private let encrypted = Mutex<Archive?>(nil)
+    private let unencrypted = Mutex<Archive?>(nil)
+
+    init(of device: Device, in directory: URL) {
+        self.device = device
+        self.directory = directory
+    }
+
+    func archive(encrypted wanted: Bool) throws -> Archive {
+        wanted ? try encrypted.withLock { try make(&$0, encrypted: true) } : try unencrypted.withLock { try make(&$0, encrypted: false) }
+    }
+
+    private func make(_ made: inout Archive?, encrypted: Bool) throws -> Archive {
+        if let made { return made }
+        let url = directory.appendingPathComponent(encrypted ? "encrypted.archive" : "unencrypted.archive")
+        if encrypted {
+            made = (url, try DeviceBackup.createUnderRandomKey(from: device, to: url))
+        } else {
+            try DeviceBackup.create(from: device, to: url, mode: .unencrypted)
+            made = (url, nil)
+        }
+        return made!
     }
 }

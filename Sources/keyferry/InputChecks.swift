@@ -70,10 +70,11 @@ enum Checked {
 
     /// A span of time: `90s`, `10m`, `1h30m`, `30d`.
     static func duration(_ text: String) throws -> TimeInterval {
-        guard let seconds = AdvancingClock.seconds(in: text) else {
-            throw ValidationError("'\(text)' is not a span of time; write it as 90s, 10m, 1h30m, 30d or 2w.")
+        do {
+            return try AdvancingClock.seconds(in: text)
+        } catch let error as DeviceError {
+            throw ValidationError(error.message)
         }
-        return seconds
     }
 
     /// `--limit`: one, all, or a number from 1.

@@ -78,9 +78,8 @@ struct ScenarioCommand: AsyncParsableCommand {
         }
 
         private func root(for scenario: Scenario, index: Int) throws -> URL {
-            let slug = String(scenario.name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(24))
             let base = keep.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-            let root = base.appendingPathComponent(keep == nil ? "keyferry-scenario-\(UUID().uuidString.prefix(8))" : "\(index + 1)-\(slug)")
+            let root = base.appendingPathComponent(keep == nil ? "keyferry-scenario-\(UUID().uuidString.prefix(8))" : "\(index + 1)-\(scenario.slug.prefix(24))")
             guard !FileManager.default.fileExists(atPath: root.path) else {
                 throw CommandFailure("\(root.path) already exists; give --keep an empty directory")
             }

@@ -46,8 +46,7 @@ struct SurvivalBench: AsyncParsableCommand {
             if run % 2 == 0 { try backup() }
             let start = ContinuousClock.now
             rows = try await Survival.matrix(of: device, options: .init(passcode: passcode, scratch: root)).rows.count
-            let elapsed = ContinuousClock.now - start
-            matrices.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            matrices.append((ContinuousClock.now - start) / .seconds(1))
             if run % 2 == 1 { try backup() }
         }
         var library: (files: Int, seconds: Double)?
