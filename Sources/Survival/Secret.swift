@@ -55,9 +55,10 @@ struct Secret: Sendable {
                 secrets.append(Secret(row: row, locator: .file(bundleID: app.bundleID, path: file.path), baseline: .missing))
             }
         }
+        let reader = Reader(device, passcode: passcode)
         return secrets.map { secret in
             var secret = secret
-            secret.baseline = secret.read(on: device, passcode: passcode)
+            secret.baseline = secret.read(with: reader)
             return secret
         }
     }
@@ -67,13 +68,31 @@ struct Secret: Sendable {
         ArchivedItem.name { record.attributes[$0] } ?? "\(record.itemClass.name) \(record.uuid.uuidString.prefix(8))"
     }
 
-    /// Reads the secret on `device` as its app would, the user answering every prompt (a face
-    /// that matches, and `passcode` when there is one).
-    func read(on device: Device, passcode: String?) -> Reading {
+    /// How secrets are read on one device: each installed app's keychain, entitled groups and
+    /// sandbox, looked up once rather than for every secret; and the user answering every
+    /// prompt (a face that matches, and the device's passcode when there is one).
+    struct Reader {
+        let device: Device
+        let apps: [String: (keychain: Keychain, groups: Set<String>, sandbox: Sandbox)]
+        let authentication: AuthenticationContext
+
+        init(_ device: Device, passcode: String?) {
+            self.device = device
+            let installed = (try? device.installedApps()) ?? []
+            apps = Dictionary(uniqueKeysWithValues: installed.compactMap { app in
+                guard let keychain = try? device.keychain(for: app.bundleID), let sandbox = try? device.sandbox(for: app.bundleID) else { return nil }
+                return (app.bundleID, (keychain, Set(app.entitledGroups), sandbox))
+            })
+            authentication = AuthenticationContext(responses: [.biometryMatch] + (passcode.map { [.passcode($0)] } ?? []))
+        }
+    }
+
+    /// Reads the secret as its app would.
+    func read(with reader: Reader) -> Reading {
         switch locator {
-        case .item(let record): return Self.readItem(record, app: row.app, on: device, passcode: passcode)
+        case .item(let record): return Self.readItem(record, app: row.app, with: reader)
         case .defaults(let bundleID, let key):
-            guard let sandbox = try? device.sandbox(for: bundleID) else { return .missing }
+            guard let sandbox = reader.apps[bundleID]?.sandbox else { return .missing }
             guard sandbox.defaultsAreReadable else {
                 return .failed(nil, "UserDefaults cannot be read before first unlock (completeUntilFirstUserAuthentication)")
             }
@@ -81,7 +100,7 @@ struct Secret: Sendable {
             let encoded = try? PropertyListSerialization.data(fromPropertyList: [key: value], format: .binary, options: 0)
             return .value(encoded ?? Data())
         case .file(let bundleID, let path):
-            guard let sandbox = try? device.sandbox(for: bundleID) else { return .missing }
+            guard let sandbox = reader.apps[bundleID]?.sandbox else { return .missing }
             do {
                 return .value(try sandbox.readFile(path))
             } catch let error as DeviceError where error.code == .protectedDataUnavailable {
@@ -92,23 +111,21 @@ struct Secret: Sendable {
         }
     }
 
-    private static func readItem(_ record: ItemRecord, app: String?, on device: Device, passcode: String?) -> Reading {
+    private static func readItem(_ record: ItemRecord, app: String?, with reader: Reader) -> Reading {
         let keychain: Keychain
-        if let app, let manifest = try? device.app(app) {
+        if let app, let installed = reader.apps[app] {
             // An app's search never reaches a group it is not entitled to: not found, for it.
-            guard manifest.entitledGroups.contains(record.accessGroup), let appKeychain = try? device.keychain(for: app) else { return .missing }
-            keychain = appKeychain
+            guard installed.groups.contains(record.accessGroup) else { return .missing }
+            keychain = installed.keychain
         } else {
-            keychain = device.deviceKeychain
+            keychain = reader.device.deviceKeychain
         }
         let primaryKey = Dictionary(uniqueKeysWithValues: record.itemClass.primaryKey.compactMap { key in
             record.attributes[key].map { (key, $0) }
         })
-        var responses: [AuthenticationResponse] = [.biometryMatch]
-        if let passcode { responses.append(.passcode(passcode)) }
         let query = ItemQuery(record.itemClass, attributes: primaryKey, accessGroup: record.accessGroup,
                               synchronizable: record.synchronizable ? .yes : .no, matchLimit: .one,
-                              returning: [.data], authentication: AuthenticationContext(responses: responses))
+                              returning: [.data], authentication: reader.authentication)
         do {
             return .value(try keychain.copy(query).first?.data ?? Data())
         } catch let error as KeychainError where error.status == .itemNotFound {
@@ -121,8 +138,8 @@ struct Secret: Sendable {
     }
 
     /// What a path did to this secret, compared with the baseline.
-    func cell(on device: Device, passcode: String?) -> SurvivalCell {
-        let now = read(on: device, passcode: passcode)
+    func cell(with reader: Reader) -> SurvivalCell {
+        let now = read(with: reader)
         switch (baseline, now) {
         case (_, .missing): return SurvivalCell(.lost)
         case (.value(let before), .value(let after)):

@@ -198,8 +198,9 @@ struct PathRunner: Sendable {
 
     private func read(_ path: SurvivalPath, on target: Target, report: RestoreReport? = nil) -> [SurvivalCell] {
         let outcomes = report.map { Dictionary($0.items.map { ($0.uuid, $0) }, uniquingKeysWith: { a, _ in a }) } ?? [:]
+        let reader = Secret.Reader(target.device, passcode: target.passcode)
         return secrets.map { secret in
-            var cell = secret.cell(on: target.device, passcode: target.passcode)
+            var cell = secret.cell(with: reader)
             if cell.outcome != .kept {
                 cell.reason = LossReason.explain(secret, path, cell, restored: secret.uuid.flatMap { outcomes[$0] }) ?? cell.reason
             }
