@@ -247,7 +247,7 @@ public struct PrimaryKey: Hashable, Sendable {
 
 /// `512 bytes`, `1.5 MiB`: a size as people read it.
 public func byteSize(_ bytes: Int) -> String {
-    if bytes < 1024 { return "\(bytes) bytes" }
+    if bytes < 1024 { return bytes == 1 ? "1 byte" : "\(bytes) bytes" }
     let units = ["KiB", "MiB", "GiB", "TiB"]
     var value = Double(bytes) / 1024, unit = 0
     while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }

@@ -163,7 +163,7 @@ public struct Sandbox: Sendable {
             try String.fetchOne(db, sql: "SELECT protection FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
         }
         guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw DeviceError(.invalidArgument, "\(bundleID) has no file \(name).")
+            throw DeviceError(.noSuchFile, "\(bundleID) has no file Documents/\(name).")
         }
         let protection = recorded.flatMap(FileProtection.init(rawValue:)) ?? .completeUntilFirstUserAuthentication
         guard try available(protection) else {
@@ -172,11 +172,30 @@ public struct Sandbox: Sendable {
         return data
     }
 
-    /// Every file under Documents with its protection class, by path (for backup).
-    public func files() throws -> [(path: String, protection: FileProtection)] {
-        try device.database.read { db in
+    /// Removes a file under Documents, whatever the lock state: as on iOS, unlinking needs no
+    /// class key. The record goes first, so a crash in between leaves a file no one lists
+    /// rather than a listed file that is gone.
+    public func removeFile(_ name: String) throws {
+        let url = try documentURL(name)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw DeviceError(.noSuchFile, "\(bundleID) has no file Documents/\(name).")
+        }
+        try device.database.write { db in
+            try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
+        }
+        try FileManager.default.removeItem(at: url)
+    }
+
+    /// Every file under Documents with its protection class and size, by path. Sizes are
+    /// metadata: known whatever the lock state.
+    public func files() throws -> [(path: String, protection: FileProtection, bytes: Int)] {
+        let rows = try device.database.read { db in
             try Row.fetchAll(db, sql: "SELECT path, protection FROM sandbox_file WHERE bundle_id = ? ORDER BY path", arguments: [bundleID])
-                .map { row in (row["path"], FileProtection(rawValue: row["protection"]) ?? .completeUntilFirstUserAuthentication) }
+        }
+        return try rows.map { row in
+            let path: String = row["path"]
+            let size = try? FileManager.default.attributesOfItem(atPath: documentURL(path).path)[.size] as? Int
+            return (path, FileProtection(rawValue: row["protection"]) ?? .completeUntilFirstUserAuthentication, size ?? 0)
         }
     }
 

@@ -13,6 +13,7 @@ public struct DeviceError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidArgument = Code(rawValue: "invalidArgument")
         public static let appNotInstalled = Code(rawValue: "appNotInstalled")
         public static let protectedDataUnavailable = Code(rawValue: "protectedDataUnavailable")
+        public static let noSuchFile = Code(rawValue: "noSuchFile")
         public static let io = Code(rawValue: "io")
     }
 

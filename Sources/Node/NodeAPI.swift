@@ -17,7 +17,7 @@ public enum NodeAPI {
         case status
         case reboot
         case unlock, lock, passcode, biometry
-        case apps, install, uninstall, defaults
+        case apps, install, uninstall, defaults, files, file
         case add, copy, update, delete, list
         case copyMany = "copy-many"
         case backup, transfer, survival, clock
@@ -98,6 +98,46 @@ public enum NodeAPI {
             self.bundleID = bundleID
             self.set = set
         }
+    }
+
+    /// The files under an app's Documents.
+    public struct Files: Codable, Sendable {
+        public var bundleID: String
+        public init(bundleID: String) { self.bundleID = bundleID }
+    }
+
+    public struct FileInfo: Codable, Sendable, Equatable {
+        public var path: String
+        public var protection: FileProtection
+        public var bytes: Int
+    }
+
+    /// One file under an app's Documents (`path` relative to it): written when `contents` is
+    /// given (with `protection`, by default complete until first user authentication), removed
+    /// when `remove` is true, else read. The answer is the file as it now is; `contents` is
+    /// nil after a removal.
+    public struct File: Codable, Sendable {
+        /// What one request writes at most: its JSON (base64) stays under a node's body limit.
+        public static let maximumBytes = 4 << 20
+
+        public var bundleID: String
+        public var path: String
+        public var contents: Data?
+        public var protection: FileProtection?
+        public var remove: Bool?
+
+        public init(bundleID: String, path: String, contents: Data? = nil, protection: FileProtection? = nil, remove: Bool = false) {
+            self.bundleID = bundleID
+            self.path = path
+            self.contents = contents
+            self.protection = protection
+            self.remove = remove ? true : nil
+        }
+    }
+
+    public struct FileContents: Codable, Sendable {
+        public var path: String
+        public var contents: Data?
     }
 
     // MARK: Items

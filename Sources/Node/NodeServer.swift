@@ -103,6 +103,21 @@ public enum NodeServer {
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
             return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
         }
+        post(router, .files, API.Files.self, logger) { request in
+            try device.sandbox(for: request.bundleID).files().map { API.FileInfo(path: $0.path, protection: $0.protection, bytes: $0.bytes) }
+        }
+        post(router, .file, API.File.self, logger) { request in
+            let sandbox = try device.sandbox(for: request.bundleID)
+            if request.remove == true {
+                guard request.contents == nil else { throw API.Failure(request: "a file is either written or removed, not both.") }
+                try sandbox.removeFile(request.path)
+                return API.FileContents(path: request.path, contents: nil)
+            }
+            if let contents = request.contents {
+                try sandbox.writeFile(request.path, contents, protection: request.protection ?? .completeUntilFirstUserAuthentication)
+            }
+            return API.FileContents(path: request.path, contents: try sandbox.readFile(request.path))
+        }
         post(router, .add, API.Add.self, logger) { request in
             API.Items(items: [try device.keychain(for: request.app).add(request.item)])
         }

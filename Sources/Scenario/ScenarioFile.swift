@@ -30,12 +30,16 @@ public struct Scenario: Sendable {
         public var account: String
         public var service: String
         public var synchronizable: SynchronizableMatch
+        /// The access group it is added to or searched in; nil: the app's default group on
+        /// add, every group it is entitled to on a search.
+        public var group: String?
         /// What the simulated user does if the item asks for authentication.
         public var user: User
 
         /// The item's primary key, as an update or a delete gives it.
         var query: ItemQuery {
-            ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)], synchronizable: synchronizable)
+            ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)], accessGroup: group,
+                      synchronizable: synchronizable)
         }
 
         /// A read of its data, the user answering as `user` says (`passcode`: the device's own).
@@ -73,6 +77,14 @@ public struct Scenario: Sendable {
         case status(KeychainStatus)
     }
 
+    /// What a file under an app's Documents must be.
+    public enum FileExpectation: Sendable {
+        case text(String)
+        case absent
+        /// Present, but its protection class is unavailable in the lock state.
+        case protected
+    }
+
     public enum Action: Sendable {
         case lock(device: String, now: Bool)
         case unlock(device: String, passcode: String?)
@@ -90,6 +102,8 @@ public struct Scenario: Sendable {
         case update(ItemRef, value: String, expect: KeychainStatus?)
         case delete(ItemRef, expect: KeychainStatus?)
         case defaults(device: String, app: String, set: [String: String])
+        case writeFile(device: String, app: String, path: String, text: String, protection: FileProtection?)
+        case removeFile(device: String, app: String, path: String)
         case sync([String])
         case backup(device: String, archive: String, encrypted: Bool)
         case restore(archive: String, to: String)
@@ -97,6 +111,7 @@ public struct Scenario: Sendable {
         case wait(TimeInterval, devices: [String])
         case expect(ItemRef, Expectation)
         case expectDefaults(device: String, app: String, key: String, value: String?)
+        case expectFile(device: String, app: String, path: String, FileExpectation)
         case expectReport(String)
         case expectSurvival(device: String, app: String?, secret: String, path: SurvivalPath, outcome: SurvivalCell.Outcome,
                             status: KeychainStatus?, reason: String?)
@@ -117,8 +132,8 @@ public struct Scenario: Sendable {
     public static let actions = [
         "lock", "unlock", "reboot", "power-off", "power-on", "passcode-set", "passcode-change", "passcode-remove",
         "biometry-enroll", "biometry-reenroll", "biometry-remove", "install", "uninstall", "reinstall", "transfer-team",
-        "add", "update", "delete", "defaults", "sync", "backup", "restore", "transfer", "wait",
-        "expect", "expect-defaults", "expect-restore", "expect-survival",
+        "add", "update", "delete", "defaults", "file", "remove-file", "sync", "backup", "restore", "transfer", "wait",
+        "expect", "expect-defaults", "expect-file", "expect-restore", "expect-survival",
     ]
 
     /// Reads and checks a scenario file; `displayName` names it in errors (default: the path).

@@ -154,7 +154,7 @@ actor RunState {
             try await client(device).send(.install, installed.transferred(to: team))
         case .add(let item, let value, let accessible, let accessControl, let expected):
             let new = NewItem(.genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
-                              data: Data(value.utf8), protection: accessible, accessControl: accessControl,
+                              data: Data(value.utf8), accessGroup: item.group, protection: accessible, accessControl: accessControl,
                               synchronizable: item.synchronizable == .yes)
             try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
         case .update(let item, let value, let expected):
@@ -168,6 +168,10 @@ actor RunState {
             }
         case .defaults(let device, let bundleID, let set):
             let _: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID, set: set))
+        case .writeFile(let device, let bundleID, let path, let text, let protection):
+            let _: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path, contents: Data(text.utf8), protection: protection))
+        case .removeFile(let device, let bundleID, let path):
+            let _: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path, remove: true))
         case .sync(let devices):
             // Around twice: what one pushes, the others pull on the next round.
             for _ in 0..<2 {
@@ -213,6 +217,26 @@ actor RunState {
                 throw ExpectationFailure("expected UserDefaults \(key) " + (value.map { "= \"\($0)\"" } ?? "absent")
                     + ", found " + (all[key].map { "\"\($0)\"" } ?? "none"))
             }
+        case .expectFile(let device, let bundleID, let path, let expectation):
+            let found: String
+            do {
+                let file: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path))
+                let contents = file.contents ?? Data()
+                if case .text(let text) = expectation, contents == Data(text.utf8) { return }
+                found = String(data: contents, encoding: .utf8).map { "\"\($0)\"" } ?? "\(contents.count) bytes that are not text"
+            } catch let error as DeviceError where error.code == .noSuchFile {
+                if case .absent = expectation { return }
+                found = "no such file"
+            } catch let error as DeviceError where error.code == .protectedDataUnavailable {
+                if case .protected = expectation { return }
+                found = "protected: \(error.message)"
+            }
+            let wanted = switch expectation {
+            case .text(let text): "\"\(text)\""
+            case .absent: "no such file"
+            case .protected: "a file protected in this lock state"
+            }
+            throw ExpectationFailure("expected \(wanted), found \(found)")
         case .expectReport(let text):
             guard lastReport.contains(where: { $0.contains(text) }) else {
                 throw ExpectationFailure("expected a report line containing \"\(text)\"; the report says:\n    "

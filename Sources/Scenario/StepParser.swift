@@ -79,20 +79,39 @@ struct StepParser {
                 try accessControlValue(field, protection: accessible ?? .whenUnlocked)
             }
             added.insert(key(item))
+            let expected = try fields["status"].map(status)
             return (.add(item, value: try fields["value"]!.text(), accessible: accessControl == nil ? accessible : nil,
-                         accessControl: accessControl, expect: try fields["status"].map(status)),
-                    "add \(describe(item))" + (accessible.map { " (\($0.name))" } ?? ""))
+                         accessControl: accessControl, expect: expected),
+                    "add \(describe(item))" + (accessible.map { " (\($0.name))" } ?? "") + failing(expected))
         case "update":
             let (item, fields) = try itemRef(value, extra: ["value", "status"], required: ["value"])
-            return (.update(item, value: try fields["value"]!.text(), expect: try fields["status"].map(status)), "update \(describe(item))")
+            let expected = try fields["status"].map(status)
+            return (.update(item, value: try fields["value"]!.text(), expect: expected), "update \(describe(item))" + failing(expected))
         case "delete":
             let (item, fields) = try itemRef(value, extra: ["status"])
-            return (.delete(item, expect: try fields["status"].map(status)), "delete \(describe(item))")
+            let expected = try fields["status"].map(status)
+            return (.delete(item, expect: expected), "delete \(describe(item))" + failing(expected))
         case "defaults":
             let (device, app, fields) = try deviceApp(value, extra: ["set"], required: ["set"])
             let set = try fields["set"]!.entries().map { ($0.key, try $0.value.text()) }
             return (.defaults(device: device, app: app, set: Dictionary(set, uniquingKeysWith: { $1 })),
                     "set UserDefaults \(set.map(\.0).joined(separator: ", ")) of \(app) on \(device)")
+        case "file":
+            let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "protection"], required: ["path", "text"])
+            let path = try fields["path"]!.text()
+            let protection = try fields["protection"].map { field in
+                let text = try field.text()
+                guard let protection = FileProtection(rawValue: text) else {
+                    throw field.failure("'\(text)' is not a file protection class; expected one of: \(FileProtection.allCases.map(\.rawValue).joined(separator: ", ")).")
+                }
+                return protection
+            }
+            return (.writeFile(device: device, app: app, path: path, text: try fields["text"]!.text(), protection: protection),
+                    "write Documents/\(path) of \(app) on \(device)" + (protection.map { " (\($0.rawValue))" } ?? ""))
+        case "remove-file":
+            let (device, app, fields) = try deviceApp(value, extra: ["path"], required: ["path"])
+            let path = try fields["path"]!.text()
+            return (.removeFile(device: device, app: app, path: path), "remove Documents/\(path) of \(app) on \(device)")
         case "sync":
             let devices = value.node.scalar != nil ? [try device(value)] : try value.list().map(device)
             guard fleet.relay != nil else { throw value.failure("the scenario's devices are in no circle; add `sync: {relay: auto}` to the scenario.") }
@@ -153,6 +172,25 @@ struct StepParser {
             if expectedValue == nil, try fields["absent"]?.bool() != true { throw value.failure("expect `value:` or `absent: true`.") }
             return (.expectDefaults(device: device, app: app, key: key, value: expectedValue),
                     "expect UserDefaults \(key) of \(app) on \(device) " + (expectedValue.map { "= \"\($0)\"" } ?? "absent"))
+        case "expect-file":
+            let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "absent", "protected"], required: ["path"])
+            let path = try fields["path"]!.text()
+            let given = ["text", "absent", "protected"].filter { fields[$0] != nil }
+            guard given.count == 1 else { throw value.failure("expect exactly one of `text:`, `absent: true` or `protected: true`.") }
+            let expectation: Scenario.FileExpectation
+            if let field = fields["text"] {
+                expectation = .text(try field.text())
+            } else {
+                let field = fields[given[0]]!
+                guard try field.bool() else { throw field.failure("`\(given[0]):` is true, or left out.") }
+                expectation = given[0] == "absent" ? .absent : .protected
+            }
+            let wanted = switch expectation {
+            case .text(let text): "= \"\(text)\""
+            case .absent: "absent"
+            case .protected: "protected"
+            }
+            return (.expectFile(device: device, app: app, path: path, expectation), "expect Documents/\(path) of \(app) on \(device) \(wanted)")
         case "expect-restore":
             let text = try value.text()
             return (.expectReport(text), "expect the last restore or transfer to report \"\(text)\"")
@@ -225,7 +263,7 @@ struct StepParser {
     }
 
     private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {
-        let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "sync", "user"] + extra, required: ["account"] + names)
+        let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "group", "sync", "user"] + extra, required: ["account"] + names)
         let user = try fields["user"].map { field in
             guard let user = Scenario.User(rawValue: try field.text()) else {
                 throw field.failure("the user does one of: \(Scenario.User.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -241,14 +279,24 @@ struct StepParser {
         case (let field, _)?: throw field.failure("`sync:` is true, false or any.")
         }
         let item = Scenario.ItemRef(device: device, app: app, account: try fields["account"]!.text(),
-                                    service: try fields["service"]?.text() ?? app, synchronizable: sync, user: user)
+                                    service: try fields["service"]?.text() ?? app, synchronizable: sync,
+                                    group: try fields["group"]?.text(), user: user)
         return (item, fields)
     }
 
-    private func key(_ item: Scenario.ItemRef) -> String { "\(item.app) \(item.account) @ \(item.service)" }
+    /// An item as expectations name it: on any device (sync, restores) and from any app (shared
+    /// access groups).
+    private func key(_ item: Scenario.ItemRef) -> String { "\(item.account) @ \(item.service)" }
 
+    /// `, which fails with errSecMissingEntitlement` for a call expected to fail.
+    private func failing(_ status: KeychainStatus?) -> String { status.map { ", which fails with \($0.name)" } ?? "" }
+
+    /// `alice on phone`; `alice @ api on phone as com.example.widget` where the service or
+    /// the app is not the obvious one.
     private func describe(_ item: Scenario.ItemRef) -> String {
-        "\(item.account)" + (item.service == item.app ? "" : " @ \(item.service)") + " on \(item.device)"
+        let apps = Set(fleet.members.flatMap { $0.apps.map(\.bundleID) })
+        return "\(item.account)" + (item.service == item.app ? "" : " @ \(item.service)") + " on \(item.device)"
+            + (apps.count > 1 ? " as \(item.app)" : "")
     }
 
     private func protection(_ field: YAMLField) throws -> ProtectionClass {

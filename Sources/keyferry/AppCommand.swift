@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
+import KeychainModel
 import KeychainStore
 import Node
 
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
-        abstract: "Install and uninstall apps, and read and write their UserDefaults.",
-        subcommands: [Install.self, Uninstall.self, List.self, Defaults.self])
+        abstract: "Install and uninstall apps, and read and write their UserDefaults and sandbox files.",
+        subcommands: [Install.self, Uninstall.self, List.self, Defaults.self, File.self])
 
     struct Install: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "install", 
@@ -88,6 +89,84 @@ struct AppCommand: AsyncParsableCommand {
                 if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)") } }
             } else if output.json {
                 printJSON(request.set)
+            }
+        }
+    }
+}
+
+extension AppCommand {
+    struct File: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "file",
+            abstract: "List, read, write or remove files under an app's Documents.",
+            discussion: """
+                Each file has a data protection class, as on iOS: complete (readable only while \
+                unlocked), completeUntilFirstUserAuthentication (the default: after first unlock) \
+                or none. Reading a file whose class is unavailable fails; backups carry the files \
+                in every archive, encrypted or not.
+
+                  keyferry app file DIR --bundle com.example.mail --list
+                  keyferry app file DIR --bundle com.example.mail --write TokenCache.dat --text abc
+                  keyferry app file DIR --bundle com.example.mail --write Vault.db --from vault.db --protection complete
+                  keyferry app file DIR --bundle com.example.mail --read TokenCache.dat > token
+                """)
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
+        @Flag(help: "List the files with their protection class and size.") var list = false
+        @Option(help: "Write the file at PATH (under Documents) from --text or --from.") var write: String?
+        @Option(help: "Print the file at PATH, byte for byte (--json: as text or base64).") var read: String?
+        @Option(help: "Remove the file at PATH.") var remove: String?
+        @Option(help: "With --write: the contents as text.") var text: String?
+        @Option(help: "With --write: the contents, byte for byte, from this file.", completion: .file()) var from: String?
+        @Option(help: "With --write: complete, completeUntilFirstUserAuthentication (default) or none.",
+                transform: Self.protection) var protection: FileProtection?
+        @OptionGroup var output: OutputOptions
+
+        static func protection(_ text: String) throws -> FileProtection {
+            guard let value = FileProtection(rawValue: text) else {
+                throw ValidationError("'\(text)' is not a file protection class; expected one of: \(FileProtection.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            return value
+        }
+
+        func validate() throws {
+            guard [list, write != nil, read != nil, remove != nil].filter({ $0 }).count == 1 else {
+                throw ValidationError("give exactly one of --list, --write PATH, --read PATH or --remove PATH.")
+            }
+            if write != nil {
+                guard (text == nil) != (from == nil) else { throw ValidationError("--write takes the contents from exactly one of --text or --from.") }
+            } else if text != nil || from != nil || protection != nil {
+                throw ValidationError("--text, --from and --protection go with --write.")
+            }
+        }
+
+        func run() async throws {
+            let client = device.client
+            if list {
+                let files: [NodeAPI.FileInfo] = try await client.call(.files, NodeAPI.Files(bundleID: bundle))
+                if output.json { try printJSON(encodable: files); return }
+                if files.isEmpty { say("\(bundle) has no files under Documents") }
+                for file in files { print("Documents/\(file.path)  \(file.protection.rawValue)  \(byteSize(file.bytes))") }
+            } else if let path = write {
+                let limit = NodeAPI.File.maximumBytes
+                let contents = try text.map { Data($0.utf8) } ?? readInput(from, what: "the file", limit: limit)
+                guard contents.count <= limit else {
+                    throw ValidationError("\(from ?? "the text") is larger than a file Keyferry writes in one call (\(byteSize(limit))).")
+                }
+                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path, contents: contents, protection: protection))
+                if output.json { printJSON(["path": path, "bytes": contents.count]) } else { say("wrote Documents/\(path) (\(byteSize(contents.count)))") }
+            } else if let path = read {
+                let file: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path))
+                let contents = file.contents ?? Data()
+                if output.json {
+                    let text = String(data: contents, encoding: .utf8)
+                    printJSON(["path": path, "bytes": contents.count, text == nil ? "base64" : "text": text ?? contents.base64EncodedString()])
+                } else {
+                    FileHandle.standardOutput.write(contents)
+                }
+            } else if let path = remove {
+                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path, remove: true))
+                if output.json { printJSON(["removed": path]) } else { say("removed Documents/\(path)") }
             }
         }
     }

@@ -49,14 +49,20 @@ struct ScenarioCommand: AsyncParsableCommand {
             for (index, scenario) in scenarios.enumerated() {
                 if human { printNow("scenario: \(scenario.name) (\(scenario.file))") }
                 let root = try root(for: scenario, index: index)
-                let result = try await interruptibly {
-                    try await ScenarioRunner(scenario: scenario, root: root).run { step in
-                        guard human else { return }
-                        printNow("  \(step.passed ? "ok  " : "FAIL") \(String(step.line).padded(4)) \(step.step)")
-                        if let failure = step.failure { printNow("       " + failure.replacingOccurrences(of: "\n", with: "\n       ")) }
+                // The runner has stopped every node by the time it returns or throws.
+                defer { if keep == nil { try? FileManager.default.removeItem(at: root) } }
+                let result: ScenarioResult
+                do {
+                    result = try await interruptibly {
+                        try await ScenarioRunner(scenario: scenario, root: root).run { step in
+                            guard human else { return }
+                            printNow("  \(step.passed ? "ok  " : "FAIL") \(String(step.line).padded(4)) \(step.step)")
+                            if let failure = step.failure { printNow("       " + failure.replacingOccurrences(of: "\n", with: "\n       ")) }
+                        }
                     }
+                } catch is Interrupted {
+                    throw Interrupted(cause: CommandFailure("every device and relay of \"\(scenario.name)\" was stopped"))
                 }
-                if keep == nil { try? FileManager.default.removeItem(at: root) }
                 results.append(result)
             }
             if let junit {

@@ -132,6 +132,54 @@ struct NodeCLITests {
         #expect(try cli.ok(["item", "get", dir] + app + ["--account", "a", "--service", "new"]).text == "x")
     }
 
+    @Test("sandbox files: written, listed, read byte for byte, protected while locked, removed; bad paths and sizes refused")
+    func sandboxFiles() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let file = ["app", "file", dir, "--bundle", "com.example.mail"]
+        let bytes = Data([0, 0xff, 0x0a, 0x80])
+        let binary = cli.path("blob.bin")
+        try bytes.write(to: URL(fileURLWithPath: binary))
+        try cli.ok(file + ["--write", "TokenCache.dat", "--text", "legacy"])
+        try cli.ok(file + ["--write", "Vault/blob.bin", "--from", binary, "--protection", "complete"])
+        let listed = try #require(try cli.ok(file + ["--list", "--json"]).json() as? [[String: Any]])
+        #expect(listed.map { $0["path"] as? String } == ["TokenCache.dat", "Vault/blob.bin"])
+        #expect(listed.map { $0["protection"] as? String } == ["completeUntilFirstUserAuthentication", "complete"])
+        #expect(listed.map { $0["bytes"] as? Int } == [6, 4])
+        #expect(try cli.ok(file + ["--read", "Vault/blob.bin"]).stdout == bytes)
+        #expect(try cli.ok(file + ["--read", "Vault/blob.bin", "--json"]).object()["base64"] as? String == bytes.base64EncodedString())
+
+        try cli.ok(["device", "lock", dir, "--now"])
+        let locked = try cli.run(file + ["--read", "Vault/blob.bin"])
+        #expect(locked.status == 1 && locked.stderr.contains("is complete and cannot be read"), "\(locked.stderr)")
+        #expect(try cli.ok(file + ["--read", "TokenCache.dat"]).text == "legacy")
+        try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
+
+        for (arguments, problem) in [
+            (["--write", "../escape", "--text", "x"], "is not a path inside Documents"),
+            (["--read", "missing.txt"], "has no file Documents/missing.txt"),
+            (["--write", "a", "--text", "x", "--protection", "sometimes"], "not a file protection class"),
+            (["--write", "a"], "exactly one of --text or --from"),
+            (["--read", "a", "--text", "x"], "go with --write"),
+        ] {
+            let run = try cli.run(file + arguments)
+            #expect(run.status != 0 && run.stderr.contains(problem), "\(arguments): \(run.stderr)")
+        }
+        let big = cli.path("big.bin")
+        try Data(count: 5 << 20).write(to: URL(fileURLWithPath: big))
+        let tooBig = try cli.run(file + ["--write", "big.bin", "--from", big])
+        #expect(tooBig.status != 0 && tooBig.stderr.contains("larger than a file Keyferry writes in one call"), "\(tooBig.stderr)")
+        #expect(try #require(try cli.ok(file + ["--list", "--json"]).json() as? [[String: Any]]).count == 2, "nothing written by a refusal")
+
+        try cli.ok(file + ["--remove", "TokenCache.dat"])
+        #expect(try cli.run(file + ["--read", "TokenCache.dat"]).stderr.contains("has no file"))
+        #expect(try cli.run(file + ["--remove", "TokenCache.dat"]).stderr.contains("has no file"))
+        // Uninstalling wipes the sandbox.
+        try cli.ok(["app", "uninstall", dir, "--bundle", "com.example.mail"])
+        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+        #expect(try #require(try cli.ok(file + ["--list", "--json"]).json() as? [[String: Any]]).isEmpty)
+    }
+
     @Test("--attr takes Apple's names, with or without kSecAttr, its short codes, and named values: keyType is a key's type")
     func attributeSpellings() throws {
         let cli = try CLI()

@@ -39,7 +39,7 @@ struct ScenarioCLITests {
     func library() throws {
         let cli = try CLI()
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.library.path).filter { $0.hasSuffix(".yaml") }.sorted()
-        #expect(files.count >= 16)
+        #expect(files.count >= 18)
         let junit = cli.path("results.xml")
         let keep = cli.path("kept")
         let run = try cli.ok(["scenario", "run", "--junit", junit, "--keep", keep] + files.map { Self.library.appendingPathComponent($0).path })
@@ -82,6 +82,57 @@ struct ScenarioCLITests {
         #expect((results.first?["steps"] as? [[String: Any]])?.last?["passed"] as? Bool == false)
     }
 
+    @Test("Ctrl-C in the middle of a scenario: exit 130, every node and the relay stopped, its devices removed")
+    func interrupted() throws {
+        let cli = try CLI()
+        let waits = String(repeating: "  - wait: 1m\n", count: 2000)
+        let file = try Self.file(cli, "long.yaml", Self.header + "sync: {relay: auto}\nsteps:\n" + waits)
+        let temporary = cli.path("tmp")
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+
+        let process = Process()
+        process.executableURL = cli.binary
+        process.arguments = ["scenario", "run", file]
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": cli.stateHome.path, "TMPDIR": temporary]) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Once a wait has run, the devices and the relay are up.
+        var stdout = Data()
+        while !String(decoding: stdout, as: UTF8.self).contains("wait 1m") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            stdout += chunk
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).contains { $0.hasPrefix("keyferry-scenario-") })
+        kill(process.processIdentifier, SIGINT)
+        stdout += out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+
+        #expect(process.terminationStatus == 130, "\(stderr)")
+        #expect(stderr.contains("interrupted: every device and relay of \"a test scenario\" was stopped"), "\(stderr)")
+        #expect(!String(decoding: stdout, as: UTF8.self).contains("scenarios passed"))
+        #expect(Self.nothingRunning(under: temporary))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty, "the scenario's devices are removed")
+    }
+
+    @Test("sandbox file steps: a wrong expectation names what was found")
+    func files() throws {
+        let cli = try CLI()
+        let file = try Self.file(cli, "files.yaml", Self.header + """
+            steps:
+              - file: {device: phone, app: com.example.mail, path: Cache/token, text: old, protection: none}
+              - lock: {device: phone, now: true}
+              - expect-file: {device: phone, app: com.example.mail, path: Cache/token, text: new}
+
+            """)
+        let run = try cli.run(["scenario", "run", file])
+        #expect(run.status == 1)
+        #expect(run.text.contains("expected \"new\", found \"old\""), "\(run.text)")
+    }
+
     @Test("malformed files are refused with FILE:LINE:COLUMN, exit 64, before anything starts", arguments: [
         ("steps:\n  - lock: tablet\n", "9:11: steps[0].lock: 'tablet' is not one of the scenario's devices"),
         ("steps:\n  - expect: {device: phone, app: com.example.mail, account: bob, value: x}\n", "no step adds this item"),
@@ -92,6 +143,8 @@ struct ScenarioCLITests {
         ("steps:\n  - fly: phone\n", "unknown field; expected one of: lock"),
         ("steps:\n  - sync: phone\n", "in no circle"),
         ("steps: [\n", "not valid YAML"),
+        ("steps:\n  - file: {device: phone, app: com.example.mail, path: a, text: b, protection: sometimes}\n", "'sometimes' is not a file protection class"),
+        ("steps:\n  - expect-file: {device: phone, app: com.example.mail, path: a, text: b, absent: true}\n", "expect exactly one of `text:`"),
     ])
     func malformed(tail: String, problem: String) throws {
         let cli = try CLI()
