@@ -91,6 +91,8 @@ struct DemoCommand: AsyncParsableCommand {
         }
         _ = try await phone.call(.defaults, NodeAPI.Defaults(bundleID: Self.mail, set: ["signedInUser": "alice@example.com"])) as [String: String]
         tour.say("UserDefaults: signedInUser = alice@example.com (a plaintext property list in the sandbox)")
+        _ = try await phone.call(.file, NodeAPI.File(bundleID: Self.mail, path: "Mail/index.db", contents: Data("mail index".utf8), protection: .complete)) as NodeAPI.FileContents
+        tour.say("Documents/Mail/index.db: a file with complete protection, unreadable while the phone is locked")
         await tour.attempt("the widget reads session-token through the shared group") { try await phone.read(Self.widget, "session-token") }
         await tour.attempt("the bank app, another team's, reads session-token") { try await phone.read(Self.bank, "session-token") }
         await tour.attempt("add session-token again as afterFirstUnlock (phantom mismatch)") {

@@ -49,7 +49,8 @@ extension SurvivalMatrix {
         if rows.isEmpty { lines.append("(no keychain item, UserDefaults entry or sandbox file)") }
         if !reasons.isEmpty {
             lines += ["", "why:"]
-            lines += reasons.enumerated().map { "  \($0.offset + 1)  \($0.element)" }
+            let width = String(reasons.count).count
+            lines += reasons.enumerated().map { "  \(String(repeating: " ", count: width - String($0.offset + 1).count))\($0.offset + 1)  \($0.element)" }
         }
         lines += ["", "paths:"]
         let headingWidth = SurvivalPath.allCases.map(\.heading.count).max() ?? 0
