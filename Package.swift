@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "keyferry", targets: ["keyferry"]),
         .library(name: "KeychainStore", targets: ["KeychainStore"]),
         .library(name: "KeychainModel", targets: ["KeychainModel"]),
+        .library(name: "KeyferrySecurity", targets: ["KeyferrySecurity"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -82,6 +83,10 @@ let package = Package(
             name: "Scenario",
             dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "Survival", "Node", "Fleet"]),
 
+        // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
+        // (in this process or a running node), so code written for Apple's platforms runs here.
+        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "Node"]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
@@ -103,6 +108,9 @@ let package = Package(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "KeyferrySecurityTests",
+            dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",
@@ -111,6 +119,6 @@ let package = Package(
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
-        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "Relay", "KeychainModel", "KeychainStore"]),
+        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "Relay", "KeychainModel", "KeychainStore", "KeyferrySecurity"]),
     ]
 )

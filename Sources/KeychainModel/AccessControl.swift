@@ -24,7 +24,6 @@ public struct AccessControlFlags: OptionSet, Hashable, Sendable, Codable {
     ]
 }
 
-public typealias SecAccessControlCreateFlags = AccessControlFlags
 
 /// A `SecAccessControl`: the protection class plus the user-presence constraints a read or an
 /// update must satisfy. Valid by construction.
@@ -133,24 +132,6 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
             return KeychainError(.authFailed, "the item needs biometry and none is enrolled on this device.")
         }
         return KeychainError(.authFailed, "authentication did not satisfy \(expression).")
-    }
-}
-
-/// Apple's constructor, for code written against Keychain Services. Returns nil on invalid flags
-/// (Apple reports `errSecParam` through `error`).
-public func SecAccessControlCreateWithFlags(
-    _ allocator: Void?, _ protection: String, _ flags: AccessControlFlags, _ error: UnsafeMutablePointer<KeychainError?>?
-) -> AccessControl? {
-    do {
-        guard let protectionClass = ProtectionClass(name: protection) else {
-            throw KeychainError(.param, "'\(protection)' is not a kSecAttrAccessible value.")
-        }
-        return try AccessControl(protection: protectionClass, flags: flags)
-    } catch let failure as KeychainError {
-        error?.pointee = failure
-        return nil
-    } catch {
-        return nil
     }
 }
 

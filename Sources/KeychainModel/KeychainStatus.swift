@@ -1,10 +1,7 @@
-/// Apple's `OSStatus`: the result code of every keychain call.
-public typealias OSStatus = Int32
-
 /// A keychain result code with Apple's name, so callers can match on the constants they know.
 public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: OSStatus
-    public init(rawValue: OSStatus) { self.rawValue = rawValue }
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
 
     public static let success = KeychainStatus(rawValue: 0)
     public static let unimplemented = KeychainStatus(rawValue: -4)
@@ -25,9 +22,20 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
     public static let internalError = KeychainStatus(rawValue: -67671)
 
-    private static let names: [OSStatus: (name: String, meaning: String)] = [
+    /// Apple's names and meanings: those Keyferry returns, and the others keychain code tests for.
+    private static let names: [Int32: (name: String, meaning: String)] = [
         0: ("errSecSuccess", "No error."),
         -4: ("errSecUnimplemented", "Function or operation not implemented."),
+        -34: ("errSecDiskFull", "The disk is full."),
+        -36: ("errSecIO", "I/O error."),
+        -49: ("errSecOpWr", "File already open with write permission."),
+        -108: ("errSecAllocate", "Failed to allocate memory."),
+        -909: ("errSecBadReq", "Bad parameter or invalid state for operation."),
+        -25294: ("errSecNoSuchKeychain", "The specified keychain could not be found."),
+        -25295: ("errSecInvalidKeychain", "The specified keychain is not a valid keychain file."),
+        -25301: ("errSecBufferTooSmall", "There is not enough memory available to use the specified item."),
+        -25304: ("errSecInvalidItemRef", "The specified item is no longer valid. It may have been deleted from the keychain."),
+        -67808: ("errSecVerifyFailed", "A cryptographic verification failure has occurred."),
         -50: ("errSecParam", "One or more parameters passed to a function were not valid."),
         -128: ("errSecUserCanceled", "User canceled the operation."),
         -25291: ("errSecNotAvailable", "No keychain is available."),
@@ -75,22 +83,3 @@ public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible 
     /// `errSecName (-NNNNN): sentence`, the form the command line prints.
     public var description: String { "\(status.name) (\(status.rawValue)): \(message)" }
 }
-
-// Apple's constants, so code written against Keychain Services compiles as it reads.
-public let errSecSuccess: OSStatus = KeychainStatus.success.rawValue
-public let errSecUnimplemented: OSStatus = KeychainStatus.unimplemented.rawValue
-public let errSecParam: OSStatus = KeychainStatus.param.rawValue
-public let errSecUserCanceled: OSStatus = KeychainStatus.userCanceled.rawValue
-public let errSecNotAvailable: OSStatus = KeychainStatus.notAvailable.rawValue
-public let errSecReadOnly: OSStatus = KeychainStatus.readOnly.rawValue
-public let errSecAuthFailed: OSStatus = KeychainStatus.authFailed.rawValue
-public let errSecDuplicateItem: OSStatus = KeychainStatus.duplicateItem.rawValue
-public let errSecItemNotFound: OSStatus = KeychainStatus.itemNotFound.rawValue
-public let errSecNoSuchAttr: OSStatus = KeychainStatus.noSuchAttr.rawValue
-public let errSecNoSuchClass: OSStatus = KeychainStatus.noSuchClass.rawValue
-public let errSecInteractionNotAllowed: OSStatus = KeychainStatus.interactionNotAllowed.rawValue
-public let errSecReadOnlyAttr: OSStatus = KeychainStatus.readOnlyAttr.rawValue
-public let errSecInteractionRequired: OSStatus = KeychainStatus.interactionRequired.rawValue
-public let errSecDecode: OSStatus = KeychainStatus.decode.rawValue
-public let errSecMissingEntitlement: OSStatus = KeychainStatus.missingEntitlement.rawValue
-public let errSecInternalError: OSStatus = KeychainStatus.internalError.rawValue

@@ -192,7 +192,7 @@ public struct Sandbox: Sendable {
         let rows = try device.database.read { db in
             try Row.fetchAll(db, sql: "SELECT path, protection FROM sandbox_file WHERE bundle_id = ? ORDER BY path", arguments: [bundleID])
         }
-        return try rows.map { row in
+        return rows.map { row in
             let path: String = row["path"]
             let size = try? FileManager.default.attributesOfItem(atPath: documentURL(path).path)[.size] as? Int
             return (path, FileProtection(rawValue: row["protection"]) ?? .completeUntilFirstUserAuthentication, size ?? 0)

@@ -288,6 +288,7 @@ public final class Device: Sendable {
             name: info.name, id: info.id, poweredOn: snapshot != nil, lockState: snapshot?.0,
             protectedDataAvailable: snapshot?.1 ?? false, graceRemaining: snapshot?.2,
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
+            biometryDomainState: settings.biometryEnrollment.map { Data(ContentDigest.of(Data("keyferry biometry domain".utf8) + $0)) },
             failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: now),
             itemCount: itemCount)
     }

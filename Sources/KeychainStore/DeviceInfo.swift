@@ -62,6 +62,9 @@ public struct DeviceStatus: Sendable, Codable, Equatable {
     public var graceRemaining: TimeInterval?
     public var passcodeSet: Bool
     public var biometryEnrolled: Bool
+    /// `LAContext.evaluatedPolicyDomainState`: changes whenever a face or finger is enrolled,
+    /// re-enrolled or removed (a digest of the enrollment, never the enrollment itself).
+    public var biometryDomainState: Data?
     public var failedPasscodeAttempts: Int
     /// Seconds until a passcode may be tried again, after five or more failed attempts.
     public var passcodeRetryAfter: TimeInterval?

@@ -378,7 +378,7 @@ public enum NodeAPI {
         }
 
         public var domain: Domain
-        public var status: OSStatus?
+        public var status: Int32?
         public var code: String?
         public var message: String
 
@@ -425,7 +425,7 @@ public enum NodeAPI {
         /// The typed error back, on the client side.
         public var error: any Error {
             switch domain {
-            case .keychain: KeychainError(KeychainStatus(rawValue: status ?? errSecInternalError), message)
+            case .keychain: KeychainError(KeychainStatus(rawValue: status ?? KeychainStatus.internalError.rawValue), message)
             case .device: DeviceError(DeviceError.Code(rawValue: code ?? "io"), message)
             case .request: self
             }

@@ -110,17 +110,7 @@ public struct NodeClient: Sendable {
             throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
         }
         let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
-        guard response.status == .ok else {
-            guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
-                throw NodeError.failed("the node answered \(response.status) without an explanation; its log is \(paths.log.path).")
-            }
-            throw failure.error
-        }
-        do {
-            return try NodeAPI.decoder.decode(Answer.self, from: bytes)
-        } catch {
-            throw NodeError.failed("the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
-        }
+        return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
     }
 }
 
@@ -143,5 +133,56 @@ extension NodeClient {
         // The joiner published its entry; the sponsor reads it now rather than at its next pass.
         let _: SyncReport? = try? await sponsor.call(.syncNow, NodeAPI.Empty())
         return joined
+    }
+}
+
+extension NodeClient {
+    /// One POST, waiting on the calling thread: for synchronous APIs such as Keychain Services,
+    /// which block their caller as `securityd` does on a device. The request runs on the HTTP
+    /// client's event loops, never on Swift's cooperative pool, so a caller blocked here cannot
+    /// starve the work it waits for.
+    public func callSynchronously<Answer: Decodable>(_ route: NodeAPI.Route, _ body: some Encodable) throws -> Answer {
+        try callSynchronously(route, body: try NodeAPI.encoder.encode(body))
+    }
+
+    /// One GET, waiting on the calling thread.
+    public func getSynchronously<Answer: Decodable>(_ route: NodeAPI.Route) throws -> Answer {
+        try callSynchronously(route, body: nil)
+    }
+
+    private func callSynchronously<Answer: Decodable>(_ route: NodeAPI.Route, body: Data?) throws -> Answer {
+        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
+            throw NodeError.failed("the socket path \(paths.socket.path) cannot be addressed.")
+        }
+        var request = try HTTPClient.Request(url: url, method: body == nil ? .GET : .POST)
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(body)
+        }
+        let response: HTTPClient.Response
+        do {
+            response = try HTTPClient.keyferry.execute(request: request, deadline: .now() + timeout).wait()
+        } catch {
+            guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
+            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
+        }
+        let bytes = response.body.map { Data(buffer: $0) } ?? Data()
+        return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
+    }
+
+    /// The answer of a 200, or the failure the node sent back, typed.
+    private static func answer<Answer: Decodable>(_ type: Answer.Type, ok: Bool, status: String, bytes: Data, route: NodeAPI.Route,
+                                                  paths: NodePaths) throws -> Answer {
+        guard ok else {
+            guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
+                throw NodeError.failed("the node answered \(status) without an explanation; its log is \(paths.log.path).")
+            }
+            throw failure.error
+        }
+        do {
+            return try NodeAPI.decoder.decode(Answer.self, from: bytes)
+        } catch {
+            throw NodeError.failed("the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
+        }
     }
 }

@@ -5,7 +5,7 @@ import Glibc
 
 /// An exclusive lock on `node.lock`, held for the life of a node process. The kernel drops it
 /// when the process dies, SIGKILL included, so a stale lock never blocks a restart.
-struct NodeLock {
+struct NodeLock: Sendable {
     private let descriptor: Int32
 
     static func acquire(_ paths: NodePaths) throws -> NodeLock {

@@ -82,7 +82,7 @@ public struct SurvivalCell: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         outcome = try container.decode(Outcome.self, forKey: .outcome)
-        status = try container.decodeIfPresent(OSStatus.self, forKey: .code).map(KeychainStatus.init(rawValue:))
+        status = try container.decodeIfPresent(Int32.self, forKey: .code).map(KeychainStatus.init(rawValue:))
         reason = try container.decodeIfPresent(String.self, forKey: .reason)
     }
 }

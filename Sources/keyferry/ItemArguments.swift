@@ -73,11 +73,10 @@ private let ownOptions: [AttributeKey: String] = [
 ]
 
 /// Apple's named values of numeric attributes, as app code spells them.
-private let namedNumbers: [String: Int64] = Dictionary(uniqueKeysWithValues: [
-    ("kSecAttrKeyTypeRSA", kSecAttrKeyTypeRSA), ("kSecAttrKeyTypeECSECPrimeRandom", kSecAttrKeyTypeECSECPrimeRandom),
-    ("kSecAttrKeyClassPublic", kSecAttrKeyClassPublic), ("kSecAttrKeyClassPrivate", kSecAttrKeyClassPrivate),
-    ("kSecAttrKeyClassSymmetric", kSecAttrKeyClassSymmetric),
-].map { ($0, Int64($1)!) })
+private let namedNumbers: [String: Int64] = [
+    "kSecAttrKeyTypeRSA": 42, "kSecAttrKeyTypeECSECPrimeRandom": 73,
+    "kSecAttrKeyClassPublic": 0, "kSecAttrKeyClassPrivate": 1, "kSecAttrKeyClassSymmetric": 2,
+]
 
 func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws -> AttributeValue {
     switch kind {

@@ -2,13 +2,15 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferrySecurity
 import Testing
 
-/// Apple's SecItem semantics, exercised through the dictionary API as app code would call it.
+/// Apple's SecItem semantics, exercised through Keychain Services as app code calls it.
 @Suite("SecItem semantics")
 struct SecItemTests {
     let t: TestDevice
     let keychain: Keychain
+    let app: SecCaller
 
     init() throws {
         t = try TestDevice(biometry: true, apps: [
@@ -18,19 +20,23 @@ struct SecItemTests {
             AppManifest(bundleID: "com.unsigned.app", teamID: "ZYXWV98765", hasKeychainEntitlement: false),
         ])
         keychain = try t.keychain()
+        app = SecCaller(t, TestDevice.appID)
     }
 
-    func add(_ attributes: [String: Any], in keychain: Keychain? = nil) -> OSStatus {
+    /// Keychain Services calls as `bundleID`, on the test's device.
+    func caller(_ bundleID: String) -> SecCaller { SecCaller(t, bundleID) }
+
+    func add(_ attributes: [String: Any], in app: SecCaller? = nil) -> OSStatus {
         var base: [String: Any] = [kSecClass: kSecClassGenericPassword]
         base.merge(attributes) { $1 }
-        return (keychain ?? self.keychain).SecItemAdd(base, nil)
+        return (app ?? self.app).SecItemAdd(base, nil)
     }
 
-    func copy(_ query: [String: Any], in keychain: Keychain? = nil) -> (OSStatus, Any?) {
+    func copy(_ query: [String: Any], in app: SecCaller? = nil) -> (OSStatus, CFTypeRef?) {
         var base: [String: Any] = [kSecClass: kSecClassGenericPassword]
         base.merge(query) { $1 }
-        var result: Any?
-        let status = (keychain ?? self.keychain).SecItemCopyMatching(base, &result)
+        var result: CFTypeRef?
+        let status = (app ?? self.app).SecItemCopyMatching(base, &result)
         return (status, result)
     }
 
@@ -51,10 +57,10 @@ struct SecItemTests {
     func deleteTouchesAll() {
         #expect(add([kSecAttrAccount: "a"]) == errSecSuccess)
         #expect(add([kSecAttrAccount: "b"]) == errSecSuccess)
-        #expect(keychain.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne]) == errSecParam)
-        #expect(keychain.SecItemDelete([kSecClass: kSecClassGenericPassword]) == errSecSuccess)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne]) == errSecParam)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword]) == errSecSuccess)
         #expect(copy([:]).0 == errSecItemNotFound)
-        #expect(keychain.SecItemDelete([kSecClass: kSecClassGenericPassword]) == errSecItemNotFound)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword]) == errSecItemNotFound)
     }
 
     @Test("a search without kSecAttrSynchronizable sees only local items; SynchronizableAny sees both")
@@ -73,8 +79,8 @@ struct SecItemTests {
 
     @Test("return data, attributes and persistent references in their Apple shapes")
     func returnTypes() throws {
-        var added: Any?
-        let status = keychain.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrLabel: "Label",
+        var added: CFTypeRef?
+        let status = app.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrLabel: "Label",
                                           kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true], &added)
         #expect(status == errSecSuccess)
         let reference = try #require(added as? Data)
@@ -101,14 +107,14 @@ struct SecItemTests {
         #expect(add([kSecAttrAccount: "sync", kSecAttrSynchronizable: true, kSecAttrAccessControl: control]) == errSecParam)
         #expect(add([kSecAttrAccount: "a"]) == errSecSuccess)
         let query: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]
-        #expect(keychain.SecItemUpdate(query, [kSecReturnData: true]) == errSecParam)
-        #expect(keychain.SecItemUpdate(query, [kSecMatchLimit: kSecMatchLimitAll]) == errSecParam)
-        #expect(keychain.SecItemUpdate(query, [kSecClass: kSecClassGenericPassword]) == errSecParam)
-        #expect(keychain.SecItemUpdate(query, [kSecAttrAccessControl: control]) == errSecParam)
+        #expect(app.SecItemUpdate(query, [kSecReturnData: true]) == errSecParam)
+        #expect(app.SecItemUpdate(query, [kSecMatchLimit: kSecMatchLimitAll]) == errSecParam)
+        #expect(app.SecItemUpdate(query, [kSecClass: kSecClassGenericPassword]) == errSecParam)
+        #expect(app.SecItemUpdate(query, [kSecAttrAccessControl: control]) == errSecParam)
         #expect(add([kSecAttrAccount: 42]) == errSecParam)
-        var error: KeychainError?
+        var error: Unmanaged<CFError>?
         #expect(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.biometryCurrentSet, .devicePasscode], &error) == nil)
-        #expect(error?.status == .param)
+        #expect(error?.takeRetainedValue().code == errSecParam)
         #expect(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.biometryCurrentSet, .or, .devicePasscode], nil) != nil)
     }
 
@@ -119,46 +125,46 @@ struct SecItemTests {
         for returning in [kSecReturnData, kSecReturnAttributes] {
             var asking = query
             asking[returning] = true
-            #expect(keychain.SecItemUpdate(asking, [kSecAttrLabel: "x"]) == errSecParam)
+            #expect(app.SecItemUpdate(asking, [kSecAttrLabel: "x"]) == errSecParam)
         }
         let before = try keychain.copy(ItemQuery(.genericPassword, attributes: [.account: .string("a")], returning: .attributes)).first!
         t.clock.advance(by: 1)
-        #expect(keychain.SecItemUpdate(query, [:]) == errSecSuccess)
+        #expect(app.SecItemUpdate(query, [:]) == errSecSuccess)
         let after = try keychain.copy(ItemQuery(.genericPassword, attributes: [.account: .string("a")], returning: [.attributes, .data])).first!
         #expect(after.modificationDate > before.modificationDate && after.attributes == before.attributes && after.data == Data("s".utf8))
-        #expect(keychain.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "none"], [:]) == errSecItemNotFound)
+        #expect(app.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "none"], [:]) == errSecItemNotFound)
     }
 
     @Test("a persistent reference finds its item whether or not it is synchronizable, unless the query says otherwise")
     func persistentReferenceWithoutSynchronizableClause() throws {
-        var added: Any?
-        #expect(keychain.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "synced", kSecAttrSynchronizable: true,
+        var added: CFTypeRef?
+        #expect(app.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "synced", kSecAttrSynchronizable: true,
                                      kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true], &added) == errSecSuccess)
         let reference = try #require(added as? Data)
         let (found, data) = copy([kSecValuePersistentRef: reference, kSecReturnData: true])
         #expect(found == errSecSuccess && data as? Data == Data("s".utf8))
         #expect(copy([kSecValuePersistentRef: reference, kSecAttrSynchronizable: false]).0 == errSecItemNotFound)
         #expect(copy([kSecAttrAccount: "synced"]).0 == errSecItemNotFound, "without a reference the implicit clause holds")
-        #expect(keychain.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecValuePersistentRef: reference]) == errSecSuccess)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecValuePersistentRef: reference]) == errSecSuccess)
     }
 
     @Test("unknown attributes, missing and unknown classes")
     func classAndAttributeErrors() {
         #expect(add([kSecAttrServer: "example.com"]) == errSecNoSuchAttr, "generic passwords have no server")
         #expect(add([kSecAttrAccount: "a", "nonsense": 1]) == errSecNoSuchAttr)
-        #expect(keychain.SecItemAdd([kSecAttrAccount: "a"], nil) == errSecParam)
-        #expect(keychain.SecItemAdd([kSecClass: "nope", kSecAttrAccount: "a"], nil) == errSecNoSuchClass)
+        #expect(app.SecItemAdd([kSecAttrAccount: "a"], nil) == errSecParam)
+        #expect(app.SecItemAdd([kSecClass: "nope", kSecAttrAccount: "a"], nil) == errSecNoSuchClass)
     }
 
     @Test("entitlements: default group, foreign groups, apps without a keychain entitlement")
     func entitlements() throws {
         #expect(add([kSecAttrAccount: "mine"]) == errSecSuccess)
-        let widget = try t.device.keychain(for: "com.example.widget")
-        let other = try t.device.keychain(for: "com.other.app")
+        let widget = caller("com.example.widget")
+        let other = caller("com.other.app")
         #expect(copy([kSecAttrAccount: "mine"], in: widget).0 == errSecSuccess, "the shared group is visible to both apps")
         #expect(copy([kSecAttrAccount: "mine"], in: other).0 == errSecItemNotFound, "other teams never see it")
         #expect(add([kSecAttrAccount: "x", kSecAttrAccessGroup: "\(TestDevice.teamID).shared"], in: other) == errSecMissingEntitlement)
-        let unsigned = try t.device.keychain(for: "com.unsigned.app")
+        let unsigned = caller("com.unsigned.app")
         #expect(add([kSecAttrAccount: "x"], in: unsigned) == errSecMissingEntitlement)
         #expect(add([kSecAttrAccount: "own", kSecAttrAccessGroup: "\(TestDevice.teamID).\(TestDevice.appID)"]) == errSecSuccess)
         #expect(copy([kSecAttrAccount: "own"], in: widget).0 == errSecItemNotFound, "the app's own group is private to it")
@@ -168,7 +174,7 @@ struct SecItemTests {
     func teamTransfer() throws {
         #expect(add([kSecAttrAccount: "token"]) == errSecSuccess)
         try t.device.install(AppManifest(bundleID: TestDevice.appID, teamID: "NEWTEAM123"))
-        let transferred = try t.device.keychain(for: TestDevice.appID)
+        let transferred = caller(TestDevice.appID)
         #expect(copy([kSecAttrAccount: "token"], in: transferred).0 == errSecItemNotFound)
         #expect(add([kSecAttrAccount: "token"], in: transferred) == errSecSuccess, "the new team starts empty")
     }
@@ -178,13 +184,13 @@ struct SecItemTests {
         #expect(add([kSecAttrAccount: "a", kSecValueData: Data("A".utf8)]) == errSecSuccess)
         #expect(add([kSecAttrAccount: "b", kSecValueData: Data("B".utf8)]) == errSecSuccess)
         let query: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]
-        #expect(keychain.SecItemUpdate(query, [kSecAttrAccount: "b"]) == errSecDuplicateItem)
+        #expect(app.SecItemUpdate(query, [kSecAttrAccount: "b"]) == errSecDuplicateItem)
         #expect(copy([kSecAttrAccount: "a", kSecReturnData: true]).1 as? Data == Data("A".utf8))
-        #expect(keychain.SecItemUpdate(query, [kSecAttrAccount: "c", kSecValueData: Data("C".utf8)]) == errSecSuccess)
+        #expect(app.SecItemUpdate(query, [kSecAttrAccount: "c", kSecValueData: Data("C".utf8)]) == errSecSuccess)
         #expect(copy([kSecAttrAccount: "c", kSecReturnData: true]).1 as? Data == Data("C".utf8))
-        #expect(keychain.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "zzz"], [kSecAttrLabel: "x"]) == errSecItemNotFound)
+        #expect(app.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "zzz"], [kSecAttrLabel: "x"]) == errSecItemNotFound)
         // Updating every item to one primary key collides within the batch.
-        #expect(keychain.SecItemUpdate([kSecClass: kSecClassGenericPassword], [kSecAttrAccount: "same"]) == errSecDuplicateItem)
+        #expect(app.SecItemUpdate([kSecClass: kSecClassGenericPassword], [kSecAttrAccount: "same"]) == errSecDuplicateItem)
     }
 
     @Test("modification dates strictly increase on every update, even within the same clock tick")
@@ -210,25 +216,27 @@ struct SecItemTests {
     func authenticationOutcomes() throws {
         let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.biometryAny, .or, .devicePasscode], nil))
         #expect(add([kSecAttrAccount: "guarded", kSecAttrAccessControl: control, kSecValueData: Data("g".utf8)]) == errSecSuccess)
-        func read(_ context: AuthenticationContext?) -> OSStatus {
-            var query: [String: Any] = [kSecAttrAccount: "guarded", kSecReturnData: true]
-            if let context { query[kSecUseAuthenticationContext] = context }
-            return copy(query).0
+        func read(_ response: UserResponse?, extra: [String: Any] = [:]) -> OSStatus {
+            if let response { app.context.userWill(response) }
+            return copy([kSecAttrAccount: "guarded", kSecReturnData: true].merging(extra) { $1 }).0
         }
-        #expect(read(.responding(.biometryMatch)) == errSecSuccess)
-        #expect(read(.responding(.passcode(TestDevice.defaultPasscode))) == errSecSuccess)
-        #expect(read(.responding(.passcode("000000"))) == errSecAuthFailed)
-        #expect(read(.responding(.biometryNoMatch)) == errSecAuthFailed)
-        #expect(read(.responding(.cancel)) == errSecUserCanceled)
-        #expect(read(nil) == errSecInteractionNotAllowed)
-        #expect(copy([kSecAttrAccount: "guarded", kSecReturnData: true, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail,
-                      kSecUseAuthenticationContext: AuthenticationContext.responding(.biometryMatch)]).0 == errSecInteractionNotAllowed)
+        #expect(read(.biometryMatch) == errSecSuccess)
+        #expect(read(.passcode) == errSecSuccess)
+        #expect(read(.typesPasscode("000000")) == errSecAuthFailed)
+        #expect(read(.biometryNoMatch) == errSecAuthFailed)
+        #expect(read(.cancel) == errSecUserCanceled)
+        #expect(read(nil) == errSecSuccess, "with nothing queued, the user cooperates")
+        let quiet = app.context.run { LAContext() }
+        quiet.interactionNotAllowed = true
+        #expect(read(nil, extra: [kSecUseAuthenticationContext: quiet]) == errSecInteractionNotAllowed)
+        #expect(read(.biometryMatch, extra: [kSecUseAuthenticationUI: kSecUseAuthenticationUIFail]) == errSecInteractionNotAllowed)
         // Attributes need no authentication.
         #expect(copy([kSecAttrAccount: "guarded", kSecReturnAttributes: true]).0 == errSecSuccess)
         // Update needs it; delete does not.
         let query: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded"]
-        #expect(keychain.SecItemUpdate(query, [kSecAttrLabel: "x"]) == errSecInteractionNotAllowed)
-        #expect(keychain.SecItemDelete(query) == errSecSuccess)
+        app.context.userWill(.cancel)
+        #expect(app.SecItemUpdate(query, [kSecAttrLabel: "x"]) == errSecUserCanceled)
+        #expect(app.SecItemDelete(query) == errSecSuccess)
     }
 
     @Test("biometry AND passcode needs both responses")
@@ -269,30 +277,30 @@ struct SecItemTests {
         #expect(copy([kSecAttrAccount: "a", kSecReturnAttributes: true]).0 == errSecInteractionNotAllowed)
         #expect(copy([kSecAttrAccount: "d", kSecReturnData: true]).0 == errSecSuccess)
         #expect(add([kSecAttrAccount: "new"]) == errSecInteractionNotAllowed)
-        #expect(keychain.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"], [kSecAttrLabel: "x"]) == errSecInteractionNotAllowed)
-        #expect(keychain.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecSuccess)
+        #expect(app.SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"], [kSecAttrLabel: "x"]) == errSecInteractionNotAllowed)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecSuccess)
     }
 
     @Test("all four stored classes keep their own primary keys")
     func itemClassesAndPrimaryKeys() throws {
         var internet: [String: Any] = [kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrAccount: "me",
                                        kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrPort: 443]
-        #expect(keychain.SecItemAdd(internet, nil) == errSecSuccess)
-        #expect(keychain.SecItemAdd(internet, nil) == errSecDuplicateItem)
+        #expect(app.SecItemAdd(internet, nil) == errSecSuccess)
+        #expect(app.SecItemAdd(internet, nil) == errSecDuplicateItem)
         internet[kSecAttrPort] = 8443
-        #expect(keychain.SecItemAdd(internet, nil) == errSecSuccess, "the port is part of an internet password's key")
+        #expect(app.SecItemAdd(internet, nil) == errSecSuccess, "the port is part of an internet password's key")
         internet[kSecAttrLabel] = "another label"
-        #expect(keychain.SecItemAdd(internet, nil) == errSecDuplicateItem, "the label is not")
+        #expect(app.SecItemAdd(internet, nil) == errSecDuplicateItem, "the label is not")
         let certificate: [String: Any] = [kSecClass: kSecClassCertificate, kSecAttrCertificateType: 3, kSecAttrIssuer: Data("CA".utf8),
                                           kSecAttrSerialNumber: Data([1]), kSecValueData: Data("DER".utf8)]
-        #expect(keychain.SecItemAdd(certificate, nil) == errSecSuccess)
-        #expect(keychain.SecItemAdd(certificate, nil) == errSecDuplicateItem)
+        #expect(app.SecItemAdd(certificate, nil) == errSecSuccess)
+        #expect(app.SecItemAdd(certificate, nil) == errSecDuplicateItem)
         let key: [String: Any] = [kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
                                   kSecAttrApplicationTag: Data("com.example.key".utf8), kSecAttrKeySizeInBits: 256]
-        #expect(keychain.SecItemAdd(key, nil) == errSecSuccess)
-        #expect(keychain.SecItemAdd(key, nil) == errSecDuplicateItem)
-        var result: Any?
-        #expect(keychain.SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecReturnAttributes: true], &result) == errSecSuccess)
+        #expect(app.SecItemAdd(key, nil) == errSecSuccess)
+        #expect(app.SecItemAdd(key, nil) == errSecDuplicateItem)
+        var result: CFTypeRef?
+        #expect(app.SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecReturnAttributes: true], &result) == errSecSuccess)
         #expect((result as? [String: Any])?[kSecAttrAccessible] as? String == kSecAttrAccessibleAlways, "certificates default to class D")
     }
 
@@ -302,14 +310,14 @@ struct SecItemTests {
         try keychain.addIdentity(
             certificate: NewItem(.certificate, attributes: [.publicKeyHash: .data(hash), .label: .string("Me")], data: Data("DER".utf8)),
             privateKey: NewItem(.key, attributes: [.keyClass: .number(1), .applicationLabel: .data(hash)], data: Data("KEY".utf8)))
-        var result: Any?
-        #expect(keychain.SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnAttributes: true, kSecReturnData: true], &result) == errSecSuccess)
+        var result: CFTypeRef?
+        #expect(app.SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnAttributes: true, kSecReturnData: true], &result) == errSecSuccess)
         let identity = try #require(result as? [String: Any])
         #expect(identity[kSecClass] as? String == kSecClassIdentity)
         #expect(identity[kSecAttrLabel] as? String == "Me")
         #expect(identity[kSecValueData] as? Data == Data("DER".utf8))
-        #expect(keychain.SecItemDelete([kSecClass: kSecClassIdentity]) == errSecSuccess)
-        #expect(keychain.SecItemCopyMatching([kSecClass: kSecClassKey], nil) == errSecItemNotFound, "deleting the identity deletes its key")
+        #expect(app.SecItemDelete([kSecClass: kSecClassIdentity]) == errSecSuccess)
+        #expect(app.SecItemCopyMatching([kSecClass: kSecClassKey], nil) == errSecItemNotFound, "deleting the identity deletes its key")
     }
 
     @Test("a persistent reference survives a primary-key change")
@@ -340,5 +348,30 @@ extension SecItemTests {
         #expect(try keychain.copy(query).first?.data == Data("own".utf8))
         query.accessGroup = "\(TestDevice.teamID).shared"
         #expect(try keychain.copy(query).first?.data == Data("shared-2".utf8))
+    }
+}
+
+/// One app's Keychain Services calls, each made in its context as app code makes them.
+struct SecCaller {
+    let context: KeyferryContext
+
+    init(_ t: TestDevice, _ bundleID: String) {
+        context = KeyferryContext(device: t.device, app: bundleID, passcode: t.passcode)
+    }
+
+    func SecItemAdd(_ attributes: [String: Any], _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+        context.run { KeyferrySecurity.SecItemAdd(attributes as CFDictionary, result) }
+    }
+
+    func SecItemCopyMatching(_ query: [String: Any], _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+        context.run { KeyferrySecurity.SecItemCopyMatching(query as CFDictionary, result) }
+    }
+
+    func SecItemUpdate(_ query: [String: Any], _ changes: [String: Any]) -> OSStatus {
+        context.run { KeyferrySecurity.SecItemUpdate(query as CFDictionary, changes as CFDictionary) }
+    }
+
+    func SecItemDelete(_ query: [String: Any]) -> OSStatus {
+        context.run { KeyferrySecurity.SecItemDelete(query as CFDictionary) }
     }
 }

@@ -1,13 +1,28 @@
 import Foundation
+import KeychainModel
 
 /// Translates Keychain Services dictionaries (`[kSecClass: kSecClassGenericPassword, ...]`)
 /// into typed calls and typed results back into what `SecItemCopyMatching` returns.
-public enum SecDictionary {
-    public enum Operation: Sendable { case add, copy, update, delete }
+package enum SecDictionary {
+    package enum Operation: Sendable { case add, copy, update, delete }
 
     // MARK: Parsing
 
-    public static func newItem(_ dictionary: [String: Any]) throws(KeychainError) -> NewItem {
+    /// A dictionary's keys as the strings they are (`kSecClass` and the rest); any other key
+    /// is errSecParam.
+    package static func strings(_ dictionary: CFDictionary) throws(KeychainError) -> [String: Any] {
+        var out: [String: Any] = [:]
+        out.reserveCapacity(dictionary.count)
+        for (key, value) in dictionary {
+            guard let name = key.base as? String else {
+                throw KeychainError(.param, "'\(key.base)' is not a Keychain Services key; keys are kSec constants.")
+            }
+            out[name] = value
+        }
+        return out
+    }
+
+    package static func newItem(_ dictionary: [String: Any]) throws(KeychainError) -> NewItem {
         let parts = try Parts(dictionary, operation: .add)
         if parts.protection != nil && parts.accessControl != nil {
             throw KeychainError(.param, "kSecAttrAccessible and kSecAttrAccessControl cannot both be given; the access control already carries the accessibility.")
@@ -18,7 +33,7 @@ public enum SecDictionary {
                        synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
     }
 
-    public static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
+    package static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
         let parts = try Parts(dictionary, operation: operation)
         if parts.data != nil { throw KeychainError(.param, "kSecValueData belongs in an add or in the update dictionary, not in a search.") }
         if parts.accessControl != nil { throw KeychainError(.param, "kSecAttrAccessControl cannot be searched on.") }
@@ -30,7 +45,7 @@ public enum SecDictionary {
     }
 
     /// The second dictionary of `SecItemUpdate`, checked against the class being updated.
-    public static func changes(_ dictionary: [String: Any], itemClass: ItemClass) throws(KeychainError) -> ItemChanges {
+    package static func changes(_ dictionary: [String: Any], itemClass: ItemClass) throws(KeychainError) -> ItemChanges {
         if dictionary[kSecClass] != nil { throw KeychainError(.param, "kSecClass cannot appear in the update dictionary.") }
         for key in dictionary.keys.sorted() where key.hasPrefix("r_") || key.hasPrefix("m_") || key.hasPrefix("u_") {
             throw KeychainError(.param, "'\(key)' is a search or return key and cannot appear in the update dictionary.")
@@ -133,12 +148,16 @@ public enum SecDictionary {
                 }
                 if mode != kSecUseAuthenticationUIAllow { authentication.interactionAllowed = false }
             case kSecUseAuthenticationContext:
-                guard let context = value as? AuthenticationContext else {
-                    throw KeychainError(.param, "kSecUseAuthenticationContext takes an AuthenticationContext (the simulated LAContext).")
+                guard let context = value as? LAContext else {
+                    throw KeychainError(.param, "kSecUseAuthenticationContext takes an LAContext.")
                 }
                 let allowed = authentication.interactionAllowed
-                authentication = context
-                authentication.interactionAllowed = allowed && context.interactionAllowed
+                authentication = context.authentication
+                authentication.interactionAllowed = allowed && authentication.interactionAllowed
+            case kSecUseNoAuthenticationUI:
+                if try Convert.bool(value, key) { authentication.interactionAllowed = false }
+            case kSecAttrTokenID:
+                throw KeychainError(.unimplemented, "kSecAttrTokenID: there is no Secure Enclave or token on Linux; Keyferry keeps keys as items with their data.")
             case kSecUseOperationPrompt, kSecUseDataProtectionKeychain:
                 break // Meaningful only to a real UI or to macOS's file-based keychain.
             default:
@@ -158,7 +177,7 @@ public enum SecDictionary {
 
     /// What `SecItemCopyMatching` (or `SecItemAdd` with return keys) hands back: nil without
     /// return keys; one value for a single match; an array for a match limit above one.
-    public static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) -> Any? {
+    package static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) -> Any? {
         guard !returning.isEmpty else { return nil }
         let values = records.map { value($0, returning) }
         return matchLimit == .one ? values.first : values
@@ -174,7 +193,7 @@ public enum SecDictionary {
     }
 
     /// An item's attributes keyed as `kSecReturnAttributes` returns them.
-    public static func attributes(of record: ItemRecord) -> [String: Any] {
+    package static func attributes(of record: ItemRecord) -> [String: Any] {
         var out: [String: Any] = [
             kSecClass: record.itemClass.rawValue, kSecAttrAccessGroup: record.accessGroup,
             kSecAttrAccessible: record.protection.rawValue, kSecAttrSynchronizable: record.synchronizable,

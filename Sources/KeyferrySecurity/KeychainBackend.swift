@@ -1,0 +1,57 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import Node
+
+/// Where a context's calls go: a device powered on in this process, or a running node.
+/// Either way the calls are the typed ones; only the transport differs.
+protocol KeychainBackend: Sendable {
+    func add(_ item: NewItem, app: String) throws -> ItemRecord
+    func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord]
+    func update(_ query: ItemQuery, with changes: ItemChanges, app: String) throws
+    func delete(_ query: ItemQuery, app: String) throws
+    /// Passcode and biometry, as `LAContext` sees them.
+    func status() throws -> DeviceStatus
+}
+
+/// A `Device` in this process: what `KeyferryTesting` makes, or a device directory no node runs.
+struct InProcessBackend: KeychainBackend {
+    let device: Device
+
+    func add(_ item: NewItem, app: String) throws -> ItemRecord { try device.keychain(for: app).add(item) }
+    func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord] { try device.keychain(for: app).copy(query) }
+    func update(_ query: ItemQuery, with changes: ItemChanges, app: String) throws {
+        _ = try device.keychain(for: app).update(query, with: changes)
+    }
+    func delete(_ query: ItemQuery, app: String) throws { _ = try device.keychain(for: app).delete(query) }
+    func status() throws -> DeviceStatus { try device.status() }
+}
+
+/// A running node, reached over its socket; each call waits on the calling thread.
+struct NodeBackend: KeychainBackend {
+    let client: NodeClient
+
+    func add(_ item: NewItem, app: String) throws -> ItemRecord {
+        let answer: NodeAPI.Items = try client.callSynchronously(.add, NodeAPI.Add(app: app, item: item))
+        guard let record = answer.items.first else { throw KeychainError(.internalError, "the node added the item but answered no record.") }
+        return record
+    }
+
+    func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord] {
+        let answer: NodeAPI.Items = try client.callSynchronously(.copy, NodeAPI.Search(app: app, query: query))
+        return answer.items
+    }
+
+    func update(_ query: ItemQuery, with changes: ItemChanges, app: String) throws {
+        let _: NodeAPI.Changed = try client.callSynchronously(.update, NodeAPI.Update(app: app, query: query, changes: changes))
+    }
+
+    func delete(_ query: ItemQuery, app: String) throws {
+        let _: NodeAPI.Changed = try client.callSynchronously(.delete, NodeAPI.Search(app: app, query: query))
+    }
+
+    func status() throws -> DeviceStatus {
+        let answer: NodeAPI.NodeStatus = try client.getSynchronously(.status)
+        return answer.device
+    }
+}

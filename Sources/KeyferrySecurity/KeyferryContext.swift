@@ -1,0 +1,176 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import Node
+import Synchronization
+
+/// The device and the app that Keychain Services calls act as. On a device the calling app is
+/// implicit; here a context names it, found in this order:
+/// - `context.run { ... }`: the calls of one scope and of the tasks it starts, so tests running
+///   side by side each act on their own device;
+/// - `KeyferryContext.use(context)` in test setup: every other call of the process;
+/// - `KEYFERRY_DEVICE` (a device directory) and `KEYFERRY_APP` (a bundle ID) in the environment,
+///   with `KEYFERRY_PASSCODE` when the device has one, read at the first call.
+///
+/// A device a node runs is called over the node's socket; a directory no node runs is powered
+/// on in this process (and unlocked with the passcode) until the context closes.
+public final class KeyferryContext: Sendable {
+    /// The calling app's bundle ID.
+    public let app: String
+    let backend: any KeychainBackend
+    /// Answers prompts that ask for the device passcode.
+    let passcode: String?
+    private let local: LocalDevice?
+    private let state = Mutex(State())
+
+    struct State {
+        var user = SimulatedUser()
+        var lastFailure: KeychainError?
+    }
+
+    /// The device at `directory`, as `app`. The app must be installed there.
+    public convenience init(device directory: URL, app: String, passcode: String? = nil) throws {
+        let client = NodeClient(directory: directory)
+        if (try? client.getSynchronously(.status) as NodeAPI.NodeStatus) != nil {
+            self.init(backend: NodeBackend(client: client), local: nil, app: app, passcode: passcode)
+        } else {
+            let local = try LocalDevice(directory: directory)
+            do {
+                if local.device.lockState != .unlocked { try local.device.unlock(passcode: passcode) }
+            } catch {
+                local.powerOff()
+                throw error
+            }
+            self.init(backend: InProcessBackend(device: local.device), local: local, app: app, passcode: passcode)
+        }
+        _ = try backend.status()
+    }
+
+    /// A device already powered on in this process.
+    package convenience init(device: Device, app: String, passcode: String?) {
+        self.init(backend: InProcessBackend(device: device), local: nil, app: app, passcode: passcode)
+    }
+
+    private init(backend: any KeychainBackend, local: LocalDevice?, app: String, passcode: String?) {
+        self.backend = backend
+        self.local = local
+        self.app = app
+        self.passcode = passcode
+    }
+
+    /// Powers off a device this context powered on; a node's device is left running.
+    public func close() {
+        local?.powerOff()
+    }
+
+    // MARK: Which context
+
+    @TaskLocal private static var scoped: KeyferryContext?
+    private static let processWide = Mutex<KeyferryContext?>(nil)
+
+    /// Runs `body` with this context for its calls and the tasks it starts.
+    public func run<T>(_ body: () throws -> T) rethrows -> T {
+        try Self.$scoped.withValue(self, operation: body)
+    }
+
+    public func run<T>(_ body: () async throws -> T) async rethrows -> T {
+        try await Self.$scoped.withValue(self, operation: body)
+    }
+
+    /// The context of every call outside `run`; nil falls back to the environment.
+    public static func use(_ context: KeyferryContext?) {
+        processWide.withLock { $0 = context }
+    }
+
+    /// The context a call made here would act in.
+    public static var current: KeyferryContext? {
+        scoped ?? processWide.withLock { $0 } ?? (try? environment.get())
+    }
+
+    private static let environment: Result<KeyferryContext, KeychainError> = {
+        let variables = ProcessInfo.processInfo.environment
+        guard let directory = variables["KEYFERRY_DEVICE"], let app = variables["KEYFERRY_APP"] else {
+            return .failure(KeychainError(.notAvailable,
+                "no device for Keychain Services calls: set KEYFERRY_DEVICE and KEYFERRY_APP, or use KeyferryContext in the test's setup."))
+        }
+        do {
+            return .success(try KeyferryContext(device: URL(fileURLWithPath: directory), app: app, passcode: variables["KEYFERRY_PASSCODE"]))
+        } catch {
+            return .failure(KeychainError(.notAvailable, "KEYFERRY_DEVICE=\(directory) cannot be used: \(error)"))
+        }
+    }()
+
+    /// Why no context is found, for the status of a call made without one.
+    static var missing: KeychainError {
+        if case .failure(let error) = environment { return error }
+        return KeychainError(.notAvailable, "no device for Keychain Services calls.")
+    }
+
+    // MARK: The simulated user
+
+    /// What the user does at the next `count` prompts, before going back to `always`.
+    public func userWill(_ response: UserResponse, times count: Int = 1) {
+        state.withLock { $0.user.queue(response, count) }
+    }
+
+    /// What the user does at every prompt nothing else was queued for. At first they cooperate:
+    /// a matching face or finger when biometry is enrolled, else the device passcode.
+    public func userWillAlways(_ response: UserResponse) {
+        state.withLock { $0.user.always = response }
+    }
+
+    /// The responses for one call that may prompt: the next queued one, or the standing one.
+    func responses() -> [AuthenticationResponse] {
+        let next = state.withLock { $0.user.next() }
+        return next.map { [$0.response(passcode: passcode)] }
+            ?? [.biometryMatch] + (passcode.map { [.passcode($0)] } ?? [])
+    }
+
+    // MARK: Failures
+
+    /// Keyferry's sentence for the last call that failed in this context, which names the cause
+    /// where `SecCopyErrorMessageString` gives only Apple's generic meaning.
+    public var lastFailure: String? { state.withLock { $0.lastFailure?.description } }
+
+    func recordFailure(_ error: KeychainError) {
+        state.withLock { $0.lastFailure = error }
+    }
+}
+
+/// What the simulated user does when a call prompts for Face ID, Touch ID or the passcode.
+public enum UserResponse: Sendable, Equatable {
+    /// An enrolled face or finger that matches.
+    case biometryMatch
+    /// A face or finger that does not match.
+    case biometryNoMatch
+    /// The user taps Cancel.
+    case cancel
+    /// The user types the device's passcode (the context's).
+    case passcode
+    /// The user types this passcode, right or wrong.
+    case typesPasscode(String)
+
+    func response(passcode: String?) -> AuthenticationResponse {
+        switch self {
+        case .biometryMatch: .biometryMatch
+        case .biometryNoMatch: .biometryNoMatch
+        case .cancel: .cancel
+        case .passcode: .passcode(passcode ?? "")
+        case .typesPasscode(let text): .passcode(text)
+        }
+    }
+}
+
+/// Queued responses, then a standing one.
+struct SimulatedUser {
+    var queued: [UserResponse] = []
+    var always: UserResponse?
+
+    mutating func queue(_ response: UserResponse, _ count: Int) {
+        queued += Array(repeating: response, count: max(count, 0))
+    }
+
+    mutating func next() -> UserResponse? {
+        queued.isEmpty ? always : queued.removeFirst()
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import KeychainModel
+import Synchronization
+
+// Keychain Services' four calls, with Apple's signatures. The device and app are the current
+// `KeyferryContext`'s. `file` and `line` default to the caller's, so sources compile unchanged.
+
+@discardableResult
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
+                       file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+    perform { context in
+        let item = try SecDictionary.newItem(try SecDictionary.strings(attributes))
+        if item.returning.contains(.ref) {
+            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects.")
+        }
+        let record = try context.backend.add(item, app: context.app)
+        result?.pointee = SecDictionary.result([record], returning: item.returning, matchLimit: .one).map { $0 as AnyObject }
+    }
+}
+
+@discardableResult
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
+                                file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+    perform { context in
+        var parsed = try SecDictionary.query(try SecDictionary.strings(query), for: .copy)
+        parsed.authentication = context.authentication(parsed.authentication)
+        let records = try context.backend.copy(parsed, app: context.app)
+        result?.pointee = SecDictionary.result(records, returning: parsed.returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
+    }
+}
+
+@discardableResult
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary,
+                          file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+    perform { context in
+        var parsed = try SecDictionary.query(try SecDictionary.strings(query), for: .update)
+        parsed.authentication = context.authentication(parsed.authentication)
+        let changes = try SecDictionary.changes(try SecDictionary.strings(attributesToUpdate), itemClass: parsed.itemClass)
+        try context.backend.update(parsed, with: changes, app: context.app)
+    }
+}
+
+@discardableResult
+public func SecItemDelete(_ query: CFDictionary, file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+    perform { context in
+        try context.backend.delete(try SecDictionary.query(try SecDictionary.strings(query), for: .delete), app: context.app)
+    }
+}
+
+/// Runs one call in the current context: Apple's status back, Keyferry's sentence kept.
+private func perform(_ body: (KeyferryContext) throws -> Void) -> OSStatus {
+    guard let context = KeyferryContext.current else {
+        KeyferryContext.reportMissing()
+        return KeyferryContext.missing.status.rawValue
+    }
+    do {
+        try body(context)
+        return errSecSuccess
+    } catch let error as KeychainError {
+        context.recordFailure(error)
+        return error.status.rawValue
+    } catch {
+        // The device or its node failed, not the call: a device that is off, a node that died.
+        let failure = KeychainError(.notAvailable, "\(error)")
+        context.recordFailure(failure)
+        return failure.status.rawValue
+    }
+}
+
+extension KeyferryContext {
+    /// A call's authentication: the dictionary's `LAContext` (no prompt allowed, or already
+    /// evaluated), else the simulated user's next response.
+    func authentication(_ parsed: AuthenticationContext) -> AuthenticationContext {
+        var context = parsed
+        if context.responses.isEmpty, context.interactionAllowed { context.responses = responses() }
+        return context
+    }
+
+    private static let reported = Mutex(false)
+
+    /// Says once, on standard error, why calls fail with no context: a status alone would
+    /// leave a user guessing.
+    static func reportMissing() {
+        guard reported.withLock({ done in defer { done = true }; return !done }) else { return }
+        FileHandle.standardError.write(Data("keyferry: \(missing.message)\n".utf8))
+    }
+}
