@@ -85,9 +85,7 @@ public struct NodeClient: Sendable {
     }
 
     private func call<Answer: Decodable, Body: Encodable>(_ route: NodeAPI.Route, get: Bool, body: Body?) async throws -> Answer {
-        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
-            throw NodeError.failed("the socket path \(paths.socket.path) cannot be addressed.")
-        }
+        let url = try url(of: route)
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
         guard NodeLock.isHeld(paths) else {
@@ -107,7 +105,7 @@ public struct NodeClient: Sendable {
             response = try await HTTPClient.keyferry.execute(request, timeout: timeout)
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
+            throw unanswered(error)
         }
         let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
         return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
@@ -151,10 +149,7 @@ extension NodeClient {
     }
 
     private func callSynchronously<Answer: Decodable>(_ route: NodeAPI.Route, body: Data?) throws -> Answer {
-        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
-            throw NodeError.failed("the socket path \(paths.socket.path) cannot be addressed.")
-        }
-        var request = try HTTPClient.Request(url: url, method: body == nil ? .GET : .POST)
+        var request = try HTTPClient.Request(url: try url(of: route), method: body == nil ? .GET : .POST)
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(body)
@@ -164,10 +159,22 @@ extension NodeClient {
             response = try HTTPClient.keyferry.execute(request: request, deadline: .now() + timeout).wait()
         } catch {
             guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
-            throw NodeError.failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
+            throw unanswered(error)
         }
         let bytes = response.body.map { Data(buffer: $0) } ?? Data()
         return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
+    }
+
+    /// The route's address on the node's socket.
+    private func url(of route: NodeAPI.Route) throws -> URL {
+        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
+            throw NodeError.failed("the socket path \(paths.socket.path) cannot be addressed.")
+        }
+        return url
+    }
+
+    private func unanswered(_ error: any Error) -> NodeError {
+        .failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
     }
 
     /// The answer of a 200, or the failure the node sent back, typed.
