@@ -90,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "Survival", "Scenario",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "Survival", "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),

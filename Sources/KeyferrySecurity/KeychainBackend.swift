@@ -6,6 +6,8 @@ import Node
 /// Where a context's calls go: a device powered on in this process, or a running node.
 /// Either way the calls are the typed ones; only the transport differs.
 protocol KeychainBackend: Sendable {
+    /// The device's directory.
+    var directory: URL { get }
     func add(_ item: NewItem, app: String) throws -> ItemRecord
     func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord]
     func update(_ query: ItemQuery, with changes: ItemChanges, app: String) throws
@@ -17,6 +19,7 @@ protocol KeychainBackend: Sendable {
 /// A `Device` in this process: what `KeyferryTesting` makes, or a device directory no node runs.
 struct InProcessBackend: KeychainBackend {
     let device: Device
+    var directory: URL { device.directory }
 
     func add(_ item: NewItem, app: String) throws -> ItemRecord { try device.keychain(for: app).add(item) }
     func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord] { try device.keychain(for: app).copy(query) }
@@ -30,6 +33,7 @@ struct InProcessBackend: KeychainBackend {
 /// A running node, reached over its socket; each call waits on the calling thread.
 struct NodeBackend: KeychainBackend {
     let client: NodeClient
+    var directory: URL { client.paths.directory }
 
     func add(_ item: NewItem, app: String) throws -> ItemRecord {
         let answer: NodeAPI.Items = try client.callSynchronously(.add, NodeAPI.Add(app: app, item: item))

@@ -20,12 +20,18 @@ public final class KeyferryContext: Sendable {
     let backend: any KeychainBackend
     /// Answers prompts that ask for the device passcode.
     let passcode: String?
+    /// Where the traps its calls fall into are recorded: the device's audit log.
+    public let audit: AuditLog
     private let local: LocalDevice?
     private let state = Mutex(State())
 
     struct State {
         var user = SimulatedUser()
         var lastFailure: KeychainError?
+        var traps = TrapDetector()
+        /// Statuses the test asked the next calls of each function to fail with.
+        var faults: [SecItemFunction: [OSStatus]] = [:]
+        var beforeEachCall: (@Sendable (SecItemFunction) -> Void)?
     }
 
     /// The device at `directory`, as `app`. The app must be installed there.
@@ -53,13 +59,16 @@ public final class KeyferryContext: Sendable {
 
     private init(backend: any KeychainBackend, local: LocalDevice?, app: String, passcode: String?) {
         self.backend = backend
+        self.audit = AuditLog(device: backend.directory)
         self.local = local
         self.app = app
         self.passcode = passcode
     }
 
-    /// Powers off a device this context powered on; a node's device is left running.
+    /// Records what the audit still holds back, and powers off a device this context powered
+    /// on; a node's device is left running.
     public func close() {
+        flushAudit()
         local?.powerOff()
     }
 
@@ -124,6 +133,57 @@ public final class KeyferryContext: Sendable {
         let next = state.withLock { $0.user.next() }
         return next.map { [$0.response(passcode: passcode)] }
             ?? [.biometryMatch] + (passcode.map { [.passcode($0)] } ?? [])
+    }
+
+    // MARK: Faults
+
+    /// The next `count` calls of `function` in this context fail with `status`, doing nothing:
+    /// how a test sees its code face a locked device (`errSecInteractionNotAllowed`), a full
+    /// disk (`errSecIO`) or a duplicate, whatever state the device is in.
+    public func failNext(_ function: SecItemFunction, times count: Int = 1, with status: OSStatus) {
+        state.withLock { $0.faults[function, default: []] += Array(repeating: status, count: max(count, 0)) }
+    }
+
+    func injectedStatus(for function: SecItemFunction) -> OSStatus? {
+        state.withLock { state in
+            guard var queued = state.faults[function], !queued.isEmpty else { return nil }
+            let status = queued.removeFirst()
+            state.faults[function] = queued
+            return status
+        }
+    }
+
+    /// Runs before every call of this context (to stop an app between two calls).
+    package func beforeEachCall(_ hook: (@Sendable (SecItemFunction) -> Void)?) {
+        state.withLock { $0.beforeEachCall = hook }
+    }
+
+    func willCall(_ function: SecItemFunction) {
+        state.withLock { $0.beforeEachCall }?(function)
+    }
+
+    // MARK: Audit
+
+    func observe(_ call: ObservedCall) {
+        var found: [TrapRecord] = []
+        state.withLock { state in
+            state.traps.observe(call) { trap, site, detail in found.append(record(trap, site, detail)) }
+        }
+        audit.append(found)
+    }
+
+    /// Records an add whose duplicate is still waiting to be handled: its code has stopped
+    /// calling, so it never will be. Reading the audit in a test does this first.
+    public func flushAudit() {
+        var found: [TrapRecord] = []
+        state.withLock { state in
+            state.traps.flush { trap, site, detail in found.append(record(trap, site, detail)) }
+        }
+        audit.append(found)
+    }
+
+    private func record(_ trap: KeychainTrap, _ site: Site, _ detail: String?) -> TrapRecord {
+        TrapRecord(trap: trap, function: site.function, file: site.file, line: site.line, app: app, detail: detail, at: Date())
     }
 
     // MARK: Failures

@@ -8,8 +8,8 @@ import Synchronization
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
                        file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform { context in
-        let item = try SecDictionary.newItem(try SecDictionary.strings(attributes))
+    perform(.add, attributes, file: file, line: line) { context, attributes in
+        let item = try SecDictionary.newItem(attributes)
         if item.returning.contains(.ref) {
             throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects.")
         }
@@ -21,8 +21,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
                                 file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform { context in
-        var parsed = try SecDictionary.query(try SecDictionary.strings(query), for: .copy)
+    perform(.copyMatching, query, file: file, line: line) { context, query in
+        var parsed = try SecDictionary.query(query, for: .copy)
         parsed.authentication = context.authentication(parsed.authentication)
         let records = try context.backend.copy(parsed, app: context.app)
         result?.pointee = SecDictionary.result(records, returning: parsed.returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
@@ -32,8 +32,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary,
                           file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform { context in
-        var parsed = try SecDictionary.query(try SecDictionary.strings(query), for: .update)
+    perform(.update, query, changes: attributesToUpdate, file: file, line: line) { context, query in
+        var parsed = try SecDictionary.query(query, for: .update)
         parsed.authentication = context.authentication(parsed.authentication)
         let changes = try SecDictionary.changes(try SecDictionary.strings(attributesToUpdate), itemClass: parsed.itemClass)
         try context.backend.update(parsed, with: changes, app: context.app)
@@ -42,29 +42,48 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary, file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform { context in
-        try context.backend.delete(try SecDictionary.query(try SecDictionary.strings(query), for: .delete), app: context.app)
+    perform(.delete, query, file: file, line: line) { context, query in
+        try context.backend.delete(try SecDictionary.query(query, for: .delete), app: context.app)
     }
 }
 
-/// Runs one call in the current context: Apple's status back, Keyferry's sentence kept.
-private func perform(_ body: (KeyferryContext) throws -> Void) -> OSStatus {
+/// Runs one call in the current context: Apple's status back, Keyferry's sentence kept, the
+/// call shown to the audit.
+private func perform(
+    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary? = nil, file: StaticString, line: UInt,
+    _ body: (KeyferryContext, [String: Any]) throws -> Void
+) -> OSStatus {
     guard let context = KeyferryContext.current else {
         KeyferryContext.reportMissing()
         return KeyferryContext.missing.status.rawValue
     }
-    do {
-        try body(context)
-        return errSecSuccess
-    } catch let error as KeychainError {
-        context.recordFailure(error)
-        return error.status.rawValue
-    } catch {
-        // The device or its node failed, not the call: a device that is off, a node that died.
-        let failure = KeychainError(.notAvailable, "\(error)")
-        context.recordFailure(failure)
-        return failure.status.rawValue
+    context.willCall(function)
+    let strings = Result { () throws(KeychainError) in try SecDictionary.strings(dictionary) }
+    let status: OSStatus
+    if let injected = context.injectedStatus(for: function) {
+        context.recordFailure(KeychainError(KeychainStatus(rawValue: injected),
+                                            "\(function.rawValue) failed with \(injected) because the test asked for it."))
+        status = injected
+    } else {
+        do {
+            try body(context, try strings.get())
+            status = errSecSuccess
+        } catch let error as KeychainError {
+            context.recordFailure(error)
+            status = error.status.rawValue
+        } catch {
+            // The device or its node failed, not the call: a device that is off, a node that died.
+            let failure = KeychainError(.notAvailable, "\(error)")
+            context.recordFailure(failure)
+            status = failure.status.rawValue
+        }
     }
+    if case .success(let strings) = strings {
+        let changes = changes.flatMap { try? SecDictionary.strings($0) } ?? [:]
+        context.observe(ObservedCall(function: function, dictionary: strings, changes: changes, status: status,
+                                     site: Site(function: function, file: "\(file)", line: Int(line))))
+    }
+    return status
 }
 
 extension KeyferryContext {

@@ -57,3 +57,45 @@ struct SecurityCLITests {
         #expect(try cli.ok(["item", "get", dir, "--app", "com.example.mail", "--account", "b"]).text == "w")
     }
 }
+
+@Suite("keyferry audit")
+struct AuditCLITests {
+    @Test("lists the traps code fell into through a node, with file, line, count and why; --strict fails; --clear empties")
+    func listsTraps() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        #expect(try cli.ok(["audit", dir]).text.contains("no keychain traps recorded on \(dir)."))
+
+        let context = try KeyferryContext(device: URL(fileURLWithPath: dir), app: "com.example.mail")
+        defer { context.close() }
+        let line = #line + 3
+        context.run {
+            for account in ["a", "b"] {
+                SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account] as CFDictionary, nil)
+            }
+        }
+        let text = try cli.ok(["audit", dir]).text
+        #expect(text.contains("2 calls fell into keychain traps at 1 place on \(dir):"))
+        #expect(text.contains("KeyferryCLITests/SecurityCLITests.swift:\(line): no accessibility on add (SecItemAdd, 2x, com.example.mail)"))
+        #expect(text.contains(KeychainTrap.noAccessibilityOnAdd.why))
+
+        let json = try cli.ok(["audit", dir, "--json"]).object()
+        let findings = try #require(json["findings"] as? [[String: Any]])
+        #expect(findings.first?["trap"] as? String == "noAccessibilityOnAdd")
+        #expect(findings.first?["line"] as? Int == line)
+        #expect(findings.first?["count"] as? Int == 2)
+
+        let strict = try cli.run(["audit", dir, "--strict", "--clear"])
+        #expect(strict.status == 1)
+        #expect(strict.text.contains("the log is now empty."))
+        try cli.ok(["audit", dir, "--strict"])
+    }
+
+    @Test("a directory that is not a device is refused")
+    func notADevice() throws {
+        let cli = try CLI()
+        let result = try cli.run(["audit", cli.root.appendingPathComponent("nothing").path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("nothing"))
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import KeychainModel
+
+/// A keychain call written in a way that loses or exposes secrets on real devices, though it
+/// works on a developer's unlocked phone and in the Simulator.
+public enum KeychainTrap: String, Codable, CaseIterable, Sendable {
+    case accessibilityInSearch
+    case noAccessibilityOnAdd
+    case deprecatedAlways
+    case deleteAfterLockedRead
+    case synchronizableThisDeviceOnly
+    case unhandledDuplicate
+
+    /// A short name for listings.
+    public var title: String {
+        switch self {
+        case .accessibilityInSearch: "kSecAttrAccessible in a search"
+        case .noAccessibilityOnAdd: "no accessibility on add"
+        case .deprecatedAlways: "deprecated Always accessibility"
+        case .deleteAfterLockedRead: "delete after a locked read"
+        case .synchronizableThisDeviceOnly: "synchronizable and ThisDeviceOnly"
+        case .unhandledDuplicate: "duplicate add not handled"
+        }
+    }
+
+    /// Why the call is a trap, and what to write instead.
+    public var why: String {
+        switch self {
+        case .accessibilityInSearch:
+            "The search only matches items stored with that exact class: an item stored with another one is not found (-25300), yet adding it again fails as a duplicate (-25299). Search by class, service and account; set kSecAttrAccessible on add or in the update dictionary."
+        case .noAccessibilityOnAdd:
+            "The item gets kSecAttrAccessibleWhenUnlocked, so background work while the phone is locked fails with -25308. Say the class you need, such as kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly."
+        case .deprecatedAlways:
+            "kSecAttrAccessibleAlways and AlwaysThisDeviceOnly are deprecated since iOS 12: the item is readable before the first unlock, protected by the hardware key alone. Use AfterFirstUnlock."
+        case .deleteAfterLockedRead:
+            "-25308 means the item exists but the device is locked; deleting it then destroys a secret the app could have read after unlock. Retry when protected data is available."
+        case .synchronizableThisDeviceOnly:
+            "The call succeeds, but a ThisDeviceOnly item never leaves the device: the sync engine skips it without a word, so the other devices never see it. Pick one: AfterFirstUnlock to sync, ThisDeviceOnly to stay."
+        case .unhandledDuplicate:
+            "The add failed with -25299 and the code went on without updating or deleting the item, so the new value was never saved. Fall back to SecItemUpdate on -25299."
+        }
+    }
+}
+
+/// One call that fell into a trap: where in the caller's code, as which app, and when.
+public struct TrapRecord: Codable, Sendable, Equatable {
+    public var trap: KeychainTrap
+    public var function: SecItemFunction
+    /// The caller's `#fileID` and line.
+    public var file: String
+    public var line: Int
+    public var app: String
+    /// What about this call, when the trap alone does not say (the earlier read, the class).
+    public var detail: String?
+    public var at: Date
+}
+
+/// The four Keychain Services calls on items.
+public enum SecItemFunction: String, Codable, Sendable, CaseIterable {
+    case add = "SecItemAdd"
+    case copyMatching = "SecItemCopyMatching"
+    case update = "SecItemUpdate"
+    case delete = "SecItemDelete"
+}
+
+/// One Keychain Services call as the audit sees it: the dictionaries as the caller wrote them
+/// and the status the caller got back.
+struct ObservedCall {
+    var function: SecItemFunction
+    /// The attributes of an add, or the query of the others.
+    var dictionary: [String: Any]
+    /// The second dictionary of an update.
+    var changes: [String: Any] = [:]
+    var status: OSStatus
+    var site: Site
+}
+
+/// Where in the caller's code a call was made.
+struct Site: Sendable {
+    var function: SecItemFunction
+    var file: String
+    var line: Int
+}
+
+/// Finds the traps in a context's calls, in order. Most traps show in one call; two need the
+/// calls around it: a delete right after a read that failed with -25308, and an add that failed
+/// with -25299 and was not followed by an update or delete of the same item.
+struct TrapDetector: Sendable {
+    private var lockedRead: (item: ItemKey, site: Site)?
+    private var duplicate: (item: ItemKey, site: Site)?
+
+    /// Hands each trap `call` completes to `record`.
+    mutating func observe(_ call: ObservedCall, record: (KeychainTrap, Site, String?) -> Void) {
+        let item = ItemKey(call.dictionary)
+        if let pending = duplicate {
+            let handled = (call.function == .update || call.function == .delete) && pending.item.overlaps(item)
+            let stillLooking = call.function == .copyMatching && pending.item.overlaps(item)
+            if handled { duplicate = nil } else if !stillLooking { flush(record: record) }
+        }
+
+        switch call.function {
+        case .add:
+            if call.dictionary[kSecAttrAccessible] == nil && call.dictionary[kSecAttrAccessControl] == nil {
+                record(.noAccessibilityOnAdd, call.site, nil)
+            }
+        case .copyMatching, .update, .delete:
+            if let value = call.dictionary[kSecAttrAccessible] {
+                record(.accessibilityInSearch, call.site, "searches with \((value as? String).flatMap(ProtectionClass.init(rawValue:)).map(Self.constant) ?? "\(value)")")
+            }
+        }
+        for stored in [call.function == .add ? call.dictionary : [:], call.changes] {
+            let protection = Self.protection(stored)
+            if protection == .always || protection == .alwaysThisDeviceOnly {
+                record(.deprecatedAlways, call.site, protection.map { "stores with \(Self.constant($0))" })
+            }
+            if let protection, protection.isThisDeviceOnly, Self.isTrue(stored[kSecAttrSynchronizable]) {
+                record(.synchronizableThisDeviceOnly, call.site, nil)
+            }
+        }
+
+        if call.function == .delete, let read = lockedRead, read.item.overlaps(item) {
+            record(.deleteAfterLockedRead, call.site, "the read at \(read.site.file):\(read.site.line) got -25308")
+        }
+        lockedRead = call.function == .copyMatching && call.status == errSecInteractionNotAllowed ? (item, call.site) : nil
+        if call.function == .add && call.status == errSecDuplicateItem { duplicate = (item, call.site) }
+    }
+
+    /// Reports an add still waiting for its duplicate to be handled: the code has moved on or
+    /// the audit is being read.
+    mutating func flush(record: (KeychainTrap, Site, String?) -> Void) {
+        guard let pending = duplicate else { return }
+        duplicate = nil
+        record(.unhandledDuplicate, pending.site, nil)
+    }
+
+    private static func protection(_ dictionary: [String: Any]) -> ProtectionClass? {
+        if let value = dictionary[kSecAttrAccessible] as? String { return ProtectionClass(rawValue: value) }
+        return (dictionary[kSecAttrAccessControl] as? AccessControl)?.protection
+    }
+
+    /// Apple's name of the constant: `kSecAttrAccessibleWhenUnlocked`.
+    private static func constant(_ protection: ProtectionClass) -> String {
+        "kSecAttrAccessible\(protection.name.prefix(1).uppercased())\(protection.name.dropFirst())"
+    }
+
+    private static func isTrue(_ value: Any?) -> Bool {
+        switch value {
+        case let flag as Bool: flag
+        case let number as NSNumber: number.boolValue
+        default: false
+        }
+    }
+}
+
+/// The attributes that name an item, as far as a dictionary gives them; a missing one matches
+/// any value, as in a search.
+struct ItemKey: Sendable {
+    private var parts: [String: String] = [:]
+
+    init(_ dictionary: [String: Any]) {
+        for key in [kSecClass, kSecAttrService, kSecAttrAccount, kSecAttrServer, kSecAttrAccessGroup] {
+            if let value = dictionary[key] { parts[key] = "\(value)" }
+        }
+    }
+
+    func overlaps(_ other: ItemKey) -> Bool {
+        parts.allSatisfy { key, value in other.parts[key].map { $0 == value } ?? true }
+    }
+}
