@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "KeychainStore", targets: ["KeychainStore"]),
         .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeyferrySecurity", targets: ["KeyferrySecurity"]),
+        .library(name: "KeyferryTesting", targets: ["KeyferryTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -87,6 +88,12 @@ let package = Package(
         // (in this process or a running node), so code written for Apple's platforms runs here.
         .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "Node"]),
 
+        // For users' own test suites: a simulated device in a temporary directory, its apps,
+        // the user's answers, faults, app kills, backups onto a new device, a sync circle.
+        .target(
+            name: "KeyferryTesting",
+            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "Backup", "Sync", "Relay"]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
@@ -111,6 +118,9 @@ let package = Package(
         .testTarget(
             name: "KeyferrySecurityTests",
             dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
+        // Written as a user's own test suite would be: only KeyferryTesting, and app code that
+        // compiles unchanged for Apple's platforms (Samples/).
+        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting"]),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",

@@ -19,7 +19,8 @@ public final class KeyferryContext: Sendable {
     public let app: String
     let backend: any KeychainBackend
     /// Answers prompts that ask for the device passcode.
-    let passcode: String?
+    var passcode: String? { currentPasscode() }
+    private let currentPasscode: @Sendable () -> String?
     /// Where the traps its calls fall into are recorded: the device's audit log.
     public let audit: AuditLog
     private let local: LocalDevice?
@@ -31,14 +32,14 @@ public final class KeyferryContext: Sendable {
         var traps = TrapDetector()
         /// Statuses the test asked the next calls of each function to fail with.
         var faults: [SecItemFunction: [OSStatus]] = [:]
-        var beforeEachCall: (@Sendable (SecItemFunction) -> Void)?
+        var beforeEachCall: (@Sendable (SecItemFunction) -> OSStatus?)?
     }
 
     /// The device at `directory`, as `app`. The app must be installed there.
     public convenience init(device directory: URL, app: String, passcode: String? = nil) throws {
         let client = NodeClient(directory: directory)
         if (try? client.getSynchronously(.status) as NodeAPI.NodeStatus) != nil {
-            self.init(backend: NodeBackend(client: client), local: nil, app: app, passcode: passcode)
+            self.init(backend: NodeBackend(client: client), local: nil, app: app, passcode: { passcode })
         } else {
             let local = try LocalDevice(directory: directory)
             do {
@@ -47,22 +48,27 @@ public final class KeyferryContext: Sendable {
                 local.powerOff()
                 throw error
             }
-            self.init(backend: InProcessBackend(device: local.device), local: local, app: app, passcode: passcode)
+            self.init(backend: InProcessBackend(device: local.device), local: local, app: app, passcode: { passcode })
         }
         _ = try backend.status()
     }
 
     /// A device already powered on in this process.
     package convenience init(device: Device, app: String, passcode: String?) {
+        self.init(device: device, app: app, passcode: { passcode })
+    }
+
+    /// A device already powered on in this process, whose passcode may change.
+    package convenience init(device: Device, app: String, passcode: @escaping @Sendable () -> String?) {
         self.init(backend: InProcessBackend(device: device), local: nil, app: app, passcode: passcode)
     }
 
-    private init(backend: any KeychainBackend, local: LocalDevice?, app: String, passcode: String?) {
+    private init(backend: any KeychainBackend, local: LocalDevice?, app: String, passcode: @escaping @Sendable () -> String?) {
         self.backend = backend
         self.audit = AuditLog(device: backend.directory)
         self.local = local
         self.app = app
-        self.passcode = passcode
+        self.currentPasscode = passcode
     }
 
     /// Records what the audit still holds back, and powers off a device this context powered
@@ -144,8 +150,10 @@ public final class KeyferryContext: Sendable {
         state.withLock { $0.faults[function, default: []] += Array(repeating: status, count: max(count, 0)) }
     }
 
+    /// The status a call fails with before doing anything: a kill, or a fault the test asked for.
     func injectedStatus(for function: SecItemFunction) -> OSStatus? {
-        state.withLock { state in
+        if let hook = state.withLock({ $0.beforeEachCall }), let status = hook(function) { return status }
+        return state.withLock { state in
             guard var queued = state.faults[function], !queued.isEmpty else { return nil }
             let status = queued.removeFirst()
             state.faults[function] = queued
@@ -153,13 +161,10 @@ public final class KeyferryContext: Sendable {
         }
     }
 
-    /// Runs before every call of this context (to stop an app between two calls).
-    package func beforeEachCall(_ hook: (@Sendable (SecItemFunction) -> Void)?) {
+    /// Runs before every call of this context (to stop an app between two calls); a status
+    /// it returns is the call's, and the call does nothing.
+    package func beforeEachCall(_ hook: (@Sendable (SecItemFunction) -> OSStatus?)?) {
         state.withLock { $0.beforeEachCall = hook }
-    }
-
-    func willCall(_ function: SecItemFunction) {
-        state.withLock { $0.beforeEachCall }?(function)
     }
 
     // MARK: Audit

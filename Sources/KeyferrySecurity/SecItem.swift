@@ -57,12 +57,11 @@ private func perform(
         KeyferryContext.reportMissing()
         return KeyferryContext.missing.status.rawValue
     }
-    context.willCall(function)
     let strings = Result { () throws(KeychainError) in try SecDictionary.strings(dictionary) }
     let status: OSStatus
     if let injected = context.injectedStatus(for: function) {
         context.recordFailure(KeychainError(KeychainStatus(rawValue: injected),
-                                            "\(function.rawValue) failed with \(injected) because the test asked for it."))
+                                            "\(function.rawValue) failed with \(injected) because the test asked for it, or killed the app."))
         status = injected
     } else {
         do {

@@ -1,21 +1,18 @@
 import Foundation
-import KeychainModel
-import KeychainStore
-import KeychainTesting
-import KeyferrySecurity
+import KeyferryTesting
 import Testing
 
 /// App code written for Apple's platforms (Samples/CredentialStore.swift), run on a simulated
 /// device: the behaviour the seeds describe, traps included.
-@Suite("app code through KeyferrySecurity")
+@Suite("a type-safe wrapper on a simulated device")
 struct CredentialStoreTests {
-    let t: TestDevice
+    let phone: SimulatedDevice
     let context: KeyferryContext
     let store = CredentialStore(service: "com.example.app.auth")
 
     init() throws {
-        t = try TestDevice(biometry: true)
-        context = KeyferryContext(device: t.device, app: TestDevice.appID, passcode: t.passcode)
+        phone = try SimulatedDevice(biometry: true)
+        context = try phone.install("com.example.app")
     }
 
     struct Session: Codable, Equatable {
@@ -36,9 +33,7 @@ struct CredentialStoreTests {
             #expect(throws: CredentialStoreError.notFound) { try store.read(account: "alice") }
             try store.delete(account: "alice")
         }
-        // The typed API sees what the dictionaries wrote.
-        let typed = try t.keychain().copy(ItemQuery(.genericPassword, attributes: [.account: .string("bob")], returning: .attributes))
-        #expect(typed.first?.protection == .afterFirstUnlock)
+        try phone.requireNoTraps()
     }
 
     @Test("a locked device: afterFirstUnlock items read, whenUnlocked ones fail -25308")
@@ -46,7 +41,7 @@ struct CredentialStoreTests {
         try context.run {
             try store.save(Data("bg".utf8), account: "background")
             try store.save(Data("fg".utf8), account: "foreground", accessibility: kSecAttrAccessibleWhenUnlocked)
-            try t.device.lock(immediately: true)
+            try phone.lock()
             #expect(try store.read(account: "background") == Data("bg".utf8))
             #expect(throws: CredentialStoreError.unhandled(errSecInteractionNotAllowed)) { try store.read(account: "foreground") }
         }
@@ -70,7 +65,7 @@ struct CredentialStoreTests {
             #expect(probe.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
             let saved = probe.evaluatedPolicyDomainState
             #expect(saved != nil && !CredentialStore.biometryChanged(since: saved))
-            try t.device.changeBiometryEnrollment()
+            try phone.changeBiometryEnrollment()
             #expect(CredentialStore.biometryChanged(since: saved))
             #expect(throws: CredentialStoreError.unhandled(errSecAuthFailed)) { try store.readBiometric(account: "vault", context: LAContext()) }
         }
