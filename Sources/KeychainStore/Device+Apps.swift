@@ -23,6 +23,7 @@ extension Device {
             throw DeviceError(.io, "could not create the sandbox of \(app.bundleID): \(error.localizedDescription)")
         }
         let groups = String(decoding: try JSONEncoder().encode(app.accessGroups), as: UTF8.self)
+        defer { forgetManifests() }
         try database.write { db in
             try db.execute(
                 sql: """
@@ -39,6 +40,7 @@ extension Device {
     /// crash here, the next install removes them.
     public func uninstall(bundleID: String) throws {
         _ = try app(bundleID)
+        defer { forgetManifests() }
         try database.write { db in
             try db.execute(sql: "DELETE FROM app WHERE bundle_id = ?", arguments: [bundleID])
             try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [bundleID])
@@ -53,10 +55,18 @@ extension Device {
     }
 
     public func app(_ bundleID: String) throws -> AppManifest {
+        let (generation, known) = manifests.withLock { ($0.generation, $0.apps[bundleID]) }
+        if let known { return known }
         guard let row = try database.read({ try Row.fetchOne($0, sql: "SELECT * FROM app WHERE bundle_id = ?", arguments: [bundleID]) }) else {
             throw DeviceError(.appNotInstalled, "\(bundleID) is not installed on \(info.name); install it first (keyferry app install).")
         }
-        return try Self.manifest(row)
+        let manifest = try Self.manifest(row)
+        manifests.withLock { if $0.generation == generation { $0.apps[bundleID] = manifest } }
+        return manifest
+    }
+
+    private func forgetManifests() {
+        manifests.withLock { $0 = ($0.generation + 1, [:]) }
     }
 
     private static func manifest(_ row: Row) throws -> AppManifest {

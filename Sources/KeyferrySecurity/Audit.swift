@@ -78,7 +78,7 @@ struct ObservedCall {
 /// Where in the caller's code a call was made.
 struct Site: Sendable {
     var function: SecItemFunction
-    var file: String
+    var file: StaticString
     var line: Int
 }
 
@@ -91,10 +91,16 @@ struct TrapDetector: Sendable {
 
     /// Hands each trap `call` completes to `record`.
     mutating func observe(_ call: ObservedCall, record: (KeychainTrap, Site, String?) -> Void) {
-        let item = ItemKey(call.dictionary)
+        // Which item the call names matters only next to a pending read or add.
+        var named: ItemKey?
+        func item() -> ItemKey {
+            if let named { return named }
+            named = ItemKey(call.dictionary)
+            return named!
+        }
         if let pending = duplicate {
-            let handled = (call.function == .update || call.function == .delete) && pending.item.overlaps(item)
-            let stillLooking = call.function == .copyMatching && pending.item.overlaps(item)
+            let handled = (call.function == .update || call.function == .delete) && pending.item.overlaps(item())
+            let stillLooking = call.function == .copyMatching && pending.item.overlaps(item())
             if handled { duplicate = nil } else if !stillLooking { flush(record: record) }
         }
 
@@ -118,11 +124,11 @@ struct TrapDetector: Sendable {
             }
         }
 
-        if call.function == .delete, let read = lockedRead, read.item.overlaps(item) {
+        if call.function == .delete, let read = lockedRead, read.item.overlaps(item()) {
             record(.deleteAfterLockedRead, call.site, "the read at \(read.site.file):\(read.site.line) got -25308")
         }
-        lockedRead = call.function == .copyMatching && call.status == errSecInteractionNotAllowed ? (item, call.site) : nil
-        if call.function == .add && call.status == errSecDuplicateItem { duplicate = (item, call.site) }
+        lockedRead = call.function == .copyMatching && call.status == errSecInteractionNotAllowed ? (item(), call.site) : nil
+        if call.function == .add && call.status == errSecDuplicateItem { duplicate = (item(), call.site) }
     }
 
     /// Reports an add still waiting for its duplicate to be handled: the code has moved on or

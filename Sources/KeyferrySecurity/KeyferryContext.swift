@@ -188,7 +188,7 @@ public final class KeyferryContext: Sendable {
     }
 
     private func record(_ trap: KeychainTrap, _ site: Site, _ detail: String?) -> TrapRecord {
-        TrapRecord(trap: trap, function: site.function, file: site.file, line: site.line, app: app, detail: detail, at: Date())
+        TrapRecord(trap: trap, function: site.function, file: "\(site.file)", line: site.line, app: app, detail: detail, at: Date())
     }
 
     // MARK: Failures

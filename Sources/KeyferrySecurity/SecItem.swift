@@ -80,7 +80,7 @@ private func perform(
     if case .success(let strings) = strings {
         let changes = changes.flatMap { try? SecDictionary.strings($0) } ?? [:]
         context.observe(ObservedCall(function: function, dictionary: strings, changes: changes, status: status,
-                                     site: Site(function: function, file: "\(file)", line: Int(line))))
+                                     site: Site(function: function, file: file, line: Int(line))))
     }
     return status
 }

@@ -8,7 +8,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Keyferry against same-run baselines on this machine.",
-        subcommands: [StoreBench.self, NodeBench.self, BackupBench.self, SyncBench.self, SurvivalBench.self])
+        subcommands: [StoreBench.self, NodeBench.self, BackupBench.self, SyncBench.self, SurvivalBench.self, SecurityBench.self])
 }
 
 /// The middle sample (the upper one of an even count).
