@@ -23,7 +23,7 @@ extension Device {
             throw DeviceError(.io, "could not create the sandbox of \(app.bundleID): \(error.localizedDescription)")
         }
         let groups = String(decoding: try JSONEncoder().encode(app.accessGroups), as: UTF8.self)
-        defer { forgetManifests() }
+        defer { appCache.withLock { $0.forget() } }
         try database.write { db in
             try db.execute(
                 sql: """
@@ -40,7 +40,7 @@ extension Device {
     /// crash here, the next install removes them.
     public func uninstall(bundleID: String) throws {
         _ = try app(bundleID)
-        defer { forgetManifests() }
+        defer { appCache.withLock { $0.forget() } }
         try database.write { db in
             try db.execute(sql: "DELETE FROM app WHERE bundle_id = ?", arguments: [bundleID])
             try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [bundleID])
@@ -55,18 +55,14 @@ extension Device {
     }
 
     public func app(_ bundleID: String) throws -> AppManifest {
-        let (generation, known) = manifests.withLock { ($0.generation, $0.apps[bundleID]) }
+        let (generation, known) = appCache.withLock { ($0.generation, $0.manifests[bundleID]) }
         if let known { return known }
         guard let row = try database.read({ try Row.fetchOne($0, sql: "SELECT * FROM app WHERE bundle_id = ?", arguments: [bundleID]) }) else {
             throw DeviceError(.appNotInstalled, "\(bundleID) is not installed on \(info.name); install it first (keyferry app install).")
         }
         let manifest = try Self.manifest(row)
-        manifests.withLock { if $0.generation == generation { $0.apps[bundleID] = manifest } }
+        appCache.withLock { if $0.generation == generation { $0.manifests[bundleID] = manifest } }
         return manifest
-    }
-
-    private func forgetManifests() {
-        manifests.withLock { $0 = ($0.generation + 1, [:]) }
     }
 
     private static func manifest(_ row: Row) throws -> AppManifest {
@@ -77,12 +73,28 @@ extension Device {
 
     /// The keychain as `bundleID` sees it: only its entitled access groups.
     public func keychain(for bundleID: String) throws -> Keychain {
-        let app = try app(bundleID)
-        return Keychain(device: self, scope: .groups(app.entitledGroups))
+        let (generation, known) = appCache.withLock { ($0.generation, $0.keychains[bundleID]) }
+        if let (scope, hashes) = known { return Keychain(device: self, scope: scope, groupHashes: hashes) }
+        let keychain = Keychain(device: self, scope: .groups(try app(bundleID).entitledGroups))
+        appCache.withLock { if $0.generation == generation { $0.keychains[bundleID] = keychain.scopeAndHashes } }
+        return keychain
     }
 
     /// Every item on the device, whatever its group: for listing and export, never for apps.
     public var deviceKeychain: Keychain { Keychain(device: self, scope: .device) }
+}
+
+/// What a device remembers of its apps between install and uninstall (see `Device.appCache`).
+struct AppCache {
+    var generation = 0
+    var manifests: [String: AppManifest] = [:]
+    /// Each app's keychain scope and its groups' keyed hashes; not the `Keychain`, which would
+    /// hold the device from inside it.
+    var keychains: [String: (Keychain.Scope, [String: [UInt8]])] = [:]
+
+    mutating func forget() {
+        self = AppCache(generation: generation + 1)
+    }
 }
 
 /// iOS file protection classes, for sandbox files.

@@ -19,10 +19,10 @@ public final class Device: Sendable {
     public let deviceBoundBackupKey: SymmetricKey
     /// nil while powered off.
     private let power: Mutex<LockStateMachine?>
-    /// Installed apps as last read: every app's call looks its app up, and only this device's
-    /// install and uninstall change them (each moves the generation on, so a read that raced
-    /// with one is not kept).
-    let manifests = Mutex<(generation: Int, apps: [String: AppManifest])>((0, [:]))
+    /// Installed apps as last read, with their keychains' group hashes: every app's call looks
+    /// its app up, and only this device's install and uninstall change them (each moves the
+    /// generation on, so a read that raced with one is not kept).
+    let appCache = Mutex(AppCache())
     /// Passcode attempts made inside another transaction (access control), written once it ends.
     private let unsavedAttempts = Mutex<PasscodeAttempts?>(nil)
 

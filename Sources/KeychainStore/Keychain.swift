@@ -19,14 +19,21 @@ public struct Keychain: Sendable {
     private let groupHashes: [String: [UInt8]]
 
     init(device: Device, scope: Scope) {
+        var hashes: [String: [UInt8]] = [:]
+        if case .groups(let groups) = scope {
+            hashes = Dictionary(groups.map { ($0, device.index.accessGroupHash($0)) }, uniquingKeysWith: { a, _ in a })
+        }
+        self.init(device: device, scope: scope, groupHashes: hashes)
+    }
+
+    init(device: Device, scope: Scope, groupHashes: [String: [UInt8]]) {
         self.device = device
         self.scope = scope
-        if case .groups(let groups) = scope {
-            groupHashes = Dictionary(groups.map { ($0, device.index.accessGroupHash($0)) }, uniquingKeysWith: { a, _ in a })
-        } else {
-            groupHashes = [:]
-        }
+        self.groupHashes = groupHashes
     }
+
+    /// The hashes this keychain computed, for the next keychain of the same app.
+    var scopeAndHashes: (Scope, [String: [UInt8]]) { (scope, groupHashes) }
 
     private var index: ItemIndex { device.index }
 

@@ -4,6 +4,8 @@ import KeychainModel
 /// The result code of every Keychain Services call.
 public typealias OSStatus = Int32
 
+/// MacTypes' "no error", which `import Security` brings along and wrappers compare with.
+public let noErr: OSStatus = 0
 public let errSecSuccess: OSStatus = 0
 public let errSecUnimplemented: OSStatus = -4
 public let errSecDiskFull: OSStatus = -34

@@ -88,7 +88,8 @@ package enum SecDictionary {
 
         init(_ dictionary: [String: Any], operation: Operation) throws(KeychainError) {
             guard let rawClass = dictionary[kSecClass] else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
-            guard let name = rawClass as? String, let itemClass = ItemClass(name: name) else {
+            // Apple's values (`genp`) first: they are what the constants hold.
+            guard let name = rawClass as? String, let itemClass = ItemClass(rawValue: name) ?? ItemClass(name: name) else {
                 throw KeychainError(.noSuchClass, "'\(rawClass)' is not a keychain item class.")
             }
             self.itemClass = itemClass
@@ -101,7 +102,7 @@ package enum SecDictionary {
             switch key {
             case kSecAttrAccessGroup: accessGroup = try Convert.string(value, key)
             case kSecAttrAccessible:
-                guard let name = value as? String, let protection = ProtectionClass(name: name) else {
+                guard let name = value as? String, let protection = ProtectionClass(rawValue: name) ?? ProtectionClass(name: name) else {
                     throw KeychainError(.param, "'\(value)' is not a kSecAttrAccessible value.")
                 }
                 self.protection = protection

@@ -4,6 +4,7 @@ import Fleet
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySecurity
 import Logging
 import Node
 import Relay
@@ -130,6 +131,10 @@ struct DemoCommand: AsyncParsableCommand {
         tour.say("a new face is enrolled")
         await tour.attempt("read vault-key with Face ID") { try await phone.read(Self.mail, "vault-key", .responding(.biometryMatch)) }
         await tour.attempt("read vault-key with the passcode") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
+        tour.heading("The mail app's own Swift code calls SecItemAdd, as on iOS (KeyferrySecurity), and `keyferry audit` reads the traps")
+        let directory = runner.directory(of: member)
+        let report = try await onThreadOfItsOwn { _ in try DemoAppCode.run(device: directory, app: Self.mail) { tour.say($0) } }
+        for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) { tour.say(String(line)) }
         try await newPhone(from: phone, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")

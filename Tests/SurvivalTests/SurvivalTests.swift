@@ -95,7 +95,9 @@ struct SurvivalTests {
         _ = try await Self.matrix(phone, passcode: nil)
         let after = try phone.allBytesOnDisk()
         #expect(before.map(\.path) == after.map(\.path))
-        #expect(zip(before, after).allSatisfy { $0.bytes == $1.bytes })
+        // SQLite's -shm is its WAL index in shared memory, rewritten by reads (their read marks):
+        // a cache of the WAL, not the device's data.
+        #expect(zip(before, after).filter { $0.bytes != $1.bytes && !$0.path.hasSuffix("-shm") }.map(\.0.path) == [])
         #expect(try FileManager.default.contentsOfDirectory(atPath: phone.directory.deletingLastPathComponent().path) == scratchBefore)
         #expect(phone.device.lockState == .unlocked)
     }
