@@ -8,7 +8,7 @@ import Synchronization
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
                        file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform(.add, attributes, file: file, line: line) { context, attributes in
+    perform(.add, attributes, file: file, line: line) { context, attributes, _ in
         let item = try SecDictionary.newItem(attributes)
         if item.returning.contains(.ref) {
             throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects.")
@@ -21,7 +21,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
                                 file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform(.copyMatching, query, file: file, line: line) { context, query in
+    perform(.copyMatching, query, file: file, line: line) { context, query, _ in
         var parsed = try SecDictionary.query(query, for: .copy)
         parsed.authentication = context.authentication(parsed.authentication)
         let records = try context.backend.copy(parsed, app: context.app)
@@ -32,32 +32,34 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary,
                           file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform(.update, query, changes: attributesToUpdate, file: file, line: line) { context, query in
+    perform(.update, query, changes: attributesToUpdate, file: file, line: line) { context, query, attributesToUpdate in
         var parsed = try SecDictionary.query(query, for: .update)
         parsed.authentication = context.authentication(parsed.authentication)
-        let changes = try SecDictionary.changes(try SecDictionary.strings(attributesToUpdate), itemClass: parsed.itemClass)
+        let changes = try SecDictionary.changes(attributesToUpdate, itemClass: parsed.itemClass)
         try context.backend.update(parsed, with: changes, app: context.app)
     }
 }
 
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary, file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
-    perform(.delete, query, file: file, line: line) { context, query in
+    perform(.delete, query, file: file, line: line) { context, query, _ in
         try context.backend.delete(try SecDictionary.query(query, for: .delete), app: context.app)
     }
 }
 
 /// Runs one call in the current context: Apple's status back, Keyferry's sentence kept, the
-/// call shown to the audit.
+/// call shown to the audit. `body` gets the dictionaries keyed by strings (the update's second
+/// one, or an empty one).
 private func perform(
-    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary? = nil, file: StaticString, line: UInt,
-    _ body: (KeyferryContext, [String: Any]) throws -> Void
+    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary = [:], file: StaticString, line: UInt,
+    _ body: (KeyferryContext, [String: Any], [String: Any]) throws -> Void
 ) -> OSStatus {
     guard let context = KeyferryContext.current else {
         KeyferryContext.reportMissing()
         return KeyferryContext.missing.status.rawValue
     }
     let strings = Result { () throws(KeychainError) in try SecDictionary.strings(dictionary) }
+    let changeStrings = Result { () throws(KeychainError) in try SecDictionary.strings(changes) }
     let status: OSStatus
     if let injected = context.injectedStatus(for: function) {
         if injected != errSecSuccess {
@@ -67,7 +69,7 @@ private func perform(
         status = injected
     } else {
         do {
-            try body(context, try strings.get())
+            try body(context, try strings.get(), try changeStrings.get())
             status = errSecSuccess
         } catch let error as KeychainError {
             context.recordFailure(error)
@@ -80,8 +82,7 @@ private func perform(
         }
     }
     if case .success(let strings) = strings {
-        let changes = changes.flatMap { try? SecDictionary.strings($0) } ?? [:]
-        context.observe(ObservedCall(function: function, dictionary: strings, changes: changes, status: status,
+        context.observe(ObservedCall(function: function, dictionary: strings, changes: (try? changeStrings.get()) ?? [:], status: status,
                                      site: Site(function: function, file: file, line: Int(line))))
     }
     return status
