@@ -113,7 +113,10 @@ extension SandboxEntry {
         bundleID = try r.string()
         path = try r.string()
         protection = try r.string()
-        offset = Int(try r.uint64())
+        // A piece of a file lies within the largest file a sandbox holds; beyond, the entry is
+        // malformed (and Int(UInt64) would trap).
+        guard let offset = Int(exactly: try r.uint64()), offset <= SandboxEntry.maximumOffset else { throw ByteReader.Malformed() }
+        self.offset = offset
         contents = Data(try r.lengthPrefixed())
         guard r.isAtEnd else { throw ByteReader.Malformed() }
     }

@@ -94,6 +94,12 @@ public struct ArchiveReader {
         guard let hashing = header.passwordHashing, let sealedKey = header.sealedKey else {
             throw ArchiveError.corruptHeader("an encrypted archive without its sealed key")
         }
+        // The header is read before anything authenticates it: a forged cost must not buy hours
+        // of CPU or gigabytes of memory. libsodium's "sensitive" level is the most a writer uses.
+        guard (1...10).contains(hashing.parameters.operations),
+              (8 << 10...1 << 30).contains(hashing.parameters.memoryBytes) else {
+            throw ArchiveError.corruptHeader("its password hashing asks for \(hashing.parameters.operations) passes over \(hashing.parameters.memoryBytes) bytes, outside what an archive uses (1 to 10 passes, 8 KiB to 1 GiB)")
+        }
         let passwordKey: SymmetricKey
         do {
             passwordKey = try PasswordHash.argon2id(password: password, salt: Array(hashing.salt), parameters: hashing.parameters)

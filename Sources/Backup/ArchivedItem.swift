@@ -99,6 +99,10 @@ public struct SandboxEntry: Sendable, Equatable {
     public var protection: String
     public var offset: Int
     public var contents: Data
+
+    /// Pieces of a file arrive in order, so an offset is the size of the file so far: 1 TiB is
+    /// past any sandbox, and keeps offset + length within an Int.
+    static let maximumOffset = 1 << 40
 }
 
 /// The backup keybag of an encrypted archive: one key per migratable protection class, derived
@@ -106,12 +110,15 @@ public struct SandboxEntry: Sendable, Equatable {
 struct BackupKeybag: Sendable {
     let archiveKey: SymmetricKey
 
-    func key(for protection: ProtectionClass) -> SymmetricKey {
-        let id: UInt64 = switch protection {
-        case .whenUnlocked: 1
-        case .afterFirstUnlock: 2
-        case .always: 3
-        default: preconditionFailure("\(protection.name) items are never wrapped with the backup keybag")
+    /// Nil for the ThisDeviceOnly classes, which are never wrapped with it: an archive that
+    /// says otherwise was altered, and its item is reported damaged.
+    func key(for protection: ProtectionClass) -> SymmetricKey? {
+        let id: UInt64
+        switch protection {
+        case .whenUnlocked: id = 1
+        case .afterFirstUnlock: id = 2
+        case .always: id = 3
+        default: return nil
         }
         return archiveKey.derive(context: "kfbkbag_", id: id)
     }

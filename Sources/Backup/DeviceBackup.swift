@@ -134,7 +134,7 @@ private struct ItemKeys: Sendable {
         var keys: [ProtectionClass: (ArchivedItem.Wrapping, SymmetricKey)] = [:]
         for protection in ProtectionClass.allCases {
             switch ArchivedItem.wrapping(for: protection, mode: mode) {
-            case .backup: keys[protection] = (.backup, backupKeybag!.key(for: protection))
+            case .backup: if let key = backupKeybag?.key(for: protection) { keys[protection] = (.backup, key) }
             case .device: keys[protection] = (.device, deviceKey)
             case nil: break
             }

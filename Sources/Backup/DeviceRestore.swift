@@ -97,7 +97,9 @@ public enum DeviceRestore {
                 if outcome == nil { restored.append(record) }
                 waitsForApp = outcome == nil && !entitledGroups.contains(record.accessGroup)
             } else {
-                outcome = report.sameDevice ? .damaged
+                // Sealed with the password's keys and still shut: altered. Sealed with a
+                // device's key: altered on that device, else bound to it.
+                outcome = item.wrapping == .backup || report.sameDevice ? .damaged
                     : item.protection.isThisDeviceOnly ? .deviceBound
                     : .unencryptedOnAnotherDevice
             }

@@ -80,12 +80,13 @@ public enum PasswordHash {
         guard salt.count == PasswordHashParameters.saltByteCount else {
             throw CryptoError.invalidLength(expected: PasswordHashParameters.saltByteCount, actual: salt.count)
         }
+        guard let memory = Int(exactly: parameters.memoryBytes) else { throw CryptoError.passwordHashingFailed }
         let out = SecureBytes(count: SymmetricKey.byteCount)
         let status = password.withUnsafeBytes { p in
             crypto_pwhash(
                 out.buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(SymmetricKey.byteCount),
                 UnsafeRawPointer(p.sodiumBase).assumingMemoryBound(to: CChar.self), UInt64(p.count), salt,
-                parameters.operations, Int(parameters.memoryBytes), crypto_pwhash_ALG_ARGON2ID13)
+                parameters.operations, memory, crypto_pwhash_ALG_ARGON2ID13)
         }
         guard status == 0 else { throw CryptoError.passwordHashingFailed }
         return SymmetricKey(storage: out)

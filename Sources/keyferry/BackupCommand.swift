@@ -93,7 +93,7 @@ struct BackupCommand: AsyncParsableCommand {
             let manifest = try reader.unverifiedManifest()
             let header = reader.header
             if output.json {
-                try printJSON(encodable: Inspection(header: header, manifest: manifest, authenticated: header.mode == .unencrypted))
+                try printJSON(encodable: Inspection(header: header, manifest: manifest, checksummed: header.mode == .unencrypted))
                 return
             }
             print("\(file): Keyferry backup, \(header.mode.rawValue)")
@@ -109,31 +109,41 @@ struct BackupCommand: AsyncParsableCommand {
             for warning in manifest.warnings { warn(warning) }
             if header.mode == .encrypted {
                 print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
+            } else {
+                print("(counts checked against damage, not forgery: anyone can write an unencrypted archive that passes)")
             }
         }
 
         struct Inspection: Encodable {
             var header: ArchiveHeader
             var manifest: ArchiveManifest
-            /// Whether the counts were authenticated (unencrypted archives) or are as recorded.
-            var authenticated: Bool
+            /// Whether the counts were checked against the archive's digests (unencrypted
+            /// archives), which detect damage but not forgery, or are as recorded (encrypted).
+            var checksummed: Bool
         }
     }
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "verify", abstract: "Read and authenticate every byte of an archive.")
+            commandName: "verify", abstract: "Read and check every byte of an archive: authenticated under its password, or checksummed when unencrypted.")
         @Argument(help: "The archive.", completion: .file()) var file: String
         @OptionGroup var password: BackupPassword
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
-            let secret = reader.header.mode == .encrypted ? try password.read(required: true) : nil
+            try password.refuseForUnencrypted(reader.header, file)
+            let encrypted = reader.header.mode == .encrypted
+            let secret = encrypted ? try password.read(required: true) : nil
             var sections = 0
             let manifest = try reader.read(password: secret.map { Data($0.utf8) }) { _, _ in sections += 1 }
-            if output.json { printJSON(["verified": true, "sections": sections + 1]); return }
-            print("\(file): every byte authenticated (\(sections + 1) sections); \(manifest.summary)")
+            if output.json { printJSON(["verified": true, "authenticated": encrypted, "sections": sections + 1]); return }
+            if encrypted {
+                print("\(file): every byte authenticated (\(sections + 1) sections); \(manifest.summary)")
+            } else {
+                print("\(file): every byte intact (\(sections + 1) sections); \(manifest.summary)")
+                print("(unencrypted: its checksums detect damage, not forgery; only an encrypted archive's password proves who wrote it)")
+            }
         }
     }
 }
@@ -156,6 +166,13 @@ struct BackupPassword: ParsableArguments {
             throw ValidationError("an encrypted archive needs a password: --password-file F (its first line), or KEYFERRY_BACKUP_PASSWORD.")
         }
         return password
+    }
+
+    /// An unencrypted archive takes no password. One given for it is refused: the archive the
+    /// user meant, encrypted, may have been replaced by one anyone could write.
+    func refuseForUnencrypted(_ header: ArchiveHeader, _ file: String) throws {
+        guard header.mode == .unencrypted, passwordFile != nil else { return }
+        throw CommandFailure("\(file) is unencrypted, so --password-file means nothing for it; if you expected an encrypted archive, it may have been replaced. Leave the option out to use it as it is.")
     }
 }
 

@@ -29,6 +29,7 @@ struct RestoreCommand: AsyncParsableCommand {
     func run() async throws {
         let archive = URL(fileURLWithPath: file)
         let header = try ArchiveReader(contentsOf: archive).header
+        try password.refuseForUnencrypted(header, file)
         let secret = header.mode == .encrypted ? try password.read(required: true) : nil
         let showProgress = Verbosity.current >= .normal && ProcessControl.standardErrorIsTerminal
         // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and

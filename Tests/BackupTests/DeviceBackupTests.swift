@@ -52,7 +52,7 @@ struct DeviceBackupTests {
         let keybag = try #require(try ArchiveReader(contentsOf: url).sectionKeys(password: password).backupKeybag)
         for item in archived {
             #expect(item.wrapping == (item.protection.isThisDeviceOnly ? .device : .backup))
-            let key = item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.deviceBoundBackupKey
+            let key = try #require(item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.deviceBoundBackupKey)
             #expect(try item.open(with: key).data == Data("marker-secret-\(item.protection.name)".utf8))
         }
         let bytes = try Data(contentsOf: url)

@@ -26,10 +26,16 @@ struct BackupCLITests {
 
         let inspection = try cli.ok(["backup", "inspect", encrypted, "--json"]).object()
         #expect((inspection["header"] as? [String: Any])?["mode"] as? String == "encrypted")
-        #expect(inspection["authenticated"] as? Bool == false)
-        #expect(try cli.ok(["backup", "inspect", plain, "--json"]).object()["authenticated"] as? Bool == true)
+        #expect(inspection["checksummed"] as? Bool == false)
+        #expect(try cli.ok(["backup", "inspect", plain, "--json"]).object()["checksummed"] as? Bool == true)
         #expect(try cli.ok(["backup", "verify", encrypted, "--password-file", passwordFile.path]).text.contains("every byte authenticated"))
-        #expect(try cli.ok(["backup", "verify", plain]).text.contains("every byte authenticated"))
+        let plainVerified = try cli.ok(["backup", "verify", plain]).text
+        #expect(plainVerified.contains("every byte intact") && plainVerified.contains("damage, not forgery"))
+        // A password for an unencrypted archive is refused, not ignored: it may have replaced an encrypted one.
+        let refused = try cli.run(["backup", "verify", plain, "--password-file", passwordFile.path])
+        #expect(refused.status == 1 && refused.stderr.contains("is unencrypted, so --password-file means nothing"))
+        let refusedRestore = try cli.run(["restore", plain, "--to", dir, "--passcode", "123456", "--password-file", passwordFile.path])
+        #expect(refusedRestore.status == 1 && refusedRestore.stderr.contains("is unencrypted, so --password-file means nothing"), "\(refusedRestore.stderr)")
 
         let bytes = try Data(contentsOf: URL(fileURLWithPath: encrypted))
         for marker in ["marker-secret", "marker-account", "marker-defaults"] {
