@@ -508,15 +508,18 @@ public actor SyncEngine {
     /// or before they were kept waiting for unlock.
     private func apply(_ envelopes: [SealedEnvelope], _ report: inout SyncReport) throws {
         let generations = generations
+        let now = device.now
         let opened = try ParallelMap.map(envelopes) { envelope in
             Result { () throws(EnvelopeError) -> (SyncedItem, VersionStamp) in
                 guard let keys = generations[envelope.header.epoch] else {
                     throw .cannotDecrypt("item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
                 }
+                let item: SyncedItem
                 do {
-                    let item = try envelope.open(with: keys)
-                    return (item, item.stamp)
+                    item = try envelope.open(with: keys)
                 } catch let error as EnvelopeError { throw error } catch { throw .malformed("\(error)") }
+                try item.checkReceived(now: now)
+                return (item, item.stamp)
             }
         }
         var chosen: [(envelope: SealedEnvelope, item: SyncedItem, stamp: VersionStamp)] = []

@@ -53,6 +53,32 @@ public struct SyncedItem: Hashable, Sendable {
 
     static let formatVersion: UInt8 = 1
 
+    /// How far ahead of this device's clock a version may be: clocks drift, but a version a day
+    /// ahead would win every merge for a day (and near the end of the clock's range, stop it).
+    public static let maximumClockLead: TimeInterval = 24 * 3600
+
+    /// Checks a version another member wrote as a local add is checked: the class's attributes
+    /// with values of their kinds, finite dates, and a version not from the far future. A
+    /// member's bug or a hostile member is refused here, before anything is written.
+    public func checkReceived(now: Date) throws(EnvelopeError) {
+        let item = "item \(record.uuid)"
+        do {
+            try record.itemClass.validate(record.attributes)
+        } catch {
+            throw .inconsistent("\(item): \(error.message)")
+        }
+        let dates = [record.creationDate, record.modificationDate] + record.attributes.values.compactMap {
+            if case .date(let date) = $0 { date } else { nil }
+        }
+        guard dates.allSatisfy({ $0.timeIntervalSince1970.isFinite }) else {
+            throw .inconsistent("\(item) carries a date that is not a time")
+        }
+        let limit = (now.timeIntervalSince1970 + Self.maximumClockLead) * 1000
+        guard Double(version.milliseconds) <= limit else {
+            throw .inconsistent("\(item) has version \(version), more than a day ahead of this device's clock")
+        }
+    }
+
     /// See Protocol/sync.md, "Item payload".
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 256 + (record.data?.count ?? 0))
