@@ -48,4 +48,11 @@ public enum ProcessControl {
     public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
     /// Whether standard output is a terminal, where a secret printed alone gets a newline.
     public static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// A line typed at the terminal without echo, after `prompt`; nil when standard input is
+    /// not a terminal (a script must say where its secret comes from).
+    public static func askHidden(_ prompt: String) -> String? {
+        guard isatty(STDIN_FILENO) == 1, let line = getpass(prompt) else { return nil }
+        return String(cString: line)
+    }
 }

@@ -152,6 +152,43 @@ struct SecretInput: ParsableArguments {
     func read() throws -> Data? { try readSecret(text: value, file: valueFile, stdin: valueStdin) }
 }
 
+/// A device passcode: in argv (where every local user sees it: for tests), from a file's first
+/// line, or from standard input's first line; `device unlock` asks on a terminal.
+struct PasscodeInput: ParsableArguments {
+    @Option(help: "The device passcode (visible in the process list; prefer --passcode-file or --passcode-stdin).",
+            transform: Checked.passcode)
+    var passcode: String?
+    @Option(help: "Read the device passcode from this file's first line.", completion: .file())
+    var passcodeFile: String?
+    @Flag(help: "Read the device passcode from standard input's first line.")
+    var passcodeStdin = false
+
+    var given: Bool { passcode != nil || passcodeFile != nil || passcodeStdin }
+
+    func validate() throws {
+        guard [passcode != nil, passcodeFile != nil, passcodeStdin].filter({ $0 }).count <= 1 else {
+            throw ValidationError("give the passcode once: --passcode, --passcode-file or --passcode-stdin.")
+        }
+    }
+
+    /// The passcode given, nil when none was.
+    func read() throws -> String? {
+        if let passcode { return passcode }
+        guard passcodeFile != nil || passcodeStdin else { return nil }
+        let what = passcodeFile == nil ? "the passcode on standard input" : "the passcode file"
+        let bytes = try readInput(passcodeFile, what: what, limit: 4 << 10)
+        let line = String(decoding: bytes, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        guard !line.isEmpty else { throw ValidationError("\(what) is empty; its first line is the passcode.") }
+        return line
+    }
+
+    /// The passcode given, or typed at a prompt when standard input is a terminal.
+    func readOrAsk(_ prompt: String) throws -> String? {
+        if given { return try read() }
+        return ProcessControl.askHidden(prompt).flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
+
 /// A secret from exactly one of: text, a file, standard input. nil when none was given.
 func readSecret(text: String?, file: String?, stdin: Bool) throws -> Data? {
     let secret: Data

@@ -80,14 +80,19 @@ struct DeviceCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The device passcode (leave out on a device without one).", transform: Checked.passcode) var passcode: String?
+        @OptionGroup var passcode: PasscodeInput
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            if passcode != nil, try await !device.client.deviceStatus().passcodeSet {
-                throw ValidationError("this device has no passcode; unlock it without --passcode.")
+            let hasPasscode = try await device.client.deviceStatus().passcodeSet
+            if passcode.given, !hasPasscode {
+                throw ValidationError("this device has no passcode; unlock it without one.")
             }
-            try await device.send(.unlock, NodeAPI.Unlock(passcode: passcode), json: output.json)
+            let typed = hasPasscode ? try passcode.readOrAsk("Passcode of \(device.dir): ") : nil
+            if hasPasscode && typed == nil {
+                throw ValidationError("this device has a passcode; give it with --passcode-file F, --passcode-stdin, or --passcode.")
+            }
+            try await device.send(.unlock, NodeAPI.Unlock(passcode: typed), json: output.json)
         }
     }
 

@@ -22,7 +22,7 @@ struct RestoreCommand: AsyncParsableCommand {
     @Argument(help: "The archive.", completion: .file()) var file: String
     @Option(help: "The device to restore onto (made with `keyferry device init`; powered off).", completion: .directory)
     var to: String
-    @Option(help: "The target device's passcode, when it has one.", transform: Checked.passcode) var passcode: String?
+    @OptionGroup var target: PasscodeInput
     @OptionGroup var password: BackupPassword
     @OptionGroup var output: OutputOptions
 
@@ -30,6 +30,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let archive = URL(fileURLWithPath: file)
         let header = try ArchiveReader(contentsOf: archive).header
         try password.refuseForUnencrypted(header, file)
+        let passcode = try target.read()
         let secret = header.mode == .encrypted ? try password.read(required: true) : nil
         let showProgress = Verbosity.current >= .normal && ProcessControl.standardErrorIsTerminal
         // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and

@@ -24,8 +24,7 @@ struct SurvivalCommand: AsyncParsableCommand {
     @OptionGroup var device: DeviceDirectory
     @Option(help: "Only the secrets this app can read: its access groups and its sandbox.", transform: Checked.bundleID)
     var app: String?
-    @Option(help: "The device's passcode (needed for a powered-off device that has one).", transform: Checked.passcode)
-    var passcode: String?
+    @OptionGroup var passcodeInput: PasscodeInput
     @Option(help: "Also write the matrix as one self-contained HTML page to FILE.", completion: .file())
     var html: String?
     @OptionGroup var output: OutputOptions
@@ -33,6 +32,7 @@ struct SurvivalCommand: AsyncParsableCommand {
     func run() async throws {
         // Every path on a large device takes longer than a call's usual minute.
         let client = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
+        let passcode = try passcodeInput.read()
         if Verbosity.current >= .normal, ProcessControl.standardErrorIsTerminal {
             printError("running \(SurvivalPath.allCases.count) paths on scratch devices ...", newline: false)
         }

@@ -16,11 +16,12 @@ struct TransferCommand: AsyncParsableCommand {
 
     @Argument(help: "The device to move from (running and unlocked).", completion: .directory) var from: String
     @Option(help: "The device to move onto (another device, powered off).", completion: .directory) var to: String
-    @Option(help: "The target device's passcode, when it has one.", transform: Checked.passcode) var passcode: String?
+    @OptionGroup var targetPasscode: PasscodeInput
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let target = URL(fileURLWithPath: to).standardizedFileURL
+        let passcode = try targetPasscode.read()
         let client = NodeClient(directory: URL(fileURLWithPath: from), timeout: .seconds(6 * 3600))
         let report: RestoreReport = try await interruptibly {
             try await client.call(.transfer, NodeAPI.Transfer(target: target.path, passcode: passcode))

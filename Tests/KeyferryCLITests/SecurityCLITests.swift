@@ -99,3 +99,36 @@ struct AuditCLITests {
         #expect(result.stderr.contains("nothing"))
     }
 }
+
+@Suite("Passcodes out of argv")
+struct PasscodeInputCLITests {
+    @Test("device unlock takes the passcode from a file's or standard input's first line; without one, it says how to give it")
+    func unlockFromFileAndStdin() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let file = cli.root.appendingPathComponent("passcode")
+        try Data("123456\nsecond line ignored\n".utf8).write(to: file)
+
+        try cli.ok(["node", "reboot", dir])
+        try cli.ok(["device", "unlock", dir, "--passcode-file", file.path])
+        #expect(try cli.ok(["device", "status", dir, "--json"]).object()["lockState"] as? String == "unlocked")
+
+        try cli.ok(["node", "reboot", dir])
+        try cli.ok(["device", "unlock", dir, "--passcode-stdin"], stdin: Data("123456\n".utf8))
+        #expect(try cli.ok(["device", "status", dir, "--json"]).object()["lockState"] as? String == "unlocked")
+
+        try cli.ok(["node", "reboot", dir])
+        let empty = cli.root.appendingPathComponent("empty")
+        try Data().write(to: empty)
+        for (arguments, message) in [
+            ([String](), "give it with --passcode-file F, --passcode-stdin, or --passcode"),
+            (["--passcode", "123456", "--passcode-stdin"], "give the passcode once"),
+            (["--passcode-file", cli.root.appendingPathComponent("missing").path], "there is no such file"),
+            (["--passcode-file", empty.path], "is empty"),
+        ] {
+            let result = try cli.run(["device", "unlock", dir] + arguments, stdin: Data())
+            #expect(result.status == 64 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+        #expect(try cli.ok(["device", "status", dir, "--json"]).object()["lockState"] as? String == "bfu", "nothing unlocked it")
+    }
+}
