@@ -111,15 +111,15 @@ struct TrapDetector: Sendable {
             }
         case .copyMatching, .update, .delete:
             if let value = call.dictionary[kSecAttrAccessible] {
-                record(.accessibilityInSearch, call.site, "searches with \((value as? String).flatMap(ProtectionClass.init(rawValue:)).map(Self.constant) ?? "\(value)")")
+                record(.accessibilityInSearch, call.site, "searches with \(Convert.protection(value)?.secConstantName ?? "\(value)")")
             }
         }
         for stored in [call.function == .add ? call.dictionary : [:], call.changes] {
             let protection = Self.protection(stored)
             if protection == .always || protection == .alwaysThisDeviceOnly {
-                record(.deprecatedAlways, call.site, protection.map { "stores with \(Self.constant($0))" })
+                record(.deprecatedAlways, call.site, protection.map { "stores with \($0.secConstantName)" })
             }
-            if let protection, protection.isThisDeviceOnly, Self.isTrue(stored[kSecAttrSynchronizable]) {
+            if let protection, protection.isThisDeviceOnly, stored[kSecAttrSynchronizable].flatMap({ try? Convert.bool($0, kSecAttrSynchronizable) }) == true {
                 record(.synchronizableThisDeviceOnly, call.site, nil)
             }
         }
@@ -140,21 +140,8 @@ struct TrapDetector: Sendable {
     }
 
     private static func protection(_ dictionary: [String: Any]) -> ProtectionClass? {
-        if let value = dictionary[kSecAttrAccessible] as? String { return ProtectionClass(rawValue: value) }
+        if let value = dictionary[kSecAttrAccessible] { return Convert.protection(value) }
         return (dictionary[kSecAttrAccessControl] as? AccessControl)?.protection
-    }
-
-    /// Apple's name of the constant: `kSecAttrAccessibleWhenUnlocked`.
-    private static func constant(_ protection: ProtectionClass) -> String {
-        "kSecAttrAccessible\(protection.name.prefix(1).uppercased())\(protection.name.dropFirst())"
-    }
-
-    private static func isTrue(_ value: Any?) -> Bool {
-        switch value {
-        case let flag as Bool: flag
-        case let number as NSNumber: number.boolValue
-        default: false
-        }
     }
 }
 

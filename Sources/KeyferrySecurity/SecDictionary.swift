@@ -102,7 +102,7 @@ package enum SecDictionary {
             switch key {
             case kSecAttrAccessGroup: accessGroup = try Convert.string(value, key)
             case kSecAttrAccessible:
-                guard let name = value as? String, let protection = ProtectionClass(rawValue: name) ?? ProtectionClass(name: name) else {
+                guard let protection = Convert.protection(value) else {
                     throw KeychainError(.param, "'\(value)' is not a kSecAttrAccessible value.")
                 }
                 self.protection = protection
@@ -226,6 +226,12 @@ enum Convert {
         if let b = value as? [UInt8] { return Data(b) }
         if let s = value as? String { return Data(s.utf8) }
         throw KeychainError(.param, "'\(key)' takes data.")
+    }
+
+    /// A `kSecAttrAccessible` value: Apple's (`ak`) first, as the constants hold, then a name.
+    static func protection(_ value: Any) -> ProtectionClass? {
+        guard let name = value as? String else { return nil }
+        return ProtectionClass(rawValue: name) ?? ProtectionClass(name: name)
     }
 
     static func bool(_ value: Any, _ key: String) throws(KeychainError) -> Bool {

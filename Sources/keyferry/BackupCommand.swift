@@ -157,8 +157,7 @@ struct BackupPassword: ParsableArguments {
         var password: String?
         if let passwordFile {
             let data = try readInput(passwordFile, what: "the password file", limit: 64 << 10)
-            password = String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
-                .first.map(String.init)
+            password = firstLine(of: data)
         } else {
             password = ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"]
         }

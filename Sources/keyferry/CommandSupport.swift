@@ -177,7 +177,7 @@ struct PasscodeInput: ParsableArguments {
         guard passcodeFile != nil || passcodeStdin else { return nil }
         let what = passcodeFile == nil ? "the passcode on standard input" : "the passcode file"
         let bytes = try readInput(passcodeFile, what: what, limit: 4 << 10)
-        let line = String(decoding: bytes, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        let line = firstLine(of: bytes)
         guard !line.isEmpty else { throw ValidationError("\(what) is empty; its first line is the passcode.") }
         return line
     }
@@ -187,6 +187,12 @@ struct PasscodeInput: ParsableArguments {
         if given { return try read() }
         return ProcessControl.askHidden(prompt).flatMap { $0.isEmpty ? nil : $0 }
     }
+}
+
+/// The first line of a secret's file, as passwords and passcodes are given: what follows a
+/// newline is not part of it.
+func firstLine(of data: Data) -> String {
+    String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).first.map(String.init) ?? ""
 }
 
 /// A secret from exactly one of: text, a file, standard input. nil when none was given.
