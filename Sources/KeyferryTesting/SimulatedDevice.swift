@@ -59,7 +59,7 @@ public final class SimulatedDevice: Sendable {
     }
 
     deinit {
-        for app in state.withLock({ Array($0.apps.values) }) { app.flushAudit() }
+        flushAudits()
         device.powerOff()
         try? FileManager.default.removeItem(at: root)
     }
@@ -180,9 +180,14 @@ public final class SimulatedDevice: Sendable {
 
     // MARK: Audit
 
+    /// Records the adds each app still holds back (their duplicate not yet handled).
+    private func flushAudits() {
+        for app in state.withLock({ Array($0.apps.values) }) { app.flushAudit() }
+    }
+
     /// Every trap the apps' calls fell into on this device, by place in the code.
     public func traps() throws -> [AuditReport.Finding] {
-        for app in state.withLock({ Array($0.apps.values) }) { app.flushAudit() }
+        flushAudits()
         return try AuditLog(device: directory).read().findings
     }
 
