@@ -197,6 +197,7 @@ extension CLI {
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": stateHome.path]) { $1 }
         let err = Pipe()
+        defer { err.closeBothEnds() }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = err
         try process.run()

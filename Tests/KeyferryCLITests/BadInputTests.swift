@@ -218,6 +218,7 @@ struct BadInputTests {
         curl.arguments = ["curl", "-s", "-o", "/dev/stdout", "-w", "%{http_code}", "--unix-socket", dir + "/node.sock",
                           "-X", "POST", "-d", "{\"app\": 5}", "http://localhost/v1/add"]
         let out = Pipe()
+        defer { out.closeBothEnds() }
         curl.standardOutput = out
         guard (try? curl.run()) != nil else { return }
         let answer = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

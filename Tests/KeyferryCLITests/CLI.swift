@@ -18,7 +18,7 @@ final class CLI: @unchecked Sendable {
     let root: URL
     let binary: URL
     /// Long-running commands started by `start`, terminated on the way out.
-    private var servers: [Process] = []
+    private var servers: [(process: Process, output: Pipe)] = []
 
     init() throws {
         root = URL(fileURLWithPath: "/tmp").appendingPathComponent("kf-\(UUID().uuidString.prefix(8))")
@@ -27,9 +27,12 @@ final class CLI: @unchecked Sendable {
     }
 
     deinit {
-        for server in servers where server.isRunning {
-            server.terminate()
-            server.waitUntilExit()
+        for server in servers {
+            if server.process.isRunning {
+                server.process.terminate()
+                server.process.waitUntilExit()
+            }
+            server.output.closeBothEnds()
         }
         // Every device directory under root whose node still holds its lock gets stopped.
         let devices = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -69,15 +72,16 @@ final class CLI: @unchecked Sendable {
         inherited["KEYFERRY_BACKUP_PASSWORD"] = nil
         inherited["XDG_STATE_HOME"] = stateHome.path
         process.environment = inherited.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), input = Pipe()
+        let out = Pipe(), err = Pipe(), input = stdin.map { _ in Pipe() }
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        process.standardInput = input ?? FileHandle.nullDevice
+        defer { [out, err, input].forEach { $0?.closeBothEnds() } }
         // Waiting through the termination handler: waitUntilExit polls every 50 ms on Linux.
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        if let stdin {
+        if let stdin, let input {
             input.fileHandleForWriting.write(stdin)
             try input.fileHandleForWriting.close()
         }
@@ -97,7 +101,7 @@ final class CLI: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        servers.append(process)
+        servers.append((process, out))
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = out.fileHandleForReading.availableData
@@ -129,5 +133,14 @@ final class CLI: @unchecked Sendable {
 
     func status(_ dir: String) throws -> [String: Any] {
         try ok(["device", "status", dir, "--json"]).object()
+    }
+}
+
+extension Pipe {
+    /// A Pipe's descriptors outlive the process that used them unless closed: a suite of a
+    /// thousand commands once held a thousand pipes open, and the test process crashed.
+    func closeBothEnds() {
+        try? fileHandleForReading.close()
+        try? fileHandleForWriting.close()
     }
 }

@@ -95,6 +95,7 @@ struct ScenarioCLITests {
         process.arguments = ["scenario", "run", file]
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": cli.stateHome.path, "TMPDIR": temporary]) { $1 }
         let out = Pipe(), err = Pipe()
+        defer { [out, err].forEach { $0.closeBothEnds() } }
         process.standardOutput = out
         process.standardError = err
         try process.run()

@@ -157,6 +157,7 @@ struct SurvivalCLITests {
         process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(cli.path("chromium"))",
                              "--virtual-time-budget=5000", "--dump-dom", "file://\(probed)"]
         let out = Pipe()
+        defer { out.closeBothEnds() }
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
