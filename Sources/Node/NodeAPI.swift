@@ -362,6 +362,21 @@ public enum NodeAPI {
         public var waitingForUnlock: Int
         /// Synchronizable ThisDeviceOnly items: skipped, device-bound, named account @ service.
         public var skippedDeviceBound: [String]
+        /// What arrived of each other member's batches. Missing ones were withheld from this
+        /// device (or lost); two devices that show different heads for one author see
+        /// different logs.
+        public var received: [Received]
+
+        public struct Received: Codable, Sendable {
+            /// Nil when the author is no longer a member.
+            public var name: String?
+            public var signingKey: String
+            /// The author's last batch received: its sequence and BLAKE2b-256 digest.
+            public var head: UInt64
+            public var headDigest: String
+            /// Sequences below the head that never arrived, as `5` or `5-7`.
+            public var missing: [String]
+        }
     }
 
     // MARK: Failures

@@ -143,10 +143,15 @@ final class NodeSync: Sendable {
         let circle = await circleStatus()
         let local = try await engine?.localStatus() ?? (pending: 0, deviceBound: [])
         let waiting = await engine?.waitingCount ?? 0
+        let names = Dictionary(circle.members.map { ($0.signingKey, $0.name) }) { first, _ in first }
+        let received = (await engine?.received.chains ?? [:]).sorted { $0.key < $1.key }.map { key, chain in
+            NodeAPI.SyncStatus.Received(name: names[key], signingKey: key, head: chain.head.sequence, headDigest: Hex.encode(chain.head.digest),
+                                        missing: chain.missing.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" })
+        }
         return progress.withLock { p in
             NodeAPI.SyncStatus(circle: circle.circle, sealedUntilUnlock: circle.sealedUntilUnlock, members: circle.members,
                                lastExchange: p.lastExchange, lastReport: p.lastReport, lastError: p.lastError, pending: local.pending,
-                               waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound)
+                               waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound, received: received)
         }
     }
 
@@ -158,8 +163,8 @@ final class NodeSync: Sendable {
             try? await Task.sleep(for: delay)
             guard let engine, device.lockState != .beforeFirstUnlock else { continue }
             do {
-                _ = try await exchange(engine)
-                delay = Self.interval
+                // A pass that stopped at its bound goes on at once.
+                delay = try await exchange(engine).more ? .zero : Self.interval
             } catch {
                 delay = min(delay * 2, Self.maximumBackoff)
             }
@@ -170,9 +175,10 @@ final class NodeSync: Sendable {
         do {
             let report = try await engine.sync()
             progress.withLock { $0.lastExchange = Date(); $0.lastReport = report; $0.lastError = nil }
-            if report.pushed + report.applied > 0 || !report.rejected.isEmpty {
-                logger.info("synced", metadata: ["pushed": "\(report.pushed)", "applied": "\(report.applied)", "rejected": "\(report.rejected.count)"])
+            if report.pushed + report.applied > 0 || report.rejectedCount > 0 {
+                logger.info("synced", metadata: ["pushed": "\(report.pushed)", "applied": "\(report.applied)", "rejected": "\(report.rejectedCount)"])
             }
+            // The first reasons only (a report keeps a few): junk on the relay cannot fill the log.
             for reason in report.rejected { logger.notice("refused", metadata: ["why": "\(reason)"]) }
             return report
         } catch {

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import KeychainModel
 import Sync
 
 /// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
@@ -36,13 +37,14 @@ public struct RelayClient: RelayTransport {
 
     /// Returns how many of `bodies` the relay did not hold yet.
     @discardableResult
-    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
-        let answer = try await call(.POST, circle, stream, query: "", body: RelayWire.encodePush(bodies))
+    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+        let headers = proof.map { [(RelayWire.signerHeader, Hex.encode($0.signer.bytes)), (RelayWire.signatureHeader, Hex.encode($0.signature))] } ?? []
+        let answer = try await call(.POST, circle, stream, query: "", headers: headers, body: RelayWire.encodePush(bodies))
         return Int(String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     public func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int = RelayWire.maximumPullRecords) async throws -> [RelayRecord] {
-        let answer = try await call(.GET, circle, stream, query: "?after=\(cursor)&limit=\(limit)", body: nil)
+        let answer = try await call(.GET, circle, stream, query: "?after=\(cursor)&limit=\(limit)", headers: [], body: nil)
         do { return try RelayWire.decodePull(answer) } catch { throw RelayError.refused("its answer is not a list of records") }
     }
 
@@ -64,9 +66,11 @@ public struct RelayClient: RelayTransport {
         }
     }
 
-    private func call(_ method: HTTPMethod, _ circle: UUID, _ stream: RelayStream, query: String, body: [UInt8]?) async throws -> [UInt8] {
+    private func call(_ method: HTTPMethod, _ circle: UUID, _ stream: RelayStream, query: String, headers: [(String, String)],
+                      body: [UInt8]?) async throws -> [UInt8] {
         var request = HTTPClientRequest(url: base.absoluteString + "/\(RelayWire.version)/circles/\(circle.uuidString)/\(stream.rawValue)" + query)
         request.method = method
+        request.headers.add(contentsOf: headers)
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response: HTTPClientResponse
         let bytes: ByteBuffer

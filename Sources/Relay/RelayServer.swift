@@ -9,10 +9,10 @@ import Sync
 /// alter or forge nothing.
 public enum RelayServer {
     /// Serves until SIGTERM or SIGINT. `onRunning` hears the bound port (useful with port 0).
-    public static func run(storage: any RelayStorage, host: String, port: Int, logger: Logger,
+    public static func run(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota, host: String, port: Int, logger: Logger,
                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let router = Router()
-        routes(router, storage: storage, logger: logger)
+        routes(router, keeper: RelayKeeper(storage: storage, quota: quota), logger: logger)
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),
             onServerRunning: { channel in
@@ -33,7 +33,7 @@ public enum RelayServer {
         logger.info("relay down")
     }
 
-    static func routes(_ router: Router<BasicRequestContext>, storage: any RelayStorage, logger: Logger) {
+    static func routes(_ router: Router<BasicRequestContext>, keeper: RelayKeeper, logger: Logger) {
         let base = "/\(RelayWire.version)"
         router.get("\(base)/health") { _, _ in "ok\n" }
         router.post("\(base)/circles/:circle/:stream") { request, context in
@@ -42,13 +42,16 @@ public enum RelayServer {
             guard let bodies = try? RelayWire.decodePush(Array(buffer: bytes)) else {
                 throw HTTPError(.badRequest, message: "the push body is not a list of length-prefixed records")
             }
-            if let why = bodies.lazy.compactMap({ RelayWire.refusal(of: $0, circle: circle, stream: stream) }).first {
-                logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(why)"])
-                throw HTTPError(.unprocessableContent, message: why)
+            do {
+                let proof = try RelayWire.proof(signer: request.headers[.init(RelayWire.signerHeader)!],
+                                                signature: request.headers[.init(RelayWire.signatureHeader)!])
+                let added = try await keeper.push(bodies, circle: circle, stream: stream, proof: proof)
+                logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
+                return "\(added)\n"
+            } catch let refusal as RelayRefusal {
+                logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(refusal.reason)"])
+                throw HTTPError(status(of: refusal.kind), message: refusal.reason)
             }
-            let added = try storage.append(bodies, circle: circle, stream: stream)
-            logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
-            return "\(added)\n"
         }
         router.get("\(base)/circles/:circle/:stream") { request, context in
             let (circle, stream) = try target(context)
@@ -56,7 +59,7 @@ public enum RelayServer {
             let after = query["after"].map { UInt64($0) } ?? 0
             let limit = query["limit"].map { Int($0) } ?? RelayWire.maximumPullRecords
             guard let after, let limit, limit > 0 else { throw HTTPError(.badRequest, message: "after and limit are whole numbers, limit at least 1") }
-            let records = try storage.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
+            let records = try await keeper.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
             var total = 0
             let fitting = records.prefix { record in
                 total += record.body.count
@@ -65,6 +68,16 @@ public enum RelayServer {
             let answer = fitting.isEmpty ? Array(records.prefix(1)) : Array(fitting)
             return Response(status: .ok, headers: [.contentType: "application/octet-stream"],
                             body: .init(byteBuffer: ByteBuffer(bytes: RelayWire.encodePull(answer))))
+        }
+    }
+
+    private static func status(of refusal: RelayRefusal.Kind) -> HTTPResponse.Status {
+        switch refusal {
+        case .malformed: .unprocessableContent
+        case .unsigned: .unauthorized
+        case .forbidden: .forbidden
+        case .conflict: .conflict
+        case .full: .init(code: 507, reasonPhrase: "Insufficient Storage")
         }
     }
 

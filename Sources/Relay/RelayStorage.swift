@@ -11,22 +11,30 @@ public protocol RelayStorage: Sendable {
 
     /// The records after `cursor`, oldest first, at most `limit`.
     func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord]
+
+    /// The bytes of every record held for `circle`, for its quota.
+    func byteCount(circle: UUID) throws -> Int
 }
 
-/// A relay inside this process: the storage a relay server keeps, with no network between.
-/// For a circle on scratch devices, such as the survival matrix's iCloud Keychain path.
+/// A relay inside this process: the storage a relay server keeps, and its checks, with no
+/// network between. For a circle on scratch devices, such as the survival matrix's iCloud
+/// Keychain path, or a test's `SyncCircle`.
 public struct LocalRelay: RelayTransport {
-    private let storage: any RelayStorage
+    private let keeper: RelayKeeper
 
-    public init(storage: any RelayStorage) {
-        self.storage = storage
+    public init(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota) {
+        keeper = RelayKeeper(storage: storage, quota: quota)
     }
 
-    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
-        try storage.append(bodies, circle: circle, stream: stream)
+    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+        do {
+            return try await keeper.push(bodies, circle: circle, stream: stream, proof: proof)
+        } catch let refusal as RelayRefusal {
+            throw RelayError.refused(refusal.reason)
+        }
     }
 
     public func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
-        try storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
+        try await keeper.records(circle: circle, stream: stream, after: cursor, limit: limit)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeyferryCrypto
 import Sync
 
 /// The bytes of the relay's HTTP bodies (Protocol/sync.md, "Relay"): a push is a list of
@@ -28,6 +29,21 @@ public enum RelayWire {
         return bodies
     }
 
+    /// The headers of a member's signature on a push (`PushProof`), each in hex.
+    public static let signerHeader = "Keyferry-Signer"
+    public static let signatureHeader = "Keyferry-Signature"
+
+    /// The proof a push's headers carry: nil when it carries none, and a refusal when they are
+    /// not a 32-byte key and a 64-byte signature in hex.
+    public static func proof(signer: String?, signature: String?) throws -> PushProof? {
+        guard signer != nil || signature != nil else { return nil }
+        guard let signerBytes = signer.flatMap(Hex.decode), let key = try? SigningPublicKey(bytes: signerBytes),
+              let signatureBytes = signature.flatMap(Hex.decode), signatureBytes.count == SigningKey.signatureByteCount else {
+            throw RelayRefusal(kind: .malformed, reason: "\(signerHeader) and \(signatureHeader) are a signing key and a signature in hex")
+        }
+        return PushProof(signer: key, signature: signatureBytes)
+    }
+
     /// `(u64 cursor | u32 length | bytes)*`
     public static func encodePull(_ records: [RelayRecord]) -> [UInt8] {
         var w = ByteWriter(capacity: records.reduce(0) { $0 + 12 + $1.body.count })
@@ -43,27 +59,5 @@ public enum RelayWire {
         var records: [RelayRecord] = []
         while !r.isAtEnd { records.append(RelayRecord(cursor: try r.uint64(), body: Array(try r.lengthPrefixed()))) }
         return records
-    }
-
-    /// What the relay checks before keeping a record, knowing no keys: that it is what its
-    /// stream holds, for this circle, and (for membership entries) signed by the key it names.
-    /// Batch signatures are left to the members, who check every one before opening anything:
-    /// checking them here too would add work for no protection the members lack. Returns why
-    /// not, or nil.
-    public static func refusal(of body: [UInt8], circle: UUID, stream: RelayStream) -> String? {
-        guard body.count <= maximumRecordBytes else { return "a record of \(body.count) bytes exceeds the \(maximumRecordBytes)-byte limit" }
-        switch stream {
-        case .envelopes:
-            guard let batch = try? EnvelopeBatch(bytes: body) else { return "a record is not a batch of envelopes" }
-            guard batch.circle == circle else { return "a batch of envelopes is for another circle" }
-        case .membership:
-            guard let entry = try? MembershipEntry(bytes: body) else { return "a record is not a membership entry" }
-            guard entry.circle == circle else { return "a membership entry is for another circle" }
-            guard entry.isSignedBySigner else { return "a membership entry's signature does not verify" }
-        case .keys:
-            // Sealed under keys the relay does not hold; members check them.
-            break
-        }
-        return nil
     }
 }

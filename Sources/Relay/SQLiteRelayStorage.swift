@@ -61,5 +61,11 @@ public struct SQLiteRelayStorage: RelayStorage {
         }
     }
 
+    public func byteCount(circle: UUID) throws -> Int {
+        try queue.read { db in
+            try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM record WHERE circle = ?", arguments: [Self.bytes(circle)]) ?? 0
+        }
+    }
+
     private static func bytes(_ uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
 }

@@ -44,20 +44,36 @@ public struct MembershipEntry: Hashable, Sendable {
 
     public var circle: UUID
     public var sequence: UInt32
-    /// BLAKE2b-256 of the previous entry's bytes; 32 zero bytes for the first.
+    /// BLAKE2b-256 of the previous entry's bytes; for the first, 32 random bytes from which,
+    /// with the creator's key, the circle's id is made.
     public var previous: [UInt8]
     public var kind: Kind
     public var subject: PeerIdentity
     public var signer: SigningPublicKey
     var signature: [UInt8]
 
-    static let formatVersion: UInt8 = 1
+    /// 2 since circles are named after their creator (format 1 took any id).
+    static let formatVersion: UInt8 = 2
 
-    /// The next entry after `history` (or the first, for `.create`), signed by `signer`.
-    public init(_ kind: Kind, subject: PeerIdentity, after history: CircleHistory?, circle: UUID, signer: SigningKey) {
-        self.circle = history?.circle ?? circle
-        sequence = UInt32(history?.entries.count ?? 0)
-        previous = history?.entries.last.map { ContentDigest.of($0.bytes) } ?? [UInt8](repeating: 0, count: 32)
+    /// The next entry after `history`, signed by `signer`.
+    public init(_ kind: Kind, subject: PeerIdentity, after history: CircleHistory, signer: SigningKey) {
+        self.init(kind, circle: history.circle, sequence: UInt32(history.entries.count),
+                  previous: ContentDigest.of(history.entries.last!.bytes), subject: subject, signer: signer)
+    }
+
+    /// The first entry of a new circle: `creator` vouches for itself, and the circle's id
+    /// comes from its key and fresh random bytes (`CircleHistory.circleID`).
+    public static func creating(_ creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) -> MembershipEntry {
+        let nonce = entropy.bytes(32)
+        return MembershipEntry(.create, circle: CircleHistory.circleID(creator: creator.signingKey.publicKey, nonce: nonce), sequence: 0,
+                               previous: nonce, subject: creator.peer(named: name), signer: creator.signingKey)
+    }
+
+    /// Any entry, however wrong: what tests of refusals need.
+    init(_ kind: Kind, circle: UUID, sequence: UInt32, previous: [UInt8], subject: PeerIdentity, signer: SigningKey) {
+        self.circle = circle
+        self.sequence = sequence
+        self.previous = previous
         self.kind = kind
         self.subject = subject
         self.signer = signer.publicKey
@@ -71,6 +87,10 @@ public struct MembershipEntry: Hashable, Sendable {
         do {
             var r = ByteReader(bytes)
             let format = try r.uint8()
+            guard format >= Self.formatVersion else {
+                throw CircleError.invalid("membership entry format \(format) is from a circle made by an older Keyferry, before circles were "
+                                          + "named after their creator; leave it (`circle leave --force`) and create a new one")
+            }
             guard format == Self.formatVersion else { throw CircleError.invalid("membership entry format \(format) is newer than this build reads") }
             circle = try r.uuid()
             sequence = try r.uint32()
@@ -132,9 +152,23 @@ public struct CircleHistory: Hashable, Sendable {
     public private(set) var generationAuthors: [UInt32: SigningPublicKey] = [:]
 
     /// A new circle with `creator` as its only member.
-    public init(creating circle: UUID = UUID(), creator: DeviceIdentity, name: String) {
-        let first = MembershipEntry(.create, subject: creator.peer(named: name), after: nil, circle: circle, signer: creator.signingKey)
-        try! self.init(verifying: [first])
+    public init(creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) {
+        try! self.init(verifying: [MembershipEntry.creating(creator, name: name, entropy: entropy)])
+    }
+
+    /// A circle's id: the first 16 bytes of BLAKE2b-256 of its creator's signing key and the
+    /// random bytes of its first entry, as a UUID (version 8). Nobody without the creator's key
+    /// can make a first entry for a circle that exists, so a forged history cannot take its id.
+    public static func circleID(creator: SigningPublicKey, nonce: [UInt8]) -> UUID {
+        var w = ByteWriter()
+        w.raw("keyferry.sync.circle.v2".utf8)
+        w.raw(creator.bytes)
+        w.raw(nonce)
+        var bytes = Array(ContentDigest.of(w.bytes).prefix(16))
+        bytes[6] = bytes[6] & 0x0f | 0x80
+        bytes[8] = bytes[8] & 0x3f | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
     /// Checks every entry in order; throws at the first that breaks a rule.
@@ -147,20 +181,36 @@ public struct CircleHistory: Hashable, Sendable {
         for entry in entries { try append(entry) }
     }
 
-    /// Reads a relay's log of entries in its order, from the start or after what this history
-    /// already holds. An entry whose place is taken is passed over: one read before, or one that
-    /// another member wrote for the same place at the same moment and that the relay holds
-    /// second (every member passes over the same one). Every other entry must extend the history.
-    public static func reading(_ log: [MembershipEntry]) throws -> CircleHistory {
-        guard let first = log.first else { throw CircleError.invalid("a membership history has at least its creation") }
-        var history = try CircleHistory(verifying: [first])
-        try history.extend(with: log.dropFirst())
-        return history
+    /// Reads a relay's log of records in its order, from the start: the first must create the
+    /// circle `circle`; after it, see `extend(with:)`. Returns the history and what was passed
+    /// over, with why.
+    public static func reading(_ log: [[UInt8]], circle: UUID) throws -> (history: CircleHistory, refused: [String]) {
+        guard let first = log.first else { throw CircleError.invalid("the relay knows no circle \(circle)") }
+        var history = try CircleHistory(verifying: [MembershipEntry(bytes: first)])
+        guard history.circle == circle else { throw CircleError.invalid("the relay's history of circle \(circle) starts with another circle") }
+        let refused = history.extend(with: log.dropFirst())
+        return (history, refused)
     }
 
-    /// See `reading(_:)`.
-    public mutating func extend(with log: some Sequence<MembershipEntry>) throws {
-        for entry in log where Int(entry.sequence) >= entries.count { try append(entry) }
+    /// Takes a relay's records in its order, after what this history already holds. An entry
+    /// whose place is taken is passed over: read before, or written by another member for the
+    /// same place at the same moment and held second by the relay. Anything else that does not
+    /// extend the history (what a stranger or a broken relay put there) is passed over too, and
+    /// why is returned. Every member reading the same log passes over the same records, so one
+    /// bad record cannot stop a circle.
+    public mutating func extend(with log: some Sequence<[UInt8]>) -> [String] {
+        var refused: [String] = []
+        for bytes in log {
+            do {
+                let entry = try MembershipEntry(bytes: bytes)
+                // Its place is taken: read before, or lost a race for it.
+                guard Int(entry.sequence) >= entries.count else { continue }
+                try append(entry)
+            } catch {
+                refused.append("\(error)")
+            }
+        }
+        return refused
     }
 
     /// Adds one entry after checking it against the history so far.
@@ -169,14 +219,16 @@ public struct CircleHistory: Hashable, Sendable {
         func refuse(_ why: String) -> CircleError { .invalid("membership entry \(position) (\(entry.kind), \(entry.subject.name)): \(why)") }
         guard entry.circle == circle else { throw refuse("it belongs to another circle") }
         guard entry.sequence == UInt32(position) else { throw refuse("it is out of place (sequence \(entry.sequence))") }
-        let expected = entries.last.map { ContentDigest.of($0.bytes) } ?? [UInt8](repeating: 0, count: 32)
-        guard entry.previous == expected else { throw refuse("it does not follow the entry before it") }
+        if let last = entries.last, entry.previous != ContentDigest.of(last.bytes) { throw refuse("it does not follow the entry before it") }
         guard entry.isSignedBySigner else { throw refuse("its signature does not verify") }
         switch entry.kind {
         case .create:
             guard position == 0, entry.signer == entry.subject.signing else { throw refuse("only the first entry creates, signed by its subject") }
+            guard entry.circle == Self.circleID(creator: entry.signer, nonce: entry.previous) else {
+                throw refuse("the circle's id is not the one its creator's key and first entry make")
+            }
         case .join:
-            guard position > 0, members[entry.signer] != nil else { throw refuse("its sponsor is not a member") }
+            guard members[entry.signer] != nil else { throw refuse("its sponsor is not a member") }
             guard members[entry.subject.signing] == nil else { throw refuse("the device is already a member") }
         case .remove:
             guard members[entry.signer] != nil else { throw refuse("it was made by a device that is not a member") }

@@ -57,6 +57,64 @@ public struct CircleKeys: Sendable {
     }
 }
 
+/// A generation's class keys, sealed under its circle key and signed by the member who made
+/// the generation: only that member can publish them, and a second, different set for a
+/// generation is refused rather than read.
+public struct PublishedClassKeys: Hashable, Sendable {
+    public var circle: UUID
+    public var epoch: UInt32
+    /// `wrapped A (72) | wrapped C (72)`: `CircleKeys.wrappedClassKeys`.
+    public var wrapped: [UInt8]
+    public var signer: SigningPublicKey
+    var signature: [UInt8]
+
+    static let label = Array("keyferry.sync.classkeys.v2".utf8)
+
+    public init(_ keys: CircleKeys, wrapped: [UInt8], signer: SigningKey) {
+        circle = keys.circle
+        epoch = keys.epoch
+        self.wrapped = wrapped
+        self.signer = signer.publicKey
+        signature = []
+        signature = signer.signature(for: signedBytes)
+    }
+
+    /// Whether `author` signed them, for this circle.
+    public func isSigned(by author: SigningPublicKey, circle: UUID) -> Bool {
+        signer == author && self.circle == circle && signer.isValidSignature(signature, for: signedBytes)
+    }
+
+    /// `signed bytes | signature`.
+    public var bytes: [UInt8] { signedBytes + signature }
+
+    public init(bytes: [UInt8]) throws {
+        do {
+            var r = ByteReader(bytes)
+            guard Array(try r.raw(Self.label.count)) == Self.label else { throw EnvelopeError.malformed("not a generation's class keys") }
+            circle = try r.uuid()
+            epoch = try r.uint32()
+            wrapped = Array(try r.lengthPrefixed())
+            signer = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
+            signature = Array(try r.raw(SigningKey.signatureByteCount))
+            guard r.isAtEnd else { throw ByteReader.Malformed() }
+        } catch is ByteReader.Malformed {
+            throw EnvelopeError.malformed("a generation's class keys are truncated")
+        } catch is CryptoError {
+            throw EnvelopeError.malformed("a generation's class keys name a key of the wrong length")
+        }
+    }
+
+    private var signedBytes: [UInt8] {
+        var w = ByteWriter()
+        w.raw(Self.label)
+        w.uuid(circle)
+        w.uint32(epoch)
+        w.lengthPrefixed(wrapped)
+        w.raw(signer.bytes)
+        return w.bytes
+    }
+}
+
 /// A generation's circle key sealed to one member and signed by the member who made it:
 /// the relay can neither read it nor pass off a key of its own.
 public struct CircleKeyShare: Hashable, Sendable {
@@ -85,6 +143,11 @@ public struct CircleKeyShare: Hashable, Sendable {
             throw EnvelopeError.cannotDecrypt("the share of generation \(epoch) is not for this device")
         }
         return key
+    }
+
+    /// Whether `author` signed it, for this circle: what a relay can check without the key.
+    public func isSigned(by author: SigningPublicKey, circle: UUID) -> Bool {
+        sender == author && self.circle == circle && sender.isValidSignature(signature, for: signedBytes)
     }
 
     /// `signed bytes | signature`.

@@ -21,7 +21,8 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .malformed(let what): "malformed envelope (\(what))"
-        case .unsupportedFormat(let version): "envelope format \(version) is newer than this build reads"
+        case .unsupportedFormat(let version):
+            "format \(version) is not one this build reads (batches of format \(EnvelopeBatch.formatVersion), envelopes of format \(EnvelopeHeader.formatVersion)): its author runs another version of Keyferry"
         case .forged(let what), .notAMember(let what), .cannotDecrypt(let what), .inconsistent(let what): what
         }
     }
@@ -187,38 +188,51 @@ public struct SealedEnvelope: Hashable, Sendable {
 public struct EnvelopeBatch: Sendable {
     public let circle: UUID
     public let author: SigningPublicKey
+    /// Where the batch stands in its author's chain: its sequence (1 for the author's first)
+    /// and the digest of the batch before it (32 zero bytes for the first). A reader that sees
+    /// a sequence skipped knows a batch was withheld from it.
+    public let sequence: UInt64
+    public let previous: [UInt8]
     public let envelopes: [SealedEnvelope]
     private let signature: [UInt8]
 
     static let magic = Array("KFSB".utf8)
-    static let formatVersion: UInt8 = 1
+    /// 2 since batches are chained per author.
+    static let formatVersion: UInt8 = 2
     /// Envelopes in one batch: a receiver writes a batch in one transaction.
     public static let maximumCount = 1_000
     /// Envelope bytes in one batch (but always one envelope), well inside a relay record.
     public static let maximumBytes = 1 << 20
 
-    /// Signs `envelopes`, which `author` sealed for `circle`.
-    public init(_ envelopes: [SealedEnvelope], circle: UUID, author: SigningKey) {
+    /// Signs `envelopes`, which `author` sealed for `circle`, as the next batch of its chain.
+    public init(_ envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink = .start) {
         precondition(envelopes.allSatisfy { $0.header.circle == circle && $0.header.author == author.publicKey })
         self.circle = circle
         self.author = author.publicKey
+        sequence = link.sequence + 1
+        previous = link.digest
         self.envelopes = envelopes
-        signature = author.signature(for: Self.signedBytes(circle, author.publicKey, envelopes))
+        signature = author.signature(for: Self.signedBytes(circle, author.publicKey, sequence, previous, envelopes))
     }
 
-    /// `envelopes` cut into batches of at most `maximumCount` envelopes and `maximumBytes`, in order.
-    public static func batches(of envelopes: [SealedEnvelope], circle: UUID, author: SigningKey) -> [EnvelopeBatch] {
+    /// This batch as the head of its author's chain.
+    public var link: BatchLink { BatchLink(sequence: sequence, digest: ContentDigest.of(bytes)) }
+
+    /// `envelopes` cut into batches of at most `maximumCount` envelopes and `maximumBytes`, in
+    /// order, chained after `link`.
+    public static func batches(of envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink) -> [EnvelopeBatch] {
         var batches: [EnvelopeBatch] = []
         var current: [SealedEnvelope] = [], bytes = 0
+        func close() {
+            batches.append(EnvelopeBatch(current, circle: circle, author: author, after: batches.last?.link ?? link))
+            (current, bytes) = ([], 0)
+        }
         for envelope in envelopes {
-            if !current.isEmpty, current.count == maximumCount || bytes + envelope.byteCount > maximumBytes {
-                batches.append(EnvelopeBatch(current, circle: circle, author: author))
-                (current, bytes) = ([], 0)
-            }
+            if !current.isEmpty, current.count == maximumCount || bytes + envelope.byteCount > maximumBytes { close() }
             current.append(envelope)
             bytes += envelope.byteCount
         }
-        if !current.isEmpty { batches.append(EnvelopeBatch(current, circle: circle, author: author)) }
+        if !current.isEmpty { close() }
         return batches
     }
 
@@ -232,6 +246,9 @@ public struct EnvelopeBatch: Sendable {
             guard format == Self.formatVersion else { throw EnvelopeError.unsupportedFormat(format) }
             circle = try r.uuid()
             author = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
+            sequence = try r.uint64()
+            previous = Array(try r.raw(32))
+            guard sequence >= 1 else { throw EnvelopeError.malformed("a batch numbered 0") }
             let count = Int(try r.uint32())
             guard count >= 1, count <= Self.maximumCount else { throw EnvelopeError.malformed("a batch of \(count) envelopes") }
             var envelopes: [SealedEnvelope] = []
@@ -255,14 +272,14 @@ public struct EnvelopeBatch: Sendable {
         }
     }
 
-    public var bytes: [UInt8] { Self.signedBytes(circle, author, envelopes) + signature }
+    public var bytes: [UInt8] { Self.signedBytes(circle, author, sequence, previous, envelopes) + signature }
 
     /// The envelopes, once their author is a member and the signature holds.
     public func verified(members: Set<SigningPublicKey>) throws -> [SealedEnvelope] {
         guard members.contains(author) else {
             throw EnvelopeError.notAMember("\(description) signed by a device outside the circle")
         }
-        guard author.isValidSignature(signature, for: Self.signedBytes(circle, author, envelopes)) else {
+        guard author.isValidSignature(signature, for: Self.signedBytes(circle, author, sequence, previous, envelopes)) else {
             throw EnvelopeError.forged("\(description) with a bad signature")
         }
         return envelopes
@@ -270,17 +287,34 @@ public struct EnvelopeBatch: Sendable {
 
     private var description: String { "a batch of \(envelopes.count) envelope\(envelopes.count == 1 ? "" : "s")" }
 
-    private static func signedBytes(_ circle: UUID, _ author: SigningPublicKey, _ envelopes: [SealedEnvelope]) -> [UInt8] {
-        var w = ByteWriter(capacity: 4 + 1 + 16 + 32 + 4 + envelopes.reduce(0) { $0 + 4 + $1.byteCount } + SigningKey.signatureByteCount)
+    private static func signedBytes(_ circle: UUID, _ author: SigningPublicKey, _ sequence: UInt64, _ previous: [UInt8],
+                                    _ envelopes: [SealedEnvelope]) -> [UInt8] {
+        var w = ByteWriter(capacity: 4 + 1 + 16 + 32 + 8 + 32 + 4 + envelopes.reduce(0) { $0 + 4 + $1.byteCount } + SigningKey.signatureByteCount)
         w.raw(Self.magic)
         w.uint8(Self.formatVersion)
         w.uuid(circle)
         w.raw(author.bytes)
+        w.uint64(sequence)
+        w.raw(previous)
         w.uint32(UInt32(envelopes.count))
         for envelope in envelopes {
             w.uint32(UInt32(envelope.byteCount))
             envelope.write(to: &w)
         }
         return w.bytes
+    }
+}
+
+/// The head of an author's chain of batches: its last batch's sequence and digest.
+public struct BatchLink: Hashable, Sendable, Codable {
+    public var sequence: UInt64
+    public var digest: [UInt8]
+
+    /// Before an author's first batch.
+    public static let start = BatchLink(sequence: 0, digest: [UInt8](repeating: 0, count: 32))
+
+    public init(sequence: UInt64, digest: [UInt8]) {
+        self.sequence = sequence
+        self.digest = digest
     }
 }

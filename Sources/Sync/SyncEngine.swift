@@ -11,8 +11,11 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var applied = 0
     /// Versions received that lost to what this device holds, or that it already held.
     public var superseded = 0
-    /// Envelopes refused, one by one or a whole batch at once, with their reasons; never applied.
+    /// Records refused (envelopes one by one or a whole batch at once, membership entries, key
+    /// records), never applied: the first reasons, and how many in all. A flood of junk on the
+    /// relay makes the count grow, never the report.
     public var rejected: [String] = []
+    public var rejectedCount = 0
     /// Class A items received while locked: kept sealed until unlock.
     public var waitingForUnlock = 0
     /// Local class A changes sealed in this lock state: pushed at unlock, with the time they
@@ -20,6 +23,20 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var waitingToPush = 0
     /// Synchronizable ThisDeviceOnly items seen in the change feed: they stay here.
     public var skippedDeviceBound = 0
+    /// The pass stopped at its bound with more on the relay: run the next one at once.
+    public var more = false
+
+    /// Reasons a report keeps.
+    public static let keptReasons = 16
+
+    public init() {}
+
+    public mutating func reject(_ reason: String) {
+        rejectedCount += 1
+        if rejected.count < Self.keptReasons { rejected.append(reason) }
+    }
+
+    mutating func reject(_ reasons: [String]) { reasons.forEach { reject($0) } }
 }
 
 /// What a member hands a device it vouches for: everything the joiner needs to check before
@@ -76,6 +93,16 @@ public actor SyncEngine {
     private var cursors: [RelayStream: UInt64] = [:]
     /// Envelopes that could not be written yet (class A while locked), oldest first.
     private var waiting: [SealedEnvelope] = []
+    /// The head of this member's own chain of batches.
+    private var ownChain = BatchLink.start
+    /// What arrived of the others' chains: gaps are batches withheld from this member.
+    public private(set) var received = AuthorChains()
+    /// Records refused outside a pass (a membership entry read by `vouch`), for the next report.
+    private var unreported = SyncReport()
+
+    /// Records one pass reads from the envelopes stream, at most: a pass always returns, even
+    /// from a relay that answers every pull with one more record.
+    static let maximumRecordsPerPass = 2_048
 
     public var circle: UUID { history.circle }
     public var epoch: UInt32 { history.epoch }
@@ -136,10 +163,10 @@ public actor SyncEngine {
         let engine = SyncEngine(device: device, identity: identity, name: name, history: history, relay: relay, transport: transport)
         let keys = CircleKeys(circle: history.circle, epoch: history.epoch)
         let wrapped = keys.wrappedClassKeys()
-        try await transport.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership)
-        try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: wrapped).bytes,
-                                  KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes],
-                                 circle: history.circle, stream: .keys)
+        try await transport.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership, proof: nil)
+        try await engine.push([KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes,
+                               KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes],
+                              to: .keys, as: identity)
         try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: keys.circle, epoch: keys.epoch)
         try await engine.adopt(keys, wrapped: wrapped)
         return engine
@@ -163,8 +190,8 @@ public actor SyncEngine {
         guard let lastCursor = log.last?.cursor else {
             throw CircleError.invalid("the relay at \(voucher.relay.absoluteString) knows no circle \(voucher.circle)")
         }
-        let current = try CircleHistory.reading(log.map { try MembershipEntry(bytes: $0.body) })
-        guard current.circle == voucher.circle, current.entries.contains(where: { ContentDigest.of($0.bytes) == voucher.head }) else {
+        let (current, _) = try CircleHistory.reading(log.map(\.body), circle: voucher.circle)
+        guard current.entries.contains(where: { ContentDigest.of($0.bytes) == voucher.head }) else {
             throw CircleError.invalid("the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
                                       + "that is not the one the sponsor is in; nothing was changed")
         }
@@ -184,7 +211,7 @@ public actor SyncEngine {
         let circleKey = try voucher.share.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))
         let engine = SyncEngine(device: device, identity: identity, name: subject.name, history: current, relay: voucher.relay, transport: transport)
         await engine.setCursor(.membership, lastCursor)
-        let generation = try await engine.openGeneration(admitted.epoch, circleKey: circleKey)
+        let generation = try await engine.openGeneration(admitted.epoch, circleKey: circleKey, author: admitted.generationAuthors[admitted.epoch]!)
         if let entry = voucher.entry, !current.isMember(me) { try await engine.publish(entry) }
         try SyncSecrets.storeCircleKey(circleKey, device, circle: voucher.circle, epoch: admitted.epoch)
         try await engine.adopt(generation.keys, wrapped: generation.wrapped)
@@ -217,8 +244,7 @@ public actor SyncEngine {
         try requireMembership(identity)
         guard !peer.name.isEmpty else { throw CircleError.invalid("a member needs a name the others can read") }
         guard let keys = generations[history.epoch] else { throw CircleError.invalid("this member does not hold the circle's current keys") }
-        let entry = history.isMember(peer.signing) ? nil
-            : MembershipEntry(.join, subject: peer, after: history, circle: circle, signer: identity.signingKey)
+        let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
         return Voucher(circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), entry: entry,
                        share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey))
     }
@@ -272,11 +298,12 @@ public actor SyncEngine {
     }
 
     private func removeMember(_ subject: PeerIdentity, _ identity: DeviceIdentity) async throws {
-        let afterRemoval = try await publish(MembershipEntry(.remove, subject: subject, after: history, circle: circle, signer: identity.signingKey))
+        let afterRemoval = try await publish(MembershipEntry(.remove, subject: subject, after: history, signer: identity.signingKey))
         let keys = CircleKeys(circle: circle, epoch: afterRemoval.epoch)
         let wrapped = keys.wrappedClassKeys()
         let shares = afterRemoval.members.values.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealing, from: identity.signingKey)).bytes }
-        try await transport.push([KeyRecord.classKeys(epoch: keys.epoch, wrapped: wrapped).bytes] + shares, circle: circle, stream: .keys)
+        try await push([KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes] + shares,
+                       to: .keys, as: identity)
         guard afterRemoval.isMember(identity.signingKey.publicKey) else { return }
         try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
         try adopt(keys, wrapped: wrapped)
@@ -286,12 +313,13 @@ public actor SyncEngine {
     /// as far as the class keys in memory allow: what is sealed in this lock state waits.
     public func sync() async throws -> SyncReport {
         let identity = try identity()
-        var report = SyncReport()
         let before = position
         try await pullMembership()
+        var report = unreported
+        unreported = SyncReport()
         try requireMembership(identity)
-        try await pullKeys(identity)
-        try await push(&report, author: identity.signingKey)
+        try await pullKeys(identity, &report)
+        try await push(&report, as: identity)
         try await pull(&report, identity)
         // An idle node passes every second: it rewrites its state only when the pass moved it.
         if position != before { try save() }
@@ -306,11 +334,14 @@ public actor SyncEngine {
         var membershipEntries: Int
         var generations: Int
         var clock: HybridClock
+        var ownChain: BatchLink
+        var received: AuthorChains
     }
 
     private var position: Position {
         Position(cursors: cursors, pushedThrough: pushedThrough, waiting: waiting.count,
-                 membershipEntries: history.entries.count, generations: publishedClassKeys.count, clock: clock)
+                 membershipEntries: history.entries.count, generations: publishedClassKeys.count, clock: clock,
+                 ownChain: ownChain, received: received)
     }
 
     /// Forgets every secret this member unsealed (the identity, the circle's keys): what a
@@ -328,7 +359,7 @@ public actor SyncEngine {
         if let unsealedIdentity { return unsealedIdentity }
         do {
             let identity = try SyncSecrets.identity(of: device)
-            try openGenerations()
+            unreported.reject(try openGenerations())
             unsealedIdentity = identity
             return identity
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
@@ -352,28 +383,35 @@ public actor SyncEngine {
         try save()
     }
 
-    /// Reads the keys stream for generation `epoch`'s class keys and opens them with
-    /// `circleKey`: what a joiner checks before it publishes its entry.
-    private func openGeneration(_ epoch: UInt32, circleKey: SymmetricKey) async throws -> (keys: CircleKeys, wrapped: [UInt8]) {
+    /// Reads the keys stream for generation `epoch`'s class keys, signed by `author`, and opens
+    /// them with `circleKey`: what a joiner checks before it publishes its entry.
+    private func openGeneration(_ epoch: UInt32, circleKey: SymmetricKey, author: SigningPublicKey) async throws -> (keys: CircleKeys, wrapped: [UInt8]) {
         let records = try await transport.pull(circle: circle, stream: .keys, after: 0, limit: 10_000)
         if let last = records.last { cursors[.keys] = last.cursor }
         for record in records {
-            guard case .classKeys(epoch, let wrapped)? = try? KeyRecord(bytes: record.body),
-                  let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: wrapped) else { continue }
-            return (keys, wrapped)
+            guard case .classKeys(let published)? = try? KeyRecord(bytes: record.body), published.epoch == epoch,
+                  published.isSigned(by: author, circle: circle),
+                  let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: published.wrapped) else { continue }
+            return (keys, published.wrapped)
         }
         throw CircleError.invalid("the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
     }
 
     /// Publishes a membership entry, then reads the log back: when two members change the
     /// circle at the same moment, both entries take the same place, and every member keeps the
-    /// one the relay holds first. The other's author learns it lost here, instead of keeping a
-    /// history nobody else has. Returns the membership as of the entry.
+    /// one the relay holds first (a relay that checks entries refuses the second outright). The
+    /// other's author learns it lost here, instead of keeping a history nobody else has.
+    /// Returns the membership as of the entry.
     @discardableResult
     private func publish(_ entry: MembershipEntry) async throws -> CircleHistory {
         var check = history
         try check.append(entry)
-        try await transport.push([entry.bytes], circle: circle, stream: .membership)
+        do {
+            try await transport.push([entry.bytes], circle: circle, stream: .membership, proof: nil)
+        } catch {
+            try await pullMembership()
+            guard history.entries.count > Int(entry.sequence) else { throw error }
+        }
         try await pullMembership()
         guard let index = history.entries.firstIndex(where: { $0.bytes == entry.bytes }) else {
             throw CircleError.invalid("another member changed circle \(circle) at the same moment, and its change came first; "
@@ -382,38 +420,78 @@ public actor SyncEngine {
         return try CircleHistory(verifying: Array(history.entries[...index]))
     }
 
+    /// Pushes records a member signs for (the `keys` and `envelopes` streams).
+    private func push(_ bodies: [[UInt8]], to stream: RelayStream, as identity: DeviceIdentity) async throws {
+        try await transport.push(bodies, circle: circle, stream: stream,
+                                 proof: PushProof(signing: bodies, circle: circle, stream: stream, key: identity.signingKey))
+    }
+
+    /// Reads the entries after the cursor; what does not extend the history is passed over and
+    /// reported, never a reason to stop.
     private func pullMembership() async throws {
         let records = try await transport.pull(circle: circle, stream: .membership, after: cursors[.membership] ?? 0, limit: 10_000)
-        try history.extend(with: records.map { try MembershipEntry(bytes: $0.body) })
+        unreported.reject(history.extend(with: records.lazy.map(\.body)))
         if let last = records.last { cursors[.membership] = last.cursor }
     }
 
-    private func pullKeys(_ identity: DeviceIdentity) async throws {
+    /// Reads the key records after the cursor. A generation's class keys and shares are taken
+    /// only from the member who made it (`CircleHistory.generationAuthors`), so nobody else can
+    /// plant one; a second, different key or class-key set for a generation is refused and
+    /// reported; the first stays.
+    private func pullKeys(_ identity: DeviceIdentity, _ report: inout SyncReport) async throws {
         let records = try await transport.pull(circle: circle, stream: .keys, after: cursors[.keys] ?? 0, limit: 10_000)
         for record in records {
-            switch try? KeyRecord(bytes: record.body) {
-            case .classKeys(let epoch, let bytes)?: publishedClassKeys[epoch] = bytes
-            case .share(let share)? where share.recipient == identity.sealingKey.publicKey:
-                // The entry that starts a generation is published before its shares, but may
-                // have reached the relay after this pass read the membership.
-                if history.generationAuthors[share.epoch] == nil { try await pullMembership() }
-                // A share from anyone but the generation's author, or forged, is ignored like a stranger's.
-                guard let author = history.generationAuthors[share.epoch],
-                      let key = try? share.open(with: identity.sealingKey, trusting: [author]) else { continue }
-                try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: share.epoch)
-            default: continue
+            let keyRecord: KeyRecord
+            do { keyRecord = try KeyRecord(bytes: record.body) } catch { report.reject("key record: \(error)"); continue }
+            if case .share(let share) = keyRecord, share.recipient != identity.sealingKey.publicKey { continue }
+            let epoch = keyRecord.epoch
+            // The entry that starts a generation is published before its keys, but may have
+            // reached the relay after this pass read the membership.
+            if history.generationAuthors[epoch] == nil { try await pullMembership() }
+            guard let author = history.generationAuthors[epoch] else {
+                report.reject("key record for generation \(epoch), which no membership entry started")
+                continue
+            }
+            switch keyRecord {
+            case .classKeys(let published):
+                guard published.isSigned(by: author, circle: circle) else {
+                    report.reject("class keys of generation \(epoch) not signed by the member who made it")
+                    continue
+                }
+                if let held = publishedClassKeys[epoch] {
+                    if held != published.wrapped { report.reject("a second, different set of class keys for generation \(epoch) was refused; the first stays") }
+                    continue
+                }
+                publishedClassKeys[epoch] = published.wrapped
+            case .share(let share):
+                let key: SymmetricKey
+                do { key = try share.open(with: identity.sealingKey, trusting: [author]) } catch {
+                    report.reject("\(error)")
+                    continue
+                }
+                guard try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: epoch) else {
+                    report.reject("a second, different circle key for generation \(epoch) was refused; the first stays")
+                    continue
+                }
             }
         }
         if let last = records.last { cursors[.keys] = last.cursor }
-        try openGenerations()
+        report.reject(try openGenerations())
     }
 
-    /// Every generation whose circle key this device holds and whose class keys are published.
-    private func openGenerations() throws {
+    /// Opens every generation whose circle key this device holds and whose class keys are
+    /// published; returns why any did not open.
+    private func openGenerations() throws -> [String] {
+        var refused: [String] = []
         for (epoch, wrapped) in publishedClassKeys where generations[epoch] == nil {
             guard let key = try SyncSecrets.circleKey(device, circle: circle, epoch: epoch) else { continue }
-            generations[epoch] = try CircleKeys(circle: circle, epoch: epoch, circleKey: key, wrappedClassKeys: wrapped)
+            do {
+                generations[epoch] = try CircleKeys(circle: circle, epoch: epoch, circleKey: key, wrappedClassKeys: wrapped)
+            } catch {
+                refused.append("\(error)")
+            }
         }
+        return refused
     }
 
     // MARK: Items
@@ -430,8 +508,9 @@ public actor SyncEngine {
         change.synchronizable && !change.protection.isThisDeviceOnly
     }
 
-    private func push(_ report: inout SyncReport, author: SigningKey) async throws {
+    private func push(_ report: inout SyncReport, as identity: DeviceIdentity) async throws {
         guard let keys = generations[history.epoch] else { return }
+        let author = identity.signingKey
         let feed = try device.deviceKeychain.availableChanges(since: pushedThrough, includingData: true)
         // Sealed in this lock state: they wait, and nothing from the first of them on counts as pushed.
         let sealed = feed.sealed.filter { replicates($0) && isPending($0.changeSequence, $0.uuid) }
@@ -455,8 +534,9 @@ public actor SyncEngine {
             let sealedPage = try ParallelMap.map(Array(page)) { item in
                 try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey)
             }
-            let batches = EnvelopeBatch.batches(of: sealedPage, circle: circle, author: author)
-            try await transport.push(batches.map(\.bytes), circle: circle, stream: .envelopes)
+            let batches = EnvelopeBatch.batches(of: sealedPage, circle: circle, author: author, after: ownChain)
+            try await push(batches.map(\.bytes), to: .envelopes, as: identity)
+            ownChain = batches.last?.link ?? ownChain
             for item in page {
                 held[item.item.record.uuid] = HeldVersion(stamp: item.item.stamp, changeSequence: item.changeSequence)
             }
@@ -486,21 +566,26 @@ public actor SyncEngine {
         let retry = waiting
         waiting = []
         try apply(retry, &report)
-        while true {
+        var read = 0
+        while read < Self.maximumRecordsPerPass {
             let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursors[.envelopes] ?? 0, limit: 8)
-            guard let last = records.last else { break }
+            guard let last = records.last else { return }
             for record in records {
                 do {
                     let batch = try EnvelopeBatch(bytes: record.body)
                     // This member's own batches come back too.
                     guard batch.author != identity.signingKey.publicKey else { continue }
-                    try apply(try batch.verified(members: Set(history.members.keys)), &report)
+                    let envelopes = try batch.verified(members: Set(history.members.keys))
+                    received.receive(BatchLink(sequence: batch.sequence, digest: ContentDigest.of(record.body)), from: batch.author)
+                    try apply(envelopes, &report)
                 } catch let error as EnvelopeError {
-                    report.rejected.append("\(error)")
+                    report.reject("\(error)")
                 }
             }
             cursors[.envelopes] = last.cursor
+            read += records.count
         }
+        report.more = true
     }
 
     /// Opens a batch's envelopes on every core, keeps the versions the merge rule prefers, and
@@ -528,7 +613,7 @@ public actor SyncEngine {
         for (envelope, result) in zip(envelopes, opened) {
             switch result {
             case .failure(let error):
-                report.rejected.append("\(error)")
+                report.reject("\(error)")
             case .success(let (item, stamp)):
                 newest = max(newest, item.version)
                 let uuid = item.record.uuid
@@ -580,7 +665,7 @@ public actor SyncEngine {
             report.waitingForUnlock += later.count
             try apply(now.map(\.envelope), &report)
         } catch {
-            report.rejected += chosen.map { "item \($0.item.record.uuid): \(error)" }
+            for choice in chosen { report.reject("item \(choice.item.record.uuid): \(error)") }
         }
     }
 
@@ -595,7 +680,7 @@ public actor SyncEngine {
             clockReadings: clock.readings,
             held: held.mapValues { .init(milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
                                          digest: Data($0.stamp.digest), changeSequence: $0.changeSequence) },
-            waiting: waiting.map { Data($0.bytes) })
+            waiting: waiting.map { Data($0.bytes) }, ownChain: ownChain, received: received)
         try state.save(in: device.directory)
     }
 
@@ -610,5 +695,7 @@ public actor SyncEngine {
                         changeSequence: $0.changeSequence)
         }
         waiting = try state.waiting.map { try SealedEnvelope(bytes: [UInt8]($0)) }
+        ownChain = state.ownChain ?? .start
+        received = state.received ?? AuthorChains()
     }
 }

@@ -32,10 +32,14 @@ enum SyncSecrets {
         try secret(device, service: "circle-key", account: "\(circle.uuidString)#\(epoch)", createIfMissing: false)
     }
 
-    static func storeCircleKey(_ key: SymmetricKey, _ device: Device, circle: UUID, epoch: UInt32) throws {
+    /// Keeps a generation's circle key. A generation has one: false when a different key is
+    /// held for it already (the held one stays).
+    @discardableResult
+    static func storeCircleKey(_ key: SymmetricKey, _ device: Device, circle: UUID, epoch: UInt32) throws -> Bool {
         let account = "\(circle.uuidString)#\(epoch)"
-        guard try secret(device, service: "circle-key", account: account, createIfMissing: false) == nil else { return }
+        if let held = try secret(device, service: "circle-key", account: account, createIfMissing: false) { return held == key }
         try add(key, device, service: "circle-key", account: account)
+        return true
     }
 
     private static func secret(_ device: Device, service: String, account: String, createIfMissing: Bool) throws -> SymmetricKey? {

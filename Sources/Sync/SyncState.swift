@@ -35,6 +35,10 @@ struct SyncState: Codable {
     var held: [UUID: Held]
     /// Envelopes waiting for unlock, as received.
     var waiting: [Data]
+    /// The head of this member's chain of batches, and what arrived of the others'; absent
+    /// from states written before batches were chained.
+    var ownChain: BatchLink?
+    var received: AuthorChains?
 
     static func url(in directory: URL) -> URL { directory.appendingPathComponent(fileName) }
 

@@ -223,6 +223,16 @@ struct DemoCommand: AsyncParsableCommand {
             let batches = try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).map { try EnvelopeBatch(bytes: $0.body) }
             let held = batches.reduce(0) { $0 + $1.envelopes.count }
             tour.say("the relay holds \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them")
+            // What a stranger who can reach the relay gets: nothing written, so nothing to stop the circle.
+            let stranger = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
+            await tour.attempt("a stranger pushes a batch of its own to the circle's relay") {
+                try await stranger.push([Array("not a member's batch".utf8)], circle: circle, stream: .envelopes, proof: nil)
+            }
+            let tablet: NodeAPI.SyncStatus = try await clients[0].get(.syncStatus)
+            for author in tablet.received {
+                tour.say("\(others[0].deviceName) received \(author.name ?? "a former member")'s batches through #\(author.head), "
+                         + (author.missing.isEmpty ? "none missing: nothing was withheld" : "missing \(author.missing.joined(separator: ", "))"))
+            }
         }
         return relay
     }

@@ -77,6 +77,17 @@ enum Checked {
         }
     }
 
+    /// A size in bytes: `500M`, `2G`, `4096` (K, M, G, T are powers of 1,024).
+    static func byteSize(_ text: String) throws -> Int {
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        let unit = text.last.flatMap { units[Character($0.uppercased())] }
+        let digits = unit == nil ? Substring(text) : text.dropLast()
+        guard let count = Int(digits), count > 0, case let (bytes, overflow) = count.multipliedReportingOverflow(by: unit ?? 1), !overflow else {
+            throw ValidationError("a size is a whole number of bytes from 1, with K, M, G or T for KiB, MiB, GiB or TiB, such as 500M; not '\(text)'.")
+        }
+        return bytes
+    }
+
     /// `--limit`: one, all, or a number from 1.
     static func matchLimit(_ text: String) throws -> MatchLimit {
         switch text {

@@ -17,14 +17,18 @@ struct RelayCommand: AsyncParsableCommand {
             discussion: """
                 The relay stores and forwards what circle members push: sealed, signed envelopes, signed \
                 membership entries and sealed key shares, in SQLite under --data. It holds no key: it can \
-                read, alter or forge nothing, and refuses records whose signature does not verify. Its log \
-                is DATA/relay.log.
+                read, alter or forge nothing. It keeps a membership entry only when it extends the circle's \
+                history, and keys and envelopes only when a member signed the push, so a stranger cannot \
+                write to a circle; each circle's records stay within --quota. Its log is DATA/relay.log.
                 """)
 
         @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
         var data: String
         @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
         var listen = RelayAddress(host: "127.0.0.1", port: 7700)
+        @Option(help: "The most bytes one circle's records may take, such as 500M or 2G; pushes past it are refused (507).",
+                transform: Checked.byteSize)
+        var quota = RelayKeeper.defaultQuota
         @OptionGroup var output: OutputOptions
         @Flag(help: .hidden) var detach = false
 
@@ -44,7 +48,7 @@ struct RelayCommand: AsyncParsableCommand {
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }
-            try await RelayServer.run(storage: storage, host: address.host, port: address.port, logger: logger) { bound in
+            try await RelayServer.run(storage: storage, quota: quota, host: address.host, port: address.port, logger: logger) { bound in
                 // Unbuffered, so whoever started the relay sees it is up at once.
                 let url = "http://\(address.host):\(bound)"
                 try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))

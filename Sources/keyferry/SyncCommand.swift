@@ -63,8 +63,10 @@ struct SyncCommand: AsyncParsableCommand {
             say("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
                   + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
                   + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
-                  + (report.rejected.isEmpty ? "" : ", \(report.rejected.count) refused"))
+                  + (report.rejectedCount == 0 ? "" : ", \(report.rejectedCount) refused")
+                  + (report.more ? "; more is waiting on the relay (the node goes on at once)" : ""))
             for reason in report.rejected { print("  refused: \(reason)") }
+            if report.rejectedCount > report.rejected.count { print("  and \(report.rejectedCount - report.rejected.count) more refused") }
         }
     }
 
@@ -87,6 +89,12 @@ struct SyncCommand: AsyncParsableCommand {
             print("last exchange: \(status.lastExchange.map { "\($0)" } ?? "never")" + (status.lastError.map { " (last attempt failed: \($0))" } ?? ""))
             print("pending: \(status.pending) to push, \(status.waitingForUnlock) waiting for unlock")
             for item in status.skippedDeviceBound { print("skipped, device-bound: \(item)") }
+            for author in status.received {
+                let who = author.name ?? "a former member (\(author.signingKey.prefix(16))…)"
+                let head = "received \(who)'s batches through #\(author.head) (\(author.headDigest.prefix(16))…)"
+                print(author.missing.isEmpty ? head
+                      : "\(head); MISSING \(author.missing.map { "#\($0)" }.joined(separator: ", ")): the relay withheld them from this device, or lost them")
+            }
         }
     }
 }

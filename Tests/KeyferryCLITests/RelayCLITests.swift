@@ -14,7 +14,8 @@ struct RelayCLITests {
         let circle = UUID()
         let client = RelayClient(url: url)
         #expect(try await client.pull(circle: circle, stream: .envelopes, after: 0).isEmpty)
-        await #expect(throws: RelayError.self) { try await client.push([[1, 2, 3]], circle: circle, stream: .envelopes) }
+        let stranger = await #expect(throws: RelayError.self) { try await client.push([[1, 2, 3]], circle: circle, stream: .envelopes, proof: nil) }
+        #expect("\(stranger!)".contains("there is no circle"), "\(stranger!)")
 
         let port = url.port!
         let busy = try cli.run(["relay", "serve", "--data", cli.path("other"), "--listen", "127.0.0.1:\(port)"])
@@ -34,6 +35,11 @@ struct RelayCLITests {
             let result = try cli.run(["relay", "serve", "--data", cli.path("relay"), "--listen", listen])
             #expect(result.status == 64 && result.stderr.contains("HOST:PORT"), "\(listen): \(result.stderr)")
         }
+        for quota in ["0", "-5M", "12X", "M", "99999999999T"] {
+            let result = try cli.run(["relay", "serve", "--data", cli.path("relay"), "--quota", quota])
+            #expect(result.status == 64 && result.stderr.contains("such as 500M"), "\(quota): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: cli.path("relay")), "a usage error touches nothing")
         let file = cli.path("not-a-directory")
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
         let result = try cli.run(["relay", "serve", "--data", file, "--listen", "127.0.0.1:0"])

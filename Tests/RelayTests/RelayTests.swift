@@ -27,23 +27,45 @@ private func temporaryDirectory() -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-relay-\(UUID().uuidString)")
 }
 
-/// `count` batches of one envelope each, of items whose attributes and secrets carry marker
-/// strings.
-private func batches(_ count: Int, circle: UUID, author: SigningKey) throws -> [[UInt8]] {
-    let keys = CircleKeys(circle: circle, epoch: 1)
-    return try (0..<count).map { i in
-        let item = SyncedItem(version: HybridTimestamp(milliseconds: UInt64(1_000 + i)), isTombstone: false,
-                              record: ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "MARKER-GROUP", protection: .afterFirstUnlock,
-                                                 synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
-                                                 attributes: [.account: .string("MARKER-ACCOUNT-\(i)")], data: Data("MARKER-SECRET-\(i)".utf8)))
-        return EnvelopeBatch([try SealedEnvelope.seal(item, keys: keys, author: author.publicKey)], circle: circle, author: author).bytes
+/// A circle of one on a relay: its creator, its history, and the creator's signature on pushes.
+private struct OneMemberCircle {
+    let creator = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+    let history: CircleHistory
+
+    init() { history = CircleHistory(creator: creator, name: "phone") }
+
+    var circle: UUID { history.circle }
+    var author: SigningKey { creator.signingKey }
+
+    func proof(_ bodies: [[UInt8]], _ stream: RelayStream = .envelopes, by key: SigningKey? = nil) -> PushProof {
+        PushProof(signing: bodies, circle: circle, stream: stream, key: key ?? author)
+    }
+
+    /// `count` batches of one envelope each, chained, of items whose attributes and secrets
+    /// carry marker strings.
+    func batches(_ count: Int, by author: SigningKey? = nil) throws -> [[UInt8]] {
+        let author = author ?? self.author
+        let keys = CircleKeys(circle: circle, epoch: 1)
+        var link = BatchLink.start
+        return try (0..<count).map { i in
+            let item = SyncedItem(version: HybridTimestamp(milliseconds: UInt64(1_000 + i)), isTombstone: false,
+                                  record: ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "MARKER-GROUP", protection: .afterFirstUnlock,
+                                                     synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
+                                                     attributes: [.account: .string("MARKER-ACCOUNT-\(i)")], data: Data("MARKER-SECRET-\(i)".utf8)))
+            let batch = EnvelopeBatch([try SealedEnvelope.seal(item, keys: keys, author: author.publicKey)], circle: circle, author: author, after: link)
+            link = batch.link
+            return batch.bytes
+        }
+    }
+
+    /// Puts the circle on the relay.
+    func create(on client: RelayClient) async throws {
+        try await client.push(history.entries.map(\.bytes), circle: circle, stream: .membership, proof: nil)
     }
 }
 
 @Suite("Relay")
 struct RelayTests {
-    private let author = SigningKey(seed: SymmetricKey())
-
     @Test("storage keeps each circle's streams apart, in push order, each record once, across a reopen")
     func storage() throws {
         let directory = temporaryDirectory()
@@ -69,42 +91,104 @@ struct RelayTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
-        let circle = UUID()
-        let sealed = try batches(5, circle: circle, author: author)
+        let one = OneMemberCircle(), circle = one.circle
+        let sealed = try one.batches(5)
         try await withRelay(storage: storage) { client, port in
-            #expect(try await client.push(Array(sealed.prefix(3)), circle: circle, stream: .envelopes) == 3)
-            #expect(try await client.push(sealed, circle: circle, stream: .envelopes) == 2)
+            try await one.create(on: client)
+            let firstThree = Array(sealed.prefix(3))
+            #expect(try await client.push(firstThree, circle: circle, stream: .envelopes, proof: one.proof(firstThree)) == 3)
+            #expect(try await client.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) == 2)
             let first = try await client.pull(circle: circle, stream: .envelopes, after: 0, limit: 2)
             #expect(first.map(\.body) == Array(sealed.prefix(2)))
             let rest = try await client.pull(circle: circle, stream: .envelopes, after: first.last!.cursor)
             #expect(rest.map(\.body) == Array(sealed.dropFirst(2)))
 
-            let foreign = try batches(1, circle: UUID(), author: author)[0]
-            for (bad, why) in [(foreign, "a batch of envelopes is for another circle"), ([1, 2, 3], "a record is not a batch of envelopes"),
-                               (Array(sealed[0].dropLast()), "a record is not a batch of envelopes")] {
+            let foreign = try OneMemberCircle().batches(1, by: one.author)[0]
+            let from = "from http://127.0.0.1:\(port)"
+            for (bad, why) in [(foreign, "403 Forbidden \(from): a batch of envelopes for another circle, or by another author than the pusher"),
+                               ([1, 2, 3], "422 Unprocessable Entity \(from): a record is not a batch of envelopes"),
+                               (Array(sealed[0].dropLast()), "422 Unprocessable Entity \(from): a record is not a batch of envelopes")] {
+                let push = [try one.batches(1)[0], bad]
                 let error = await #expect(throws: RelayError.self) {
-                    try await client.push([try batches(1, circle: circle, author: author)[0], bad], circle: circle, stream: .envelopes)
+                    try await client.push(push, circle: circle, stream: .envelopes, proof: one.proof(push))
                 }
-                #expect(error == .refused("422 Unprocessable Entity from http://127.0.0.1:\(port): \(why)"))
+                #expect(error == .refused(why))
             }
-            let history = CircleHistory(creating: circle, creator: DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()), name: "phone")
-            var forged = history.entries[0].bytes
+            var forged = one.history.entries[0].bytes
             forged[forged.count - 10] ^= 1
-            await #expect(throws: RelayError.self) { try await client.push([forged], circle: circle, stream: .membership) }
-            #expect(try await client.push(history.entries.map(\.bytes), circle: circle, stream: .membership) == 1)
-            await #expect(throws: RelayError.self) { try await client.push(sealed, circle: circle, stream: .membership) }
+            await #expect(throws: RelayError.self) { try await client.push([forged], circle: circle, stream: .membership, proof: nil) }
+            #expect(try await client.push(one.history.entries.map(\.bytes), circle: circle, stream: .membership, proof: nil) == 0)
+            await #expect(throws: RelayError.self) { try await client.push(sealed, circle: circle, stream: .membership, proof: nil) }
         }
         #expect(try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 100).count == 5)
+        #expect(try storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 1)
+    }
+
+    @Test("the relay keeps only what a member could have written: unsigned, a stranger's, a removed member's, out of place or over quota is refused")
+    func onlyMembersWrite() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let one = OneMemberCircle(), circle = one.circle
+        let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let relay = LocalRelay(storage: storage, quota: 64 << 10)
+        func refusal(_ push: () async throws -> Int) async -> String? {
+            do { _ = try await push(); return nil } catch { return "\(error)" }
+        }
+
+        let early = try one.batches(1)
+        #expect(await refusal { try await relay.push(early, circle: circle, stream: .envelopes, proof: one.proof(early)) }?
+            .contains("there is no circle") == true, "nothing is kept for a circle the relay does not know")
+        _ = try await relay.push(one.history.entries.map(\.bytes), circle: circle, stream: .membership, proof: nil)
+        let batch = try one.batches(1)
+        #expect(await refusal { try await relay.push(batch, circle: circle, stream: .envelopes, proof: nil) }?.contains("signed by a member") == true)
+        let strangers = try one.batches(1, by: stranger.signingKey)
+        #expect(await refusal {
+            try await relay.push(strangers, circle: circle, stream: .envelopes, proof: one.proof(strangers, by: stranger.signingKey))
+        }?.contains("not signed by a member") == true)
+        #expect(await refusal { try await relay.push(batch, circle: circle, stream: .envelopes, proof: one.proof(strangers)) } != nil,
+                "a signature over other records proves nothing")
+        // A stranger's membership entry: made by a non-member.
+        var history = one.history
+        let strangerJoin = MembershipEntry(.join, subject: stranger.peer(named: "x"), after: history, signer: stranger.signingKey)
+        #expect(await refusal { try await relay.push([strangerJoin.bytes], circle: circle, stream: .membership, proof: nil) }?
+            .contains("sponsor is not a member") == true)
+        // A key record not signed by the generation's author.
+        let planted = CircleKeys(circle: circle, epoch: 1)
+        let plantedRecord = [KeyRecord.classKeys(PublishedClassKeys(planted, wrapped: planted.wrappedClassKeys(), signer: stranger.signingKey)).bytes]
+        #expect(await refusal { try await relay.push(plantedRecord, circle: circle, stream: .keys, proof: one.proof(plantedRecord, .keys)) }?
+            .contains("not signed by the member who made it") == true)
+        let keys = [KeyRecord.classKeys(PublishedClassKeys(planted, wrapped: planted.wrappedClassKeys(), signer: one.author)).bytes]
+        #expect(try await relay.push(keys, circle: circle, stream: .keys, proof: one.proof(keys, .keys)) == 1)
+        // A member vouches for the stranger, then removes it: it writes no more.
+        let join = MembershipEntry(.join, subject: stranger.peer(named: "x"), after: history, signer: one.author)
+        try history.append(join)
+        let remove = MembershipEntry(.remove, subject: stranger.peer(named: "x"), after: history, signer: one.author)
+        _ = try await relay.push([join.bytes, remove.bytes], circle: circle, stream: .membership, proof: nil)
+        let late = try one.batches(1, by: stranger.signingKey)
+        #expect(await refusal { try await relay.push(late, circle: circle, stream: .envelopes, proof: one.proof(late, by: stranger.signingKey)) } != nil)
+        // The quota: 64 KiB of records, then refusals naming it.
+        var full: String?
+        for _ in 0..<1_000 where full == nil {
+            let more = try one.batches(1)
+            full = await refusal { try await relay.push(more, circle: circle, stream: .envelopes, proof: one.proof(more)) }
+        }
+        #expect(full?.contains("may hold 65536") == true, "\(full ?? "never refused")")
+        #expect(try storage.byteCount(circle: circle) <= 64 << 10)
+        #expect(try storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 3)
+        #expect(try storage.records(circle: circle, stream: .keys, after: 0, limit: 100).count == 1)
     }
 
     @Test("the relay's files hold none of the items' attributes, groups or secrets")
     func opaqueFiles() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let circle = UUID()
+        let one = OneMemberCircle()
         let storage = try SQLiteRelayStorage(directory: directory)
         try await withRelay(storage: storage) { client, _ in
-            try await client.push(try batches(50, circle: circle, author: author), circle: circle, stream: .envelopes)
+            try await one.create(on: client)
+            let sealed = try one.batches(50)
+            try await client.push(sealed, circle: one.circle, stream: .envelopes, proof: one.proof(sealed))
         }
         // Read while the database is open, so its write-ahead log is there too (closing it
         // checkpoints and removes the log).
@@ -125,17 +209,18 @@ struct RelayTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
-        let circle = UUID()
-        let sealed = try batches(3, circle: circle, author: author)
+        let one = OneMemberCircle(), circle = one.circle
+        let sealed = try one.batches(3)
+        try storage.append(one.history.entries.map(\.bytes), circle: circle, stream: .membership)
         // A port that was free a moment ago, with nothing listening on it now.
         let port = try await withRelay(storage: storage) { _, port in port }
         let client = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
 
         let down = await #expect(throws: RelayError.self) {
-            try await client.retrying(until: .now + .milliseconds(300)) { try await $0.push(sealed, circle: circle, stream: .envelopes) }
+            try await client.retrying(until: .now + .milliseconds(300)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) }
         }
         #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is `keyferry relay serve` running?)"))
-        let pushing = Task { try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes) } }
+        let pushing = Task { try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) } }
         try await Task.sleep(for: .milliseconds(400))
         let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
         #expect(pushed == 3)

@@ -22,8 +22,8 @@ enum EnvelopeVector {
     static let digest = "9cf711398fdbf6ebb45e8b12e1ff3378c88842a920813e9d95d8326833902fc4"
     static let byteCount = 359
     /// The same for the batch of that one envelope, signed by the author.
-    static let batchDigest = "a0fa3ca43d50a45bffbaff4206fe35021ee0226009db3042dde284b82c870bf7"
-    static let batchByteCount = 484
+    static let batchDigest = "45f908e9e1639b759a92b6c0c009be6865ca27caa63ef249a9e1cd7f7bdf221e"
+    static let batchByteCount = 524
 
     static var envelope: SealedEnvelope { try! SealedEnvelope.seal(item, keys: keys, author: author.publicKey, random: random) }
 }
@@ -70,9 +70,11 @@ struct EnvelopeTests {
             #expect(throws: EnvelopeError.malformed("truncated")) { try EnvelopeBatch(bytes: Array(bytes.prefix(cut))) }
         }
         #expect(throws: EnvelopeError.malformed("bytes after the signature")) { try EnvelopeBatch(bytes: bytes + [0]) }
-        var newer = bytes
-        newer[4] = 2
-        #expect(throws: EnvelopeError.unsupportedFormat(2)) { try EnvelopeBatch(bytes: newer) }
+        for format: UInt8 in [1, 3] {
+            var other = bytes
+            other[4] = format
+            #expect(throws: EnvelopeError.unsupportedFormat(format)) { try EnvelopeBatch(bytes: other) }
+        }
         let envelope = EnvelopeVector.envelope.bytes
         #expect(throws: EnvelopeError.malformed("truncated")) { try SealedEnvelope(bytes: Array(envelope.dropLast())) }
         #expect(throws: EnvelopeError.malformed("bytes after the sealed item")) { try SealedEnvelope(bytes: envelope + [0]) }
@@ -105,13 +107,16 @@ struct EnvelopeTests {
     @Test("pushes are cut into batches of at most 1,000 envelopes and 1 MiB, in order")
     func batching() throws {
         let small = try (0..<2_500).map { _ in try SealedEnvelope.seal(EnvelopeVector.item, keys: keys, author: author.publicKey) }
-        let batches = EnvelopeBatch.batches(of: small, circle: EnvelopeVector.circle, author: author)
+        let start = BatchLink(sequence: 41, digest: [UInt8](repeating: 9, count: 32))
+        let batches = EnvelopeBatch.batches(of: small, circle: EnvelopeVector.circle, author: author, after: start)
         #expect(batches.map(\.envelopes.count) == [1_000, 1_000, 500])
         #expect(batches.flatMap(\.envelopes) == small)
+        #expect(batches.map(\.sequence) == [42, 43, 44], "each batch is the next of its author's chain")
+        #expect(batches.map(\.previous) == [start.digest, batches[0].link.digest, batches[1].link.digest])
         var large = EnvelopeVector.item
         large.record.data = Data(repeating: 7, count: 400_000)
         let big = try (0..<5).map { _ in try SealedEnvelope.seal(large, keys: keys, author: author.publicKey) }
-        #expect(EnvelopeBatch.batches(of: big, circle: EnvelopeVector.circle, author: author).map(\.envelopes.count) == [2, 2, 1])
+        #expect(EnvelopeBatch.batches(of: big, circle: EnvelopeVector.circle, author: author, after: .start).map(\.envelopes.count) == [2, 2, 1])
     }
 
     @Test("tombstones travel; device-bound and local items refuse to be sealed")

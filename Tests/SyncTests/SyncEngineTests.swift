@@ -12,7 +12,7 @@ import Testing
 final class MemoryRelay: RelayTransport {
     private let logs = Mutex<[String: [[UInt8]]]>([:])
 
-    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
+    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof? = nil) async throws -> Int {
         logs.withLock { logs in
             let key = "\(circle)/\(stream)"
             let new = bodies.filter { !(logs[key] ?? []).contains($0) }
@@ -45,8 +45,8 @@ final class LaggingRelay: RelayTransport {
 
     init(_ relay: MemoryRelay) { self.relay = relay }
 
-    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
-        try await relay.push(bodies, circle: circle, stream: stream)
+    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+        try await relay.push(bodies, circle: circle, stream: stream, proof: proof)
     }
 
     func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
@@ -202,10 +202,10 @@ struct SyncEngineTests {
         let circle = await members[0].engine.circle
         // The stranger vouches for itself, with keys of its own making.
         let own = try SyncSecrets.identity(of: stranger.fixture.device)
-        let history = try CircleHistory.reading(relay.records(circle, .membership).map(MembershipEntry.init(bytes:)))
+        let history = try CircleHistory.reading(relay.records(circle, .membership), circle: circle).history
         let keys = CircleKeys(circle: circle, epoch: 1)
         let selfMade = Voucher(circle: circle, relay: Member.relayURL, head: ContentDigest.of(history.entries.last!.bytes),
-                               entry: MembershipEntry(.join, subject: own.peer(named: "stranger"), after: history, circle: circle, signer: own.signingKey),
+                               entry: MembershipEntry(.join, subject: own.peer(named: "stranger"), after: history, signer: own.signingKey),
                                share: CircleKeyShare(keys, to: own.sealingKey.publicKey, from: own.signingKey))
         let membershipBefore = relay.records(circle, .membership)
         let refusal = await #expect(throws: CircleError.self) {
@@ -222,7 +222,7 @@ struct SyncEngineTests {
                                              keys: keys, author: outsider.publicKey)
         try await relay.push([EnvelopeBatch([forged], circle: circle, author: outsider).bytes], circle: circle, stream: .envelopes)
         let report = try await members[1].engine.sync()
-        #expect(report.rejected.count == 1 && report.applied == 0)
+        #expect(report.rejectedCount == 1 && report.applied == 0)
         #expect(throws: KeychainError.self) { try members[1].keychain.copy(.password(account: "forged", synchronizable: .yes)) }
     }
 
@@ -575,7 +575,7 @@ struct SyncEngineTests {
     private func mergeModel(_ relay: MemoryRelay, circle: UUID, keysFrom device: Device) throws -> [UUID: String] {
         let circleKey = try #require(try SyncSecrets.circleKey(device, circle: circle, epoch: 1))
         let published = relay.records(circle, .keys).compactMap { body -> [UInt8]? in
-            if case .classKeys(1, let wrapped)? = try? KeyRecord(bytes: body) { wrapped } else { nil }
+            if case .classKeys(let keys)? = try? KeyRecord(bytes: body), keys.epoch == 1 { keys.wrapped } else { nil }
         }
         let keys = try CircleKeys(circle: circle, epoch: 1, circleKey: circleKey, wrappedClassKeys: try #require(published.first))
         var newest: [UUID: SyncedItem] = [:]
