@@ -23,6 +23,7 @@ public enum DeviceRestore {
         let keys = try reader.sectionKeys(password: password)
         try Device.requireDevice(at: target)
         Device.removeAbandonedStaging(for: target)
+        try checkPasscode(passcode, of: target)
 
         let staging = Device.stagingDirectory(for: target)
         var swapped = false
@@ -45,6 +46,19 @@ public enum DeviceRestore {
         try Device.replace(at: target, with: staging)
         swapped = true
         return report
+    }
+
+    /// Checks the passcode on the target itself, before its copy is made: a wrong one counts
+    /// there and its delays hold, as for every other passcode check (on the copy, it would be
+    /// forgotten with it).
+    private static func checkPasscode(_ passcode: String?, of target: URL) throws {
+        let device = try Device.powerOn(at: target)
+        defer { device.powerOff() }
+        guard try device.status().passcodeSet else { return }
+        guard let passcode else {
+            throw KeychainError(.authFailed, "\(target.path) has a passcode; give it with --passcode to restore onto it.")
+        }
+        try device.unlock(passcode: passcode)
     }
 
     /// Restores straight into a powered-on, unlocked device, with no copy aside: for scratch

@@ -109,10 +109,12 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
             return KeychainError(.userCanceled, "the user cancelled the authentication prompt.")
         }
         let biometryMatched = facts.biometryEnrolled && context.responses.contains(.biometryMatch)
-        let passcodeMatched = context.responses.contains { response in
-            if case .passcode(let code) = response { return facts.isCorrectPasscode(code) }
-            return false
-        }
+        // One passcode per prompt, as a user types one: a request that carries several has
+        // its first tried, so no request can make many guesses.
+        let passcode = context.responses.lazy.compactMap { response -> String? in
+            if case .passcode(let code) = response { code } else { nil }
+        }.first
+        let passcodeMatched = passcode.map(facts.isCorrectPasscode) ?? false
         func satisfied(_ constraint: AccessControlFlags) -> Bool {
             switch constraint {
             case .userPresence: biometryMatched || passcodeMatched

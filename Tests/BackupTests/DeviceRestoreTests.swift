@@ -167,7 +167,7 @@ struct DeviceRestoreTests {
         #expect(reasons["afterFirstUnlock-true"] == .newerTombstone)
     }
 
-    @Test("a wrong password, a damaged archive or a wrong target passcode leave the target exactly as it was")
+    @Test("a wrong password or a damaged archive leaves the target exactly as it was; a wrong target passcode counts there, and nothing else changes")
     func refusals() throws {
         let fixture = try source()
         let url = try archive(fixture, encrypted: true)
@@ -179,16 +179,32 @@ struct DeviceRestoreTests {
         #expect(throws: ArchiveError.wrongPassword) {
             try DeviceRestore.restore(url, password: Data("nope".utf8), to: target.directory, passcode: TestDevice.defaultPasscode)
         }
-        #expect(throws: KeychainError.self) {
-            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: "000000")
-        }
         var bytes = try Data(contentsOf: url)
         bytes[bytes.count - 40] ^= 1
-        try bytes.write(to: url)
+        let damaged = url.deletingLastPathComponent().appendingPathComponent("damaged.kfb")
+        try bytes.write(to: damaged)
         #expect(throws: ArchiveError.self) {
-            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode)
+            try DeviceRestore.restore(damaged, password: password, to: target.directory, passcode: TestDevice.defaultPasscode)
         }
         try expectAsItWas(target, before)
+
+        // The passcode is checked on the target itself: each wrong one is a failed attempt
+        // there, and from the fifth the target waits, whatever passcode comes next.
+        for (n, wrong) in ["000000", "000001", "000002", "000003", "000004"].enumerated() {
+            #expect(throws: KeychainError.self) { try DeviceRestore.restore(url, password: password, to: target.directory, passcode: wrong) }
+            let device = try Device.powerOn(at: target.directory)
+            #expect(try device.status().failedPasscodeAttempts == n + 1)
+            device.powerOff()
+        }
+        let waiting = #expect(throws: KeychainError.self) {
+            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode)
+        }
+        #expect(waiting?.message.contains("try again in") == true, "\(String(describing: waiting))")
+        let device = try Device.powerOn(at: target.directory)
+        #expect(try device.status().itemCount == 1, "its own item stays (it cannot be read until the wait is over)")
+        device.powerOff()
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
+        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
     }
 
     /// The target byte for byte as `before`, its own item readable, nothing left beside it.
@@ -253,11 +269,14 @@ struct DeviceRestoreTests {
     }
 
     /// Every file's bytes under a directory, by relative path.
+    /// Every file's bytes but SQLite's `-shm`: its shared-memory index, which any reader's
+    /// connection rewrites (the restore reads the target to check its passcode) and SQLite
+    /// rebuilds from the database and its log.
     func snapshot(_ directory: URL) throws -> [String: Data] {
         var files: [String: Data] = [:]
         let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
         while let url = enumerator?.nextObject() as? URL {
-            if try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
+            if !url.lastPathComponent.hasSuffix("-shm"), try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
                 files[String(url.path.dropFirst(directory.path.count))] = try Data(contentsOf: url)
             }
         }

@@ -60,7 +60,7 @@ struct DeviceLifecycleTests {
         #expect(try state().failed == 0 && state().wait == nil && t.device.lockState == .unlocked)
     }
 
-    @Test("every check of a passcode counts: a passcode change and an item's devicePasscode prompt, the same wrong one once")
+    @Test("every check of a passcode counts: a passcode change and an item's devicePasscode prompt, the same wrong one once, one per request")
     func everyPasscodeCheckCounts() throws {
         let t = try TestDevice()
         #expect(status { try t.device.setPasscode("654321", current: "000000") } == .authFailed)
@@ -72,6 +72,10 @@ struct DeviceLifecycleTests {
         query.authentication = .responding(.passcode("111111"))
         for _ in 0..<2 { #expect(status { _ = try keychain.copy(query) } == .authFailed) }
         #expect(try t.device.status().failedPasscodeAttempts == 2)
+        // One request, one guess: a request carrying several passcodes has its first tried.
+        query.authentication = .responding(.passcode("222222"), .passcode(TestDevice.defaultPasscode))
+        #expect(status { _ = try keychain.copy(query) } == .authFailed)
+        #expect(try t.device.status().failedPasscodeAttempts == 3)
         query.authentication = .responding(.passcode(TestDevice.defaultPasscode))
         #expect(try keychain.copy(query).first?.data == Data("g".utf8))
         #expect(try t.device.status().failedPasscodeAttempts == 0)
