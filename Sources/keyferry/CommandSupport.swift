@@ -175,11 +175,15 @@ struct PasscodeInput: ParsableArguments {
     func read() throws -> String? {
         if let passcode { return passcode }
         guard passcodeFile != nil || passcodeStdin else { return nil }
-        let what = passcodeFile == nil ? "the passcode on standard input" : "the passcode file"
-        let bytes = try readInput(passcodeFile, what: what, limit: 4 << 10)
-        let line = firstLine(of: bytes)
-        guard !line.isEmpty else { throw ValidationError("\(what) is empty; its first line is the passcode.") }
-        return line
+        return try Self.read(file: passcodeFile)
+    }
+
+    /// The first line of `file` (standard input when nil), checked as a passcode typed in argv is.
+    static func read(file: String?, what: String = "passcode") throws -> String {
+        let source = file == nil ? "the \(what) on standard input" : "the \(what) file \(file!)"
+        let line = firstLine(of: try readInput(file, what: source, limit: 4 << 10))
+        guard !line.isEmpty else { throw ValidationError("\(source) is empty; its first line is the \(what).") }
+        return try Checked.passcode(line)
     }
 
     /// The passcode given, or typed at a prompt when standard input is a terminal.

@@ -17,19 +17,20 @@ struct DeviceCommand: AsyncParsableCommand {
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device's name.", transform: Checked.name) var name = "iPhone"
-        @Option(help: "Give the device a passcode.", transform: Checked.passcode) var passcode: String?
+        /// The passcode the device is given, if any.
+        @OptionGroup var passcode: PasscodeInput
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
         @Option(help: "Seconds class A keys stay in memory after the screen locks.") var grace: Double = 10
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard grace >= 0, grace.isFinite else { throw ValidationError("--grace must be zero or more seconds.") }
-            if biometry && passcode == nil { throw ValidationError("--biometry needs --passcode: iOS enrolls biometry only on a device with a passcode.") }
+            if biometry && !passcode.given { throw ValidationError("--biometry needs a passcode: iOS enrolls biometry only on a device with a passcode.") }
         }
 
         func run() async throws {
             let created = try Device.create(
-                at: device.url, options: DeviceOptions(name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace))
+                at: device.url, options: DeviceOptions(name: name, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace))
             created.powerOff()
             let status = try created.status()
             if output.json { try printJSON(encodable: status) } else { say("created \(name) in \(device.dir) (powered off)") }
@@ -114,21 +115,34 @@ struct DeviceCommand: AsyncParsableCommand {
             discussion: "Removing the passcode destroys every whenPasscodeSetThisDeviceOnly item, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The new passcode.", transform: Checked.passcode) var set: String?
+        @Option(help: "The new passcode (visible in the process list; prefer --set-file).", transform: Checked.passcode) var set: String?
+        @Option(help: "Read the new passcode from this file's first line.", completion: .file()) var setFile: String?
         @Flag(help: "Remove the passcode.") var remove = false
-        @Option(help: "The current passcode (needed to change or remove one).", transform: Checked.passcode) var current: String?
+        @Option(help: "The current passcode, needed to change or remove one (visible in the process list; prefer --current-file, or leave it out to be asked on a terminal).",
+                transform: Checked.passcode)
+        var current: String?
+        @Option(help: "Read the current passcode from this file's first line.", completion: .file()) var currentFile: String?
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard (set != nil) != remove else { throw ValidationError("give exactly one of --set NEW or --remove.") }
+            guard [set != nil, setFile != nil, remove].filter({ $0 }).count == 1 else {
+                throw ValidationError("give exactly one of --set NEW, --set-file F or --remove.")
+            }
+            guard current == nil || currentFile == nil else { throw ValidationError("give the current passcode once: --current or --current-file.") }
         }
 
         func run() async throws {
             let hasPasscode = try await device.client.deviceStatus().passcodeSet
-            if hasPasscode && current == nil { throw ValidationError("this device has a passcode; give it with --current OLD.") }
-            if !hasPasscode && current != nil { throw ValidationError("this device has no passcode; leave --current out.") }
+            let given = current != nil || currentFile != nil
+            if !hasPasscode && given { throw ValidationError("this device has no passcode; leave --current out.") }
             if !hasPasscode && remove { throw ValidationError("this device has no passcode to remove.") }
-            try await device.send(.passcode, NodeAPI.Passcode(new: set, current: current, remove: remove), json: output.json)
+            var old = try current ?? currentFile.map { try PasscodeInput.read(file: $0, what: "current passcode") }
+            if hasPasscode && old == nil { old = ProcessControl.askHidden("Current passcode of \(device.dir): ").flatMap { $0.isEmpty ? nil : $0 } }
+            guard !hasPasscode || old != nil else {
+                throw ValidationError("this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
+            }
+            let new = try set ?? setFile.map { try PasscodeInput.read(file: $0, what: "new passcode") }
+            try await device.send(.passcode, NodeAPI.Passcode(new: new, current: old, remove: remove), json: output.json)
         }
     }
 

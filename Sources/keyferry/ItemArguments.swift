@@ -151,6 +151,8 @@ extension SynchronizableMatch: ExpressibleByArgument {
 /// `--auth`: what the simulated user does when a prompt appears.
 enum AuthChoice: ExpressibleByArgument {
     case respond(AuthenticationResponse)
+    /// The passcode typed, from the first line of this file (out of the process list).
+    case passcodeFile(String)
     /// No prompt may be shown (kSecUseAuthenticationUIFail).
     case none
 
@@ -161,18 +163,24 @@ enum AuthChoice: ExpressibleByArgument {
         case "cancel": self = .respond(.cancel)
         case "none": self = .none
         default:
-            guard argument.hasPrefix("passcode:") else { return nil }
-            self = .respond(.passcode(String(argument.dropFirst(9))))
+            if argument.hasPrefix("passcode-file:") {
+                self = .passcodeFile(String(argument.dropFirst("passcode-file:".count)))
+            } else if argument.hasPrefix("passcode:") {
+                self = .respond(.passcode(String(argument.dropFirst("passcode:".count))))
+            } else {
+                return nil
+            }
         }
     }
 
-    static var allValueStrings: [String] { ["match", "nomatch", "cancel", "passcode:CODE", "none"] }
+    static var allValueStrings: [String] { ["match", "nomatch", "cancel", "passcode:CODE", "passcode-file:FILE", "none"] }
 
-    static func context(_ choices: [AuthChoice]) -> AuthenticationContext {
+    static func context(_ choices: [AuthChoice]) throws -> AuthenticationContext {
         var context = AuthenticationContext()
         for choice in choices {
             switch choice {
             case .respond(let response): context.responses.append(response)
+            case .passcodeFile(let file): context.responses.append(.passcode(try PasscodeInput.read(file: file)))
             case .none: context.interactionAllowed = false
             }
         }

@@ -66,7 +66,7 @@ struct ItemCommand: AsyncParsableCommand {
         @Option(help: "kSecMatchLimit: one (default), all, or a number.", transform: Checked.matchLimit) var limit: MatchLimit = .one
         @Option(name: .customLong("return"), help: "What to return: data (default), attributes or both.") var returning: Returning = .data
         @Option(help: ArgumentHelp(
-            "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE; none forbids prompts. Repeat for successive prompts.",
+            "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE (visible in the process list), passcode-file:FILE (its first line); none forbids prompts. Repeat for successive prompts.",
             valueName: "RESPONSE"))
         var auth: [AuthChoice] = []
         @OptionGroup var output: OutputOptions
@@ -86,7 +86,7 @@ struct ItemCommand: AsyncParsableCommand {
             var query = try search.query(attributes)
             query.matchLimit = limit
             query.returning = returning.options
-            query.authentication = AuthChoice.context(auth)
+            query.authentication = try AuthChoice.context(auth)
             let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
             if output.json {
                 printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })

@@ -131,4 +131,38 @@ struct PasscodeInputCLITests {
         }
         #expect(try cli.ok(["device", "status", dir, "--json"]).object()["lockState"] as? String == "bfu", "nothing unlocked it")
     }
+
+    @Test("device init, device passcode and --auth take passcodes from files too, checked as in argv; without a terminal the current one is asked for by name")
+    func passcodesFromFiles() throws {
+        let cli = try CLI()
+        func file(_ name: String, _ text: String) throws -> String {
+            let url = cli.root.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+        let first = try file("first", "123456\n"), second = try file("second", "654321\n"), empty = try file("empty", "\nnot the first line\n")
+        let dir = cli.path("phone")
+        let refused = try cli.run(["device", "init", dir, "--passcode-file", empty])
+        #expect(refused.status == 64 && refused.stderr.contains("is empty; its first line is the passcode"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir), "a refused passcode makes no device")
+        try cli.ok(["device", "init", dir, "--passcode-file", first])
+        try cli.ok(["node", "start", dir])
+        try cli.ok(["device", "unlock", dir, "--passcode-file", first])
+        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+
+        let noCurrent = try cli.run(["device", "passcode", dir, "--set-file", second], stdin: Data())
+        #expect(noCurrent.status == 64 && noCurrent.stderr.contains("--current-file F"), "\(noCurrent.stderr)")
+        let wrong = try cli.run(["device", "passcode", dir, "--set-file", second, "--current-file", second])
+        #expect(wrong.status != 0)
+        #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 1, "a wrong current passcode counts")
+        try cli.ok(["device", "passcode", dir, "--set-file", second, "--current-file", first])
+        try cli.ok(["node", "reboot", dir])
+        try cli.ok(["device", "unlock", dir, "--passcode-file", second])
+
+        try cli.ok(["item", "add", dir, "--app", "com.example.mail", "--account", "guarded", "--value", "g", "--access-control", "devicePasscode"])
+        let read = try cli.ok(["item", "get", dir, "--app", "com.example.mail", "--account", "guarded", "--auth", "passcode-file:\(second)"])
+        #expect(read.text.trimmingCharacters(in: .whitespacesAndNewlines) == "g", "\(read.text)")
+        let missing = try cli.run(["item", "get", dir, "--app", "com.example.mail", "--account", "guarded", "--auth", "passcode-file:\(cli.path("none"))"])
+        #expect(missing.status != 0 && missing.stderr.contains("no such file"), "\(missing.stderr)")
+    }
 }
