@@ -17,6 +17,17 @@ public enum ArchiveFormat {
     /// The most content one section holds; larger content spans several sections of one kind,
     /// so neither writer nor reader holds more than this at once.
     public static let maximumSectionBytes = 4 << 20
+
+    /// The most bytes an archive's sections may hold once decompressed: 4,096 times the file's
+    /// size, and at least 256 MiB. Items and files compress a few times over; a crafted file of
+    /// compressed zeros would otherwise ask a reader for gigabytes from kilobytes.
+    static func maximumContentBytes(fileBytes: UInt64) -> UInt64 {
+        max(256 << 20, fileBytes.multipliedReportingOverflow(by: 4096).overflow ? .max : fileBytes * 4096)
+    }
+
+    /// Items a restore takes from one archive: far more than any keychain holds, and a bound on
+    /// what its report keeps.
+    static let maximumItems = 1_000_000
     /// Longest header accepted, so a corrupt length cannot make a reader allocate gigabytes.
     static let maximumHeaderBytes = 1 << 20
     static let digestByteCount = 32

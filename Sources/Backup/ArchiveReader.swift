@@ -10,6 +10,8 @@ public struct ArchiveReader {
     private let headerDigest: [UInt8]
     /// Where the first section starts.
     private let sectionsOffset: UInt64
+    /// The file's size, which bounds what its sections may hold decompressed.
+    private let fileBytes: UInt64
 
     /// Reads and checks the header; sections are read by `read` or `unverifiedManifest`.
     public init(contentsOf url: URL) throws {
@@ -34,6 +36,7 @@ public struct ArchiveReader {
         }
         headerDigest = digest
         sectionsOffset = file.offset
+        fileBytes = try file.size()
     }
 
     /// Reads every section in order, authenticated, handing each content to `body`, and returns
@@ -48,10 +51,16 @@ public struct ArchiveReader {
         let file = try ArchiveFile(url)
         defer { file.close() }
         try file.seek(to: sectionsOffset)
-        var index = 0
+        let limit = ArchiveFormat.maximumContentBytes(fileBytes: fileBytes)
+        var index = 0, total: UInt64 = 0
         while true {
             let (kind, sealed) = try readSection(file, expectedIndex: index)
             let content = try open(kind, index: index, body: sealed, keys: keys)
+            total += UInt64(content.count)
+            guard total <= limit else {
+                throw ArchiveError.inconsistent("its sections hold more than \(limit >> 20) MiB once decompressed, over 4,096 times the file's size: "
+                                                + "crafted to exhaust its reader, or a file of little but zeros")
+            }
             if kind == .manifest {
                 let manifest = try decodeManifest(content, index: index)
                 guard manifest.sectionCount == index else {
@@ -216,6 +225,12 @@ private final class ArchiveFile {
         let end = try handle.seekToEnd()
         guard offset + count <= end else { throw ArchiveError.truncated(afterSections: sections) }
         try seek(to: offset + count)
+    }
+
+    func size() throws -> UInt64 {
+        let end = try handle.seekToEnd()
+        try handle.seek(toOffset: offset)
+        return end
     }
 
     func isAtEnd() throws -> Bool {

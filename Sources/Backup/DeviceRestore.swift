@@ -73,64 +73,20 @@ public enum DeviceRestore {
     private static func restore(
         _ reader: ArchiveReader, keys: SectionKeys, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void
     ) throws -> RestoreReport {
-        var contents = Contents()
-        let manifest = try reader.read(keys: keys) { kind, data in try contents.add(kind, data) }
-        var report = RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode)
+        // What the manifest says is there, read first and unopened: for progress only.
+        let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
+        var importer = try Importer(device: device, keys: keys,
+                                    report: RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode))
+        try progress(0, expected)
+        let manifest = try reader.read(keys: keys) { kind, data in
+            try importer.add(kind, data)
+            try progress(importer.done, max(expected, importer.done))
+        }
+        var report = importer.report
         report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
             .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
-
-        // Apps first, sandboxes replaced: their groups decide which items have a home.
-        for app in contents.apps {
-            if (try? device.app(app.bundleID)) != nil { try device.uninstall(bundleID: app.bundleID) }
-            try device.install(app)
-            report.apps.append(app.bundleID)
-        }
-        let entitledGroups = Set(try device.installedApps().flatMap(\.entitledGroups))
-
-        let keychain = device.deviceKeychain
-        let synchronizedOnTarget = try keychain.changes(since: 0).filter(\.record.synchronizable)
-            .reduce(into: [PrimaryKey: ItemChange]()) { $0[$1.record.primaryKey] = $1 }
-        try keychain.deleteNonSynchronizableItems()
-
-        // Opening is the costly part: done on every core.
-        let keybag = keys.backupKeybag, deviceKey = device.deviceBoundBackupKey
-        let opened = try ParallelMap.map(contents.items) { item -> ItemRecord? in
-            let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
-            return key.flatMap { try? item.open(with: $0) }
-        }
-        var restored: [ItemRecord] = []
-        let total = contents.items.count + contents.files.count
-        try progress(0, total)
-        for (done, (item, record)) in zip(contents.items, opened).enumerated() {
-            let outcome: RestoreReport.Reason?
-            var name = item.name
-            var waitsForApp = false
-            if let record {
-                name = name ?? ArchivedItem.name { record.attributes[$0] }
-                outcome = decide(record, onTarget: synchronizedOnTarget[record.primaryKey])
-                if outcome == nil { restored.append(record) }
-                waitsForApp = outcome == nil && !entitledGroups.contains(record.accessGroup)
-            } else {
-                // Sealed with the password's keys and still shut: altered. Sealed with a
-                // device's key: altered on that device, else bound to it.
-                outcome = item.wrapping == .backup || report.sameDevice ? .damaged
-                    : item.protection.isThisDeviceOnly ? .deviceBound
-                    : .unencryptedOnAnotherDevice
-            }
-            report.items.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
-            try progress(done + 1, total)
-        }
-        try keychain.restore(restored)
-
-        for (done, file) in contents.files.enumerated() {
-            try device.sandbox(for: file.bundleID).restoreFile(path: file.path, contents: file.contents,
-                                                               protection: FileProtection(rawValue: file.protection) ?? .completeUntilFirstUserAuthentication)
-            report.sandboxFiles += 1
-            try progress(contents.items.count + done + 1, total)
-        }
-
         // The last chance to stop, after the costly import: from here the swap goes through.
-        try progress(total, total)
+        try progress(importer.done, importer.done)
         return report
     }
 
@@ -142,32 +98,111 @@ public enum DeviceRestore {
         return nil
     }
 
-    /// What an archive holds, gathered section by section.
-    private struct Contents {
-        var apps: [AppManifest] = []
-        var items: [ArchivedItem] = []
-        /// Whole files: each file's pieces joined onto its first.
-        var files: [SandboxEntry] = []
+    /// Takes an archive's sections as they are read, one in memory at a time: apps first (their
+    /// groups decide which items have a home), then each keychain section opened on every core
+    /// and written, and each piece of a sandbox file appended where it belongs. A crafted
+    /// archive costs a restore no more memory than a section.
+    private struct Importer {
+        let device: Device
+        let keys: SectionKeys
+        var report: RestoreReport
+        /// Items and files done, for progress.
+        private(set) var done = 0
+        /// The target's synchronizable items, as they were before the restore, by primary key.
+        private let synchronizedOnTarget: [PrimaryKey: ItemChange]
+        private var entitledGroups: Set<String>?
+        /// The file whose pieces are arriving, and how many bytes of it are written.
+        private var currentFile: (id: String, bytes: Int)?
+
+        init(device: Device, keys: SectionKeys, report: RestoreReport) throws {
+            self.device = device
+            self.keys = keys
+            self.report = report
+            synchronizedOnTarget = try device.deviceKeychain.changes(since: 0).filter(\.record.synchronizable)
+                .reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
+            try device.deviceKeychain.deleteNonSynchronizableItems()
+        }
+
+        /// Items and files the manifest counts.
+        static func expectedWork(_ manifest: ArchiveManifest) -> Int {
+            manifest.counts.filter { $0.key.hasPrefix("items.") }.values.reduce(0, +) + (manifest.counts["sandboxFiles"] ?? 0)
+        }
 
         mutating func add(_ kind: SectionKind, _ data: Data) throws {
             switch kind {
-            case .apps: apps += try JSONDecoder().decode([AppManifest].self, from: data)
+            case .apps:
+                guard entitledGroups == nil else { throw ArchiveError.inconsistent("its apps come after its items or files") }
+                for app in try JSONDecoder().decode([AppManifest].self, from: data) {
+                    if (try? device.app(app.bundleID)) != nil { try device.uninstall(bundleID: app.bundleID) }
+                    try device.install(app)
+                    report.apps.append(app.bundleID)
+                }
             case .keychain:
                 // Older archives carry the device's own items; a device keeps its own instead.
-                items += try decoded(data, kind) { try ArchivedItem(decoding: $0) }.filter { $0.accessGroup != Device.ownAccessGroup }
+                try restore(try decoded(data, kind) { try ArchivedItem(decoding: $0) }.filter { $0.accessGroup != Device.ownAccessGroup })
             case .sandbox:
-                for entry in try decoded(data, kind, { try SandboxEntry(decoding: $0) }) {
-                    let id = "\(entry.bundleID)/\(entry.path)"
-                    if entry.offset == 0 {
-                        files.append(entry)
-                    } else if let last = files.indices.last, "\(files[last].bundleID)/\(files[last].path)" == id, files[last].contents.count == entry.offset {
-                        files[last].contents += entry.contents
-                    } else {
-                        throw ArchiveError.inconsistent("a piece of \(id) at offset \(entry.offset) arrives out of order")
-                    }
-                }
-            case .manifest: break
+                for entry in try decoded(data, kind, { try SandboxEntry(decoding: $0) }) { try restore(entry) }
+            case .manifest:
+                break
             }
+        }
+
+        private mutating func restore(_ items: [ArchivedItem]) throws {
+            guard report.items.count + items.count <= ArchiveFormat.maximumItems else {
+                throw ArchiveError.inconsistent("it holds more than \(ArchiveFormat.maximumItems) keychain items")
+            }
+            let groups = try groupsWithAnApp()
+            // Opening is the costly part: done on every core.
+            let keybag = keys.backupKeybag, deviceKey = device.deviceBoundBackupKey
+            let opened = try ParallelMap.map(items) { item -> ItemRecord? in
+                let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
+                return key.flatMap { try? item.open(with: $0) }
+            }
+            var restored: [ItemRecord] = []
+            for (item, record) in zip(items, opened) {
+                let outcome: RestoreReport.Reason?
+                var name = item.name
+                var waitsForApp = false
+                if let record {
+                    name = name ?? ArchivedItem.name { record.attributes[$0] }
+                    outcome = DeviceRestore.decide(record, onTarget: synchronizedOnTarget[record.primaryKey])
+                    if outcome == nil { restored.append(record) }
+                    waitsForApp = outcome == nil && !groups.contains(record.accessGroup)
+                } else {
+                    // Sealed with the password's keys and still shut: altered. Sealed with a
+                    // device's key: altered on that device, else bound to it.
+                    outcome = item.wrapping == .backup || report.sameDevice ? .damaged
+                        : item.protection.isThisDeviceOnly ? .deviceBound
+                        : .unencryptedOnAnotherDevice
+                }
+                report.items.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
+            }
+            try device.deviceKeychain.restore(restored)
+            done += items.count
+        }
+
+        /// One piece of a file: the first starts it, each next must follow the last.
+        private mutating func restore(_ entry: SandboxEntry) throws {
+            _ = try groupsWithAnApp()
+            let id = "\(entry.bundleID)/\(entry.path)"
+            if entry.offset == 0 {
+                currentFile = (id, 0)
+                report.sandboxFiles += 1
+                done += 1
+            } else if currentFile?.id != id || currentFile?.bytes != entry.offset {
+                throw ArchiveError.inconsistent("a piece of \(id) at offset \(entry.offset) arrives out of order")
+            }
+            try device.sandbox(for: entry.bundleID).restoreFile(path: entry.path, piece: entry.contents, at: entry.offset,
+                                                                protection: FileProtection(rawValue: entry.protection) ?? .completeUntilFirstUserAuthentication)
+            currentFile?.bytes += entry.contents.count
+        }
+
+        /// The groups the installed apps are entitled to, once the apps are in.
+        private mutating func groupsWithAnApp() throws -> Set<String> {
+            if let entitledGroups { return entitledGroups }
+            let groups = Set(try device.installedApps().flatMap(\.entitledGroups))
+            entitledGroups = groups
+            return groups
         }
 
         /// The entries of an authenticated section; one that does not decode was written wrong.

@@ -240,6 +240,24 @@ public struct Sandbox: Sendable {
         }
     }
 
+    /// Writes one piece of a file as a backup recorded it, at `offset`: 0 starts the file (what
+    /// was there goes), a later piece extends it and must follow the last byte written, so a
+    /// restore holds one piece at a time, never a whole file.
+    public func restoreFile(path: String, piece: Data, at offset: Int, protection: FileProtection) throws {
+        guard offset > 0 else { return try restoreFile(path: path, contents: piece, protection: protection) }
+        let url = path == "Library/Preferences/\(bundleID).plist" ? defaultsURL
+            : path.hasPrefix("Documents/") ? try documentURL(String(path.dropFirst("Documents/".count))) : nil
+        guard let url, let handle = try? FileHandle(forWritingTo: url) else {
+            throw DeviceError(.invalidArgument, "a piece of '\(path)' at offset \(offset) has no start to follow.")
+        }
+        defer { try? handle.close() }
+        let end = try handle.seekToEnd()
+        guard end == UInt64(offset) else {
+            throw DeviceError(.invalidArgument, "a piece of '\(path)' at offset \(offset) does not follow its \(end) bytes.")
+        }
+        try handle.write(contentsOf: piece)
+    }
+
     private func documentURL(_ name: String) throws -> URL {
         let parts = name.split(separator: "/")
         guard !name.isEmpty, !name.hasPrefix("/"), !parts.contains(".."), !parts.contains(".") else {

@@ -207,6 +207,52 @@ struct DeviceRestoreTests {
         #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
     }
 
+    /// An unencrypted archive whose sandbox sections each carry one piece of a file of zeros,
+    /// 4 MiB before compression and a few hundred bytes after.
+    func zeros(pieces: Int, beside target: TestDevice) throws -> URL {
+        let url = target.directory.deletingLastPathComponent().appendingPathComponent("zeros-\(pieces).kfbackup")
+        let writer = try ArchiveWriter(to: url, mode: .unencrypted, deviceID: UUID(), deviceName: "Crafted")
+        try writer.append(.apps, Data("[]".utf8))
+        let size = ArchiveFormat.maximumSectionBytes - 1024
+        for index in 0..<pieces {
+            let entry = SandboxEntry(bundleID: TestDevice.appID, path: "Documents/zeros", protection: "NSFileProtectionNone",
+                                     offset: index * size, contents: Data(count: size))
+            try writer.append(.sandbox, EntryList.encode([entry.encoded]))
+        }
+        try writer.finish(ArchiveManifest(sectionCount: pieces + 1, counts: ["sandboxFiles": 1]))
+        return url
+    }
+
+    @Test("a file arrives piece by piece and is written as it comes; compressed zeros past 4,096 times the archive's size are refused, the target left as it was")
+    func decompressionBounded() throws {
+        let target = try TestDevice(seed: 5)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        target.device.powerOff()
+
+        let small = try zeros(pieces: 3, beside: target)
+        _ = try DeviceRestore.restore(small, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        let device = try Device.powerOn(at: target.directory)
+        try device.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(try device.sandbox(for: TestDevice.appID).readFile("zeros").count == 3 * (ArchiveFormat.maximumSectionBytes - 1024))
+        device.powerOff()
+        let before = try snapshot(target.directory)
+
+        let bomb = try zeros(pieces: 80, beside: target)
+        #expect(try FileManager.default.attributesOfItem(atPath: bomb.path)[.size] as? Int ?? 0 < 64 << 10, "kilobytes on disk")
+        for attempt in [{ _ = try DeviceRestore.restore(bomb, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode) },
+                        { _ = try ArchiveReader(contentsOf: bomb).read(password: nil) }] {
+            #expect {
+                try attempt()
+            } throws: { error in
+                guard case .inconsistent(let why)? = error as? ArchiveError else { return false }
+                return why.contains("once decompressed")
+            }
+        }
+        #expect(try snapshot(target.directory) == before)
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
+        #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "no staging copy is left: \(siblings)")
+    }
+
     /// The target byte for byte as `before`, its own item readable, nothing left beside it.
     func expectAsItWas(_ target: TestDevice, _ before: [String: Data], sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(try snapshot(target.directory) == before, sourceLocation: sourceLocation)
