@@ -58,6 +58,12 @@ struct SyncCLITests {
         let syncStatus = try cli.ok(["sync", "status", phone, "--json"]).object()
         #expect(syncStatus["skippedDeviceBound"] as? [String] == ["phone-bound"])
         #expect(syncStatus["pending"] as? Int == 0)
+        // Each author's batches as received: the tablet's and the laptop's, none missing.
+        let received = try #require(syncStatus["received"] as? [[String: Any]])
+        #expect(Set(received.compactMap { $0["name"] as? String }) == ["tablet", "laptop"])
+        #expect(received.allSatisfy { ($0["head"] as? Int ?? 0) >= 1 && ($0["missing"] as? [String]) == [] }, "\(received)")
+        let text = try cli.ok(["sync", "status", phone]).text
+        #expect(text.contains("received tablet's batches through #") && !text.contains("MISSING"), "\(text)")
 
         // The laptop is removed: what the phone writes next reaches the tablet only.
         let removed = try cli.ok(["circle", "remove", phone, "--peer", "laptop", "--json"]).object()
