@@ -123,8 +123,9 @@ public struct FleetFile: Equatable, Sendable {
             if text == "auto" {
                 relay = RelayAddress(host: "127.0.0.1", port: 0)
             } else {
-                guard let address = RelayAddress(text) else {
-                    throw relayField.failure("the relay listens on `auto` (a free port on 127.0.0.1) or HOST:PORT, such as 127.0.0.1:7700.")
+                guard let address = RelayAddress(text), !address.secure else {
+                    throw relayField.failure("the relay listens on `auto` (a free port on 127.0.0.1) or HOST:PORT, such as 127.0.0.1:7700; "
+                                             + "a fleet starts its own relay, over http.")
                 }
                 relay = address
             }

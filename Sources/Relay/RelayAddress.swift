@@ -1,20 +1,26 @@
 import Foundation
 
 /// Where a relay listens, written either way a user meets it, everywhere one is asked for:
-/// `HOST:PORT` (as `relay serve --listen` and fleet files take it) or `http://HOST:PORT` (as
-/// `relay serve` prints it); the port from 0 (any free one) to 65535.
+/// `HOST:PORT` (as `relay serve --listen` and fleet files take it), `http://HOST:PORT` (as
+/// `relay serve` prints it) or `https://HOST:PORT` (a relay serving TLS); the port from 0 (any
+/// free one) to 65535.
 public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
     public var host: String
     public var port: Int
+    /// Reached over TLS (`https://`), its certificate verified.
+    public var secure: Bool
 
-    public init(host: String, port: Int) {
+    public init(host: String, port: Int, secure: Bool = false) {
         self.host = host
         self.port = port
+        self.secure = secure
     }
 
     public init?(_ text: String) {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces))
+        secure = rest.hasPrefix("https://")
         if rest.hasPrefix("http://") { rest = rest.dropFirst(7) }
+        if rest.hasPrefix("https://") { rest = rest.dropFirst(8) }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard let colon = rest.lastIndex(of: ":"), colon > rest.startIndex, !rest[..<colon].contains("/"),
               let port = Int(rest[rest.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
@@ -22,17 +28,14 @@ public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    /// What a member connects to: `http://HOST:PORT`.
-    public var url: URL { URL(string: "http://\(host):\(port)")! }
+    /// What a member connects to: `http://HOST:PORT` or `https://HOST:PORT`.
+    public var url: URL { URL(string: "\(secure ? "https" : "http")://\(host):\(port)")! }
 
-    public var description: String { "\(host):\(port)" }
+    public var description: String { secure ? "https://\(host):\(port)" : "\(host):\(port)" }
 
-    /// The sentence for an address that is neither form.
+    /// The sentence for an address that is none of the forms.
     public static func problem(with text: String) -> String {
-        if text.hasPrefix("https://") {
-            return "'\(text)': relays speak plain HTTP for now (their records are sealed and signed end to end); use http://HOST:PORT or HOST:PORT."
-        }
-        return "'\(text)' is not a relay address; write HOST:PORT or http://HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700."
+        "'\(text)' is not a relay address; write HOST:PORT, http://HOST:PORT or https://HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700."
     }
 }
 

@@ -1,20 +1,24 @@
 import Foundation
 import Hummingbird
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 import Sync
 
 /// The untrusted store-and-forward service: members push records to a circle's logs and pull
 /// them by cursor. It keeps what it is given and checks what it can without keys; it can read,
 /// alter or forge nothing.
 public enum RelayServer {
-    /// Serves until SIGTERM or SIGINT. `onRunning` hears the bound port (useful with port 0).
-    public static func run(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota, host: String, port: Int, logger: Logger,
-                           onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// Serves until SIGTERM or SIGINT, over TLS with `tls`. `onRunning` hears the bound port
+    /// (useful with port 0).
+    public static func run(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota, tls: RelayTLS? = nil, host: String, port: Int,
+                           logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let router = Router()
         routes(router, keeper: RelayKeeper(storage: storage, quota: quota), logger: logger)
         let app = Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),
+            router: router, server: try tls.map { try .tls(.http1(), tlsConfiguration: $0.configuration) } ?? .http1(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 logger.info("relay up", metadata: ["address": "\(host):\(bound)"])
@@ -89,5 +93,25 @@ public enum RelayServer {
             throw HTTPError(.notFound, message: "streams are \(RelayStream.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return (circle, stream)
+    }
+}
+
+/// A relay's certificate chain and private key, for serving `https://` (a fleet past one
+/// machine reaches its relay over a network; members verify the certificate).
+public struct RelayTLS: Sendable {
+    let configuration: TLSConfiguration
+
+    /// Reads PEM files: the certificate chain (the relay's own first) and its private key.
+    public init(certificateChain: URL, privateKey: URL) throws {
+        let chain: [NIOSSLCertificate]
+        do { chain = try NIOSSLCertificate.fromPEMFile(certificateChain.path) } catch {
+            throw RelayError.cannotListen("TLS: \(certificateChain.path) is not a readable PEM certificate chain (\(error))")
+        }
+        guard !chain.isEmpty else { throw RelayError.cannotListen("TLS: \(certificateChain.path) holds no certificate") }
+        let key: NIOSSLPrivateKey
+        do { key = try NIOSSLPrivateKey(file: privateKey.path, format: .pem) } catch {
+            throw RelayError.cannotListen("TLS: \(privateKey.path) is not a readable PEM private key (\(error))")
+        }
+        configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
     }
 }

@@ -20,6 +20,10 @@ struct RelayCommand: AsyncParsableCommand {
                 read, alter or forge nothing. It keeps a membership entry only when it extends the circle's \
                 history, and keys and envelopes only when a member signed the push, so a stranger cannot \
                 write to a circle; each circle's records stay within --quota. Its log is DATA/relay.log.
+
+                With --tls-certificate and --tls-key it serves https://, for members on other machines; they \
+                verify its certificate against the system's authorities and those of the PEM file \
+                KEYFERRY_RELAY_CA names (set it where their nodes start, for a private CA).
                 """)
 
         @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
@@ -29,7 +33,18 @@ struct RelayCommand: AsyncParsableCommand {
         @Option(help: "The most bytes one circle's records may take, such as 500M or 2G; pushes past it are refused (507).",
                 transform: Checked.byteSize)
         var quota = RelayKeeper.defaultQuota
+        @Option(help: "Serve https:// with this PEM certificate chain (the relay's certificate first); needs --tls-key.", completion: .file())
+        var tlsCertificate: String?
+        @Option(help: "The PEM private key of --tls-certificate.", completion: .file())
+        var tlsKey: String?
         @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard (tlsCertificate == nil) == (tlsKey == nil) else { throw ValidationError("give --tls-certificate and --tls-key together, or neither.") }
+            if listen.secure && tlsCertificate == nil {
+                throw ValidationError("--listen \(listen) asks for https: give --tls-certificate and --tls-key, or listen on HOST:PORT.")
+            }
+        }
         @Flag(help: .hidden) var detach = false
 
         func run() async throws {
@@ -38,6 +53,13 @@ struct RelayCommand: AsyncParsableCommand {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
                 throw CommandFailure("--data \(data) is a file; give a directory for the relay's database.")
+            }
+            let tls = try tlsCertificate.map { certificate in
+                do {
+                    return try RelayTLS(certificateChain: URL(fileURLWithPath: certificate), privateKey: URL(fileURLWithPath: tlsKey!))
+                } catch let error as RelayError {
+                    throw CommandFailure("\(error)")
+                }
             }
             let storage: SQLiteRelayStorage
             do { storage = try SQLiteRelayStorage(directory: directory) } catch {
@@ -48,9 +70,9 @@ struct RelayCommand: AsyncParsableCommand {
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }
-            try await RelayServer.run(storage: storage, quota: quota, host: address.host, port: address.port, logger: logger) { bound in
+            try await RelayServer.run(storage: storage, quota: quota, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
                 // Unbuffered, so whoever started the relay sees it is up at once.
-                let url = "http://\(address.host):\(bound)"
+                let url = "\(tls == nil ? "http" : "https")://\(address.host):\(bound)"
                 try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
                     .write(to: announcement, options: .atomic)
                 let line = json

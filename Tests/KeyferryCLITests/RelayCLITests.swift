@@ -28,6 +28,39 @@ struct RelayCLITests {
         #expect(try String(contentsOfFile: data + "/relay.log", encoding: .utf8).contains("relay up"))
     }
 
+    @Test("relay serve speaks https with a certificate; a member trusts it through KEYFERRY_RELAY_CA and syncs, and one that does not says why")
+    func tls() throws {
+        let cli = try CLI()
+        let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
+        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
+                                       "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path])
+        let announced = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let url = try #require(announced["url"] as? String)
+        #expect(url.hasPrefix("https://127.0.0.1:"))
+
+        let dir = cli.path("phone")
+        try cli.ok(["device", "init", dir, "--name", "phone"])
+        try cli.ok(["node", "start", dir])
+        let untrusted = try cli.run(["circle", "create", dir, "--relay", url])
+        #expect(untrusted.status != 0 && untrusted.stderr.contains("TLS failed") && untrusted.stderr.contains("KEYFERRY_RELAY_CA"),
+                "\(untrusted.stderr)")
+        try cli.ok(["node", "stop", dir])
+        try cli.ok(["node", "start", dir], environment: ["KEYFERRY_RELAY_CA": pki.authority.path])
+        try cli.ok(["circle", "create", dir, "--relay", url])
+        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+        try cli.ok(["item", "add", dir, "--app", "com.example.mail", "--account", "over-tls", "--value", "v", "--sync"])
+        let report = try cli.ok(["sync", "now", dir, "--json"]).object()
+        #expect(report["pushed"] as? Int == 1, "\(report)")
+
+        let plain = try cli.run(["relay", "serve", "--data", cli.path("other"), "--listen", "https://127.0.0.1:0"])
+        #expect(plain.status == 64 && plain.stderr.contains("give --tls-certificate and --tls-key"), "\(plain.stderr)")
+        let half = try cli.run(["relay", "serve", "--data", cli.path("other"), "--tls-certificate", pki.certificate.path])
+        #expect(half.status == 64 && half.stderr.contains("together"), "\(half.stderr)")
+        let notPEM = try cli.run(["relay", "serve", "--data", cli.path("other"), "--listen", "127.0.0.1:0",
+                                  "--tls-certificate", pki.key.path.replacingOccurrences(of: "relay.key", with: "missing.pem"), "--tls-key", pki.key.path])
+        #expect(notPEM.status == 1 && notPEM.stderr.contains("not a readable PEM certificate chain"), "\(notPEM.stderr)")
+    }
+
     @Test("a bad address, a data path that is a file, or a damaged database is refused, and the files are left as they were")
     func badInput() throws {
         let cli = try CLI()
@@ -55,5 +88,38 @@ struct RelayCLITests {
         #expect(damaged.stderr.contains("not a database"), "\(damaged.stderr)")
         #expect(try String(contentsOfFile: data + "/relay.sqlite", encoding: .utf8) == "keep me")
         #expect(try FileManager.default.contentsOfDirectory(atPath: data) == ["relay.sqlite"])
+    }
+}
+
+/// A certificate authority of the test's own, and a certificate it signed for 127.0.0.1, made
+/// with openssl (which scripts/system-packages installs).
+struct TestAuthority {
+    let authority: URL
+    let certificate: URL
+    let key: URL
+
+    init(in directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        authority = directory.appendingPathComponent("ca.pem")
+        certificate = directory.appendingPathComponent("relay.pem")
+        key = directory.appendingPathComponent("relay.key")
+        try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: directory.appendingPathComponent("san.ext"))
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try Self.openssl(["req", "-x509"] + curve + ["-keyout", path("ca.key"), "-out", authority.path, "-days", "2", "-subj", "/CN=Keyferry test CA"])
+        try Self.openssl(["req"] + curve + ["-keyout", key.path, "-out", path("relay.csr"), "-subj", "/CN=127.0.0.1"])
+        try Self.openssl(["x509", "-req", "-in", path("relay.csr"), "-CA", authority.path, "-CAkey", path("ca.key"), "-CAcreateserial",
+                          "-out", certificate.path, "-days", "2", "-extfile", path("san.ext")])
+    }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " ")) failed")
     }
 }
