@@ -97,7 +97,8 @@ extension Keychain {
     ) throws {
         precondition(isDeviceScope, "exports are the system's read of the whole device")
         let keys = try device.availableKeys()
-        try device.database.read { db in
+        // A snapshot on a connection of its own: the device answers and writes while it runs.
+        try device.database.readOnItsOwnConnection { db in
             let own = device.ownAccessGroupHash
             let total = try ItemTable.liveCount(db, excluding: own)
             let rows = try ItemTable.changes(db, since: 0, accessGroupHashes: nil)

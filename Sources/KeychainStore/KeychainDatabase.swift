@@ -101,6 +101,17 @@ struct KeychainDatabase: Sendable {
     /// can interleave; and `body` must not write.
     func read<T>(_ body: (Database) throws -> T) throws -> T { try queue.unsafeRead(body) }
 
+    /// Runs `body` in a read transaction on a connection of its own, opened for it: a snapshot
+    /// of the database as it was when `body` began. For the long reads of a whole device (an
+    /// export), which would otherwise hold the device's one connection from its first row to its
+    /// last: in WAL mode the device goes on reading and writing meanwhile.
+    func readOnItsOwnConnection<T>(_ body: (Database) throws -> T) throws -> T {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "keychain snapshot"
+        return try DatabaseQueue(path: queue.path, configuration: configuration).read(body)
+    }
+
     /// Runs `body` in one IMMEDIATE transaction: all of it commits, or none of it on a throw.
     /// The same as GRDB's `write`, with its BEGIN and COMMIT compiled once instead of per call.
     func write<T>(_ body: (Database) throws -> T) throws -> T {

@@ -4,6 +4,7 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
+import Synchronization
 import Testing
 
 @Suite("Backup create")
@@ -84,6 +85,46 @@ struct DeviceBackupTests {
             if kind == .sandbox { defaults += try EntryList.decode(content).map(SandboxEntry.init(decoding:)) }
         }
         #expect(defaults.count == 1 && defaults[0].contents.range(of: Data("marker-defaults".utf8)) != nil)
+    }
+
+    @Test("the device answers status, reads and writes while a backup of 50,000 items runs")
+    func answersDuringBackup() async throws {
+        let fixture = try TestDevice()
+        let group = "\(TestDevice.teamID).\(TestDevice.appID)"
+        let records = (0..<50_000).map { n in
+            ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: group, protection: .afterFirstUnlock, synchronizable: false,
+                       accessControl: nil, creationDate: Date(), modificationDate: Date(),
+                       attributes: [.account: .string("bulk-\(n)"), .service: .string("com.example.app")], data: Data("secret-\(n)".utf8))
+        }
+        try fixture.device.deviceKeychain.restore(records)
+        let url = archive()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let device = fixture.device, keychain = try fixture.keychain()
+        let state = BackupState()
+        let backup = Task.detached {
+            defer { state.done.store(true, ordering: .relaxed) }
+            return try DeviceBackup.create(from: device, to: url, mode: .unencrypted)
+        }
+        var slowest: TimeInterval = 0, duringBackup = 0
+        while !state.done.load(ordering: .relaxed) {
+            let start = Date()
+            _ = try device.status()
+            _ = try keychain.copy(.password(account: "bulk-7"))
+            _ = try keychain.update(.password(account: "bulk-7"), with: ItemChanges(data: Data("during \(duringBackup)".utf8)))
+            let took = Date().timeIntervalSince(start)
+            if !state.done.load(ordering: .relaxed) {
+                duringBackup += 1
+                slowest = max(slowest, took)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        _ = try await backup.value
+        #expect(duringBackup >= 3, "the device answered while the backup ran")
+        #expect(slowest < 1, "status, a read and a write took up to \(slowest) s while the backup ran")
+    }
+
+    final class BackupState: Sendable {
+        let done = Atomic(false)
     }
 
     @Test("a locked device is refused and no archive is written")
