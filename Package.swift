@@ -106,6 +106,12 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
+        // The readers of outside input under libFuzzer (scripts/fuzz); built plainly, it replays
+        // inputs, which the tests do with the corpus in Tests/FuzzCorpus.
+        .executableTarget(
+            name: "keyferry-fuzz",
+            dependencies: ["Backup", "Fleet", "KeyferryCrypto", "Node", "Scenario", "Sync"]),
+
         // Shared test support: a manual clock, seeded randomness, device fixtures.
         .target(
             name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel"],

@@ -1,0 +1,116 @@
+import Backup
+import Fleet
+import Foundation
+import KeyferryCrypto
+import Node
+import Scenario
+import Sync
+
+/// The readers of everything Keyferry takes from outside, each run on arbitrary bytes: an
+/// input gets an error or a value, never a trap, a hang or unbounded memory. Fuzzed with
+/// libFuzzer (`scripts/fuzz`); every input of `Tests/FuzzCorpus/TARGET/` is replayed by the
+/// test suite.
+enum FuzzTarget: String, CaseIterable {
+    case archive, envelope, batch, membership, keys, fleet, scenario, request
+
+    func run(_ bytes: [UInt8]) {
+        switch self {
+        case .archive: Self.archive(bytes)
+        case .envelope:
+            if let envelope = try? SealedEnvelope(bytes: bytes) {
+                _ = try? envelope.open(with: CircleKeys(circle: envelope.header.circle, epoch: envelope.header.epoch, entropy: Self.fixedEntropy))
+            }
+        case .batch:
+            if let batch = try? EnvelopeBatch(bytes: bytes) { _ = try? batch.verified(members: [batch.author]) }
+        case .membership:
+            if let entry = try? MembershipEntry(bytes: bytes) {
+                _ = try? CircleHistory(verifying: [entry])
+                _ = try? CircleHistory.reading([bytes, bytes], circle: entry.circle)
+            }
+        case .keys:
+            if let record = try? KeyRecord(bytes: bytes) {
+                switch record {
+                case .classKeys(let keys): _ = keys.isSigned(by: keys.signer, circle: keys.circle)
+                case .share(let share): _ = share.isSigned(by: share.sender, circle: share.circle)
+                }
+            }
+        case .fleet: _ = try? FleetFile(yaml: String(decoding: bytes, as: UTF8.self), file: "fuzz.yaml")
+        case .scenario:
+            _ = try? Scenario(yaml: String(decoding: bytes, as: UTF8.self), file: "fuzz.yaml", directory: FileManager.default.temporaryDirectory)
+        case .request: Self.requests(Data(bytes))
+        }
+    }
+
+    /// Keys made the same way every run, so a crash replays.
+    private static var fixedEntropy: SeededEntropy { SeededEntropy(seed: 1) }
+
+    /// An archive is read from a file: the bytes go to one, then through every check a restore
+    /// makes before it touches a device (header, password, sections, manifest).
+    private static func archive(_ bytes: [UInt8]) {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-fuzz-\(getpid()).kfbackup")
+        defer { try? FileManager.default.removeItem(at: url) }
+        guard (try? Data(bytes).write(to: url)) != nil, let reader = try? ArchiveReader(contentsOf: url) else { return }
+        _ = try? reader.unverifiedManifest()
+        _ = try? reader.read(password: reader.header.mode == .encrypted ? Data("fuzz".utf8) : nil)
+    }
+
+    /// Every body the node's control API decodes.
+    private static func requests(_ data: Data) {
+        let decoder = JSONDecoder()
+        _ = try? decoder.decode(NodeAPI.Add.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Search.self, from: data)
+        _ = try? decoder.decode(NodeAPI.SearchMany.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Update.self, from: data)
+        _ = try? decoder.decode(NodeAPI.List.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Backup.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Transfer.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Passcode.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Unlock.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Clock.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Defaults.self, from: data)
+        _ = try? decoder.decode(NodeAPI.File.self, from: data)
+        _ = try? decoder.decode(NodeAPI.Biometry.self, from: data)
+        _ = try? decoder.decode(NodeAPI.CircleCreate.self, from: data)
+        _ = try? decoder.decode(NodeAPI.SurvivalOptions.self, from: data)
+    }
+}
+
+#if FUZZING
+/// libFuzzer's entry: the target named by KEYFERRY_FUZZ_TARGET, on one input.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    fuzzTarget.run(Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
+}
+
+private let fuzzTarget: FuzzTarget = {
+    guard let name = ProcessInfo.processInfo.environment["KEYFERRY_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
+        FileHandle.standardError.write(Data("set KEYFERRY_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
+        exit(64)
+    }
+    return target
+}()
+#else
+/// Without libFuzzer: `keyferry-fuzz TARGET FILE...` runs the target on each file (a corpus, a
+/// crash to reproduce), and says how many it ran.
+@main
+struct ReplayInputs {
+    static func main() {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard let name = arguments.first, let target = FuzzTarget(rawValue: name) else {
+            print("usage: keyferry-fuzz TARGET FILE...  (targets: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")))")
+            exit(64)
+        }
+        var count = 0
+        for path in arguments.dropFirst() {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                print("cannot read \(path)")
+                exit(1)
+            }
+            target.run([UInt8](data))
+            count += 1
+        }
+        print("\(target.rawValue): \(count) inputs, no crash")
+    }
+}
+#endif
