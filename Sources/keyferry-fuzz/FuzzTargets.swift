@@ -76,11 +76,26 @@ enum FuzzTarget: String, CaseIterable {
 }
 
 #if FUZZING
-/// libFuzzer's entry: the target named by KEYFERRY_FUZZ_TARGET, on one input.
+/// libFuzzer's driver, for a program with a main of its own (SwiftPM names every executable's
+/// entry point): it runs the callback on each input it makes.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzer(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                       _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+
+/// libFuzzer's callback: the target KEYFERRY_FUZZ_TARGET names, on one input.
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    fuzzTarget.run(Array(UnsafeBufferPointer(start: data, count: size)))
+func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzTarget.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
     return 0
+}
+
+/// The entry point SwiftPM links as `main`: libFuzzer's driver, on that callback.
+@_cdecl("keyferry_fuzz_main")
+func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    _ = fuzzTarget
+    var count = argc
+    var arguments = argv
+    return runFuzzer(&count, &arguments, fuzzOne)
 }
 
 private let fuzzTarget: FuzzTarget = {
