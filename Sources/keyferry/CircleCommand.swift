@@ -17,7 +17,7 @@ struct CircleCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a circle with this node as its first member.")
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The relay's address, as `relay serve` printed it: http://HOST:PORT or HOST:PORT.", transform: Checked.relayAddress)
+        @Option(help: "The relay's address, as `relay serve` printed it: http://HOST:PORT, https://HOST:PORT or HOST:PORT.", transform: Checked.relayAddress)
         var relay: RelayAddress
         @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
         @OptionGroup var output: OutputOptions
