@@ -440,14 +440,18 @@ public actor SyncEngine {
     /// reported; the first stays.
     private func pullKeys(_ identity: DeviceIdentity, _ report: inout SyncReport) async throws {
         let records = try await transport.pull(circle: circle, stream: .keys, after: cursors[.keys] ?? 0, limit: 10_000)
+        var membershipRead = false
         for record in records {
             let keyRecord: KeyRecord
             do { keyRecord = try KeyRecord(bytes: record.body) } catch { report.reject("key record: \(error)"); continue }
             if case .share(let share) = keyRecord, share.recipient != identity.sealingKey.publicKey { continue }
             let epoch = keyRecord.epoch
             // The entry that starts a generation is published before its keys, but may have
-            // reached the relay after this pass read the membership.
-            if history.generationAuthors[epoch] == nil { try await pullMembership() }
+            // reached the relay after this pass read the membership: read it again, once.
+            if history.generationAuthors[epoch] == nil, !membershipRead {
+                try await pullMembership()
+                membershipRead = true
+            }
             guard let author = history.generationAuthors[epoch] else {
                 report.reject("key record for generation \(epoch), which no membership entry started")
                 continue

@@ -41,6 +41,23 @@ final class EndlessRelay: RelayTransport {
     }
 }
 
+/// A relay that counts the pulls of each stream, to see what a member asks for.
+final class CountingRelay: RelayTransport {
+    let relay: MemoryRelay
+    let pulls = Mutex<[RelayStream: Int]>([:])
+
+    init(_ relay: MemoryRelay) { self.relay = relay }
+
+    func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+        try await relay.push(bodies, circle: circle, stream: stream, proof: proof)
+    }
+
+    func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+        pulls.withLock { $0[stream, default: 0] += 1 }
+        return try await relay.pull(circle: circle, stream: stream, after: cursor, limit: limit)
+    }
+}
+
 /// What a relay, a stranger who can reach it, or a member about to be removed can try against
 /// a circle: Appendix A of the security review, and more.
 @Suite("A hostile relay or member")
@@ -200,6 +217,24 @@ struct HostileRelayTests {
         #expect(report.more)
         #expect(report.rejectedCount == SyncEngine.maximumRecordsPerPass)
         #expect(report.rejected.count == SyncReport.keptReasons)
+    }
+
+    @Test("key records for generations that do not exist cost a member one more read of the membership, not one each")
+    func unknownGenerations() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let circle = await members[0].engine.circle
+        let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let junk = (0..<1_000).map { n -> [UInt8] in
+            let keys = CircleKeys(circle: circle, epoch: UInt32(100 + n))
+            return KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: stranger.signingKey)).bytes
+        }
+        try await relay.push(junk, circle: circle, stream: .keys)
+        let counting = CountingRelay(relay)
+        let engine = try #require(try await SyncEngine.open(device: members[1].fixture.device) { _ in counting })
+        let report = try await engine.sync()
+        #expect(report.rejectedCount == 1_000)
+        #expect(counting.pulls.withLock { $0[.membership] } == 2, "one at the start of the pass, one for the generations it did not know")
     }
 
     @Test("a batch the relay hides from one member shows as a gap in that member's view of its author, until it arrives")
