@@ -103,27 +103,36 @@ struct DeviceBackupTests {
         let state = BackupState()
         let backup = Task.detached {
             defer { state.done.store(true, ordering: .relaxed) }
-            return try DeviceBackup.create(from: device, to: url, mode: .unencrypted)
+            return try DeviceBackup.create(from: device, to: url, mode: .unencrypted) { _, _ in
+                // After the first batch the export's read is open until its last: it waits here
+                // (10 s at most) for three rounds of calls to the device to be answered.
+                guard !state.started.exchange(true, ordering: .relaxed) else { return }
+                let deadline = Date().addingTimeInterval(10)
+                while state.answered.load(ordering: .relaxed) < 3, Date() < deadline { usleep(5_000) }
+            }
         }
-        var slowest: TimeInterval = 0, duringBackup = 0
+        while !state.started.load(ordering: .relaxed), !state.done.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(5)) }
+        var slowest: TimeInterval = 0
         while !state.done.load(ordering: .relaxed) {
             let start = Date()
             _ = try device.status()
             _ = try keychain.copy(.password(account: "bulk-7"))
-            _ = try keychain.update(.password(account: "bulk-7"), with: ItemChanges(data: Data("during \(duringBackup)".utf8)))
+            _ = try keychain.update(.password(account: "bulk-7"), with: ItemChanges(data: Data("during".utf8)))
             let took = Date().timeIntervalSince(start)
             if !state.done.load(ordering: .relaxed) {
-                duringBackup += 1
+                state.answered.add(1, ordering: .relaxed)
                 slowest = max(slowest, took)
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(5))
         }
         _ = try await backup.value
-        #expect(duringBackup >= 3, "the device answered while the backup ran")
+        #expect(state.answered.load(ordering: .relaxed) >= 3, "the device answered while the backup's read was open")
         #expect(slowest < 1, "status, a read and a write took up to \(slowest) s while the backup ran")
     }
 
     final class BackupState: Sendable {
+        let started = Atomic(false)
+        let answered = Atomic(0)
         let done = Atomic(false)
     }
 

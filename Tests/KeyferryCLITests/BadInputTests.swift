@@ -108,7 +108,7 @@ struct BadInputTests {
             (["device", "init", cli.path("new"), "--name", ""], 64, "name cannot be empty"),
             (["device", "passcode", dir, "--set", "2222"], 64, "give it with --current"),
             (["device", "unlock", open, "--passcode", "1234"], 64, "has no passcode"),
-            (["circle", "create", dir, "--relay", "https://127.0.0.1:7700"], 64, "plain HTTP"),
+            (["circle", "create", dir, "--relay", "ftp://127.0.0.1:7700"], 64, "https://HOST:PORT"),
             (["circle", "create", dir, "--relay", "127.0.0.1"], 64, "HOST:PORT"),
             (["relay", "serve", "--data", cli.path("relay"), "--listen", "localhost"], 64, "not a relay address"),
             (["backup", "create", dir, "--out", cli.path("a.kfbackup"), "--encrypted"], 64, "needs a password"),
