@@ -30,7 +30,7 @@ struct RelayCommand: AsyncParsableCommand {
         var data: String
         @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
         var listen = RelayAddress(host: "127.0.0.1", port: 7700)
-        @Option(help: "The most bytes one circle's records may take, such as 500M or 2G; pushes past it are refused (507).",
+        @Option(help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); pushes past it are refused (507).",
                 transform: Checked.byteSize)
         var quota = RelayKeeper.defaultQuota
         @Option(help: "Serve https:// with this PEM certificate chain (the relay's certificate first); needs --tls-key.", completion: .file())
