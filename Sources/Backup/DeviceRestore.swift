@@ -35,12 +35,8 @@ public enum DeviceRestore {
         }
         let device = try Device.powerOn(at: staging)
         defer { device.powerOff() }
-        if try device.status().passcodeSet {
-            guard let passcode else {
-                throw KeychainError(.authFailed, "\(target.path) has a passcode; give it with --passcode to restore onto it.")
-            }
-            try device.unlock(passcode: passcode)
-        }
+        // The passcode was checked on the target: the copy has the same.
+        try device.unlock(passcode: passcode)
         let report = try restore(reader, keys: keys, into: device, progress: progress)
         device.powerOff()
         try Device.replace(at: target, with: staging)

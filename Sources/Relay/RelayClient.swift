@@ -134,10 +134,7 @@ public enum ConnectionFailure {
             "no answer in time"
         case let error as HTTPClientError where error == .remoteConnectionClosed:
             "the other side closed the connection"
-        case let error as NIOSSLError:
-            "TLS failed (\(error)): is the relay's certificate for this host, and signed by an authority this machine trusts "
-                + "(the system's, or the PEM file \(HTTPClient.relayAuthorityVariable) names)?"
-        case is BoringSSLError, is NIOSSLExtraError:
+        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
             "TLS failed (\(error)): is the relay's certificate for this host, and signed by an authority this machine trusts "
                 + "(the system's, or the PEM file \(HTTPClient.relayAuthorityVariable) names)?"
         case is HTTPClientError, is IOError:

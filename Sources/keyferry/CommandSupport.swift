@@ -189,7 +189,12 @@ struct PasscodeInput: ParsableArguments {
     /// The passcode given, or typed at a prompt when standard input is a terminal.
     func readOrAsk(_ prompt: String) throws -> String? {
         if given { return try read() }
-        return ProcessControl.askHidden(prompt).flatMap { $0.isEmpty ? nil : $0 }
+        return Self.ask(prompt)
+    }
+
+    /// A passcode typed, unechoed, at a prompt on the terminal; nil without one, or when empty.
+    static func ask(_ prompt: String) -> String? {
+        ProcessControl.askHidden(prompt).flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 

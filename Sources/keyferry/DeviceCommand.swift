@@ -137,7 +137,7 @@ struct DeviceCommand: AsyncParsableCommand {
             if !hasPasscode && given { throw ValidationError("this device has no passcode; leave --current out.") }
             if !hasPasscode && remove { throw ValidationError("this device has no passcode to remove.") }
             var old = try current ?? currentFile.map { try PasscodeInput.read(file: $0, what: "current passcode") }
-            if hasPasscode && old == nil { old = ProcessControl.askHidden("Current passcode of \(device.dir): ").flatMap { $0.isEmpty ? nil : $0 } }
+            if hasPasscode && old == nil { old = PasscodeInput.ask("Current passcode of \(device.dir): ") }
             guard !hasPasscode || old != nil else {
                 throw ValidationError("this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
             }
