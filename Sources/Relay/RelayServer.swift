@@ -105,12 +105,12 @@ public struct RelayTLS: Sendable {
     public init(certificateChain: URL, privateKey: URL) throws {
         let chain: [NIOSSLCertificate]
         do { chain = try NIOSSLCertificate.fromPEMFile(certificateChain.path) } catch {
-            throw RelayError.cannotListen("TLS: \(certificateChain.path) is not a readable PEM certificate chain (\(error))")
+            throw RelayError.cannotListen("https with the certificate \(certificateChain.path): it is not a readable PEM certificate chain (\(error))")
         }
-        guard !chain.isEmpty else { throw RelayError.cannotListen("TLS: \(certificateChain.path) holds no certificate") }
+        guard !chain.isEmpty else { throw RelayError.cannotListen("https with the certificate \(certificateChain.path): it holds none") }
         let key: NIOSSLPrivateKey
         do { key = try NIOSSLPrivateKey(file: privateKey.path, format: .pem) } catch {
-            throw RelayError.cannotListen("TLS: \(privateKey.path) is not a readable PEM private key (\(error))")
+            throw RelayError.cannotListen("https with the key \(privateKey.path): it is not a readable PEM private key (\(error))")
         }
         configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
     }

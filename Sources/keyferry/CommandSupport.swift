@@ -180,9 +180,9 @@ struct PasscodeInput: ParsableArguments {
 
     /// The first line of `file` (standard input when nil), checked as a passcode typed in argv is.
     static func read(file: String?, what: String = "passcode") throws -> String {
-        let source = file == nil ? "the \(what) on standard input" : "the \(what) file \(file!)"
+        let source = file == nil ? "the \(what) on standard input" : "the \(what) file"
         let line = firstLine(of: try readInput(file, what: source, limit: 4 << 10))
-        guard !line.isEmpty else { throw ValidationError("\(source) is empty; its first line is the \(what).") }
+        guard !line.isEmpty else { throw ValidationError("\(source)\(file.map { " \($0)" } ?? "") is empty; its first line is the \(what).") }
         return try Checked.passcode(line)
     }
 
