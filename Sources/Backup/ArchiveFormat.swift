@@ -1,4 +1,5 @@
 import Foundation
+import KeychainStore
 import KeyferryCrypto
 
 /// The fixed facts of a backup archive. The bytes are specified in Protocol/backup.md:
@@ -8,12 +9,16 @@ import KeyferryCrypto
 ///     section = kind u8 | index u32 | body length u64 | body
 ///
 /// Every integer is big-endian. A section's body is zstd-compressed content, either sealed
-/// (XChaCha20-Poly1305) or followed by a keyed BLAKE2b digest; both are bound to the header
+/// (XChaCha20-Poly1305) or followed by keyed BLAKE2b digests; all are bound to the header
 /// digest, the section's kind and its index, so an edited, swapped or foreign section fails.
 public enum ArchiveFormat {
     public static let magic = Array("KFBACKUP".utf8)
-    /// The newest format this build reads and the one it writes.
-    public static let version: UInt16 = 1
+    /// The newest format this build reads and the one it writes. Format 2 binds an unencrypted
+    /// archive's sections to the device that wrote it, and every item to its archive.
+    public static let version: UInt16 = 2
+    /// The oldest format this build still reads: format 1's unencrypted archives are checked
+    /// for damage only, wherever they are read.
+    public static let oldestReadableVersion: UInt16 = 1
     /// The most content one section holds; larger content spans several sections of one kind,
     /// so neither writer nor reader holds more than this at once.
     public static let maximumSectionBytes = 4 << 20
@@ -72,7 +77,8 @@ public enum ArchiveMode: String, Codable, Sendable {
 /// The public facts at the front of an archive, readable without the password.
 public struct ArchiveHeader: Codable, Equatable, Sendable {
     public var mode: ArchiveMode
-    /// 16 random bytes naming this archive; bound into the sealed archive key.
+    /// 16 random bytes naming this archive; bound into the sealed archive key and (format 2)
+    /// into every item's seal.
     public var archiveID: Data
     public var created: Date
     public var deviceID: UUID
@@ -106,26 +112,50 @@ public struct ArchiveManifest: Codable, Equatable, Sendable {
     }
 }
 
+/// What proves that an archive's sections are the ones its writer wrote.
+public enum ArchiveAuthenticity: String, Codable, Sendable {
+    /// Encrypted: sealed under a key that only its password opens.
+    case password
+    /// Unencrypted, read with the keys of the device that wrote it, whose digests no one else
+    /// can compute.
+    case device
+    /// Unencrypted, read away from the device that wrote it (or of format 1): its checksums
+    /// detect damage, not forgery, since anyone can compute them.
+    case checksums
+}
+
 /// The keys a header leads to. Encrypted: the archive key, opened with the password.
-/// Unencrypted: a digest key anyone can compute from the header.
+/// Unencrypted: a checksum key anyone can compute from the header, and on the device that
+/// wrote it, that device's section key.
 struct SectionKeys {
     /// nil for unencrypted archives.
     let sealing: SymmetricKey?
+    /// Encrypted: the manifest's digest key. Unencrypted: the checksum key.
     let digest: SymmetricKey
+    /// Unencrypted archives read (or written) on their device: the key of the second digest.
+    let device: SymmetricKey?
     /// Encrypted archives: the keys migratable items are wrapped with.
     let backupKeybag: BackupKeybag?
+    /// What each item's seal is bound to.
+    let items: ItemBinding
 
-    init(archiveKey: SymmetricKey) {
+    init(archiveKey: SymmetricKey, items: ItemBinding) {
         sealing = archiveKey.derive(context: "kfsealsc")
         digest = archiveKey.derive(context: "kfdigest")
+        device = nil
         backupKeybag = BackupKeybag(archiveKey: archiveKey)
+        self.items = items
     }
 
-    init(headerDigest: [UInt8]) {
+    init(headerDigest: [UInt8], device: SymmetricKey?, items: ItemBinding) {
         sealing = nil
         digest = try! SymmetricKey(bytes: headerDigest)
+        self.device = device
         backupKeybag = nil
+        self.items = items
     }
+
+    var authenticity: ArchiveAuthenticity { sealing != nil ? .password : device != nil ? .device : .checksums }
 
     /// What every section's seal or digest is bound to.
     static func associatedData(headerDigest: [UInt8], kind: SectionKind, index: UInt32) -> [UInt8] {

@@ -1,28 +1,43 @@
 import Foundation
+import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
 
 /// Reads an archive front to back, one section in memory at a time, authenticating each before
 /// handing it out. Every kind of damage is its own `ArchiveError`.
 public struct ArchiveReader {
-    public let url: URL
     public let header: ArchiveHeader
+    /// The format it was written in (`ArchiveFormat.oldestReadableVersion` or later).
+    public let version: UInt16
     private let headerDigest: [UInt8]
     /// Where the first section starts.
     private let sectionsOffset: UInt64
     /// The file's size, which bounds what its sections may hold decompressed.
     private let fileBytes: UInt64
 
+    private let source: ArchiveSource
+
     /// Reads and checks the header; sections are read by `read` or `unverifiedManifest`.
     public init(contentsOf url: URL) throws {
-        self.url = url
-        let file = try ArchiveFile(url)
+        try self.init(.file(url))
+    }
+
+    /// An archive held in memory, with every check a file gets: for readers of millions of
+    /// inputs (the fuzzer), which a file each would slow a hundredfold.
+    public init(bytes: Data) throws {
+        try self.init(.bytes(bytes))
+    }
+
+    private init(_ source: ArchiveSource) throws {
+        self.source = source
+        let file = try ArchiveFile(source)
         defer { file.close() }
         guard let magic = try? file.read(ArchiveFormat.magic.count), magic == ArchiveFormat.magic else { throw ArchiveError.notAnArchive }
         let fixed = try file.readHeaderField(6)
         let version = UInt16(bigEndianBytes: fixed.prefix(2))
         guard version <= ArchiveFormat.version else { throw ArchiveError.newerFormat(found: version, supported: ArchiveFormat.version) }
-        guard version == ArchiveFormat.version else { throw ArchiveError.corruptHeader("format version \(version)") }
+        guard version >= ArchiveFormat.oldestReadableVersion else { throw ArchiveError.corruptHeader("format version \(version)") }
+        self.version = version
         let length = Int(UInt32(bigEndianBytes: fixed.suffix(4)))
         guard length <= ArchiveFormat.maximumHeaderBytes else { throw ArchiveError.corruptHeader("a header length of \(length) bytes") }
         let body = try file.readHeaderField(length)
@@ -39,16 +54,31 @@ public struct ArchiveReader {
         fileBytes = try file.size()
     }
 
-    /// Reads every section in order, authenticated, handing each content to `body`, and returns
-    /// the manifest. Encrypted archives need the password.
+    /// Reads every section in order, checked, handing each content to `body`, and returns the
+    /// manifest. Encrypted archives need the password. An unencrypted archive is authenticated
+    /// when `device` is the device that wrote it, and checked for damage only otherwise
+    /// (`authenticity(device:)` says which).
     @discardableResult
-    public func read(password: Data?, _ section: (SectionKind, Data) throws -> Void = { _, _ in }) throws -> ArchiveManifest {
-        try read(keys: try sectionKeys(password: password), section)
+    public func read(password: Data?, device: DeviceBackupKeys? = nil,
+                     _ section: (SectionKind, Data) throws -> Void = { _, _ in }) throws -> ArchiveManifest {
+        try read(keys: try sectionKeys(password: password, device: device), section)
+    }
+
+    /// What reading this archive with `device`'s keys proves about it.
+    public func authenticity(device: DeviceBackupKeys?) -> ArchiveAuthenticity {
+        if header.mode == .encrypted { return .password }
+        return deviceSectionKey(device) == nil ? .checksums : .device
+    }
+
+    /// The key of the device digests, when `device` wrote this (format 2, unencrypted) archive.
+    private func deviceSectionKey(_ device: DeviceBackupKeys?) -> SymmetricKey? {
+        guard version >= 2, let device, device.deviceID == header.deviceID else { return nil }
+        return device.sections
     }
 
     /// `read` with the keys already derived (restore needs them for the items too).
     func read(keys: SectionKeys, _ section: (SectionKind, Data) throws -> Void) throws -> ArchiveManifest {
-        let file = try ArchiveFile(url)
+        let file = try ArchiveFile(source)
         defer { file.close() }
         try file.seek(to: sectionsOffset)
         let limit = ArchiveFormat.maximumContentBytes(fileBytes: fileBytes)
@@ -78,7 +108,7 @@ public struct ArchiveReader {
     /// unencrypted archive it is authenticated like every section; for an encrypted one its
     /// digest needs the password, so it is as recorded.
     public func unverifiedManifest() throws -> ArchiveManifest {
-        let file = try ArchiveFile(url)
+        let file = try ArchiveFile(source)
         defer { file.close() }
         try file.seek(to: sectionsOffset)
         var index = 0
@@ -87,7 +117,7 @@ public struct ArchiveReader {
             if kind == .manifest {
                 let body = try file.readSectionBody(Int(length), after: index)
                 let content = header.mode == .unencrypted
-                    ? try open(kind, index: index, body: body, keys: SectionKeys(headerDigest: headerDigest))
+                    ? try open(kind, index: index, body: body, keys: try sectionKeys(password: nil, device: nil))
                     : try decompress(Data(body.dropLast(ArchiveFormat.digestByteCount)), kind: kind, index: index)
                 return try decodeManifest(content, index: index)
             }
@@ -96,9 +126,12 @@ public struct ArchiveReader {
         }
     }
 
-    /// The keys the password (or, unencrypted, the header) leads to.
-    func sectionKeys(password: Data?) throws -> SectionKeys {
-        guard header.mode == .encrypted else { return SectionKeys(headerDigest: headerDigest) }
+    /// The keys the password (or, unencrypted, the header and the device) leads to.
+    func sectionKeys(password: Data?, device: DeviceBackupKeys?) throws -> SectionKeys {
+        let items = ItemBinding(header, version: version)
+        guard header.mode == .encrypted else {
+            return SectionKeys(headerDigest: headerDigest, device: deviceSectionKey(device), items: items)
+        }
         guard let password else { throw ArchiveError.passwordRequired }
         guard let hashing = header.passwordHashing, let sealedKey = header.sealedKey else {
             throw ArchiveError.corruptHeader("an encrypted archive without its sealed key")
@@ -116,7 +149,7 @@ public struct ArchiveReader {
             throw ArchiveError.corruptHeader("its password hashing parameters are unusable")
         }
         do {
-            return SectionKeys(archiveKey: try AEAD.unwrap(sealedKey, under: passwordKey, associatedData: header.archiveID))
+            return SectionKeys(archiveKey: try AEAD.unwrap(sealedKey, under: passwordKey, associatedData: header.archiveID), items: items)
         } catch {
             throw ArchiveError.wrongPassword
         }
@@ -149,10 +182,18 @@ public struct ArchiveReader {
                 throw ArchiveError.corruptSection(index: index, kind: kind.description)
             }
         } else {
-            guard body.count >= ArchiveFormat.digestByteCount else { throw ArchiveError.corruptSection(index: index, kind: kind.description) }
-            compressed = Data(body.dropLast(ArchiveFormat.digestByteCount))
-            let expected = KeyedHash.digest(of: associatedData + compressed, key: keys.digest)
-            guard constantTimeEqual(body.suffix(ArchiveFormat.digestByteCount), expected) else {
+            // Unencrypted from format 2: a checksum, then the device's digest.
+            let digests = keys.sealing == nil && version >= 2 ? 2 : 1
+            let trailer = ArchiveFormat.digestByteCount * digests
+            guard body.count >= trailer else { throw ArchiveError.corruptSection(index: index, kind: kind.description) }
+            compressed = Data(body.dropLast(trailer))
+            let signed = associatedData + compressed
+            let checksum = body.dropLast(trailer - ArchiveFormat.digestByteCount).suffix(ArchiveFormat.digestByteCount)
+            guard constantTimeEqual(checksum, KeyedHash.digest(of: signed, key: keys.digest)) else {
+                throw ArchiveError.corruptSection(index: index, kind: kind.description)
+            }
+            if let device = keys.device,
+               !constantTimeEqual(body.suffix(ArchiveFormat.digestByteCount), KeyedHash.digest(of: signed, key: device)) {
                 throw ArchiveError.corruptSection(index: index, kind: kind.description)
             }
         }
@@ -176,32 +217,57 @@ public struct ArchiveReader {
     }
 }
 
-/// Exact reads from the archive file, turning a short read into the right error.
+/// Where an archive's bytes are.
+private enum ArchiveSource {
+    case file(URL)
+    case bytes(Data)
+}
+
+/// Exact reads from the archive, turning a short read into the right error.
 private final class ArchiveFile {
-    private let handle: FileHandle
+    private enum Storage {
+        case handle(FileHandle)
+        case bytes(Data)
+    }
+
+    private let storage: Storage
     private(set) var offset: UInt64 = 0
 
-    init(_ url: URL) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw ArchiveError.unreadable("there is no file \(url.path)")
-        }
-        guard !isDirectory.boolValue else { throw ArchiveError.unreadable("\(url.path) is a directory") }
-        do {
-            handle = try FileHandle(forReadingFrom: url)
-        } catch {
-            throw ArchiveError.unreadable("\(url.path): \(error.localizedDescription)")
+    init(_ source: ArchiveSource) throws {
+        switch source {
+        case .bytes(let bytes):
+            storage = .bytes(bytes)
+        case .file(let url):
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw ArchiveError.unreadable("there is no file \(url.path)")
+            }
+            guard !isDirectory.boolValue else { throw ArchiveError.unreadable("\(url.path) is a directory") }
+            do {
+                storage = .handle(try FileHandle(forReadingFrom: url))
+            } catch {
+                throw ArchiveError.unreadable("\(url.path): \(error.localizedDescription)")
+            }
         }
     }
 
-    func close() { try? handle.close() }
+    func close() {
+        if case .handle(let handle) = storage { try? handle.close() }
+    }
 
     /// Up to `count` bytes; fewer only at the end of the file.
     func read(_ count: Int) throws -> [UInt8] {
         guard count > 0 else { return [] }
-        let data = try handle.read(upToCount: count) ?? Data()
+        let data: [UInt8]
+        switch storage {
+        case .handle(let handle):
+            data = Array(try handle.read(upToCount: count) ?? Data())
+        case .bytes(let bytes):
+            let start = bytes.startIndex + Int(min(offset, UInt64(bytes.count)))
+            data = Array(bytes[start..<(start + min(count, bytes.endIndex - start))])
+        }
         offset += UInt64(data.count)
-        return Array(data)
+        return data
     }
 
     func readHeaderField(_ count: Int) throws -> [UInt8] {
@@ -217,23 +283,25 @@ private final class ArchiveFile {
     }
 
     func seek(to position: UInt64) throws {
-        try handle.seek(toOffset: position)
+        if case .handle(let handle) = storage { try handle.seek(toOffset: position) }
         offset = position
     }
 
     func skip(_ count: UInt64, after sections: Int) throws {
-        let end = try handle.seekToEnd()
-        guard offset + count <= end else { throw ArchiveError.truncated(afterSections: sections) }
+        guard offset + count <= (try size()) else { throw ArchiveError.truncated(afterSections: sections) }
         try seek(to: offset + count)
     }
 
     func size() throws -> UInt64 {
-        let end = try handle.seekToEnd()
-        try handle.seek(toOffset: offset)
-        return end
+        switch storage {
+        case .bytes(let bytes):
+            return UInt64(bytes.count)
+        case .handle(let handle):
+            let end = try handle.seekToEnd()
+            try handle.seek(toOffset: offset)
+            return end
+        }
     }
 
-    func isAtEnd() throws -> Bool {
-        try handle.read(upToCount: 1)?.isEmpty ?? true
-    }
+    func isAtEnd() throws -> Bool { try read(1).isEmpty }
 }

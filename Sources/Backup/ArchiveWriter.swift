@@ -21,12 +21,13 @@ public final class ArchiveWriter {
     private var handle: FileHandle?
     private var sectionCount: UInt32 = 0
 
-    public init(to destination: URL, mode: Mode, deviceID: UUID, deviceName: String, created: Date = Date(),
+    /// An archive of `device` (whose keys bind an unencrypted archive's sections to it).
+    public init(to destination: URL, mode: Mode, device: DeviceBackupKeys, deviceName: String, created: Date = Date(),
                 entropy: any EntropySource = SystemEntropy()) throws {
         self.destination = destination
         self.entropy = entropy
         let archiveID = Data(entropy.bytes(16))
-        var header = ArchiveHeader(mode: .unencrypted, archiveID: archiveID, created: created, deviceID: deviceID, deviceName: deviceName)
+        var header = ArchiveHeader(mode: .unencrypted, archiveID: archiveID, created: created, deviceID: device.deviceID, deviceName: deviceName)
         var archiveKey: SymmetricKey?
         if case .encrypted(let password, let parameters) = mode {
             let salt = entropy.bytes(PasswordHashParameters.saltByteCount)
@@ -45,7 +46,9 @@ public final class ArchiveWriter {
         prefix += UInt32(body.count).bigEndianBytes
         prefix += body
         headerDigest = KeyedHash.digest(of: prefix, key: ArchiveFormat.headerDigestKey)
-        keys = archiveKey.map(SectionKeys.init(archiveKey:)) ?? SectionKeys(headerDigest: headerDigest)
+        let items = ItemBinding(header, version: ArchiveFormat.version)
+        keys = archiveKey.map { SectionKeys(archiveKey: $0, items: items) }
+            ?? SectionKeys(headerDigest: headerDigest, device: device.sections, items: items)
 
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: destination.deletingLastPathComponent().path, isDirectory: &isDirectory),
@@ -74,6 +77,8 @@ public final class ArchiveWriter {
 
     /// Encrypted archives: the keys migratable items are wrapped with.
     var backupKeybag: BackupKeybag? { keys.backupKeybag }
+    /// What every item's seal is bound to.
+    var itemBinding: ItemBinding { keys.items }
 
     /// Appends one section. Content above `ArchiveFormat.maximumSectionBytes` is refused:
     /// callers write large content as several sections.
@@ -123,7 +128,9 @@ public final class ArchiveWriter {
         if let sealing = keys.sealing, kind != .manifest {
             body = AEAD.seal(compressed, key: sealing, associatedData: associatedData, entropy: entropy)
         } else {
-            body = compressed + KeyedHash.digest(of: associatedData + compressed, key: keys.digest)
+            let signed = associatedData + compressed
+            body = compressed + KeyedHash.digest(of: signed, key: keys.digest)
+                + (keys.device.map { KeyedHash.digest(of: signed, key: $0) } ?? [])
         }
         var frame = [kind.rawValue]
         frame += index.bigEndianBytes

@@ -33,7 +33,7 @@ public struct ArchivedItem: Sendable, Equatable {
         return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
     }
 
-    init(_ item: ExportedItem, wrapping: Wrapping, key: SymmetricKey, named: Bool, entropy: any EntropySource) {
+    init(_ item: ExportedItem, wrapping: Wrapping, key: SymmetricKey, binding: ItemBinding, named: Bool, entropy: any EntropySource) {
         uuid = item.uuid
         if named, let values = try? item.attributes.values(of: Self.nameAttributes) {
             name = Self.name { values[$0] }
@@ -43,12 +43,13 @@ public struct ArchivedItem: Sendable, Equatable {
         synchronizable = item.synchronizable
         accessGroup = item.accessGroup
         self.wrapping = wrapping
-        sealed = AEAD.seal(item.archiveBytes, key: key, associatedData: Self.associatedData(uuid, protection, wrapping), entropy: entropy)
+        sealed = AEAD.seal(item.archiveBytes, key: key, associatedData: binding.associatedData(uuid, protection, wrapping), entropy: entropy)
     }
 
-    /// The item itself; fails with `CryptoError.authenticationFailed` under any other key.
-    func open(with key: SymmetricKey) throws -> ItemRecord {
-        let bytes = try AEAD.open(sealed, key: key, associatedData: Self.associatedData(uuid, protection, wrapping))
+    /// The item itself; fails with `CryptoError.authenticationFailed` under any other key, or
+    /// in any other archive.
+    func open(with key: SymmetricKey, binding: ItemBinding) throws -> ItemRecord {
+        let bytes = try AEAD.open(sealed, key: key, associatedData: binding.associatedData(uuid, protection, wrapping))
         guard let record = try? ItemRecord(archiveBytes: bytes) else { throw CryptoError.authenticationFailed }
         guard record.uuid == uuid, record.protection == protection, record.itemClass == itemClass else {
             throw CryptoError.authenticationFailed
@@ -75,12 +76,32 @@ public struct ArchivedItem: Sendable, Equatable {
         default: return account ?? service
         }
     }
+}
 
-    /// `keyferry item 1|UUID|protection|wrapping`: binds the seal to the item's identity, class
-    /// and wrapping, so a sealed item moved onto another entry does not open.
-    private static func associatedData(_ uuid: UUID, _ protection: ProtectionClass, _ wrapping: Wrapping) -> [UInt8] {
-        var w = ByteWriter(capacity: 96)
-        w.raw("keyferry item 1|".utf8)
+/// What an archived item's seal is bound to besides the item: from format 2, the archive that
+/// holds it, so that an item cannot be moved from one archive of a device into another (an
+/// older password put back, a deleted item brought back).
+struct ItemBinding: Sendable {
+    /// nil in format 1 archives, whose items are bound to no archive.
+    let archiveID: Data?
+
+    init(_ header: ArchiveHeader, version: UInt16) {
+        archiveID = version >= 2 ? header.archiveID : nil
+    }
+
+    /// `keyferry item 2|ARCHIVE|UUID|protection|wrapping` (format 1: `keyferry item
+    /// 1|UUID|protection|wrapping`), ARCHIVE in lowercase hex: binds the seal to the archive,
+    /// the item's identity, its class and wrapping, so a sealed item moved onto another entry
+    /// or into another archive does not open.
+    func associatedData(_ uuid: UUID, _ protection: ProtectionClass, _ wrapping: ArchivedItem.Wrapping) -> [UInt8] {
+        var w = ByteWriter(capacity: 128)
+        if let archiveID {
+            w.raw("keyferry item 2|".utf8)
+            w.raw(Hex.encode(archiveID).utf8)
+            w.uint8(UInt8(ascii: "|"))
+        } else {
+            w.raw("keyferry item 1|".utf8)
+        }
         w.uuidText(uuid)
         for part in [protection.rawValue, wrapping.rawValue] {
             w.uint8(UInt8(ascii: "|"))

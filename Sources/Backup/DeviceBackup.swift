@@ -18,7 +18,7 @@ public enum DeviceBackup {
         guard device.isProtectedDataAvailable else {
             throw DeviceError(.protectedDataUnavailable, "\(device.info.name) is locked; unlock it before a backup, as iOS requires.")
         }
-        let writer = try ArchiveWriter(to: destination, mode: mode, deviceID: device.info.id, deviceName: device.info.name, entropy: entropy)
+        let writer = try ArchiveWriter(to: destination, mode: mode, device: device.backupKeys, deviceName: device.info.name, entropy: entropy)
         var manifest = ArchiveManifest()
 
         let apps = try device.installedApps()
@@ -30,7 +30,8 @@ public enum DeviceBackup {
 
         // Rows are read, opened, re-sealed and compressed in batches: reading the next batch
         // overlaps with the work on this one, which runs on every core.
-        let keys = ItemKeys(mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.deviceBoundBackupKey)
+        let keys = ItemKeys(mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.backupKeys.items,
+                            binding: writer.itemBinding)
         try device.deviceKeychain.forEachExportBatch { items in
             try KeychainSections(items, keys: keys, entropy: entropy)
         } consume: { pieces, done, total in
@@ -127,10 +128,12 @@ public enum DeviceBackup {
 /// The keys items are wrapped with, by the migration rules, derived once per backup.
 private struct ItemKeys: Sendable {
     let mode: ArchiveMode
+    let binding: ItemBinding
     private let keys: [ProtectionClass: (ArchivedItem.Wrapping, SymmetricKey)]
 
-    init(mode: ArchiveMode, backupKeybag: BackupKeybag?, deviceKey: SymmetricKey) {
+    init(mode: ArchiveMode, backupKeybag: BackupKeybag?, deviceKey: SymmetricKey, binding: ItemBinding) {
         self.mode = mode
+        self.binding = binding
         var keys: [ProtectionClass: (ArchivedItem.Wrapping, SymmetricKey)] = [:]
         for protection in ProtectionClass.allCases {
             switch ArchivedItem.wrapping(for: protection, mode: mode) {
@@ -164,7 +167,7 @@ private struct KeychainSections: Sendable {
         for item in items {
             counts[Kind(itemClass: item.itemClass, protection: item.protection), default: 0] += 1
             guard let (wrapping, key) = keys.key(for: item.protection) else { continue }
-            builder.add(ArchivedItem(item, wrapping: wrapping, key: key, named: named, entropy: entropy).encoded)
+            builder.add(ArchivedItem(item, wrapping: wrapping, key: key, binding: keys.binding, named: named, entropy: entropy).encoded)
         }
         sections = try builder.takeAll().map { try CompressedSection(.keychain, $0) }
     }

@@ -20,8 +20,8 @@ public enum DeviceRestore {
     ) throws -> RestoreReport {
         // Everything that can be refused is refused before the target is touched.
         let reader = try ArchiveReader(contentsOf: archive)
-        let keys = try reader.sectionKeys(password: password)
         try Device.requireDevice(at: target)
+        let keys = try reader.sectionKeys(password: password, device: try Device.backupKeys(at: target))
         Device.removeAbandonedStaging(for: target)
         try checkPasscode(passcode, of: target)
 
@@ -63,7 +63,7 @@ public enum DeviceRestore {
         _ archive: URL, password: Data?, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         let reader = try ArchiveReader(contentsOf: archive)
-        return try restore(reader, keys: try reader.sectionKeys(password: password), into: device, progress: progress)
+        return try restore(reader, keys: try reader.sectionKeys(password: password, device: device.backupKeys), into: device, progress: progress)
     }
 
     private static func restore(
@@ -72,7 +72,8 @@ public enum DeviceRestore {
         // What the manifest says is there, read first and unopened: for progress only.
         let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
         var importer = try Importer(device: device, keys: keys,
-                                    report: RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode))
+                                    report: RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
+                                                                         authenticity: keys.authenticity))
         try progress(0, expected)
         let manifest = try reader.read(keys: keys) { kind, data in
             try importer.add(kind, data)
@@ -149,10 +150,10 @@ public enum DeviceRestore {
             }
             let groups = try groupsWithAnApp()
             // Opening is the costly part: done on every core.
-            let keybag = keys.backupKeybag, deviceKey = device.deviceBoundBackupKey
+            let keybag = keys.backupKeybag, deviceKey = device.backupKeys.items, binding = keys.items
             let opened = try ParallelMap.map(items) { item -> ItemRecord? in
                 let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
-                return key.flatMap { try? item.open(with: $0) }
+                return key.flatMap { try? item.open(with: $0, binding: binding) }
             }
             var restored: [ItemRecord] = []
             for (item, record) in zip(items, opened) {
@@ -217,6 +218,10 @@ public struct RestoreReport: Codable, Sendable {
     /// The archive came from the target itself (same hardware identity).
     public var sameDevice: Bool
     public var mode: ArchiveMode
+    /// What proved the archive's sections genuine: its password, the target (the device that
+    /// wrote an unencrypted archive), or nothing but checksums (an unencrypted archive from
+    /// another device, whose apps and files anyone could have written).
+    public var authenticity: ArchiveAuthenticity
     public var items: [ItemOutcome] = []
     /// Items the source never exported, by `CLASS.PROTECTION`: they are not in the archive.
     public var neverExported: [String: Int] = [:]

@@ -14,9 +14,9 @@ public final class Device: Sendable {
     let index: ItemIndex
     let clock: any DeviceClock
     let entropy: any EntropySource
-    /// Wraps this device's items in its backups wherever they may come back only here: derived
-    /// from the hardware UID, so no other device can derive it.
-    public let deviceBoundBackupKey: SymmetricKey
+    /// Bind this device's backups to it: items that may come back only here, and the sections
+    /// of its unencrypted archives.
+    public let backupKeys: DeviceBackupKeys
     /// nil while powered off.
     private let power: Mutex<LockStateMachine?>
     /// Installed apps as last read, with their keychains' group hashes: every app's call looks
@@ -43,7 +43,7 @@ public final class Device: Sendable {
         self.database = database
         self.keybag = Keybag(uid: uid, entropy: entropy)
         self.index = ItemIndex(key: uid.derive(context: "kfindex_"))
-        self.deviceBoundBackupKey = uid.derive(context: "kfbackup")
+        self.backupKeys = DeviceBackupKeys(deviceID: info.id, hardwareUID: uid)
         self.clock = clock
         self.entropy = entropy
         self.power = Mutex(machine)
@@ -123,11 +123,7 @@ public final class Device: Sendable {
     ) throws -> Device {
         let info = try info(at: directory)
         let layout = DeviceLayout(root: directory)
-        let files = FileManager.default
-        guard let uidData = files.contents(atPath: layout.hardwareUID.path), uidData.count == SymmetricKey.byteCount else {
-            throw DeviceError(.corrupt, "\(layout.hardwareUID.path) is missing or not 32 bytes; without its hardware UID the device's keychain cannot be opened.")
-        }
-        let uid = try SymmetricKey(bytes: uidData)
+        let uid = try hardwareUID(in: layout)
         let database: KeychainDatabase
         do {
             database = try KeychainDatabase(path: layout.database.path)

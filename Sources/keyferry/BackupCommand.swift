@@ -1,6 +1,7 @@
 import ArgumentParser
 import Backup
 import Foundation
+import KeychainStore
 import Node
 
 struct BackupCommand: AsyncParsableCommand {
@@ -12,7 +13,8 @@ struct BackupCommand: AsyncParsableCommand {
             backup keybag the password protects: they restore onto any device. ThisDeviceOnly items \
             stay wrapped with a key of the source device's hardware UID, and whenPasscodeSetThisDeviceOnly \
             items are never exported. Unencrypted archives carry every keychain item under the \
-            device's key alone, so on another device none comes back; app sandboxes are in plain. \
+            device's key alone, so on another device none comes back; app sandboxes are in plain, \
+            and only the device that wrote one can tell it from a forgery (`verify --device`). \
             The password comes from --password-file (its first line) or KEYFERRY_BACKUP_PASSWORD.
             """,
         subcommands: [Create.self, Inspect.self, Verify.self])
@@ -97,7 +99,7 @@ struct BackupCommand: AsyncParsableCommand {
                 return
             }
             print("\(file): Keyferry backup, \(header.mode.rawValue)")
-            print("device   \(header.deviceName) (\(header.deviceID.uuidString))")
+            print("device   \(header.deviceName.escapingControlCharacters) (\(header.deviceID.uuidString))")
             print("created  \(header.created.formatted(.iso8601))")
             if let hashing = header.passwordHashing {
                 print("password Argon2id, \(hashing.parameters.operations) passes, \(hashing.parameters.memoryBytes >> 20) MiB")
@@ -110,7 +112,7 @@ struct BackupCommand: AsyncParsableCommand {
             if header.mode == .encrypted {
                 print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
             } else {
-                print("(counts checked against damage, not forgery: anyone can write an unencrypted archive that passes)")
+                print("(counts checked against damage, not forgery; `keyferry backup verify \(file) --device DIR` authenticates every byte on the device that wrote it)")
             }
         }
 
@@ -125,9 +127,17 @@ struct BackupCommand: AsyncParsableCommand {
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "verify", abstract: "Read and check every byte of an archive: authenticated under its password, or checksummed when unencrypted.")
+            commandName: "verify", abstract: "Read and check every byte of an archive.",
+            discussion: """
+                An encrypted archive is authenticated under its password. An unencrypted one is \
+                checked against damage anywhere, and authenticated only with --device naming the \
+                device that wrote it (its digests need that device's hardware UID; a running node \
+                may hold it).
+                """)
         @Argument(help: "The archive.", completion: .file()) var file: String
         @OptionGroup var password: BackupPassword
+        @Option(help: "Unencrypted archives: the device that wrote it, to authenticate every byte.", completion: .directory)
+        var device: String?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
@@ -135,15 +145,39 @@ struct BackupCommand: AsyncParsableCommand {
             try password.refuseForUnencrypted(reader.header, file)
             let encrypted = reader.header.mode == .encrypted
             let secret = encrypted ? try password.read(required: true) : nil
+            let keys = try device.map { try writerKeys(reader, $0) }
             var sections = 0
-            let manifest = try reader.read(password: secret.map { Data($0.utf8) }) { _, _ in sections += 1 }
-            if output.json { printJSON(["verified": true, "authenticated": encrypted, "sections": sections + 1]); return }
-            if encrypted {
-                print("\(file): every byte authenticated (\(sections + 1) sections); \(manifest.summary)")
-            } else {
-                print("\(file): every byte intact (\(sections + 1) sections); \(manifest.summary)")
-                print("(unencrypted: its checksums detect damage, not forgery; only an encrypted archive's password proves who wrote it)")
+            let manifest = try reader.read(password: secret.map { Data($0.utf8) }, device: keys) { _, _ in sections += 1 }
+            let authenticity = reader.authenticity(device: keys)
+            if output.json {
+                printJSON(["verified": true, "authenticated": authenticity != .checksums, "authenticity": authenticity.rawValue, "sections": sections + 1])
+                return
             }
+            switch authenticity {
+            case .password:
+                print("\(file): every byte authenticated under its password (\(sections + 1) sections); \(manifest.summary)")
+            case .device:
+                print("\(file): every byte authenticated by \(reader.header.deviceName.escapingControlCharacters), which wrote it (\(sections + 1) sections); \(manifest.summary)")
+            case .checksums:
+                print("\(file): every byte intact (\(sections + 1) sections); \(manifest.summary)")
+                print("(unencrypted: its checksums detect damage, not forgery; --device DIR with the device that wrote it authenticates it)")
+            }
+        }
+
+        /// The backup keys of the device in `directory`, which must be the one that wrote the
+        /// (unencrypted, format 2) archive: anything else could authenticate nothing.
+        private func writerKeys(_ reader: ArchiveReader, _ directory: String) throws -> DeviceBackupKeys {
+            guard reader.header.mode == .unencrypted else {
+                throw ValidationError("\(file) is encrypted: its password authenticates it, and --device means nothing for it.")
+            }
+            guard reader.version >= 2 else {
+                throw CommandFailure("\(file) is a format \(reader.version) archive, whose unencrypted sections carry checksums only: no device can authenticate it. Verify it without --device, or make a new backup.")
+            }
+            let keys = try Device.backupKeys(at: URL(fileURLWithPath: directory))
+            guard keys.deviceID == reader.header.deviceID else {
+                throw CommandFailure("\(file) was written by \(reader.header.deviceName.escapingControlCharacters) (\(reader.header.deviceID.uuidString)), not by the device in \(directory) (\(keys.deviceID.uuidString)); only the device that wrote an unencrypted archive can authenticate it.")
+            }
+            return keys
         }
     }
 }

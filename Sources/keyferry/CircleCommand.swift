@@ -104,6 +104,6 @@ private func present(_ status: NodeAPI.CircleStatus, json: Bool) throws {
     if status.removed == true { print("  this device was removed from the circle and no longer syncs; `keyferry circle leave` forgets it") }
     if status.sealedUntilUnlock == true { print("  sealed until the device is first unlocked; it syncs from then on") }
     for member in status.members {
-        print("  \(member.name)\(member.isThisDevice == true ? " (this device)" : "")  \(member.signingKey.prefix(16))…")
+        print("  \(member.name.escapingControlCharacters)\(member.isThisDevice == true ? " (this device)" : "")  \(member.signingKey.prefix(16))…")
     }
 }

@@ -135,7 +135,7 @@ struct DemoCommand: AsyncParsableCommand {
         let directory = runner.directory(of: member)
         let report = try await onThreadOfItsOwn { _ in try DemoAppCode.run(device: directory, app: Self.mail) { tour.say($0) } }
         for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) { tour.say(String(line)) }
-        try await newPhone(from: phone, runner: runner, tour: tour)
+        try await newPhone(from: phone, at: directory, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")
         let matrix = try await NodeClient(directory: runner.directory(of: member), timeout: .seconds(600)).survival(app: nil, passcode: passcode)
@@ -260,13 +260,19 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     /// Backs the phone up both ways and restores each archive onto a new iPhone.
-    private func newPhone(from phone: NodeClient, runner: FleetRunner, tour: Tour) async throws {
+    private func newPhone(from phone: NodeClient, at phoneDirectory: URL, runner: FleetRunner, tour: Tour) async throws {
         tour.heading("Alice gets a new iPhone: her backups, restored onto it")
         let backupPassword = "demo backup password"
         for (kind, password) in [("encrypted", Optional(backupPassword)), ("unencrypted", nil)] {
             let archive = runner.root.appendingPathComponent("phone-\(kind).kfbackup")
             let manifest: ArchiveManifest = try await phone.call(.backup, NodeAPI.Backup(path: archive.path, password: password))
             tour.say("\(kind) backup of the phone: \(manifest.summary)")
+            if password == nil {
+                // Only the phone's hardware UID keys its digests: elsewhere they prove nothing.
+                let reader = try ArchiveReader(contentsOf: archive), keys = try Device.backupKeys(at: phoneDirectory)
+                try reader.read(password: nil, device: keys)
+                tour.say("verified by the phone that wrote it: authenticity \(reader.authenticity(device: keys).rawValue); elsewhere \(reader.authenticity(device: nil).rawValue) only, which detect damage, not forgery")
+            }
             let target = runner.root.appendingPathComponent("new-phone-\(kind)")
             try Device.create(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321")).powerOff()
             let report = try NodeLauncher.whilePoweredOff(directory: target) {

@@ -67,10 +67,16 @@ extension RestoreReport {
             + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"
     }
 
+    /// A warning when nothing proved the archive genuine.
+    private var authenticityNote: [String] {
+        guard authenticity == .checksums else { return [] }
+        return ["  not authenticated: an unencrypted archive is checked against damage only away from the device that wrote it; its apps and files could have been written by anyone"]
+    }
+
     /// What a restore prints by default, however many items: the headline, then how many
     /// were dropped for each reason.
     func summary(target: String, transfer: Bool = false) -> String {
-        var lines = [headline(target: target, transfer: transfer)]
+        var lines = [headline(target: target, transfer: transfer)] + authenticityNote
         let dropped = Dictionary(grouping: items.compactMap(\.reason), by: { $0 }).mapValues(\.count)
         for (reason, count) in dropped.sorted(by: { $0.value > $1.value }) {
             lines.append("  dropped \(count.items): \(reason.sentence)")
@@ -86,7 +92,7 @@ extension RestoreReport {
 
     /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
     func table(target: String, transfer: Bool = false) -> String {
-        var lines = [headline(target: target, transfer: transfer)]
+        var lines = [headline(target: target, transfer: transfer)] + authenticityNote
         let name = { (item: RestoreReport.ItemOutcome) in item.name ?? "item \(item.uuid.uuidString.prefix(8))" }
         // As wide as the longest name, so every column lines up.
         let nameWidth = items.map { name($0).count }.max() ?? 0

@@ -1,11 +1,14 @@
-import Backup
+@testable import Backup
 import Foundation
+import KeychainStore
 import KeyferryCrypto
 import Testing
 
 @Suite("Backup archive container")
 struct ArchiveTests {
     let device = UUID(uuidString: "6B1C9F5E-0000-4000-8000-000000000001")!
+    /// The writing device's keys: its hardware UID is 32 bytes of 0x07.
+    var keys: DeviceBackupKeys { DeviceBackupKeys(deviceID: device, hardwareUID: try! SymmetricKey(bytes: Array(repeating: 7, count: 32))) }
     let password = Data("correct horse".utf8)
 
     func temporaryFile() -> URL {
@@ -14,7 +17,7 @@ struct ArchiveTests {
 
     /// Three sections and a manifest, in either mode.
     func write(_ mode: ArchiveWriter.Mode, to url: URL, entropy: any EntropySource = SystemEntropy()) throws {
-        let writer = try ArchiveWriter(to: url, mode: mode, deviceID: device, deviceName: "Test iPhone",
+        let writer = try ArchiveWriter(to: url, mode: mode, device: keys, deviceName: "Test iPhone",
                                        created: Date(timeIntervalSinceReferenceDate: 800_000_000), entropy: entropy)
         try writer.append(.apps, Data(#"[{"bundleID":"com.example.mail"}]"#.utf8))
         try writer.append(.keychain, Data(repeating: 0x41, count: 10_000))
@@ -48,7 +51,7 @@ struct ArchiveTests {
     func abandoned() throws {
         let url = temporaryFile()
         do {
-            let writer = try ArchiveWriter(to: url, mode: .unencrypted, deviceID: device, deviceName: "x")
+            let writer = try ArchiveWriter(to: url, mode: .unencrypted, device: keys, deviceName: "x")
             try writer.append(.apps, Data("[]".utf8))
         }
         let siblings = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
@@ -147,32 +150,101 @@ struct ArchiveTests {
         defer { try? FileManager.default.removeItem(at: url) }
         try write(.unencrypted, to: url)
         var bytes = try Data(contentsOf: url)
-        bytes[9] = 2
+        bytes[9] = 3
         try bytes.write(to: url)
-        #expect(throws: ArchiveError.newerFormat(found: 2, supported: 1)) { _ = try ArchiveReader(contentsOf: url) }
+        #expect(throws: ArchiveError.newerFormat(found: 3, supported: 2)) { _ = try ArchiveReader(contentsOf: url) }
         try Data("PK\u{3}\u{4} a zip file".utf8).write(to: url)
         #expect(throws: ArchiveError.notAnArchive) { _ = try ArchiveReader(contentsOf: url) }
     }
 
-    @Test("the test vector of Protocol/backup.md: the same seed writes the same bytes")
-    func vector() throws {
+    @Test("unencrypted: authenticated only with the keys of the device that wrote it; a forger's archive passes its checksums and fails there")
+    func unencryptedBoundToItsDevice() throws {
+        let url = temporaryFile(), forged = temporaryFile()
+        defer { try? FileManager.default.removeItem(at: url); try? FileManager.default.removeItem(at: forged) }
+        try write(.unencrypted, to: url)
+        let reader = try ArchiveReader(contentsOf: url)
+        let stranger = DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey())
+        #expect(reader.authenticity(device: keys) == .device)
+        #expect(reader.authenticity(device: nil) == .checksums)
+        #expect(reader.authenticity(device: stranger) == .checksums)
+        #expect(try reader.read(password: nil, device: keys).sectionCount == 3)
+
+        // The same device ID under another hardware UID: all a forger can do.
+        let forger = DeviceBackupKeys(deviceID: device, hardwareUID: SymmetricKey())
+        let writer = try ArchiveWriter(to: forged, mode: .unencrypted, device: forger, deviceName: "Test iPhone")
+        try writer.append(.apps, Data(#"[{"bundleID":"com.example.evil"}]"#.utf8))
+        try writer.finish(ArchiveManifest())
+        let forgery = try ArchiveReader(contentsOf: forged)
+        #expect(try forgery.read(password: nil).sectionCount == 1, "its checksums pass: they detect damage only")
+        #expect(throws: ArchiveError.corruptSection(index: 0, kind: "apps")) { try forgery.read(password: nil, device: keys) }
+
+        // The sandbox section of the genuine archive replaced, its checksum recomputed from the
+        // header (public), its device digest kept: intact to anyone, corrupt to its device.
+        let bytes = try Data(contentsOf: url)
+        let parts = layout(bytes)
+        let headerDigest = Array(bytes[(parts.headerEnd - 32)..<parts.headerEnd])
+        let compressed = try CompressedSection(.sandbox, Data("signedInUser=mallory@example.com".utf8)).compressed
+        let associatedData = SectionKeys.associatedData(headerDigest: headerDigest, kind: .sandbox, index: 2)
+        let checksum = KeyedHash.digest(of: associatedData + compressed, key: try SymmetricKey(bytes: headerDigest))
+        let body = compressed + checksum + bytes[(parts.sections[3] - 32)..<parts.sections[3]]
+        let frame = [SectionKind.sandbox.rawValue] + UInt32(2).bigEndianBytes + UInt64(body.count).bigEndianBytes
+        try Data(bytes[..<parts.sections[2]] + frame + body + bytes[parts.sections[3]...]).write(to: url)
+        var sandbox = Data()
+        try ArchiveReader(contentsOf: url).read(password: nil) { kind, content in if kind == .sandbox { sandbox = content } }
+        #expect(String(decoding: sandbox, as: UTF8.self).contains("mallory"), "the forgery passes its checksums")
+        #expect(throws: ArchiveError.corruptSection(index: 2, kind: "sandbox")) { try ArchiveReader(contentsOf: url).read(password: nil, device: keys) }
+    }
+
+    @Test("format 1 archives still read: encrypted ones under their password; unencrypted ones are checksummed only, even on their device")
+    func formatOne() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Format1")
+        let sealed = try ArchiveReader(contentsOf: directory.appendingPathComponent("v1-encrypted.kfbackup"))
+        #expect(sealed.version == 1)
+        var kinds: [SectionKind] = []
+        let manifest = try sealed.read(password: password) { kind, _ in kinds.append(kind) }
+        #expect(kinds == [.apps, .keychain, .sandbox])
+        #expect(manifest.counts["items"] == 1)
+        #expect(throws: ArchiveError.wrongPassword) { try sealed.read(password: Data("wrong".utf8)) }
+
+        let plain = try ArchiveReader(contentsOf: directory.appendingPathComponent("v1-unencrypted.kfbackup"))
+        #expect(plain.version == 1)
+        #expect(plain.header.deviceID == device)
+        #expect(plain.authenticity(device: keys) == .checksums)
+        #expect(try plain.read(password: nil, device: keys).sectionCount == 3)
+        #expect(try plain.sectionKeys(password: nil, device: keys).items.archiveID == nil, "its items are bound to no archive")
+    }
+
+    @Test("the test vectors of Protocol/backup.md: the same seed writes the same bytes", arguments: ArchiveVector.both)
+    func vector(_ vector: ArchiveVector) throws {
         let url = temporaryFile()
         defer { try? FileManager.default.removeItem(at: url) }
-        try write(encrypted, to: url, entropy: SeededEntropy(seed: 2026))
+        try write(vector.encrypted ? encrypted : .unencrypted, to: url, entropy: SeededEntropy(seed: 2026))
         let bytes = try Data(contentsOf: url)
         let digest = KeyedHash.digest(of: bytes, key: try SymmetricKey(bytes: [UInt8](repeating: 0, count: 32)))
-        #expect(bytes.count == ArchiveVector.byteCount)
+        #expect(bytes.count == vector.byteCount)
         // The header digest, reproduced independently (Python's hashlib.blake2b).
         let headerEnd = 14 + Int(bytes[10..<14].reduce(0) { $0 << 8 | UInt32($1) })
-        #expect(bytes[headerEnd..<(headerEnd + 32)].map { String(format: "%02x", $0) }.joined() == ArchiveVector.headerDigest)
-        #expect(digest.map { String(format: "%02x", $0) }.joined() == ArchiveVector.digest)
+        #expect(bytes[headerEnd..<(headerEnd + 32)].map { String(format: "%02x", $0) }.joined() == vector.headerDigest)
+        #expect(digest.map { String(format: "%02x", $0) }.joined() == vector.digest)
     }
 }
 
-/// The archive of `ArchiveTests.write(encrypted, seed 2026)`, as published in Protocol/backup.md.
-enum ArchiveVector {
-    static let byteCount = 830
+/// The archives of `ArchiveTests.write(_, seed 2026)`, as published in Protocol/backup.md.
+struct ArchiveVector: Sendable, CustomTestStringConvertible {
+    var encrypted: Bool
+    var byteCount: Int
     /// Keyed BLAKE2b-256 of the whole file under 32 zero bytes.
-    static let digest = "4c9cd7aeea89cbdce253a02f2990d3e024e12482443c5d4291c6c0f7be70528a"
-    static let headerDigest = "921844933f75ac3abf5e7dbb6d905810a4cb8dab735e2f0b104c54ce08167724"
+    var digest: String
+    var headerDigest: String
+
+    var testDescription: String { encrypted ? "encrypted" : "unencrypted" }
+
+    static let both = [
+        ArchiveVector(encrypted: true, byteCount: 830,
+                      digest: "28ca892f22d0e792c44d6fb095a161aaba96c504d6a4cc6739e7810f1124973f",
+                      headerDigest: "ffd45871f113fc6f571653e7402d32b70d8a0f4c461b4e0958d6cf702b2642aa"),
+        ArchiveVector(encrypted: false, byteCount: 697,
+                      digest: "c1826f8d877cc303751bc84ac336c759c1750821390937c0cdc0bb583dd6c0e6",
+                      headerDigest: "7d60763d8a809685dbd5e87f87d2ad908b64344980b87958ece0d001f7693828"),
+    ]
 }

@@ -1,6 +1,7 @@
 @testable import Backup
 import Foundation
 import KeychainModel
+import KeychainStore
 import KeyferryCrypto
 import Testing
 
@@ -15,12 +16,12 @@ struct CraftedArchiveTests {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("archive-\(UUID().uuidString).kfbackup")
         defer { try? FileManager.default.removeItem(at: url) }
         let costly = PasswordHashParameters(operations: 11, memoryBytes: 8 << 10)
-        let writer = try ArchiveWriter(to: url, mode: .encrypted(password: password, parameters: costly), deviceID: UUID(), deviceName: "Test iPhone")
+        let writer = try ArchiveWriter(to: url, mode: .encrypted(password: password, parameters: costly), device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Test iPhone")
         try writer.append(.apps, Data("[]".utf8))
         try writer.finish(ArchiveManifest())
         let reader = try ArchiveReader(contentsOf: url)
         #expect {
-            _ = try reader.sectionKeys(password: password)
+            _ = try reader.sectionKeys(password: password, device: nil)
         } throws: { error in
             guard case .corruptHeader(let why)? = error as? ArchiveError else { return false }
             return why.contains("11 passes")

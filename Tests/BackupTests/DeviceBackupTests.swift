@@ -37,6 +37,9 @@ struct DeviceBackupTests {
         return items
     }
 
+    /// What the items of the archive at `url` are bound to.
+    func binding(_ url: URL) throws -> ItemBinding { try ArchiveReader(contentsOf: url).sectionKeys(password: nil, device: nil).items }
+
     @Test("encrypted: migratable items under the backup keybag, ThisDeviceOnly under the device key, akpu never; no marker in the file")
     func encrypted() throws {
         let fixture = try device()
@@ -50,11 +53,12 @@ struct DeviceBackupTests {
 
         let archived = try items(url, password: password)
         #expect(archived.count == 6)
-        let keybag = try #require(try ArchiveReader(contentsOf: url).sectionKeys(password: password).backupKeybag)
+        let keys = try ArchiveReader(contentsOf: url).sectionKeys(password: password, device: nil)
+        let keybag = try #require(keys.backupKeybag), binding = keys.items
         for item in archived {
             #expect(item.wrapping == (item.protection.isThisDeviceOnly ? .device : .backup))
-            let key = try #require(item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.deviceBoundBackupKey)
-            #expect(try item.open(with: key).data == Data("marker-secret-\(item.protection.name)".utf8))
+            let key = try #require(item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.backupKeys.items)
+            #expect(try item.open(with: key, binding: binding).data == Data("marker-secret-\(item.protection.name)".utf8))
         }
         let bytes = try Data(contentsOf: url)
         for marker in ["marker-secret", "marker-account", "marker-defaults"] {
@@ -74,8 +78,8 @@ struct DeviceBackupTests {
         let archived = try items(url, password: nil)
         #expect(archived.count == 6 && archived.allSatisfy { $0.wrapping == .device })
         for item in archived {
-            #expect(try item.open(with: fixture.device.deviceBoundBackupKey).attributes[.account] == .string("marker-account-\(item.protection.name)"))
-            #expect(throws: CryptoError.authenticationFailed) { try item.open(with: other.device.deviceBoundBackupKey) }
+            #expect(try item.open(with: fixture.device.backupKeys.items, binding: binding(url)).attributes[.account] == .string("marker-account-\(item.protection.name)"))
+            #expect(throws: CryptoError.authenticationFailed) { try item.open(with: other.device.backupKeys.items, binding: binding(url)) }
         }
         let bytes = try Data(contentsOf: url)
         #expect(bytes.range(of: Data("marker-secret".utf8)) == nil)
@@ -168,6 +172,18 @@ struct DeviceBackupTests {
         #expect(!beside.contains { $0.contains(url.lastPathComponent) }, "\(beside)")
     }
 
+    @Test("an item moved into another archive of the same device does not open")
+    func boundToArchive() throws {
+        let fixture = try device()
+        let first = archive(), second = archive()
+        defer { try? FileManager.default.removeItem(at: first); try? FileManager.default.removeItem(at: second) }
+        try DeviceBackup.create(from: fixture.device, to: first, mode: .unencrypted)
+        try DeviceBackup.create(from: fixture.device, to: second, mode: .unencrypted)
+        let item = try #require(try items(first, password: nil).first)
+        #expect(try item.open(with: fixture.device.backupKeys.items, binding: binding(first)).uuid == item.uuid)
+        #expect(throws: CryptoError.authenticationFailed) { try item.open(with: fixture.device.backupKeys.items, binding: binding(second)) }
+    }
+
     @Test("an item moved onto another entry does not open")
     func boundToEntry() throws {
         let fixture = try device()
@@ -176,6 +192,6 @@ struct DeviceBackupTests {
         try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted)
         var archived = try items(url, password: nil)
         archived[0].sealed = archived[1].sealed
-        #expect(throws: CryptoError.authenticationFailed) { try archived[0].open(with: fixture.device.deviceBoundBackupKey) }
+        #expect(throws: CryptoError.authenticationFailed) { try archived[0].open(with: fixture.device.backupKeys.items, binding: binding(url)) }
     }
 }

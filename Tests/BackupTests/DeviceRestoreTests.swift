@@ -73,6 +73,7 @@ struct DeviceRestoreTests {
         let (report, target, newDevice) = try backUpAndRestore(fixture, encrypted: encrypted, sameDevice: sameDevice)
         defer { withExtendedLifetime(newDevice) {} }
         #expect(report.sameDevice == sameDevice)
+        #expect(report.authenticity == (encrypted ? .password : sameDevice ? .device : .checksums))
         #expect(report.neverExported["genericPassword.whenPasscodeSetThisDeviceOnly"] == 2)
         let found = try contents(target)
         for protection in Self.classes {
@@ -207,11 +208,32 @@ struct DeviceRestoreTests {
         #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "\(siblings)")
     }
 
+    @Test("an unencrypted archive forged under the target's identity is refused on the target, which is left exactly as it was")
+    func forgedUnencryptedRefused() throws {
+        let target = try TestDevice(seed: 6)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        let identity = target.device.info.id
+        target.device.powerOff()
+        let before = try snapshot(target.directory)
+        // Everything a forger can know: the device's ID, the format, the public checksum key.
+        // Not the device's hardware UID.
+        let url = target.directory.deletingLastPathComponent().appendingPathComponent("forged.kfbackup")
+        let forger = DeviceBackupKeys(deviceID: identity, hardwareUID: SymmetricKey())
+        let writer = try ArchiveWriter(to: url, mode: .unencrypted, device: forger, deviceName: "Forged")
+        try writer.append(.apps, try JSONEncoder.archive.encode([AppManifest(bundleID: TestDevice.appID, teamID: "EVILTEAM00")]))
+        try writer.finish(ArchiveManifest())
+        #expect(try ArchiveReader(contentsOf: url).read(password: nil).sectionCount == 1, "its checksums alone pass")
+        #expect(throws: ArchiveError.corruptSection(index: 0, kind: "apps")) {
+            try DeviceRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        }
+        #expect(try snapshot(target.directory) == before)
+    }
+
     /// An unencrypted archive whose sandbox sections each carry one piece of a file of zeros,
     /// 4 MiB before compression and a few hundred bytes after.
     func zeros(pieces: Int, beside target: TestDevice) throws -> URL {
         let url = target.directory.deletingLastPathComponent().appendingPathComponent("zeros-\(pieces).kfbackup")
-        let writer = try ArchiveWriter(to: url, mode: .unencrypted, deviceID: UUID(), deviceName: "Crafted")
+        let writer = try ArchiveWriter(to: url, mode: .unencrypted, device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Crafted")
         try writer.append(.apps, Data("[]".utf8))
         let size = ArchiveFormat.maximumSectionBytes - 1024
         for index in 0..<pieces {

@@ -31,6 +31,16 @@ struct BackupCLITests {
         #expect(try cli.ok(["backup", "verify", encrypted, "--password-file", passwordFile.path]).text.contains("every byte authenticated"))
         let plainVerified = try cli.ok(["backup", "verify", plain]).text
         #expect(plainVerified.contains("every byte intact") && plainVerified.contains("damage, not forgery"))
+        // The device that wrote it authenticates it (its node running), and no other device can.
+        let byItsDevice = try cli.ok(["backup", "verify", plain, "--device", dir, "--json"]).object()
+        #expect(byItsDevice["authenticity"] as? String == "device" && byItsDevice["authenticated"] as? Bool == true)
+        #expect(try cli.ok(["backup", "verify", plain, "--device", dir]).text.contains("every byte authenticated by"))
+        let other = cli.path("other")
+        try cli.ok(["device", "init", other])
+        let byAnother = try cli.run(["backup", "verify", plain, "--device", other])
+        #expect(byAnother.status == 1 && byAnother.stderr.contains("only the device that wrote an unencrypted archive can authenticate it"), "\(byAnother.stderr)")
+        let forEncrypted = try cli.run(["backup", "verify", encrypted, "--password-file", passwordFile.path, "--device", dir])
+        #expect(forEncrypted.status == 64 && forEncrypted.stderr.contains("--device means nothing"), "\(forEncrypted.stderr)")
         // A password for an unencrypted archive is refused, not ignored: it may have replaced an encrypted one.
         let refused = try cli.run(["backup", "verify", plain, "--password-file", passwordFile.path])
         #expect(refused.status == 1 && refused.stderr.contains("is unencrypted, so --password-file means nothing"))
@@ -146,6 +156,7 @@ struct RestoreCLITests {
         #expect(items.allSatisfy { $0["restored"] as? Bool == false })
         #expect(items.contains { $0["reason"] as? String == "unencryptedOnAnotherDevice" })
         #expect(report["sandboxFiles"] as? Int == 1)
+        #expect(report["authenticity"] as? String == "checksums")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.hasPrefix(".") }
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
