@@ -54,7 +54,8 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "Sync", "KeychainModel", "KeyferryCrypto",
+                // KeychainStore for its blocking-work executor only: the relay opens no device.
+                "Sync", "KeychainModel", "KeychainStore", "KeyferryCrypto",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -25,3 +25,25 @@ package func onThreadOfItsOwn<Result: Sendable>(
 private final class CancellationFlag: Sendable {
     let isSet = Atomic(false)
 }
+
+/// A serial executor on a dispatch queue of its own, for actors whose methods block (SQLite,
+/// password hashing, sealing): their jobs run beside the cooperative pool, never on it. The
+/// pool has a thread per core, so one slow call there holds up every task of the process
+/// (a node's socket, a relay's connections) until it returns.
+package final class BlockingSerialExecutor: SerialExecutor {
+    private let queue: DispatchQueue
+
+    package init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+}

@@ -60,24 +60,31 @@ public enum NodeServer {
 
     static func routes(_ router: Router<NodeRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
         typealias API = NodeAPI
+        let calls = DeviceCalls()
+        /// A route whose work is a call of the device's: it runs on the device's queue.
+        func call<Body: Decodable & Sendable, Result: Encodable & Sendable>(
+            _ route: API.Route, _ body: Body.Type, _ work: @escaping @Sendable (Body) throws -> Result
+        ) {
+            post(router, route, body, logger) { request in try await calls.run { try work(request) } }
+        }
         // How far a backup in progress has come, for `status` to report while it runs.
         let backupProgress = Mutex<API.Progress?>(nil)
         router.get(path(.status)) { _, _ in
             try await reply(logger, .status) {
-                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try device.status(),
+                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try await calls.run { try device.status() },
                                backupProgress: backupProgress.withLock { $0 })
             }
         }
         post(router, .reboot, API.Empty.self, logger) { _ in
-            try device.reboot()
+            try await calls.run { try device.reboot() }
             // What the member unsealed leaves memory with the class keys.
             await sync.seal()
             logger.info("rebooted: before first unlock")
             return API.Empty()
         }
-        post(router, .unlock, API.Unlock.self, logger) { try device.unlock(passcode: $0.passcode); return API.Empty() }
-        post(router, .lock, API.Lock.self, logger) { try device.lock(immediately: $0.immediately); return API.Empty() }
-        post(router, .passcode, API.Passcode.self, logger) { request in
+        call(.unlock, API.Unlock.self) { try device.unlock(passcode: $0.passcode); return API.Empty() }
+        call(.lock, API.Lock.self) { try device.lock(immediately: $0.immediately); return API.Empty() }
+        call(.passcode, API.Passcode.self) { request in
             if request.remove {
                 guard let current = request.current else { throw API.Failure(request: "removing the passcode needs the current one.") }
                 try device.removePasscode(current: current)
@@ -87,7 +94,7 @@ public enum NodeServer {
             }
             return API.Empty()
         }
-        post(router, .biometry, API.Biometry.self, logger) { request in
+        call(.biometry, API.Biometry.self) { request in
             switch request.action {
             case .enroll: try device.enrollBiometry()
             case .change: try device.changeBiometryEnrollment()
@@ -95,18 +102,18 @@ public enum NodeServer {
             }
             return API.Empty()
         }
-        router.get(path(.apps)) { _, _ in try await reply(logger, .apps) { try device.installedApps() } }
-        post(router, .install, AppManifest.self, logger) { try device.install($0); return API.Empty() }
-        post(router, .uninstall, API.Uninstall.self, logger) { try device.uninstall(bundleID: $0.bundleID); return API.Empty() }
-        post(router, .defaults, API.Defaults.self, logger) { request in
+        router.get(path(.apps)) { _, _ in try await reply(logger, .apps) { try await calls.run { try device.installedApps() } } }
+        call(.install, AppManifest.self) { try device.install($0); return API.Empty() }
+        call(.uninstall, API.Uninstall.self) { try device.uninstall(bundleID: $0.bundleID); return API.Empty() }
+        call(.defaults, API.Defaults.self) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
             return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
         }
-        post(router, .files, API.Files.self, logger) { request in
+        call(.files, API.Files.self) { request in
             try device.sandbox(for: request.bundleID).files().map { API.FileInfo(path: $0.path, protection: $0.protection, bytes: $0.bytes) }
         }
-        post(router, .file, API.File.self, logger) { request in
+        call(.file, API.File.self) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             if request.remove == true {
                 guard request.contents == nil else { throw API.Failure(request: "a file is either written or removed, not both.") }
@@ -118,23 +125,23 @@ public enum NodeServer {
             }
             return API.FileContents(path: request.path, contents: try sandbox.readFile(request.path))
         }
-        post(router, .add, API.Add.self, logger) { request in
+        call(.add, API.Add.self) { request in
             API.Items(items: [try device.keychain(for: request.app).add(request.item)])
         }
-        post(router, .copy, API.Search.self, logger) { request in
+        call(.copy, API.Search.self) { request in
             API.Items(items: try device.keychain(for: request.app).copy(request.query))
         }
-        post(router, .copyMany, API.SearchMany.self, logger) { request in
+        call(.copyMany, API.SearchMany.self) { request in
             let keychain = try device.keychain(for: request.app)
             return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) }) })
         }
-        post(router, .update, API.Update.self, logger) { request in
+        call(.update, API.Update.self) { request in
             API.Changed(count: try device.keychain(for: request.app).update(request.query, with: request.changes))
         }
-        post(router, .delete, API.Search.self, logger) { request in
+        call(.delete, API.Search.self) { request in
             API.Changed(count: try device.keychain(for: request.app).delete(request.query))
         }
-        post(router, .list, API.List.self, logger) { request in
+        call(.list, API.List.self) { request in
             try (request.app.map(device.keychain(for:)) ?? device.deviceKeychain).list()
         }
         // A caller that goes away (Ctrl-C, a timeout) takes its backup with it: the archive is
@@ -168,7 +175,7 @@ public enum NodeServer {
             let scratch = FileManager.default.temporaryDirectory
             return try await Survival.matrix(of: device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
         }
-        post(router, .clock, API.Clock.self, logger) { request in
+        call(.clock, API.Clock.self) { request in
             if request.advance > 0 {
                 try device.advanceClock(by: request.advance)
                 logger.info("clock advanced", metadata: ["seconds": "\(request.advance)"])
@@ -240,6 +247,27 @@ public enum NodeServer {
         }
         let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+/// Where the device's blocking calls (SQLite, Argon2id, sealing) run: queues of their own, one
+/// per core, taken in turn, never the cooperative pool, which serves the socket and would
+/// stall whole while a passcode is hashed. (A backup, a transfer and the survival matrix run
+/// on threads of their own, so the device answers meanwhile.)
+final class DeviceCalls: Sendable {
+    private let lanes = (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in Lane() }
+    private let turn = Atomic<UInt>(0)
+
+    func run<Result: Sendable>(_ call: @Sendable () throws -> Result) async throws -> Result {
+        let (next, _) = turn.wrappingAdd(1, ordering: .relaxed)
+        return try await lanes[Int(next % UInt(lanes.count))].run(call)
+    }
+
+    private actor Lane {
+        private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.node.device")
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+        func run<Result: Sendable>(_ call: @Sendable () throws -> Result) throws -> Result { try call() }
     }
 }
 

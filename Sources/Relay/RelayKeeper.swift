@@ -1,4 +1,5 @@
 import Foundation
+import KeychainStore
 import Sync
 
 /// Why a relay refused a push, with the HTTP status that says it.
@@ -29,6 +30,11 @@ public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible 
 /// `PushProof`), so a stranger cannot write to a circle at all, and each circle's bytes stay
 /// within a quota.
 public actor RelayKeeper {
+    /// Storage calls block (SQLite): they run on a queue of the keeper's own, so a slow write
+    /// does not hold up the relay's other connections.
+    private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.keeper")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     private struct KnownCircle {
         var history: CircleHistory
         /// The membership log is read up to here.

@@ -69,6 +69,11 @@ public struct Voucher: Sendable {
 /// version the merge rule prefers. Its secrets live in the device's keychain, sealed until the
 /// device's first unlock, and the rest in `sync.json` beside it. See Protocol/sync.md.
 public actor SyncEngine {
+    /// The engine's work blocks (the keychain's SQLite, sealing, signatures): it runs on a
+    /// queue of the engine's own, never on the cooperative pool that serves the node's socket.
+    private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.sync.engine")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     /// A version this device holds: what it is, and the write that put it in the keychain.
     struct HeldVersion {
         var stamp: VersionStamp
