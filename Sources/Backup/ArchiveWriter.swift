@@ -55,6 +55,9 @@ public final class ArchiveWriter {
               isDirectory.boolValue else {
             throw ArchiveError.cannotWrite("the directory \(destination.deletingLastPathComponent().path) does not exist")
         }
+        guard (try? FileManager.default.attributesOfItem(atPath: destination.path)) == nil else {
+            throw ArchiveError.cannotWrite("\(destination.path) already exists; a backup never replaces a file or directory, so choose a new name")
+        }
         temporary = destination.deletingLastPathComponent()
             .appendingPathComponent(Self.partialPrefix(of: destination) + UUID().uuidString)
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
@@ -103,13 +106,27 @@ public final class ArchiveWriter {
         try handle?.synchronize()
         try handle?.close()
         handle = nil
-        do {
-            _ = try? FileManager.default.removeItem(at: destination)
-            try FileManager.default.moveItem(at: temporary, to: destination)
-        } catch {
-            throw ArchiveError.cannotWrite("cannot move the finished archive to \(destination.path): \(error.localizedDescription)")
-        }
+        try putInPlace()
         return manifest
+    }
+
+    /// link(2), unlike rename(2), fails when anything is at the destination: an archive never
+    /// replaces what appeared there while it was written. A file system without hard links gets
+    /// a rename after one more look.
+    private func putInPlace() throws {
+        if link(temporary.path, destination.path) == 0 {
+            unlink(temporary.path)
+            return
+        }
+        var reason = errno
+        if reason == EPERM || reason == EOPNOTSUPP, (try? FileManager.default.attributesOfItem(atPath: destination.path)) == nil {
+            if rename(temporary.path, destination.path) == 0 { return }
+            reason = errno
+        }
+        abandonFile()
+        throw ArchiveError.cannotWrite(reason == EEXIST
+            ? "\(destination.path) appeared while the backup was written; it was left as it is, and no archive was written"
+            : "cannot put the finished archive at \(destination.path): \(String(cString: strerror(reason)))")
     }
 
     /// Drops the unfinished archive (also what happens when the writer is released unfinished).
@@ -117,8 +134,10 @@ public final class ArchiveWriter {
         guard let handle else { return }
         try? handle.close()
         self.handle = nil
-        try? FileManager.default.removeItem(at: temporary)
+        abandonFile()
     }
+
+    private func abandonFile() { unlink(temporary.path) }
 
     private func appendSection(_ section: CompressedSection) throws {
         let (kind, compressed) = (section.kind, section.compressed)

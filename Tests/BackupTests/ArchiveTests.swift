@@ -58,6 +58,34 @@ struct ArchiveTests {
         #expect(!siblings.contains { $0.contains(url.lastPathComponent) })
     }
 
+    @Test("an archive never replaces what is at its path: refused at the start, and when something appears there while it is written")
+    func neverReplaces() throws {
+        let url = temporaryFile()
+        defer { try? FileManager.default.removeItem(at: url) }
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+        try Data("keep".utf8).write(to: url.appendingPathComponent("inside"))
+        #expect {
+            _ = try ArchiveWriter(to: url, mode: .unencrypted, device: keys, deviceName: "x")
+        } throws: { error in
+            guard case .cannotWrite(let why)? = error as? ArchiveError else { return false }
+            return why.contains("already exists")
+        }
+        try FileManager.default.removeItem(at: url)
+
+        let writer = try ArchiveWriter(to: url, mode: .unencrypted, device: keys, deviceName: "x")
+        try writer.append(.apps, Data("[]".utf8))
+        try Data("appeared".utf8).write(to: url)
+        #expect {
+            try writer.finish(ArchiveManifest())
+        } throws: { error in
+            guard case .cannotWrite(let why)? = error as? ArchiveError else { return false }
+            return why.contains("appeared while the backup was written")
+        }
+        #expect(try Data(contentsOf: url) == Data("appeared".utf8))
+        let beside = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
+        #expect(!beside.contains { $0.hasPrefix(".\(url.lastPathComponent).partial-") }, "no partial file is left")
+    }
+
     @Test("a wrong or missing password is named as such")
     func passwords() throws {
         let url = temporaryFile()

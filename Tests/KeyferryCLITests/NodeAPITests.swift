@@ -7,6 +7,25 @@ import Testing
 /// The control API itself, through `NodeClient`, against a node of the built binary.
 @Suite("Node control API")
 struct NodeAPITests {
+    @Test("the backup route never replaces what is at its path: a directory there stays, with its files")
+    func backupNeverReplaces() async throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let documents = cli.root.appendingPathComponent("Documents")
+        try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
+        try Data("keep me".utf8).write(to: documents.appendingPathComponent("letter.txt"))
+        let client = NodeClient(directory: URL(fileURLWithPath: dir))
+        let refusal = await #expect(throws: (any Error).self) {
+            let _: ArchiveManifestProbe = try await client.call(.backup, NodeAPI.Backup(path: documents.path, password: nil))
+        }
+        #expect(String(describing: refusal).contains("already exists"), "\(String(describing: refusal))")
+        #expect(try Data(contentsOf: documents.appendingPathComponent("letter.txt")) == Data("keep me".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.hasPrefix(".Documents") }.isEmpty)
+    }
+
+    /// Enough of a manifest to decode the backup route's answer.
+    struct ArchiveManifestProbe: Decodable { var sectionCount: Int }
+
     @Test("copy-many answers each query in order; a failing one fails alone, with its status")
     func copyMany() async throws {
         let cli = try CLI()
