@@ -15,13 +15,24 @@ extension Keychain {
         }
     }
 
+    /// What became of one replicated version.
+    public enum ReplicationOutcome: Sendable, Equatable {
+        /// Written, at this change sequence.
+        case written(changeSequence: Int64)
+        /// Another item holds its primary key and stays: `replaces` said so.
+        case superseded
+        /// A live device-bound item (ThisDeviceOnly, or not synchronizable) holds its primary
+        /// key: replication never replaces one, whoever wrote the synced version.
+        case keptDeviceBound(UUID)
+    }
+
     /// Writes synchronizable items as other members wrote them (UUID, dates, group, protection,
     /// attributes), sealed on every core and written in one transaction. A row with the same
     /// UUID gives way. A row with another UUID under the same primary key gives way only when
-    /// `replaces` says so (it is asked with that row's UUID); otherwise the version is not
-    /// written. Returns each version's change sequence, nil where it was not written, so the
-    /// sync engine can tell its own writes from the device's. Device scope only.
-    public func applyReplicated(_ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: UUID) -> Bool) throws -> [Int64?] {
+    /// it is not device-bound and `replaces` says so (it is asked with that row's UUID);
+    /// otherwise the version is not written. Each outcome carries the change sequence written,
+    /// so the sync engine can tell its own writes from the device's. Device scope only.
+    public func applyReplicated(_ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: UUID) -> Bool) throws -> [ReplicationOutcome] {
         try requireDeviceScope()
         let keys = try device.availableKeys()
         let rows = try ParallelMap.map(versions) { version -> SealedRow in
@@ -34,16 +45,24 @@ extension Keychain {
         }
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
-            var sequences: [Int64?] = []
+            var outcomes: [ReplicationOutcome] = []
             // Compiled once for the whole page: compiling per row cost as much as the writes.
-            let holderOfKey = try db.cachedStatement(sql: "SELECT uuid FROM item WHERE pk_hash = ?")
+            let holderOfKey = try db.cachedStatement(sql: "SELECT uuid, pdmn, sync, tomb FROM item WHERE pk_hash = ?")
             let giveWay = try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
             for (index, (row, version)) in zip(rows, versions).enumerated() {
                 let primaryKeyHash = Data(row.header.primaryKeyHash)
-                if let holder = try Data.fetchOne(holderOfKey, arguments: [primaryKeyHash]).map({ UUIDBytes.uuid([UInt8]($0)) }),
-                   holder != row.header.uuid, !replaces(index, holder) {
-                    sequences.append(nil)
-                    continue
+                if let holding = try Row.fetchOne(holderOfKey, arguments: [primaryKeyHash]) {
+                    let holder = UUIDBytes.uuid([UInt8](holding[0] as Data))
+                    let live: Bool = holding[3] == 0, synchronizable: Bool = holding[2] != 0
+                    let bound = ProtectionClass(rawValue: holding[1] as String)?.isThisDeviceOnly ?? true
+                    if holder != row.header.uuid, live, bound || !synchronizable {
+                        outcomes.append(.keptDeviceBound(holder))
+                        continue
+                    }
+                    if holder != row.header.uuid, !replaces(index, holder) {
+                        outcomes.append(.superseded)
+                        continue
+                    }
                 }
                 try giveWay.execute(arguments: [UUIDBytes.bytes(row.header.uuid), primaryKeyHash])
                 var sequence = device.database.nextChangeSequence()
@@ -52,9 +71,9 @@ extension Keychain {
                     sequence = device.database.nextChangeSequence()
                     try ItemTable.bury(db, id: db.lastInsertedRowID, at: date, changeSequence: sequence)
                 }
-                sequences.append(sequence)
+                outcomes.append(.written(changeSequence: sequence))
             }
-            return sequences
+            return outcomes
         }
     }
 

@@ -23,6 +23,9 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var waitingToPush = 0
     /// Synchronizable ThisDeviceOnly items seen in the change feed: they stay here.
     public var skippedDeviceBound = 0
+    /// Versions received whose primary key a device-bound item holds here: that item stays,
+    /// and the version is not written (replication never replaces a ThisDeviceOnly item).
+    public var keptDeviceBound = 0
     /// The pass stopped at its bound with more on the relay: run the next one at once.
     public var more = false
 
@@ -649,16 +652,22 @@ public actor SyncEngine {
         }
         do {
             // Two items added apart under one primary key: the preferred one stays everywhere.
-            let sequences = try device.deviceKeychain.applyReplicated(versions) { index, holder in
+            let outcomes = try device.deviceKeychain.applyReplicated(versions) { index, holder in
                 guard let other = held[holder] else { return true }
                 guard MergeRule.prefers(chosen[index].stamp, over: other.stamp) else { return false }
                 held[holder] = nil
                 return true
             }
-            for (choice, sequence) in zip(chosen, sequences) {
-                guard let sequence else { report.superseded += 1; continue }
-                held[choice.item.record.uuid] = HeldVersion(stamp: choice.stamp, changeSequence: sequence)
-                report.applied += 1
+            for (choice, outcome) in zip(chosen, outcomes) {
+                switch outcome {
+                case .written(let sequence):
+                    held[choice.item.record.uuid] = HeldVersion(stamp: choice.stamp, changeSequence: sequence)
+                    report.applied += 1
+                case .superseded:
+                    report.superseded += 1
+                case .keptDeviceBound:
+                    report.keptDeviceBound += 1
+                }
             }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             // Locked: class A cannot be sealed here yet. Keep it sealed and write the rest; before

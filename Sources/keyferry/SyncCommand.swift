@@ -63,6 +63,7 @@ struct SyncCommand: AsyncParsableCommand {
             say("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
                   + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
                   + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
+                  + (report.keptDeviceBound > 0 ? ", \(report.keptDeviceBound) not written over a ThisDeviceOnly item of the same key" : "")
                   + (report.rejectedCount == 0 ? "" : ", \(report.rejectedCount) refused")
                   + (report.more ? "; more is waiting on the relay (the node goes on at once)" : ""))
             for reason in report.rejected { print("  refused: \(reason)") }

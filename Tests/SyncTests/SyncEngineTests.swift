@@ -121,6 +121,21 @@ func settle(_ members: [Member]) async throws -> [SyncReport] {
 
 @Suite("Sync engine")
 struct SyncEngineTests {
+    @Test("a synced version never replaces a ThisDeviceOnly item that holds its primary key; the report counts it")
+    func deviceBoundItemsStay() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet) = (members[0], members[1])
+        _ = try phone.keychain.add(.password(account: "token", value: "phone's own", protection: .afterFirstUnlockThisDeviceOnly, synchronizable: true))
+        _ = try tablet.keychain.add(.password(account: "token", value: "tablet's", protection: .afterFirstUnlock, synchronizable: true))
+        let reports = try await settle(members)
+        let kept = try #require(try phone.keychain.copy(.password(account: "token", synchronizable: .yes)).first)
+        #expect(kept.data == Data("phone's own".utf8))
+        #expect(kept.protection == .afterFirstUnlockThisDeviceOnly)
+        #expect(reports.map(\.keptDeviceBound).reduce(0, +) >= 1)
+        #expect(try members[2].keychain.copy(.password(account: "token", synchronizable: .yes)).first?.data == Data("tablet's".utf8))
+    }
+
     @Test("adds, updates, renames and deletes on different members leave all three with the same synchronizable items, and none with another's local ones")
     func converges() async throws {
         let relay = MemoryRelay()
