@@ -54,6 +54,9 @@ struct Keyferry: AsyncParsableCommand {
     /// Parses, runs, and turns every failure into the documented output and exit status (see
     /// `CommandOutcome`), for parse errors and failures inside a command alike.
     static func main() async {
+        // What Keyferry writes (keychains, sandboxes, archives, staging copies, logs) is its
+        // owner's alone, from the moment it is created.
+        umask(0o077)
         let arguments = Array(CommandLine.arguments.dropFirst())
         let json = arguments.contains("--json")
         let command: any ParsableCommand

@@ -136,6 +136,27 @@ struct RestoreCLITests {
         #expect(same.hasPrefix("restored 2 of 2 keychain items") && same.contains("the same device"))
     }
 
+    @Test("everything keyferry writes is its owner's alone: devices, their keychains and sandboxes, archives, a restored device")
+    func ownerOnly() throws {
+        let cli = try CLI()
+        let dir = try cli.backupSource()
+        let archive = cli.path("plain.kfbackup")
+        try cli.ok(["backup", "create", dir, "--out", archive, "--unencrypted"])
+        let newPhone = cli.path("new-phone")
+        try cli.ok(["device", "init", newPhone, "--passcode", "2468"])
+        try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468"])
+        var checked = 0
+        for top in [dir, archive, newPhone] {
+            let paths = [top] + (FileManager.default.subpaths(atPath: top) ?? []).map { top + "/" + $0 }
+            for path in paths {
+                let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+                #expect(mode & 0o077 == 0, "\(path) is \(String(mode, radix: 8))")
+                checked += 1
+            }
+        }
+        #expect(checked > 10)
+    }
+
     @Test("an unencrypted backup on a new device: no keychain item survives, the sandbox does; bad input changes nothing")
     func unencryptedElsewhere() throws {
         let cli = try CLI()
