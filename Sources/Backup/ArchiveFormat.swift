@@ -89,7 +89,9 @@ public struct ArchiveHeader: Codable, Equatable, Sendable {
     public var sealedKey: Data?
 
     public struct PasswordHashing: Codable, Equatable, Sendable {
-        public var algorithm = "argon2id13"
+        public var algorithm = Self.argon2id
+        /// libsodium's Argon2id, version 1.3: the only one Keyferry writes or reads.
+        static let argon2id = "argon2id13"
         public var salt: Data
         public var parameters: PasswordHashParameters
     }

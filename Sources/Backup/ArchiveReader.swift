@@ -136,6 +136,9 @@ public struct ArchiveReader {
         guard let hashing = header.passwordHashing, let sealedKey = header.sealedKey else {
             throw ArchiveError.corruptHeader("an encrypted archive without its sealed key")
         }
+        guard hashing.algorithm == ArchiveHeader.PasswordHashing.argon2id else {
+            throw ArchiveError.corruptHeader("its password hashing is \(hashing.algorithm), not the \(ArchiveHeader.PasswordHashing.argon2id) Keyferry writes")
+        }
         // The header is read before anything authenticates it: a forged cost must not buy hours
         // of CPU or gigabytes of memory. libsodium's "sensitive" level is the most a writer uses.
         guard (1...10).contains(hashing.parameters.operations),

@@ -1,9 +1,11 @@
 import Foundation
+import KeychainModel
 import Logging
 import Synchronization
 
 /// Appends one line per message to a log file (a node's, the relay's): timestamp, level,
-/// message, metadata.
+/// message, metadata. Control characters are escaped, so that text from outside (a relay's
+/// refusal, a member's name) can never forge a line.
 public struct FileLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
@@ -22,7 +24,7 @@ public struct FileLogHandler: LogHandler {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
         let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
-        file.append("\(stamp) \(event.level) \(event.message)\(details)\n")
+        file.append("\(stamp) \(event.level) \("\(event.message)\(details)".escapingControlCharacters)\n")
     }
 
     /// One handle per log file, shared by every logger of the process.

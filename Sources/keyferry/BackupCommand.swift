@@ -1,6 +1,7 @@
 import ArgumentParser
 import Backup
 import Foundation
+import KeychainModel
 import KeychainStore
 import Node
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainModel
 import Node
 import Relay
 

@@ -54,7 +54,11 @@ struct CommandOutcome {
     }
 
     func finish() -> Never {
-        if !text.isEmpty { printError(text) }
+        // A message may quote a relay or an archive: its lines are kept, any other control
+        // character is escaped, so none reaches the terminal as such.
+        if !text.isEmpty {
+            printError(text.split(separator: "\n", omittingEmptySubsequences: false).map { String($0).escapingControlCharacters }.joined(separator: "\n"))
+        }
         if let json { printJSON(json) }
         exit(status)
     }

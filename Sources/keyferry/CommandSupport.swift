@@ -262,12 +262,4 @@ extension String {
     func padded(_ width: Int) -> String {
         count >= width ? self : padding(toLength: width, withPad: " ", startingAt: 0)
     }
-
-    /// Control characters as `\u{1B}` escapes: a name read from an archive or a relay (a device
-    /// name, a member's name) printed as is could rewrite the terminal or forge lines.
-    var escapingControlCharacters: String {
-        unicodeScalars.contains { $0.properties.generalCategory == .control }
-            ? unicodeScalars.map { $0.properties.generalCategory == .control ? "\\u{\(String($0.value, radix: 16, uppercase: true))}" : String($0) }.joined()
-            : self
-    }
 }

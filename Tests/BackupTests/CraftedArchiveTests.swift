@@ -28,6 +28,28 @@ struct CraftedArchiveTests {
         }
     }
 
+    @Test("a password hashing algorithm other than Argon2id is refused by name, before any hashing")
+    func hashingAlgorithmChecked() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("archive-\(UUID().uuidString).kfbackup")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let writer = try ArchiveWriter(to: url, mode: .encrypted(password: password, parameters: .minimum),
+                                       device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Test iPhone")
+        try writer.finish(ArchiveManifest())
+        // The header edited in place (same length) and its public digest recomputed.
+        var bytes = try Data(contentsOf: url)
+        let range = try #require(bytes.range(of: Data("argon2id13".utf8)))
+        bytes.replaceSubrange(range, with: Data("scrypt0013".utf8))
+        let headerEnd = 14 + Int(UInt32(bigEndianBytes: bytes[10..<14]))
+        bytes.replaceSubrange(headerEnd..<(headerEnd + 32), with: KeyedHash.digest(of: bytes[..<headerEnd], key: ArchiveFormat.headerDigestKey))
+        try bytes.write(to: url)
+        #expect {
+            _ = try ArchiveReader(contentsOf: url).sectionKeys(password: password, device: nil)
+        } throws: { error in
+            guard case .corruptHeader(let why)? = error as? ArchiveError else { return false }
+            return why.contains("scrypt0013")
+        }
+    }
+
     @Test("Argon2id with a memory cost past what an Int holds throws instead of trapping")
     func hashingMemoryPastInt() {
         #expect(throws: CryptoError.self) {

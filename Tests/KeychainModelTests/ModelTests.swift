@@ -121,3 +121,13 @@ struct ModelTests {
         #expect(try goodReader.string() == "caf\u{E9} \u{1F511}")
     }
 }
+
+@Suite("Text from outside")
+struct ControlCharacterTests {
+    @Test("control characters are escaped, so a name or a refusal cannot forge a log line or rewrite the terminal; other text is kept as it is")
+    func escaped() {
+        #expect("phone\nINFO forged line".escapingControlCharacters == "phone\\u{A}INFO forged line")
+        #expect("\u{1B}[2Jcleared".escapingControlCharacters == "\\u{1B}[2Jcleared")
+        #expect("Alice's iPhone – 📱 é".escapingControlCharacters == "Alice's iPhone – 📱 é")
+    }
+}
