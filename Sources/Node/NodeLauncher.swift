@@ -103,7 +103,7 @@ public enum NodeLauncher {
 /// calls of a test. Its node lock is held until `powerOff`, so no node starts on it meanwhile.
 public final class LocalDevice: Sendable {
     public let device: Device
-    private let lock: NodeLock
+    private let lock: ProcessLock
 
     /// Fails with `NodeError.alreadyRunning` when a node runs the device: talk to it instead.
     public init(directory: URL) throws {

@@ -4,11 +4,24 @@ import Relay
 /// Starts and stops a relay in the background (`keyferry relay serve --detach`), as a fleet
 /// that syncs needs one. The relay says where it listens in `DATA/relay.json`.
 public enum RelayLauncher {
-    /// The URL of the relay running on `data`, if one is.
+    /// The URL of the relay running on `data`, if one is: its announcement counts only while
+    /// its lock is held, so a relay killed outright is never taken for a live one.
     public static func running(data: URL) -> URL? {
-        guard let announced = RelayAnnouncement.read(from: data), ProcessControl.isAlive(announced.pid) else { return nil }
+        guard ProcessLock.isHeld(lockFile(data)), let announced = RelayAnnouncement.read(from: data) else { return nil }
         return URL(string: announced.url)
     }
+
+    /// Held by the relay serving `data` for its life (`relay serve`): a second relay on the
+    /// same data is refused, and a launcher signals only the process that holds it.
+    public static func holdServingLock(data: URL) throws -> ProcessLock {
+        guard let lock = try ProcessLock.acquire(lockFile(data)) else {
+            let who = RelayAnnouncement.read(from: data).map { " (\($0.url), pid \($0.pid))" } ?? ""
+            throw NodeError.failed("a relay already serves \(data.path)\(who); stop it first, or give another --data.")
+        }
+        return lock
+    }
+
+    private static func lockFile(_ data: URL) -> URL { data.appendingPathComponent("relay.lock") }
 
     /// Starts a relay on `data` listening on `listen`, unless one runs there already, and
     /// returns its URL once it is up.
@@ -56,10 +69,10 @@ public enum RelayLauncher {
     /// Returns false when none was running.
     @discardableResult
     public static func stop(data: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
-        guard let announced = RelayAnnouncement.read(from: data), ProcessControl.isAlive(announced.pid) else { return false }
+        guard ProcessLock.isHeld(lockFile(data)), let announced = RelayAnnouncement.read(from: data) else { return false }
         ProcessControl.terminate(announced.pid)
         let deadline = ContinuousClock.now + timeout
-        while ProcessControl.isAlive(announced.pid) {
+        while ProcessLock.isHeld(lockFile(data)) {
             if ContinuousClock.now >= deadline {
                 ProcessControl.forceKill(announced.pid)
                 break

@@ -65,6 +65,8 @@ struct RelayCommand: AsyncParsableCommand {
             do { storage = try SQLiteRelayStorage(directory: directory) } catch {
                 throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
             }
+            let lock = try RelayLauncher.holdServingLock(data: directory)
+            defer { lock.release() }
             let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
             let address = listen
             let json = output.json

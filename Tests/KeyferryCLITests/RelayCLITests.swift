@@ -1,4 +1,5 @@
 import Foundation
+import Node
 import Relay
 import Testing
 
@@ -20,12 +21,29 @@ struct RelayCLITests {
         let port = url.port!
         let busy = try cli.run(["relay", "serve", "--data", cli.path("other"), "--listen", "127.0.0.1:\(port)"])
         #expect(busy.status == 1 && busy.stderr.contains("cannot listen on 127.0.0.1:\(port)"), "\(busy.stderr)")
+        let twice = try cli.run(["relay", "serve", "--data", data, "--listen", "127.0.0.1:0"])
+        #expect(twice.status == 1 && twice.stderr.contains("a relay already serves"), "\(twice.stderr)")
+        #expect(RelayLauncher.running(data: URL(fileURLWithPath: data)) == url)
 
         process.terminate()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect(FileManager.default.fileExists(atPath: data + "/relay.sqlite"))
         #expect(try String(contentsOfFile: data + "/relay.log", encoding: .utf8).contains("relay up"))
+    }
+
+    @Test("a relay killed outright leaves its announcement; a live process under that pid is never taken for it, nor signalled")
+    func killedRelay() async throws {
+        let cli = try CLI()
+        let data = URL(fileURLWithPath: cli.path("relay"))
+        let (process, _) = try cli.start(["relay", "serve", "--data", data.path, "--listen", "127.0.0.1:0", "--json"])
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        // The pid reused by another process: this test's own.
+        let stale = RelayAnnouncement(url: "http://127.0.0.1:9", pid: ProcessInfo.processInfo.processIdentifier)
+        try JSONEncoder().encode(stale).write(to: RelayAnnouncement.file(in: data))
+        #expect(RelayLauncher.running(data: data) == nil)
+        #expect(try await RelayLauncher.stop(data: data) == false, "nothing to stop, and this process was not signalled")
     }
 
     @Test("relay serve speaks https with a certificate; a member trusts it through KEYFERRY_RELAY_CA and syncs, and one that does not says why")
