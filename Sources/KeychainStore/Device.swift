@@ -337,6 +337,8 @@ public final class Device: Sendable {
             }
             return try keybag.rewrap(db, keys: keys, newPasscode: newPasscode)
         }
+        // The keys wrapped under the old passcode leave the disk, not only the table.
+        database.eraseDeletedPages()
         try withPower {
             $0.replaceKeys(newKeys)
             $0.passcodeSet = newPasscode != nil

@@ -112,6 +112,13 @@ struct KeychainDatabase: Sendable {
         return try DatabaseQueue(path: queue.path, configuration: configuration).read(body)
     }
 
+    /// Copies the write-ahead log into the database and empties it. With secure_delete, what
+    /// was deleted (an old wrapped class key) then survives in neither file. Best effort: a
+    /// reader holding a snapshot (a backup) keeps the log until the next one.
+    func eraseDeletedPages() {
+        _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+    }
+
     /// Runs `body` in one IMMEDIATE transaction: all of it commits, or none of it on a throw.
     /// The same as GRDB's `write`, with its BEGIN and COMMIT compiled once instead of per call.
     func write<T>(_ body: (Database) throws -> T) throws -> T {

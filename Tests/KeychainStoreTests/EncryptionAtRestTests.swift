@@ -42,6 +42,29 @@ struct EncryptionAtRestTests {
         }
     }
 
+    @Test("after the passcode is removed, the class keys it wrapped are in neither the database nor its write-ahead log")
+    func oldWrappedKeysErased() throws {
+        let t = try TestDevice()
+        try t.keychain().add(NewItem(.genericPassword, attributes: [.account: .string("a")], data: Data("x".utf8), protection: .whenPasscodeSetThisDeviceOnly))
+        let database = t.directory.appendingPathComponent("keychain.db")
+        func wrappedKeys() throws -> [Data] {
+            try DatabaseQueue(path: database.path).read { try Data.fetchAll($0, sql: "SELECT wrapped_key FROM class_key") }
+        }
+        let before = try wrappedKeys()
+        try t.device.removePasscode(current: TestDevice.defaultPasscode)
+        // Class D keys were never under the passcode, and stay as they were.
+        let after = try wrappedKeys()
+        let replaced = before.filter { !after.contains($0) }
+        #expect(replaced.count == 5, "ak, ck, aku, cku rewrapped and akpu gone")
+        let files = try t.allBytesOnDisk()
+        #expect(files.contains { $0.path.hasSuffix("keychain.db") })
+        for file in files {
+            for key in replaced {
+                #expect(file.bytes.range(of: key) == nil, "a class key wrapped under the old passcode is still in \(file.path)")
+            }
+        }
+    }
+
     @Test("the hardware UID has owner-only permissions and is stored nowhere else")
     func hardwareUID() throws {
         let t = try TestDevice()
