@@ -1,5 +1,4 @@
 import Foundation
-import KeychainStore
 import KeyferryCrypto
 
 /// The fixed facts of a backup archive. The bytes are specified in Protocol/backup.md:

@@ -14,7 +14,6 @@ public struct ArchiveReader {
     private let sectionsOffset: UInt64
     /// The file's size, which bounds what its sections may hold decompressed.
     private let fileBytes: UInt64
-
     private let source: ArchiveSource
 
     /// Reads and checks the header; sections are read by `read` or `unverifiedManifest`.
@@ -105,8 +104,8 @@ public struct ArchiveReader {
     }
 
     /// The manifest, read without the password: sections are skipped, not opened. For an
-    /// unencrypted archive it is authenticated like every section; for an encrypted one its
-    /// digest needs the password, so it is as recorded.
+    /// unencrypted archive its checksum is checked (damage, not forgery); for an encrypted one
+    /// its digest needs the password, so it is as recorded.
     public func unverifiedManifest() throws -> ArchiveManifest {
         let file = try ArchiveFile(source)
         defer { file.close() }

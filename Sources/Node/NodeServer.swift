@@ -61,7 +61,7 @@ public enum NodeServer {
     static func routes(_ router: Router<NodeRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
         typealias API = NodeAPI
         let calls = DeviceCalls()
-        /// A route whose work is a call of the device's: it runs on the device's queue.
+        // A route whose work is a call of the device's: it runs on the device's queues.
         func call<Body: Decodable & Sendable, Result: Encodable & Sendable>(
             _ route: API.Route, _ body: Body.Type, _ work: @escaping @Sendable (Body) throws -> Result
         ) {
