@@ -16,7 +16,7 @@ public final class Device: Sendable {
     let entropy: any EntropySource
     /// Bind this device's backups to it: items that may come back only here, and the sections
     /// of its unencrypted archives.
-    public let backupKeys: DeviceBackupKeys
+    package let backupKeys: DeviceBackupKeys
     /// nil while powered off.
     private let power: Mutex<LockStateMachine?>
     /// Installed apps as last read, with their keychains' group hashes: every app's call looks

@@ -11,7 +11,7 @@ public struct DeviceBackupKeys: Sendable {
     /// Keys the digests that prove an unencrypted archive's sections came from this device.
     public let sections: SymmetricKey
 
-    public init(deviceID: UUID, hardwareUID: SymmetricKey) {
+    package init(deviceID: UUID, hardwareUID: SymmetricKey) {
         self.deviceID = deviceID
         items = hardwareUID.derive(context: "kfbackup")
         sections = hardwareUID.derive(context: "kfarcmac")
@@ -21,7 +21,7 @@ public struct DeviceBackupKeys: Sendable {
 extension Device {
     /// The backup keys of the device in `directory`, read without powering it on (a node may
     /// be running it): for checking that an unencrypted archive came from it.
-    public static func backupKeys(at directory: URL) throws -> DeviceBackupKeys {
+    package static func backupKeys(at directory: URL) throws -> DeviceBackupKeys {
         let info = try info(at: directory)
         return DeviceBackupKeys(deviceID: info.id, hardwareUID: try hardwareUID(in: DeviceLayout(root: directory)))
     }

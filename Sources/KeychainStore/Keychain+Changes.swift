@@ -90,7 +90,7 @@ extension Keychain {
     /// `transform` on every core: one pass, with nothing left to do one core at a time.
     /// `consume` gets a batch's results in order on the calling thread, with the items handled
     /// so far and their total.
-    public func forEachExportBatch<Result: Sendable>(
+    package func forEachExportBatch<Result: Sendable>(
         batchSize: Int = 10_000,
         transform: @escaping @Sendable ([ExportedItem]) throws -> Result,
         consume: (_ results: [Result], _ done: Int, _ total: Int) throws -> Void

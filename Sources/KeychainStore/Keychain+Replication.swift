@@ -5,18 +5,18 @@ import KeychainModel
 extension Keychain {
     /// A version another member wrote, to write here: the item, or with `tombstoneDate` the
     /// tombstone of its deletion.
-    public struct ReplicatedVersion: Sendable {
-        public var record: ItemRecord
-        public var tombstoneDate: Date?
+    package struct ReplicatedVersion: Sendable {
+        package var record: ItemRecord
+        package var tombstoneDate: Date?
 
-        public init(record: ItemRecord, tombstoneDate: Date?) {
+        package init(record: ItemRecord, tombstoneDate: Date?) {
             self.record = record
             self.tombstoneDate = tombstoneDate
         }
     }
 
     /// What became of one replicated version.
-    public enum ReplicationOutcome: Sendable, Equatable {
+    package enum ReplicationOutcome: Sendable, Equatable {
         /// Written, at this change sequence.
         case written(changeSequence: Int64)
         /// Another item holds its primary key and stays: `replaces` said so.
@@ -32,7 +32,7 @@ extension Keychain {
     /// it is not device-bound and `replaces` says so (it is asked with that row's UUID);
     /// otherwise the version is not written. Each outcome carries the change sequence written,
     /// so the sync engine can tell its own writes from the device's. Device scope only.
-    public func applyReplicated(_ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: UUID) -> Bool) throws -> [ReplicationOutcome] {
+    package func applyReplicated(_ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: UUID) -> Bool) throws -> [ReplicationOutcome] {
         try requireDeviceScope()
         let keys = try device.availableKeys()
         let rows = try ParallelMap.map(versions) { version -> SealedRow in

@@ -4,8 +4,8 @@ import Synchronization
 
 /// `map` over all cores for independent, CPU-bound work (sealing rows). Results keep the
 /// input's order; the first error wins and the rest of the work is abandoned.
-public enum ParallelMap {
-    public static func map<Input: Sendable, Output: Sendable>(
+package enum ParallelMap {
+    package static func map<Input: Sendable, Output: Sendable>(
         _ inputs: [Input], minimumChunk: Int = 256, _ transform: @Sendable (Input) throws -> Output
     ) throws -> [Output] {
         try mapChunks(inputs, minimumChunk: minimumChunk) { try $0.map(transform) }.flatMap { $0 }
@@ -14,7 +14,7 @@ public enum ParallelMap {
     /// `transform` applied to consecutive pieces of `inputs` (at least `minimumChunk` long, but
     /// for the last), on every core: for work that carries state from one input to the next,
     /// such as packing entries into sections. One piece when there is too little to share.
-    public static func mapChunks<Input: Sendable, Output: Sendable>(
+    package static func mapChunks<Input: Sendable, Output: Sendable>(
         _ inputs: [Input], minimumChunk: Int = 256, _ transform: @Sendable (ArraySlice<Input>) throws -> Output
     ) throws -> [Output] {
         guard !inputs.isEmpty else { return [] }
