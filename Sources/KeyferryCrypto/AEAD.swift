@@ -53,9 +53,9 @@ public enum AEAD {
             base.update(from: nonce.sodiumBase, count: nonceByteCount)
             var written: UInt64 = 0
             key.withUnsafeBytes { k in
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                Sodium.check(crypto_aead_xchacha20poly1305_ietf_encrypt(
                     base + nonceByteCount, &written, message.sodiumBase, UInt64(message.count),
-                    ad.sodiumBase, UInt64(ad.count), nil, base, k.sodiumBase)
+                    ad.sodiumBase, UInt64(ad.count), nil, base, k.sodiumBase), "crypto_aead_xchacha20poly1305_ietf_encrypt")
             }
         }
         return out

@@ -17,7 +17,7 @@ public enum KeyedHash {
         _ = Sodium.ready
         precondition((16...64).contains(length), "BLAKE2b digests are 16 to 64 bytes")
         var out = [UInt8](repeating: 0, count: length)
-        _ = crypto_generichash(&out, length, message.sodiumBase, UInt64(message.count), keyBytes.sodiumBase, keyBytes.count)
+        Sodium.check(crypto_generichash(&out, length, message.sodiumBase, UInt64(message.count), keyBytes.sodiumBase, keyBytes.count), "crypto_generichash")
         return out
     }
 }
@@ -32,9 +32,9 @@ extension SymmetricKey {
         withUnsafeBytes { master in
             context.withUTF8Buffer { ctx in
                 ctx.withMemoryRebound(to: CChar.self) { c in
-                    _ = crypto_kdf_derive_from_key(
+                    Sodium.check(crypto_kdf_derive_from_key(
                         sub.buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), SymmetricKey.byteCount, id,
-                        c.baseAddress!, master.bindMemory(to: UInt8.self).baseAddress!)
+                        c.baseAddress!, master.bindMemory(to: UInt8.self).baseAddress!), "crypto_kdf_derive_from_key")
                 }
             }
         }

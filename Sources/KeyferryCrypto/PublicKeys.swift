@@ -14,7 +14,7 @@ public struct SigningKey: Sendable {
         let secret = SecureBytes(count: Int(crypto_sign_SECRETKEYBYTES))
         var publicBytes = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
         seed.withUnsafeBytes { s in
-            _ = crypto_sign_seed_keypair(&publicBytes, secret.buffer.sodiumBase, s.sodiumBase)
+            Sodium.check(crypto_sign_seed_keypair(&publicBytes, secret.buffer.sodiumBase, s.sodiumBase), "crypto_sign_seed_keypair")
         }
         self.secret = secret
         publicKey = SigningPublicKey(checkedBytes: publicBytes)
@@ -24,7 +24,7 @@ public struct SigningKey: Sendable {
     public func signature(for message: some ContiguousBytes) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Self.signatureByteCount)
         message.withUnsafeBytes { m in
-            _ = crypto_sign_detached(&signature, nil, m.sodiumBase, UInt64(m.count), secret.buffer.sodiumBase)
+            Sodium.check(crypto_sign_detached(&signature, nil, m.sodiumBase, UInt64(m.count), secret.buffer.sodiumBase), "crypto_sign_detached")
         }
         return signature
     }
@@ -67,7 +67,7 @@ public struct SealingKey: Sendable {
         let secret = SecureBytes(count: Int(crypto_box_SECRETKEYBYTES))
         var publicBytes = [UInt8](repeating: 0, count: Int(crypto_box_PUBLICKEYBYTES))
         seed.withUnsafeBytes { s in
-            _ = crypto_box_seed_keypair(&publicBytes, secret.buffer.sodiumBase, s.sodiumBase)
+            Sodium.check(crypto_box_seed_keypair(&publicBytes, secret.buffer.sodiumBase, s.sodiumBase), "crypto_box_seed_keypair")
         }
         self.secret = secret
         publicKey = SealingPublicKey(checkedBytes: publicBytes)
@@ -108,7 +108,7 @@ public struct SealingPublicKey: Sendable, Hashable {
         _ = Sodium.ready
         var box = [UInt8](repeating: 0, count: Self.wrappedKeyByteCount)
         key.withUnsafeBytes { k in
-            _ = crypto_box_seal(&box, k.sodiumBase, UInt64(k.count), bytes)
+            Sodium.check(crypto_box_seal(&box, k.sodiumBase, UInt64(k.count), bytes), "crypto_box_seal")
         }
         return box
     }

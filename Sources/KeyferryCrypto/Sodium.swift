@@ -10,6 +10,13 @@ enum Sodium {
 }
 
 extension Sodium {
+    /// Checks the status of a libsodium call that fails only on arguments this module sizes
+    /// itself (key, nonce and output lengths): a failure is a defect in Keyferry or libsodium,
+    /// never bad input, and going on would hand out bytes that were never written.
+    static func check(_ status: Int32, _ call: StaticString) {
+        precondition(status == 0, "libsodium's \(call) failed")
+    }
+
     /// libsodium declares its buffers non-null even when empty; empty Swift buffers have no
     /// base address, so they borrow this one byte instead.
     nonisolated(unsafe) static let emptyByte = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
