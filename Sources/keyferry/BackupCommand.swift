@@ -36,10 +36,9 @@ struct BackupCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
+            // An existing path is refused by the archive writer in the node, the one place that
+            // also refuses whatever appears there meanwhile.
             let destination = URL(fileURLWithPath: out).standardizedFileURL
-            guard !FileManager.default.fileExists(atPath: destination.path) else {
-                throw ArchiveError.cannotWrite("\(out) already exists; choose a new file name")
-            }
             let secret = encrypted ? try password.read(required: true) : nil
             let client = device.client
             // A large device takes longer than a call's usual minute; progress shows it moving.
