@@ -156,8 +156,6 @@ struct SectionKeys {
         self.items = items
     }
 
-    var authenticity: ArchiveAuthenticity { sealing != nil ? .password : device != nil ? .device : .checksums }
-
     /// What every section's seal or digest is bound to.
     static func associatedData(headerDigest: [UInt8], kind: SectionKind, index: UInt32) -> [UInt8] {
         var bytes = headerDigest

@@ -73,7 +73,7 @@ public enum DeviceRestore {
         let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
         var importer = try Importer(device: device, keys: keys,
                                     report: RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
-                                                                         authenticity: keys.authenticity))
+                                                                         authenticity: reader.authenticity(device: device.backupKeys)))
         try progress(0, expected)
         let manifest = try reader.read(keys: keys) { kind, data in
             try importer.add(kind, data)
