@@ -51,15 +51,15 @@ extension Keychain {
             let giveWay = try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
             for (index, (row, version)) in zip(rows, versions).enumerated() {
                 let primaryKeyHash = Data(row.header.primaryKeyHash)
-                if let holding = try Row.fetchOne(holderOfKey, arguments: [primaryKeyHash]) {
-                    let holder = UUIDBytes.uuid([UInt8](holding[0] as Data))
+                if let holding = try Row.fetchOne(holderOfKey, arguments: [primaryKeyHash]),
+                   case let holder = UUIDBytes.uuid([UInt8](holding[0] as Data)), holder != row.header.uuid {
                     let live: Bool = holding[3] == 0, synchronizable: Bool = holding[2] != 0
                     let bound = ProtectionClass(rawValue: holding[1] as String)?.isThisDeviceOnly ?? true
-                    if holder != row.header.uuid, live, bound || !synchronizable {
+                    if live, bound || !synchronizable {
                         outcomes.append(.keptDeviceBound(holder))
                         continue
                     }
-                    if holder != row.header.uuid, !replaces(index, holder) {
+                    if !replaces(index, holder) {
                         outcomes.append(.superseded)
                         continue
                     }
