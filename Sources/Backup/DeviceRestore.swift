@@ -20,7 +20,7 @@ public enum DeviceRestore {
     ) throws -> RestoreReport {
         // Everything that can be refused is refused before the target is touched.
         let reader = try ArchiveReader(contentsOf: archive)
-        try Device.requireDevice(at: target)
+        // Reading the target's backup keys also requires it to be a device.
         let keys = try reader.sectionKeys(password: password, device: try Device.backupKeys(at: target))
         Device.removeAbandonedStaging(for: target)
         try checkPasscode(passcode, of: target)
