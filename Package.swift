@@ -31,6 +31,9 @@ let package = Package(
         .target(name: "KeyferryCrypto", dependencies: ["CSodium"]),
         .target(name: "KeyferryCompression", dependencies: ["CZstd"]),
 
+        // Where blocking and CPU-bound work runs: threads and queues beside the cooperative pool.
+        .target(name: "KeyferryThreads"),
+
         // Pure values: what a keychain item, a query and a status are.
         .target(name: "KeychainModel"),
 
@@ -38,24 +41,26 @@ let package = Package(
         .target(
             name: "KeychainStore",
             dependencies: [
-                "KeychainModel", "KeyferryCrypto",
+                "KeychainModel", "KeyferryCrypto", "KeyferryThreads",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
         // Backup archives: the sealed, compressed container; what goes in it and back out.
-        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression"]),
+        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferryThreads"]),
 
-        // Sync: replicated item versions, hybrid clocks, circle keys, the sealed, signed
-        // envelopes members exchange through an untrusted relay, and the engine that applies them.
-        .target(name: "Sync", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto"]),
+        // What members and relays exchange, knowing no device: replicated item versions,
+        // hybrid clocks, the circle's signed history and keys, sealed and signed envelopes.
+        .target(name: "SyncWire", dependencies: ["KeychainModel", "KeyferryCrypto"]),
+
+        // Sync: the engine that pushes a device's items to its circle and applies what arrives.
+        .target(name: "Sync", dependencies: ["SyncWire", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads"]),
 
         // The untrusted relay between members: logs of records per circle on embedded SQLite,
         // served over HTTP, and the client members push and pull with.
         .target(
             name: "Relay",
             dependencies: [
-                // KeychainStore for its blocking-work executor only: the relay opens no device.
-                "Sync", "KeychainModel", "KeychainStore", "KeyferryCrypto",
+                "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -65,14 +70,14 @@ let package = Package(
             ]),
 
         // The survival matrix: every path a device's secrets can take, run on scratch copies.
-        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "Relay"]),
+        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Relay"]),
 
         // A powered-on device as a process: the control API on a socket in its directory,
         // the client the command line uses, and the launcher that starts and stops it.
         .target(
             name: "Node",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Backup", "Sync", "Relay", "Survival",
+                "KeychainStore", "KeychainModel", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay", "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -86,7 +91,7 @@ let package = Package(
         // Scenario files: what must survive, stated in YAML and checked on real nodes.
         .target(
             name: "Scenario",
-            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "Survival", "Node", "Fleet"]),
+            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Survival", "Node", "Fleet"]),
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.
@@ -96,12 +101,12 @@ let package = Package(
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.
         .target(
             name: "KeyferryTesting",
-            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "Backup", "Sync", "Relay"]),
+            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "Backup", "Sync", "SyncWire", "Relay"]),
 
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "Survival", "Scenario", "KeyferrySecurity",
+                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival", "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -111,7 +116,7 @@ let package = Package(
         // inputs, which the tests do with the corpus in Tests/FuzzCorpus.
         .executableTarget(
             name: "keyferry-fuzz",
-            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "Scenario", "Sync"]),
+            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "Scenario", "SyncWire"]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures.
         .target(
@@ -123,7 +128,7 @@ let package = Package(
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainStoreTests",
-            dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+            dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "KeyferrySecurityTests",
@@ -131,10 +136,10 @@ let package = Package(
         // Written as a user's own test suite would be: only KeyferryTesting, and app code that
         // compiles unchanged for Apple's platforms (Samples/).
         .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting"]),
-        .testTarget(name: "SyncTests", dependencies: ["Sync", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "Sync", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Relay", "SyncWire", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],

@@ -2,6 +2,7 @@ import Foundation
 import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
+import KeyferryThreads
 
 /// Writes one archive: the header at once, sections as they come, the manifest last. Everything
 /// goes to a hidden file beside the destination, renamed into place only by `finish`, so an

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
+import KeyferryThreads
 
 /// Restores an archive onto a powered-off device, the same one or a new one, as iOS does: the
 /// target keeps its hardware UID and passcode; items come back only where their wrapping

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
+import KeyferryThreads
 
 /// A live item as the system exports it for a backup: the item whole, its attributes left in
 /// the byte coding the row holds them in.

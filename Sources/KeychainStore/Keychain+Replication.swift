@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
+import KeyferryThreads
 
 extension Keychain {
     /// A version another member wrote, to write here: the item, or with `tombstoneDate` the

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
+import KeyferryThreads
 
 extension Keychain {
     /// Deletes every non-synchronizable item but the device's own, the first step of a restore

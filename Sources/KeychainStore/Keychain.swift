@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import KeychainModel
 import KeyferryCrypto
+import KeyferryThreads
 
 /// The SecItem engine as one app (or the device itself) sees it. Every call follows Apple's
 /// semantics and fails with Apple's status in a `KeychainError`.

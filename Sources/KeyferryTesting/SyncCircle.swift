@@ -1,6 +1,7 @@
 import Foundation
 import Relay
 import Sync
+import SyncWire
 
 /// Simulated devices in one iCloud Keychain circle, through a relay in this process: only
 /// synchronizable, non-ThisDeviceOnly items without access control travel, as on iOS.

@@ -4,6 +4,7 @@ import Relay
 import KeychainModel
 import KeychainStore
 import Sync
+import SyncWire
 
 /// The control API a node serves on `DIR/node.sock`: JSON over HTTP/1.1, one POST per
 /// operation (GET for reads without a body). Every failure is a `NodeAPI.Failure` body with a

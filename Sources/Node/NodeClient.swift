@@ -6,6 +6,7 @@ import NIOCore
 import Relay
 import Survival
 import Sync
+import SyncWire
 
 /// Calls a running node's control API over its socket. Failures come back typed: a
 /// `KeychainError` with Apple's status, a `DeviceError`, or a `NodeError` naming the fix.

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import Survival
 import Synchronization
+import KeyferryThreads
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.

@@ -5,6 +5,7 @@ import KeyferryCrypto
 import Logging
 import Relay
 import Sync
+import SyncWire
 import Synchronization
 
 /// The node's side of sync: the device's member engine when it is in a circle, the loop that

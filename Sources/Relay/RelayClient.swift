@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import KeychainModel
-import Sync
+import SyncWire
 
 /// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
 /// was sent (not worth one).

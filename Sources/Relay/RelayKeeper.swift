@@ -1,6 +1,6 @@
 import Foundation
-import KeychainStore
-import Sync
+import KeyferryThreads
+import SyncWire
 
 /// Why a relay refused a push, with the HTTP status that says it.
 public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible {

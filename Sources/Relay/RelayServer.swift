@@ -4,7 +4,7 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
-import Sync
+import SyncWire
 
 /// The untrusted store-and-forward service: members push records to a circle's logs and pull
 /// them by cursor. It keeps what it is given and checks what it can without keys; it can read,

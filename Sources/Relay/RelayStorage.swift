@@ -1,5 +1,5 @@
 import Foundation
-import Sync
+import SyncWire
 
 /// Where a relay keeps what members push: append-only logs per circle and stream. Embedded
 /// SQLite is the default (`SQLiteRelayStorage`); a server database takes its place behind this

@@ -1,7 +1,7 @@
 import Foundation
 import KeychainModel
 import KeyferryCrypto
-import Sync
+import SyncWire
 
 /// The bytes of the relay's HTTP bodies (Protocol/sync.md, "Relay"): a push is a list of
 /// records, a pull answers records with their cursors.

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import KeyferryCrypto
-import Sync
+import SyncWire
 
 /// The relay's embedded storage: one SQLite file in WAL mode. A record's cursor is its row id;
 /// a digest of its bytes keeps a retried push from being stored twice.

@@ -6,6 +6,7 @@ import KeychainStore
 import Node
 import Survival
 import Sync
+import SyncWire
 
 /// What one step did.
 public struct StepResult: Codable, Sendable {

@@ -1,7 +1,9 @@
 import Foundation
+import SyncWire
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
+import KeyferryThreads
 
 /// What one pass of `SyncEngine.sync()` did.
 public struct SyncReport: Equatable, Sendable, Codable {

@@ -1,4 +1,5 @@
 import Foundation
+import SyncWire
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto

@@ -1,4 +1,5 @@
 import Foundation
+import SyncWire
 
 /// What a member remembers between runs, in `sync.json` in its device directory. Nothing in it
 /// is secret: the identity and the circle keys stay in the keychain (`SyncSecrets`); the
@@ -66,18 +67,5 @@ struct SyncState: Codable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try encoder.encode(self).write(to: Self.url(in: directory), options: .atomic)
-    }
-}
-
-extension HybridTimestamp: Codable {
-    public init(from decoder: any Decoder) throws {
-        var container = try decoder.unkeyedContainer()
-        self.init(milliseconds: try container.decode(UInt64.self), counter: try container.decode(UInt32.self))
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.unkeyedContainer()
-        try container.encode(milliseconds)
-        try container.encode(counter)
     }
 }

@@ -5,7 +5,7 @@ import KeychainStore
 import KeyferryCrypto
 import Node
 import Scenario
-import Sync
+import SyncWire
 
 /// The readers of everything Keyferry takes from outside, each run on arbitrary bytes: an
 /// input gets an error or a value, never a trap, a hang or unbounded memory. Fuzzed with

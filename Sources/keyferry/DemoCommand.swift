@@ -10,6 +10,8 @@ import Node
 import Relay
 import Scenario
 import Sync
+import SyncWire
+import KeyferryThreads
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
 /// secrets of several classes, the other devices join its circle and receive its synchronizable

@@ -4,6 +4,7 @@ import KeychainModel
 import KeychainStore
 import KeyferrySecurity
 import Node
+import KeyferryThreads
 
 /// Keychain Services calls through KeyferrySecurity against the calls they translate into, in
 /// the same run: the typed API on the same device in this process, and the node's control

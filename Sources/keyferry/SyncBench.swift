@@ -5,6 +5,7 @@ import KeychainStore
 import Logging
 import Relay
 import Sync
+import SyncWire
 
 /// Items added on one node of three, until all three hold them, through a relay over HTTP on
 /// loopback; against inserting the same rows into a plain SQLite table in the same run.

@@ -3,6 +3,7 @@ import Foundation
 import KeychainStore
 import Node
 import Sync
+import SyncWire
 import Synchronization
 
 struct SyncCommand: AsyncParsableCommand {

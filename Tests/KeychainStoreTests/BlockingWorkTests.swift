@@ -3,6 +3,7 @@ import Foundation
 import KeychainStore
 import Synchronization
 import Testing
+import KeyferryThreads
 
 @Suite("Blocking work")
 struct BlockingWorkTests {

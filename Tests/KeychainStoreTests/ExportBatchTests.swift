@@ -4,6 +4,7 @@ import KeychainStore
 import KeychainTesting
 import Synchronization
 import Testing
+import KeyferryThreads
 
 @Suite("Export in batches")
 struct ExportBatchTests {

@@ -3,7 +3,7 @@ import KeychainModel
 import KeyferryCrypto
 import Logging
 import Relay
-import Sync
+import SyncWire
 import Testing
 
 /// A relay served in this process on a free loopback port, stopped when `body` returns.

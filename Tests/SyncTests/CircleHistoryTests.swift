@@ -1,6 +1,6 @@
 import Foundation
 import KeyferryCrypto
-@testable import Sync
+@testable import SyncWire
 import Testing
 
 @Suite("Circle membership")

@@ -1,7 +1,7 @@
 import Foundation
 import KeychainModel
 import KeyferryCrypto
-import Sync
+import SyncWire
 import Testing
 
 /// The fixed inputs of the envelope test vector in Protocol/sync.md.

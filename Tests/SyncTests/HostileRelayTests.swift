@@ -4,6 +4,7 @@ import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
 @testable import Sync
+@testable import SyncWire
 import Synchronization
 import Testing
 

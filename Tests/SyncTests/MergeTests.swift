@@ -1,7 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainTesting
-import Sync
+import SyncWire
 import Testing
 
 @Suite("Versions and merge")

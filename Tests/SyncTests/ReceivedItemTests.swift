@@ -1,6 +1,6 @@
 import Foundation
 import KeychainModel
-import Sync
+import SyncWire
 import Testing
 
 /// What a member receives is checked as a local add is, before anything is written: a member's

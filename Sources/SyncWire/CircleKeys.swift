@@ -8,7 +8,7 @@ import KeyferryCrypto
 public struct CircleKeys: Sendable {
     public let circle: UUID
     public let epoch: UInt32
-    let circleKey: SymmetricKey
+    package let circleKey: SymmetricKey
     private let classKeys: [SyncClass: SymmetricKey]
 
     /// A fresh generation.

@@ -4,11 +4,11 @@ import Synchronization
 
 /// One piece of work started at once on a thread of its own, whose result (or error) the
 /// starter collects later: enough to overlap reading the next batch with handling this one.
-final class BackgroundWork<Result: Sendable>: Sendable {
+package final class BackgroundWork<Result: Sendable>: Sendable {
     private let outcome = Mutex<Swift.Result<Result, any Error>?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(_ work: @escaping @Sendable () throws -> Result) {
+    package init(_ work: @escaping @Sendable () throws -> Result) {
         // Not a dispatch worker: work that fans out over every core (ParallelMap) would find
         // one of the pool's threads taken by itself.
         Thread { [self] in
@@ -19,7 +19,7 @@ final class BackgroundWork<Result: Sendable>: Sendable {
     }
 
     /// Waits for the work to finish. Call it once.
-    func result() throws -> Result {
+    package func result() throws -> Result {
         finished.wait()
         return try outcome.withLock { $0! }.get()
     }

@@ -95,3 +95,17 @@ public struct HybridClock: Sendable, Equatable {
         readings.insert(Reading(sequence: sequence, time: time), at: index)
     }
 }
+
+/// `[milliseconds, counter]`, as `sync.json` keeps it.
+extension HybridTimestamp: Codable {
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        self.init(milliseconds: try container.decode(UInt64.self), counter: try container.decode(UInt32.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(milliseconds)
+        try container.encode(counter)
+    }
+}

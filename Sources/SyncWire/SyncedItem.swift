@@ -127,6 +127,11 @@ public struct SyncedItem: Hashable, Sendable {
 public struct VersionStamp: Hashable, Sendable {
     public var timestamp: HybridTimestamp
     public var digest: [UInt8]
+
+    public init(timestamp: HybridTimestamp, digest: [UInt8]) {
+        self.timestamp = timestamp
+        self.digest = digest
+    }
 }
 
 /// Which of two versions of one item every node keeps: the newer timestamp, and on a tie
