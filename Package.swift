@@ -55,12 +55,20 @@ let package = Package(
         // Sync: the engine that pushes a device's items to its circle and applies what arrives.
         .target(name: "Sync", dependencies: ["SyncWire", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads"]),
 
+        // The HTTP client of every call Keyferry makes (relays, nodes), and why a call got no answer.
+        .target(
+            name: "KeyferryHTTP",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
+
         // The untrusted relay between members: logs of records per circle on embedded SQLite,
         // served over HTTP, and the client members push and pull with.
         .target(
             name: "Relay",
             dependencies: [
-                "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads",
+                "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeyferryHTTP",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -72,30 +80,39 @@ let package = Package(
         // The survival matrix: every path a device's secrets can take, run on scratch copies.
         .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Relay"]),
 
-        // A powered-on device as a process: the control API on a socket in its directory,
-        // the client the command line uses, and the launcher that starts and stops it.
+        // The control API a node answers on the socket in its directory: its routes and values,
+        // and the client that calls them. It never opens a device.
+        .target(
+            name: "NodeControl",
+            dependencies: [
+                "KeychainModel", "KeychainStore", "Sync", "KeyferryHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]),
+
+        // A powered-on device as a process: the server of the control API, its sync loop, the
+        // launchers that start and stop nodes and relays, and what a client reads of a device
+        // whose node is down.
         .target(
             name: "Node",
             dependencies: [
-                "KeychainStore", "KeychainModel", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay", "Survival",
+                "NodeControl", "KeychainStore", "KeychainModel", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay", "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
         // Devices run side by side: fleet files (YAML) and bringing their nodes up and down.
         .target(
             name: "Fleet",
-            dependencies: ["KeychainModel", "KeychainStore", "Node", "Relay", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["KeychainModel", "KeychainStore", "Node", "NodeControl", "Relay", .product(name: "Yams", package: "Yams")]),
 
         // Scenario files: what must survive, stated in YAML and checked on real nodes.
         .target(
             name: "Scenario",
-            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Survival", "Node", "Fleet"]),
+            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Survival", "Node", "NodeControl", "Fleet"]),
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.
-        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "Node"]),
+        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "Node", "NodeControl"]),
 
         // For users' own test suites: a simulated device in a temporary directory, its apps,
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.
@@ -106,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival", "Scenario", "KeyferrySecurity",
+                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival", "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -116,7 +133,7 @@ let package = Package(
         // inputs, which the tests do with the corpus in Tests/FuzzCorpus.
         .executableTarget(
             name: "keyferry-fuzz",
-            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "Scenario", "SyncWire"]),
+            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "Scenario", "SyncWire"]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures.
         .target(
@@ -145,6 +162,6 @@ let package = Package(
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],
                     exclude: ["Format1"]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
-        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "Relay", "KeychainModel", "KeychainStore", "KeyferrySecurity"]),
+        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "NodeControl", "Relay", "KeychainModel", "KeychainStore", "KeyferrySecurity"]),
     ]
 )

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 import Relay
 
 /// Brings a fleet's devices up and down as nodes, each in `ROOT/ID`.

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 
 /// Where a context's calls go: a device powered on in this process, or a running node.
 /// Either way the calls are the typed ones; only the transport differs.

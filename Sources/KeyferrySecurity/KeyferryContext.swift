@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 import Synchronization
 
 /// The device and the app that Keychain Services calls act as. On a device the calling app is

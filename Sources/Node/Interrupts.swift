@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import NodeControl
 #endif
 
 extension ProcessControl {

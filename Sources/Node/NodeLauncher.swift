@@ -1,5 +1,6 @@
 import Foundation
 import KeychainStore
+import NodeControl
 
 /// Starts and stops node processes: `keyferry node start|stop DIR`.
 public enum NodeLauncher {

@@ -8,6 +8,7 @@ import NIOCore
 import Survival
 import Synchronization
 import KeyferryThreads
+import NodeControl
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.
@@ -134,7 +135,7 @@ public enum NodeServer {
         }
         call(.copyMany, API.SearchMany.self) { request in
             let keychain = try device.keychain(for: request.app)
-            return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) }) })
+            return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) } as Result<[ItemRecord], any Error>) })
         }
         call(.update, API.Update.self) { request in
             API.Changed(count: try device.keychain(for: request.app).update(request.query, with: request.changes))

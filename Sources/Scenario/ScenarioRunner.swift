@@ -4,6 +4,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 import Survival
 import Sync
 import SyncWire

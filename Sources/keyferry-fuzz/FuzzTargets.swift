@@ -4,6 +4,7 @@ import Foundation
 import KeychainStore
 import KeyferryCrypto
 import Node
+import NodeControl
 import Scenario
 import SyncWire
 

@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 
 struct BackupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

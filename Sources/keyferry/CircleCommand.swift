@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainModel
 import Node
+import NodeControl
 import Relay
 
 struct CircleCommand: AsyncParsableCommand {

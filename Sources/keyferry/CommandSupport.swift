@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 import Synchronization
 
 /// The device directory argument every device, node, app and item command takes.

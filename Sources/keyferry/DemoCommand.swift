@@ -7,6 +7,7 @@ import KeychainStore
 import KeyferrySecurity
 import Logging
 import Node
+import NodeControl
 import Relay
 import Scenario
 import Sync

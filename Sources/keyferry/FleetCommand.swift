@@ -3,6 +3,7 @@ import Fleet
 import Foundation
 import KeychainStore
 import Node
+import NodeControl
 
 struct FleetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

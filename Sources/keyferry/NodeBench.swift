@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 
 /// The command line and the control API against a running node, with `keyferry --version`
 /// measured in the same run as the baseline for a CLI call.

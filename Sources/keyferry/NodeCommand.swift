@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainStore
 import Node
+import NodeControl
 
 struct NodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Node
+import NodeControl
 import Relay
 
 struct RelayCommand: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Backup
 import Foundation
 import KeychainModel
 import Node
+import NodeControl
 import Synchronization
 
 struct RestoreCommand: AsyncParsableCommand {

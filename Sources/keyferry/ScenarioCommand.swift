@@ -2,6 +2,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import Node
+import NodeControl
 import Scenario
 
 struct ScenarioCommand: AsyncParsableCommand {

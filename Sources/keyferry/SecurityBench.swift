@@ -4,6 +4,7 @@ import KeychainModel
 import KeychainStore
 import KeyferrySecurity
 import Node
+import NodeControl
 import KeyferryThreads
 
 /// Keychain Services calls through KeyferrySecurity against the calls they translate into, in

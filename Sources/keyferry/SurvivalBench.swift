@@ -3,6 +3,7 @@ import Backup
 import Foundation
 import KeychainStore
 import Node
+import NodeControl
 import Survival
 
 /// The survival matrix against one `backup create` of the same device, in the same run.

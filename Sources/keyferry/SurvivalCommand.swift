@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Node
+import NodeControl
 import Survival
 
 struct SurvivalCommand: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainStore
 import Node
+import NodeControl
 import Sync
 import SyncWire
 import Synchronization

@@ -2,6 +2,7 @@ import ArgumentParser
 import Backup
 import Foundation
 import Node
+import NodeControl
 
 struct TransferCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 import Testing
 
 /// `keyferry backup create|inspect|verify` against a running node.

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import Node
+import NodeControl
 import Testing
 
 /// The control API itself, through `NodeClient`, against a node of the built binary.

@@ -1,5 +1,6 @@
 import Foundation
 import Node
+import NodeControl
 import Relay
 import Testing
 

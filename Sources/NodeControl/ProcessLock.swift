@@ -11,7 +11,7 @@ public struct ProcessLock: Sendable {
     private let descriptor: Int32
 
     /// The lock, or nil when another process holds it.
-    static func acquire(_ file: URL) throws -> ProcessLock? {
+    package static func acquire(_ file: URL) throws -> ProcessLock? {
         let fd = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw NodeError.failed("cannot open \(file.path): \(String(cString: strerror(errno))).")
@@ -30,7 +30,7 @@ public struct ProcessLock: Sendable {
     }
 
     /// Whether some process holds the lock right now.
-    static func isHeld(_ file: URL) -> Bool {
+    package static func isHeld(_ file: URL) -> Bool {
         let fd = open(file.path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -41,31 +41,11 @@ public struct ProcessLock: Sendable {
 }
 
 /// A node's lock, `node.lock` in its device directory: a second start of the device fails on it.
-enum NodeLock {
-    static func acquire(_ paths: NodePaths) throws -> ProcessLock {
+package enum NodeLock {
+    package static func acquire(_ paths: NodePaths) throws -> ProcessLock {
         guard let lock = try ProcessLock.acquire(paths.lock) else { throw NodeError.alreadyRunning(paths.directory) }
         return lock
     }
 
-    static func isHeld(_ paths: NodePaths) -> Bool { ProcessLock.isHeld(paths.lock) }
-}
-
-/// Process control the launcher and the command line need, in one place.
-public enum ProcessControl {
-    static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
-    static func terminate(_ pid: Int32) { kill(pid, SIGTERM) }
-    static func forceKill(_ pid: Int32) { kill(pid, SIGKILL) }
-    static func detachFromTerminal() { _ = setsid() }
-
-    /// Whether standard error is a terminal: progress is shown there, and only there.
-    public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
-    /// Whether standard output is a terminal, where a secret printed alone gets a newline.
-    public static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
-
-    /// A line typed at the terminal without echo, after `prompt`; nil when standard input is
-    /// not a terminal (a script must say where its secret comes from).
-    public static func askHidden(_ prompt: String) -> String? {
-        guard isatty(STDIN_FILENO) == 1, let line = getpass(prompt) else { return nil }
-        return String(cString: line)
-    }
+    package static func isHeld(_ paths: NodePaths) -> Bool { ProcessLock.isHeld(paths.lock) }
 }

@@ -2,11 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryHTTP
 import NIOCore
-import Relay
-import Survival
-import Sync
-import SyncWire
 
 /// Calls a running node's control API over its socket. Failures come back typed: a
 /// `KeychainError` with Apple's status, a `DeviceError`, or a `NodeError` naming the fix.
@@ -22,48 +19,6 @@ public struct NodeClient: Sendable {
 
     public func status() async throws -> NodeAPI.NodeStatus {
         try await call(.status, get: true, body: Optional<NodeAPI.Empty>.none)
-    }
-
-    /// The device's status: from its node when it runs, otherwise read from the powered-off
-    /// device on disk.
-    public func deviceStatus() async throws -> DeviceStatus {
-        do {
-            return try await status().device
-        } catch NodeError.notRunning {
-            // Holding the device for a moment: what a killed restore left beside it goes.
-            if let lock = try? NodeLock.acquire(paths) {
-                Device.removeAbandonedStaging(for: paths.directory)
-                lock.release()
-            }
-            let offline = try Device.powerOn(at: paths.directory)
-            offline.powerOff()
-            return try offline.status()
-        }
-    }
-
-    /// The survival matrix: from the node when it runs; otherwise of a copy of the powered-off
-    /// device (held meanwhile, so no node starts), powered on in this process and unlocked
-    /// with `passcode`. The device itself is not even opened.
-    public func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
-        do {
-            return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
-        } catch NodeError.notRunning {
-            let lock = try NodeLock.acquire(paths)
-            defer { lock.release() }
-            let scratch = FileManager.default.temporaryDirectory
-            let copy = scratch.appendingPathComponent("keyferry-survival-\(UUID().uuidString)")
-            try Device.copyAtRest(paths.directory, to: copy)
-            defer { try? FileManager.default.removeItem(at: copy) }
-            let device = try Device.powerOn(at: copy)
-            defer { device.powerOff() }
-            if try device.status().passcodeSet {
-                guard let passcode else {
-                    throw DeviceError(.protectedDataUnavailable, "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node.")
-                }
-                try device.unlock(passcode: passcode)
-            }
-            return try await Survival.matrix(of: device, options: .init(app: app, passcode: passcode, scratch: scratch))
-        }
     }
 
     public func apps() async throws -> [AppManifest] {
@@ -108,7 +63,7 @@ public struct NodeClient: Sendable {
             if Task.isCancelled { throw CancellationError() }
             throw unanswered(error)
         }
-        let bytes = Data(buffer: try await response.body.collect(upTo: 64 << 20))
+        let bytes = Data(try await response.body.collect(upTo: 64 << 20).readableBytesView)
         return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
     }
 }
@@ -130,7 +85,7 @@ extension NodeClient {
         let voucher: NodeAPI.Voucher = try await sponsor.call(.circleVouch, NodeAPI.Vouch(peer: peer))
         let joined: NodeAPI.CircleStatus = try await call(.circleJoin, voucher)
         // The joiner published its entry; the sponsor reads it now rather than at its next pass.
-        let _: SyncReport? = try? await sponsor.call(.syncNow, NodeAPI.Empty())
+        let _: NodeAPI.Empty? = try? await sponsor.call(.syncNow, NodeAPI.Empty())
         return joined
     }
 }
@@ -162,7 +117,7 @@ extension NodeClient {
             guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
             throw unanswered(error)
         }
-        let bytes = response.body.map { Data(buffer: $0) } ?? Data()
+        let bytes = response.body.map { Data($0.readableBytesView) } ?? Data()
         return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
     }
 

@@ -1,6 +1,4 @@
-import Backup
 import Foundation
-import Relay
 import KeychainModel
 import KeychainStore
 import Sync
@@ -45,11 +43,22 @@ public enum NodeAPI {
         public var device: DeviceStatus
         /// While a backup is being written: items and files done, and their total.
         public var backupProgress: Progress?
+
+        package init(pid: Int32, device: DeviceStatus, backupProgress: Progress? = nil) {
+            self.pid = pid
+            self.device = device
+            self.backupProgress = backupProgress
+        }
     }
 
     public struct Progress: Codable, Sendable {
         public var done: Int
         public var total: Int
+
+        package init(done: Int, total: Int) {
+            self.done = done
+            self.total = total
+        }
     }
 
     public struct Unlock: Codable, Sendable {
@@ -111,6 +120,12 @@ public enum NodeAPI {
         public var path: String
         public var protection: FileProtection
         public var bytes: Int
+
+        package init(path: String, protection: FileProtection, bytes: Int) {
+            self.path = path
+            self.protection = protection
+            self.bytes = bytes
+        }
     }
 
     /// One file under an app's Documents (`path` relative to it): written when `contents` is
@@ -139,6 +154,11 @@ public enum NodeAPI {
     public struct FileContents: Codable, Sendable {
         public var path: String
         public var contents: Data?
+
+        package init(path: String, contents: Data? = nil) {
+            self.path = path
+            self.contents = contents
+        }
     }
 
     // MARK: Items
@@ -177,11 +197,9 @@ public enum NodeAPI {
         public var items: [ItemRecord]?
         public var failure: Failure?
 
-        public init(_ result: Result<[ItemRecord], any Error>) {
-            switch result {
-            case .success(let items): self.items = items
-            case .failure(let error): failure = Failure(error)
-            }
+        package init(items: [ItemRecord]?, failure: Failure?) {
+            self.items = items
+            self.failure = failure
         }
 
         /// The items, or the typed error, on the client side.
@@ -193,6 +211,10 @@ public enum NodeAPI {
 
     public struct FoundMany: Codable, Sendable {
         public var results: [Found]
+
+        package init(results: [Found]) {
+            self.results = results
+        }
     }
 
     public struct Update: Codable, Sendable {
@@ -215,6 +237,10 @@ public enum NodeAPI {
 
     public struct Items: Codable, Sendable {
         public var items: [ItemRecord]
+
+        package init(items: [ItemRecord]) {
+            self.items = items
+        }
     }
 
     // MARK: Backup
@@ -300,6 +326,13 @@ public enum NodeAPI {
         public var signingKey: String
         public var encryptionKey: String
         public var isThisDevice: Bool?
+
+        package init(name: String, signingKey: String, encryptionKey: String, isThisDevice: Bool? = nil) {
+            self.name = name
+            self.signingKey = signingKey
+            self.encryptionKey = encryptionKey
+            self.isThisDevice = isThisDevice
+        }
     }
 
     /// Ask a member to vouch for `peer`; the answer says which circle to join, and where.
@@ -319,6 +352,14 @@ public enum NodeAPI {
         /// nil when the joiner is a member already.
         public var entry: Data?
         public var share: Data
+
+        package init(circle: UUID, relay: String, head: Data, entry: Data? = nil, share: Data) {
+            self.circle = circle
+            self.relay = relay
+            self.head = head
+            self.entry = entry
+            self.share = share
+        }
     }
 
     /// Remove the member of this name; the remaining members get new keys.
@@ -345,6 +386,16 @@ public enum NodeAPI {
         /// The key generation: 1, plus one per removal.
         public var epoch: UInt32?
         public var members: [Peer]
+
+        package init(circle: UUID? = nil, removed: Bool? = nil, sealedUntilUnlock: Bool? = nil, relay: String? = nil, name: String? = nil, epoch: UInt32? = nil, members: [Peer]) {
+            self.circle = circle
+            self.removed = removed
+            self.sealedUntilUnlock = sealedUntilUnlock
+            self.relay = relay
+            self.name = name
+            self.epoch = epoch
+            self.members = members
+        }
     }
 
     public struct SyncStatus: Codable, Sendable {
@@ -377,6 +428,27 @@ public enum NodeAPI {
             public var headDigest: String
             /// Sequences below the head that never arrived, as `5` or `5-7`.
             public var missing: [String]
+
+            package init(name: String? = nil, signingKey: String, head: UInt64, headDigest: String, missing: [String]) {
+                self.name = name
+                self.signingKey = signingKey
+                self.head = head
+                self.headDigest = headDigest
+                self.missing = missing
+            }
+        }
+
+        package init(circle: UUID? = nil, sealedUntilUnlock: Bool? = nil, members: [Peer], lastExchange: Date? = nil, lastReport: SyncReport? = nil, lastError: String? = nil, pending: Int, waitingForUnlock: Int, skippedDeviceBound: [String], received: [Received]) {
+            self.circle = circle
+            self.sealedUntilUnlock = sealedUntilUnlock
+            self.members = members
+            self.lastExchange = lastExchange
+            self.lastReport = lastReport
+            self.lastError = lastError
+            self.pending = pending
+            self.waitingForUnlock = waitingForUnlock
+            self.skippedDeviceBound = skippedDeviceBound
+            self.received = received
         }
     }
 
@@ -398,37 +470,11 @@ public enum NodeAPI {
         public var code: String?
         public var message: String
 
-        public init(_ error: any Error) {
-            switch error {
-            case let error as KeychainError:
-                domain = .keychain
-                status = error.status.rawValue
-                message = error.message
-            case let error as DeviceError:
-                domain = .device
-                code = error.code.rawValue
-                message = error.message
-            case let error as Failure:
-                self = error
-            case let error as ArchiveError:
-                domain = .device
-                code = "archive"
-                message = error.description
-            case let error as CircleError:
-                domain = .device
-                code = "circle"
-                message = error.description
-            case let error as RelayError:
-                domain = .device
-                if case .unreachable = error { code = DeviceError.Code.relayUnreachable.rawValue } else { code = "relay" }
-                message = error.description
-            default:
-                // Anything unforeseen (a database error, say) is the device's failure, not the
-                // caller's: it must not read as "your request was malformed".
-                domain = .device
-                code = "internal"
-                message = "\(error)"
-            }
+        package init(domain: Domain, status: Int32? = nil, code: String? = nil, message: String) {
+            self.domain = domain
+            self.status = status
+            self.code = code
+            self.message = message
         }
 
         public var description: String { message }
@@ -448,8 +494,8 @@ public enum NodeAPI {
         }
     }
 
-    static let encoder = JSONEncoder()
-    static let decoder = JSONDecoder()
+    package static let encoder = JSONEncoder()
+    package static let decoder = JSONDecoder()
 }
 
 extension DeviceError.Code {

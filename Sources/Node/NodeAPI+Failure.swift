@@ -1,0 +1,41 @@
+import Backup
+import KeychainModel
+import KeychainStore
+import NodeControl
+import Relay
+import SyncWire
+
+extension NodeAPI.Failure {
+    /// What the node answers for `error`: keychain and device failures as they are, every
+    /// other failure of the device named by its kind.
+    init(_ error: any Error) {
+        switch error {
+        case let error as KeychainError:
+            self.init(domain: .keychain, status: error.status.rawValue, message: error.message)
+        case let error as DeviceError:
+            self.init(domain: .device, code: error.code.rawValue, message: error.message)
+        case let error as Self:
+            self = error
+        case let error as ArchiveError:
+            self.init(domain: .device, code: "archive", message: error.description)
+        case let error as CircleError:
+            self.init(domain: .device, code: "circle", message: error.description)
+        case let error as RelayError:
+            let code = if case .unreachable = error { DeviceError.Code.relayUnreachable.rawValue } else { "relay" }
+            self.init(domain: .device, code: code, message: error.description)
+        default:
+            // Anything unforeseen (a database error, say) is the device's failure, not the
+            // caller's: it must not read as "your request was malformed".
+            self.init(domain: .device, code: "internal", message: "\(error)")
+        }
+    }
+}
+
+extension NodeAPI.Found {
+    init(_ result: Result<[ItemRecord], any Error>) {
+        switch result {
+        case .success(let items): self.init(items: items, failure: nil)
+        case .failure(let error): self.init(items: nil, failure: NodeAPI.Failure(error))
+        }
+    }
+}
