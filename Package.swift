@@ -10,6 +10,16 @@ let package = Package(
         .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeyferrySecurity", targets: ["KeyferrySecurity"]),
         .library(name: "KeyferryTesting", targets: ["KeyferryTesting"]),
+        // The layers beneath the command line, for tools built on them: the benchmarks
+        // (Benchmarks/, a package of their own so the shipped binary carries none of them).
+        .library(name: "KeyferryCrypto", targets: ["KeyferryCrypto"]),
+        .library(name: "Backup", targets: ["Backup"]),
+        .library(name: "SyncWire", targets: ["SyncWire"]),
+        .library(name: "Sync", targets: ["Sync"]),
+        .library(name: "Relay", targets: ["Relay"]),
+        .library(name: "NodeControl", targets: ["NodeControl"]),
+        .library(name: "Node", targets: ["Node"]),
+        .library(name: "Survival", targets: ["Survival"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -85,7 +95,7 @@ let package = Package(
         .target(
             name: "NodeControl",
             dependencies: [
-                "KeychainModel", "KeychainStore", "Sync", "KeyferryHTTP",
+                "KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "KeyferryHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
 
@@ -126,7 +136,6 @@ let package = Package(
                 "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival", "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
         // The readers of outside input under libFuzzer (scripts/fuzz); built plainly, it replays
@@ -161,7 +170,20 @@ let package = Package(
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],
                     exclude: ["Format1"]),
+        // The node's and the relay's routes, in process: the real routers, no socket, no binary.
+        .testTarget(
+            name: "NodeTests",
+            dependencies: [
+                "Node", "NodeControl", "Relay", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // End to end: the built `keyferry` binary against nodes in temporary directories.
-        .testTarget(name: "KeyferryCLITests", dependencies: ["keyferry", "Node", "NodeControl", "Relay", "KeychainModel", "KeychainStore", "KeyferrySecurity"]),
+        .testTarget(
+            name: "KeyferryCLITests",
+            dependencies: [
+                "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
     ]
 )

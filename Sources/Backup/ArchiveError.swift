@@ -2,7 +2,7 @@ import Foundation
 
 /// Why an archive cannot be read. Each kind of damage has its own case and sentence, so a user
 /// can tell a wrong password from a truncated copy from a flipped byte.
-public enum ArchiveError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
     /// No Keyferry magic at the front.
     case notAnArchive
     /// Written by a newer Keyferry.

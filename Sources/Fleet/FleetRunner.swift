@@ -151,7 +151,7 @@ public struct FleetRunner: Sendable {
         var address = RelayAddress(host: file.host, port: relayPort ?? file.port)
         if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
             if let relayPort, relayPort != 0, relayPort != known.port {
-                throw NodeError.failed("the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort). Leave --relay-port out.")
+                throw NodeError(.conflict, "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort). Leave --relay-port out.")
             }
             address = known
         }
@@ -159,7 +159,7 @@ public struct FleetRunner: Sendable {
         if circle.circle == nil {
             circle = try await clients[0].call(.circleCreate, NodeAPI.CircleCreate(relay: relay.absoluteString, name: fleet.members[0].id))
         }
-        guard let id = circle.circle else { throw NodeError.failed("\(fleet.members[0].id) did not create the fleet's circle") }
+        guard let id = circle.circle else { throw NodeError(.conflict, "\(fleet.members[0].id) did not create the fleet's circle") }
         var failures: [(String, any Error)] = []
         for (member, client) in zip(fleet.members, clients).dropFirst() {
             do {
@@ -167,7 +167,7 @@ public struct FleetRunner: Sendable {
                 if own.circle == nil {
                     _ = try await client.joinCircle(sponsor: clients[0], name: member.id)
                 } else if own.circle != id {
-                    throw NodeError.failed("it is in another circle (\(own.circle!)) than the fleet's (\(id))")
+                    throw NodeError(.conflict, "it is in another circle (\(own.circle!)) than the fleet's (\(id))")
                 }
             } catch {
                 failures.append((member.id, error))
@@ -283,7 +283,7 @@ public struct FleetRunner: Sendable {
     private func checkDirectories() throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-            throw NodeError.failed("the fleet's root \(root.path) is a file; give --root a directory.")
+            throw NodeError(.unusablePath, "the fleet's root \(root.path) is a file; give --root a directory.")
         }
         var failures: [(String, any Error)] = []
         for member in fleet.members {

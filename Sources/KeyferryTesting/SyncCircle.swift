@@ -16,7 +16,7 @@ public final class SyncCircle: Sendable {
 
     /// The first device creates the circle; it vouches for each of the others, which join.
     public init(_ devices: [SimulatedDevice]) async throws {
-        guard let first = devices.first else { throw CircleError.invalid("a circle needs at least one device") }
+        guard let first = devices.first else { throw CircleError(.noDevices, "a circle needs at least one device") }
         let storage = try SQLiteRelayStorage(directory: first.directory.deletingLastPathComponent().appendingPathComponent("relay-\(UUID().uuidString)"))
         let transport = LocalRelay(storage: storage)
         let sponsor = try await SyncEngine.create(device: first.device, name: first.device.info.name,
@@ -41,6 +41,13 @@ public final class SyncCircle: Sendable {
             }
             if moved == 0 { return }
         }
-        throw CircleError.invalid("the circle still moved items after 100 rounds of sync")
+        throw CircleError(.didNotSettle, "the circle still moved items after 100 rounds of sync")
     }
+}
+
+extension CircleError.Code {
+    /// A `SyncCircle` of no devices.
+    public static let noDevices = Self(rawValue: "noDevices")
+    /// `settle()` gave up: the members still exchanged items after 100 rounds.
+    public static let didNotSettle = Self(rawValue: "didNotSettle")
 }

@@ -2,12 +2,10 @@ import Backup
 import KeychainModel
 import KeychainStore
 import NodeControl
-import Relay
 import SyncWire
 
 extension NodeAPI.Failure {
-    /// What the node answers for `error`: keychain and device failures as they are, every
-    /// other failure of the device named by its kind.
+    /// What the node answers for `error`: enough for the client to throw the same error.
     init(_ error: any Error) {
         switch error {
         case let error as KeychainError:
@@ -16,13 +14,14 @@ extension NodeAPI.Failure {
             self.init(domain: .device, code: error.code.rawValue, message: error.message)
         case let error as Self:
             self = error
-        case let error as ArchiveError:
-            self.init(domain: .device, code: "archive", message: error.description)
         case let error as CircleError:
-            self.init(domain: .device, code: "circle", message: error.description)
+            self.init(domain: .circle, code: error.code.rawValue, message: error.message)
+        case let error as NodeError:
+            self.init(domain: .node, code: error.code.rawValue, message: error.message)
+        case let error as ArchiveError:
+            self.init(domain: .archive, message: error.description, archive: error)
         case let error as RelayError:
-            let code = if case .unreachable = error { DeviceError.Code.relayUnreachable.rawValue } else { "relay" }
-            self.init(domain: .device, code: code, message: error.description)
+            self.init(domain: .relay, message: error.description, relay: error)
         default:
             // Anything unforeseen (a database error, say) is the device's failure, not the
             // caller's: it must not read as "your request was malformed".

@@ -12,7 +12,7 @@ extension NodeClient {
     public func deviceStatus() async throws -> DeviceStatus {
         do {
             return try await status().device
-        } catch NodeError.notRunning {
+        } catch let error as NodeError where error.code == .notRunning {
             // Holding the device for a moment: what a killed restore left beside it goes.
             if let lock = try? NodeLock.acquire(paths) {
                 Device.removeAbandonedStaging(for: paths.directory)
@@ -30,7 +30,7 @@ extension NodeClient {
     public func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
         do {
             return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
-        } catch NodeError.notRunning {
+        } catch let error as NodeError where error.code == .notRunning {
             let lock = try NodeLock.acquire(paths)
             defer { lock.release() }
             let scratch = FileManager.default.temporaryDirectory

@@ -21,7 +21,7 @@ public enum NodeLauncher {
         do {
             try process.run()
         } catch {
-            throw NodeError.failed("cannot run \(executable.path): \(error.localizedDescription).")
+            throw NodeError(.launchFailed, "cannot run \(executable.path): \(error.localizedDescription).")
         }
         // Asked every few milliseconds while it starts: a node that is not up yet must not hold
         // one probe for a whole call's timeout.
@@ -31,11 +31,11 @@ public enum NodeLauncher {
             while ContinuousClock.now < deadline {
                 if let status = try? await client.status() { return status }
                 if !process.isRunning {
-                    throw NodeError.failed("the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
+                    throw NodeError(.launchFailed, "the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            throw NodeError.failed("the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
+            throw NodeError(.launchFailed, "the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
         } catch {
             // Cancelled (Ctrl-C on `fleet up`) or given up on: the half-started node goes too.
             // A later `stop` would miss it if it had not taken its lock yet.

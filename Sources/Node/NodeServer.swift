@@ -29,11 +29,8 @@ public enum NodeServer {
         try? FileManager.default.removeItem(at: paths.socket)
 
         let sync = await NodeSync(device: device, logger: logger)
-        let router = Router(context: NodeRequestContext.self)
-        routes(router, device: device, sync: sync, logger: logger)
-        syncRoutes(router, sync: sync, logger: logger)
         let app = Application(
-            router: router,
+            router: router(device: device, sync: sync, logger: logger),
             configuration: .init(address: .unixDomainSocket(path: paths.socket.path), serverName: "keyferry-node"),
             onServerRunning: { _ in
                 try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: paths.socket.path)
@@ -60,7 +57,16 @@ public enum NodeServer {
         logger.info("node down")
     }
 
-    static func routes(_ router: Router<NodeRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
+    /// Every route of the control API on `device`: what the node serves on its socket, and what
+    /// the route tests call in-process.
+    static func router(device: Device, sync: NodeSync, logger: Logger) -> Router<NodeRequestContext> {
+        let router = Router(context: NodeRequestContext.self)
+        routes(router, device: device, sync: sync, logger: logger)
+        syncRoutes(router, sync: sync, logger: logger)
+        return router
+    }
+
+    private static func routes(_ router: Router<NodeRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
         typealias API = NodeAPI
         let calls = DeviceCalls()
         // A route whose work is a call of the device's: it runs on the device's queues.
@@ -186,7 +192,7 @@ public enum NodeServer {
         }
     }
 
-    static func syncRoutes(_ router: Router<NodeRequestContext>, sync: NodeSync, logger: Logger) {
+    private static func syncRoutes(_ router: Router<NodeRequestContext>, sync: NodeSync, logger: Logger) {
         post(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
         router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try await sync.identity() } }
         post(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
@@ -244,7 +250,8 @@ public enum NodeServer {
         logger.info("\(route.rawValue): \(failure.domain.rawValue) \(failure.status.map(String.init) ?? failure.code ?? "")")
         let status: HTTPResponse.Status = switch failure.domain {
         case .keychain: .conflict
-        case .device: .unprocessableContent
+        case .device, .circle, .archive, .node: .unprocessableContent
+        case .relay: .badGateway
         case .request: .badRequest
         }
         let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()

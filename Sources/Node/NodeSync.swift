@@ -62,13 +62,13 @@ final class NodeSync: Sendable {
     func identity() async throws -> NodeAPI.Peer {
         try requireFirstUnlock("join a circle")
         if let engine {
-            throw CircleError.invalid("\(device.info.name) is already in circle \(await engine.circle); `keyferry circle leave` it first.")
+            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle); `keyferry circle leave` it first.")
         }
         return Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
     }
 
     func vouch(_ request: NodeAPI.Vouch) async throws -> NodeAPI.Voucher {
-        guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle, so it cannot vouch for another device.") }
+        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle, so it cannot vouch for another device.") }
         let voucher = try await engine.vouch(for: try Self.identity(request.peer))
         logger.info("vouched", metadata: ["peer": "\(request.peer.name)"])
         return NodeAPI.Voucher(circle: voucher.circle, relay: voucher.relay.absoluteString, head: Data(voucher.head),
@@ -93,20 +93,20 @@ final class NodeSync: Sendable {
     }
 
     func remove(_ request: NodeAPI.CircleRemove) async throws -> NodeAPI.CircleStatus {
-        guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle.") }
+        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle.") }
         try await engine.remove(request.peer)
         logger.info("member removed; new keys shared", metadata: ["peer": "\(request.peer)"])
         return await circleStatus()
     }
 
     func leave(_ request: NodeAPI.CircleLeave) async throws -> NodeAPI.CircleStatus {
-        guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle.") }
+        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle.") }
         if !request.force { try requireFirstUnlock("leave its circle") }
         let circle = await engine.circle
         do {
             try await engine.leave(force: request.force)
         } catch RelayError.unreachable(let why) {
-            throw CircleError.invalid("the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed. "
+            throw CircleError(.relayUnreachable, "the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed. "
                                       + "`circle leave --force` forgets the circle here anyway.")
         }
         progress.withLock { $0 = Progress() }
@@ -137,7 +137,7 @@ final class NodeSync: Sendable {
 
     /// One exchange now, whatever the loop is doing.
     func syncNow() async throws -> SyncReport {
-        guard let engine else { throw CircleError.invalid("\(device.info.name) is in no circle; `keyferry circle create` or `circle join` first.") }
+        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle; `keyferry circle create` or `circle join` first.") }
         return try await exchange(engine)
     }
 

@@ -17,7 +17,7 @@ public enum RelayLauncher {
     public static func holdServingLock(data: URL) throws -> ProcessLock {
         guard let lock = try ProcessLock.acquire(lockFile(data)) else {
             let who = RelayAnnouncement.read(from: data).map { " (\($0.url), pid \($0.pid))" } ?? ""
-            throw NodeError.failed("a relay already serves \(data.path)\(who); stop it first, or give another --data.")
+            throw NodeError(.alreadyRunning, "a relay already serves \(data.path)\(who); stop it first, or give another --data.")
         }
         return lock
     }
@@ -49,7 +49,7 @@ public enum RelayLauncher {
         do {
             try process.run()
         } catch {
-            throw NodeError.failed("cannot run \(executable.path): \(error.localizedDescription).")
+            throw NodeError(.launchFailed, "cannot run \(executable.path): \(error.localizedDescription).")
         }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -58,12 +58,12 @@ public enum RelayLauncher {
                 let written = FileManager.default.contents(atPath: log.path)?.dropFirst(logStart) ?? Data()
                 var said = String(decoding: written, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 if said.hasPrefix("error: ") { said.removeFirst(7) }
-                throw NodeError.failed("the relay for \(data.path) stopped at once: \(said)")
+                throw NodeError(.launchFailed, "the relay for \(data.path) stopped at once: \(said)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
         process.terminate()
-        throw NodeError.failed("the relay for \(data.path) did not come up within \(timeout); see \(data.path)/relay.log.")
+        throw NodeError(.launchFailed, "the relay for \(data.path) did not come up within \(timeout); see \(data.path)/relay.log.")
     }
 
     /// Stops the relay running on `data` (SIGTERM, then SIGKILL) and waits until it is gone.

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import Backup
 import Sync
 import SyncWire
 
@@ -454,13 +455,23 @@ public enum NodeAPI {
 
     // MARK: Failures
 
-    /// Why a call failed. `keychain` failures carry Apple's status.
+    /// Why a call failed, carried so that the client throws the very error the node threw:
+    /// `keychain` failures carry Apple's status, the others their error's code; an archive's or
+    /// a relay's failure carries the error itself.
     public struct Failure: Codable, Sendable, Error, CustomStringConvertible {
         public enum Domain: String, Codable, Sendable {
-            /// A keychain status other than success.
+            /// A keychain status other than success (`KeychainError`).
             case keychain
-            /// The device refused: not installed, invalid argument, corrupt store.
+            /// The device refused: not installed, invalid argument, corrupt store (`DeviceError`).
             case device
+            /// A circle operation failed (`CircleError`).
+            case circle
+            /// A backup archive could not be written or read (`ArchiveError`).
+            case archive
+            /// The circle's relay did not answer or refused (`RelayError`).
+            case relay
+            /// The node machinery (`NodeError`).
+            case node
             /// The request itself was malformed.
             case request
         }
@@ -469,12 +480,17 @@ public enum NodeAPI {
         public var status: Int32?
         public var code: String?
         public var message: String
+        public var archive: ArchiveError?
+        public var relay: RelayError?
 
-        package init(domain: Domain, status: Int32? = nil, code: String? = nil, message: String) {
+        package init(domain: Domain, status: Int32? = nil, code: String? = nil, message: String,
+                     archive: ArchiveError? = nil, relay: RelayError? = nil) {
             self.domain = domain
             self.status = status
             self.code = code
             self.message = message
+            self.archive = archive
+            self.relay = relay
         }
 
         public var description: String { message }
@@ -484,11 +500,16 @@ public enum NodeAPI {
             self.message = message
         }
 
-        /// The typed error back, on the client side.
+        /// The typed error back, on the client side; a failure this build cannot rebuild (a
+        /// newer node's domain) stays itself.
         public var error: any Error {
             switch domain {
             case .keychain: KeychainError(KeychainStatus(rawValue: status ?? KeychainStatus.internalError.rawValue), message)
             case .device: DeviceError(DeviceError.Code(rawValue: code ?? "io"), message)
+            case .circle: CircleError(CircleError.Code(rawValue: code ?? "invalidHistory"), message)
+            case .node: NodeError(NodeError.Code(rawValue: code ?? "unanswered"), message)
+            case .archive: archive ?? self
+            case .relay: relay ?? self
             case .request: self
             }
         }
@@ -496,10 +517,4 @@ public enum NodeAPI {
 
     package static let encoder = JSONEncoder()
     package static let decoder = JSONDecoder()
-}
-
-extension DeviceError.Code {
-    /// The circle's relay gave no answer (down, or not started yet): worth asking again later,
-    /// unlike a relay that refused.
-    public static let relayUnreachable = Self(rawValue: "relayUnreachable")
 }

@@ -78,7 +78,7 @@ extension NodeClient {
         var peer: NodeAPI.Peer = try await get(.circleIdentity)
         if let name {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw NodeError.failed("a member needs a name the others can read; leave --name out to use the device's.")
+                throw NodeError(.invalidRequest, "a member needs a name the others can read; leave --name out to use the device's.")
             }
             peer.name = name
         }
@@ -124,13 +124,13 @@ extension NodeClient {
     /// The route's address on the node's socket.
     private func url(of route: NodeAPI.Route) throws -> URL {
         guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
-            throw NodeError.failed("the socket path \(paths.socket.path) cannot be addressed.")
+            throw NodeError(.unusablePath, "the socket path \(paths.socket.path) cannot be addressed.")
         }
         return url
     }
 
     private func unanswered(_ error: any Error) -> NodeError {
-        .failed("the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
+        NodeError(.unanswered, "the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
     }
 
     /// The answer of a 200, or the failure the node sent back, typed.
@@ -138,14 +138,14 @@ extension NodeClient {
                                                   paths: NodePaths) throws -> Answer {
         guard ok else {
             guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
-                throw NodeError.failed("the node answered \(status) without an explanation; its log is \(paths.log.path).")
+                throw NodeError(.unanswered, "the node answered \(status) without an explanation; its log is \(paths.log.path).")
             }
             throw failure.error
         }
         do {
             return try NodeAPI.decoder.decode(Answer.self, from: bytes)
         } catch {
-            throw NodeError.failed("the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
+            throw NodeError(.incompatible, "the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
         }
     }
 }

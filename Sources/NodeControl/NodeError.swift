@@ -1,20 +1,46 @@
 import Foundation
 
-/// Failures of the node machinery itself (not of the device or the keychain). Each message
-/// names the fix.
-public enum NodeError: Error, CustomStringConvertible, Sendable {
-    case notRunning(URL)
-    case alreadyRunning(URL)
-    /// Could not start, reach or understand the node; the message says why and where to look.
-    case failed(String)
+/// Failures of the node machinery itself (not of the device or the keychain): a code to branch
+/// on, and a sentence that names the fix.
+public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Open, like `DeviceError.Code`.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
 
-    public var description: String {
-        switch self {
-        case .notRunning(let dir):
-            "no node is running for \(dir.path); start it with `keyferry node start \(dir.path)`."
-        case .alreadyRunning(let dir):
-            "a node is already running for \(dir.path); stop it first with `keyferry node stop \(dir.path)`."
-        case .failed(let message): message
-        }
+        /// No node runs the device.
+        public static let notRunning = Code(rawValue: "notRunning")
+        /// A node already runs the device (or a relay its data directory).
+        public static let alreadyRunning = Code(rawValue: "alreadyRunning")
+        /// The process could not be started, stopped at once, or never answered.
+        public static let launchFailed = Code(rawValue: "launchFailed")
+        /// A running node did not answer a call, or answered nothing this client understands.
+        public static let unanswered = Code(rawValue: "unanswered")
+        /// The node's answer is not what this build expects: another version.
+        public static let incompatible = Code(rawValue: "incompatible")
+        /// A path the node or relay needs cannot be used (too long for a socket, not a directory).
+        public static let unusablePath = Code(rawValue: "unusablePath")
+        /// What the caller asked contradicts the state it found (a fleet whose circle moved).
+        public static let conflict = Code(rawValue: "conflict")
+        /// A request the client refused before sending it.
+        public static let invalidRequest = Code(rawValue: "invalidRequest")
     }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func notRunning(_ directory: URL) -> NodeError {
+        NodeError(.notRunning, "no node is running for \(directory.path); start it with `keyferry node start \(directory.path)`.")
+    }
+
+    public static func alreadyRunning(_ directory: URL) -> NodeError {
+        NodeError(.alreadyRunning, "a node is already running for \(directory.path); stop it first with `keyferry node stop \(directory.path)`.")
+    }
+
+    public var description: String { message }
 }

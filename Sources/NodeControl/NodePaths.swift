@@ -16,7 +16,7 @@ public struct NodePaths: Sendable {
     /// terminating zero.
     public func requireSocketPathFits() throws {
         guard socket.path.utf8.count <= 107 else {
-            throw NodeError.failed("the socket path \(socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
+            throw NodeError(.unusablePath, "the socket path \(socket.path) is longer than Unix sockets allow (107 bytes); use a shorter device directory.")
         }
     }
 }

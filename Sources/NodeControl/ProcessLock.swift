@@ -14,7 +14,7 @@ public struct ProcessLock: Sendable {
     package static func acquire(_ file: URL) throws -> ProcessLock? {
         let fd = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw NodeError.failed("cannot open \(file.path): \(String(cString: strerror(errno))).")
+            throw NodeError(.unusablePath, "cannot open \(file.path): \(String(cString: strerror(errno))).")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)

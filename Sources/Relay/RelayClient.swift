@@ -9,21 +9,6 @@ import SyncWire
 
 /// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
 /// was sent (not worth one).
-public enum RelayError: Error, Equatable, Sendable, CustomStringConvertible {
-    case unreachable(String)
-    case refused(String)
-    /// The relay itself could not bind its address.
-    case cannotListen(String)
-
-    public var description: String {
-        switch self {
-        case .unreachable(let why): "the relay cannot be reached: \(why)"
-        case .refused(let why): "the relay refused the request: \(why)"
-        case .cannotListen(let why): "the relay cannot listen on \(why)"
-        }
-    }
-}
-
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
 public struct RelayClient: RelayTransport {
     public let base: URL

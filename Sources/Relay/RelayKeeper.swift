@@ -113,7 +113,7 @@ public actor RelayKeeper {
                 if let held = history, Int(entry.sequence) < held.entries.count, held.entries[Int(entry.sequence)].bytes == body { continue }
                 if history == nil {
                     let created = try CircleHistory(verifying: [entry])
-                    guard created.circle == circle else { throw CircleError.invalid("the entry creates another circle") }
+                    guard created.circle == circle else { throw CircleError(.invalidHistory, "the entry creates another circle") }
                     history = created
                 } else {
                     try history!.append(entry)

@@ -207,7 +207,7 @@ actor RunState {
             for device in devices {
                 do {
                     let _: NodeAPI.ClockState = try await client(device).call(.clock, NodeAPI.Clock(advance: seconds))
-                } catch NodeError.notRunning {
+                } catch let error as NodeError where error.code == .notRunning {
                     continue
                 }
             }

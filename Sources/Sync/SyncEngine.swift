@@ -191,32 +191,32 @@ public actor SyncEngine {
         let identity = try SyncSecrets.identity(of: device)
         let me = identity.signingKey.publicKey
         guard voucher.share.recipient == identity.sealingKey.publicKey, voucher.share.circle == voucher.circle else {
-            throw CircleError.invalid("the voucher was made for another device or circle; ask the sponsor again")
+            throw CircleError(.notVouched, "the voucher was made for another device or circle; ask the sponsor again")
         }
         if let entry = voucher.entry, entry.kind != .join || entry.subject.signing != me || entry.circle != voucher.circle {
-            throw CircleError.invalid("the voucher's membership entry does not admit \(device.info.name) to circle \(voucher.circle)")
+            throw CircleError(.notVouched, "the voucher's membership entry does not admit \(device.info.name) to circle \(voucher.circle)")
         }
         let log = try await transport.pull(circle: voucher.circle, stream: .membership, after: 0, limit: 10_000)
         guard let lastCursor = log.last?.cursor else {
-            throw CircleError.invalid("the relay at \(voucher.relay.absoluteString) knows no circle \(voucher.circle)")
+            throw CircleError(.unknownCircle, "the relay at \(voucher.relay.absoluteString) knows no circle \(voucher.circle)")
         }
         let (current, _) = try CircleHistory.reading(log.map(\.body), circle: voucher.circle)
         guard current.entries.contains(where: { ContentDigest.of($0.bytes) == voucher.head }) else {
-            throw CircleError.invalid("the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
+            throw CircleError(.invalidHistory, "the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
                                       + "that is not the one the sponsor is in; nothing was changed")
         }
         var admitted = current
         if let entry = voucher.entry, !current.isMember(me) {
             guard entry.previous == ContentDigest.of(current.entries.last!.bytes) else {
-                throw CircleError.invalid("circle \(voucher.circle) changed after the sponsor vouched; nothing was changed: run the command again")
+                throw CircleError(.concurrentChange, "circle \(voucher.circle) changed after the sponsor vouched; nothing was changed: run the command again")
             }
             try admitted.append(entry)
         }
         guard let subject = admitted.members[me] else {
-            throw CircleError.invalid("no member has vouched for \(device.info.name) in circle \(voucher.circle)")
+            throw CircleError(.notVouched, "no member has vouched for \(device.info.name) in circle \(voucher.circle)")
         }
         guard voucher.share.epoch == admitted.epoch else {
-            throw CircleError.invalid("circle \(voucher.circle) changed its keys after the sponsor vouched; nothing was changed: run the command again")
+            throw CircleError(.concurrentChange, "circle \(voucher.circle) changed its keys after the sponsor vouched; nothing was changed: run the command again")
         }
         let circleKey = try voucher.share.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))
         let engine = SyncEngine(device: device, identity: identity, name: subject.name, history: current, relay: voucher.relay, transport: transport)
@@ -242,7 +242,7 @@ public actor SyncEngine {
 
     private static func requireNoCircle(_ device: Device) throws {
         guard try SyncState.load(from: device.directory) == nil else {
-            throw CircleError.invalid("\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
+            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
         }
     }
 
@@ -252,8 +252,8 @@ public actor SyncEngine {
         let identity = try identity()
         try await pullMembership()
         try requireMembership(identity)
-        guard !peer.name.isEmpty else { throw CircleError.invalid("a member needs a name the others can read") }
-        guard let keys = generations[history.epoch] else { throw CircleError.invalid("this member does not hold the circle's current keys") }
+        guard !peer.name.isEmpty else { throw CircleError(.invalidName, "a member needs a name the others can read") }
+        guard let keys = generations[history.epoch] else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
         return Voucher(circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), entry: entry,
                        share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey))
@@ -277,13 +277,13 @@ public actor SyncEngine {
             peers.map { "\($0.name) (\(Hex.encode($0.signing.bytes).prefix(16))…)" }.joined(separator: ", ")
         }
         guard let subject = matching.first else {
-            throw CircleError.invalid("no member is named \(peer) or has a key starting with it (8 hex digits or more); members: \(listing(members))")
+            throw CircleError(.noSuchMember, "no member is named \(peer) or has a key starting with it (8 hex digits or more); members: \(listing(members))")
         }
         guard matching.count == 1 else {
-            throw CircleError.invalid("\(matching.count) members match \(peer): \(listing(matching)); name one by the start of its key")
+            throw CircleError(.ambiguousMember, "\(matching.count) members match \(peer): \(listing(matching)); name one by the start of its key")
         }
         guard subject.signing != identity.signingKey.publicKey else {
-            throw CircleError.invalid("\(subject.name) is this device; to take it out of the circle, `circle leave` it")
+            throw CircleError(.cannotRemoveSelf, "\(subject.name) is this device; to take it out of the circle, `circle leave` it")
         }
         try await removeMember(subject, identity)
     }
@@ -380,7 +380,7 @@ public actor SyncEngine {
 
     private func requireMembership(_ identity: DeviceIdentity) throws {
         guard history.isMember(identity.signingKey.publicKey) else {
-            throw CircleError.invalid("\(device.info.name) was removed from circle \(circle); it no longer syncs. "
+            throw CircleError(.removed, "\(device.info.name) was removed from circle \(circle); it no longer syncs. "
                                       + "`circle leave` forgets the circle, so it can join one again.")
         }
     }
@@ -404,7 +404,7 @@ public actor SyncEngine {
                   let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: published.wrapped) else { continue }
             return (keys, published.wrapped)
         }
-        throw CircleError.invalid("the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
+        throw CircleError(.keysUnavailable, "the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
     }
 
     /// Publishes a membership entry, then reads the log back: when two members change the
@@ -424,7 +424,7 @@ public actor SyncEngine {
         }
         try await pullMembership()
         guard let index = history.entries.firstIndex(where: { $0.bytes == entry.bytes }) else {
-            throw CircleError.invalid("another member changed circle \(circle) at the same moment, and its change came first; "
+            throw CircleError(.concurrentChange, "another member changed circle \(circle) at the same moment, and its change came first; "
                                       + "nothing was changed here: run the command again")
         }
         return try CircleHistory(verifying: Array(history.entries[...index]))

@@ -57,9 +57,9 @@ struct SyncState: Codable {
         do {
             state = try JSONDecoder().decode(SyncState.self, from: Data(contentsOf: url))
         } catch {
-            throw CircleError.invalid("\(url.path) is unreadable (\(error)); move it aside to leave the circle and join again.")
+            throw CircleError(.unreadableState, "\(url.path) is unreadable (\(error)); move it aside to leave the circle and join again.")
         }
-        guard state.format == formatVersion else { throw CircleError.invalid("\(url.path) has format \(state.format), newer than this build reads.") }
+        guard state.format == formatVersion else { throw CircleError(.unreadableState, "\(url.path) has format \(state.format), newer than this build reads.") }
         return state
     }
 

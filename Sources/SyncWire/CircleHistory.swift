@@ -88,14 +88,14 @@ public struct MembershipEntry: Hashable, Sendable {
             var r = ByteReader(bytes)
             let format = try r.uint8()
             guard format >= Self.formatVersion else {
-                throw CircleError.invalid("membership entry format \(format) is from a circle made by an older Keyferry, before circles were "
+                throw CircleError(.invalidHistory, "membership entry format \(format) is from a circle made by an older Keyferry, before circles were "
                                           + "named after their creator; leave it (`circle leave --force`) and create a new one")
             }
-            guard format == Self.formatVersion else { throw CircleError.invalid("membership entry format \(format) is newer than this build reads") }
+            guard format == Self.formatVersion else { throw CircleError(.invalidHistory, "membership entry format \(format) is newer than this build reads") }
             circle = try r.uuid()
             sequence = try r.uint32()
             previous = Array(try r.raw(32))
-            guard let kind = Kind(rawValue: try r.uint8()) else { throw CircleError.invalid("unknown membership entry kind") }
+            guard let kind = Kind(rawValue: try r.uint8()) else { throw CircleError(.invalidHistory, "unknown membership entry kind") }
             self.kind = kind
             subject = PeerIdentity(name: try r.string(), signing: try SigningPublicKey(bytes: Array(try r.raw(32))),
                                    sealing: try SealingPublicKey(bytes: Array(try r.raw(32))))
@@ -103,9 +103,9 @@ public struct MembershipEntry: Hashable, Sendable {
             signature = Array(try r.raw(SigningKey.signatureByteCount))
             guard r.isAtEnd else { throw ByteReader.Malformed() }
         } catch is ByteReader.Malformed {
-            throw CircleError.invalid("a membership entry is truncated or malformed")
+            throw CircleError(.invalidHistory, "a membership entry is truncated or malformed")
         } catch is CryptoError {
-            throw CircleError.invalid("a membership entry holds a key of the wrong length")
+            throw CircleError(.invalidHistory, "a membership entry holds a key of the wrong length")
         }
     }
 
@@ -127,14 +127,6 @@ public struct MembershipEntry: Hashable, Sendable {
     public var isSignedBySigner: Bool { signer.isValidSignature(signature, for: signedBytes) }
 }
 
-/// Why a membership history was refused.
-public enum CircleError: Error, Equatable, Sendable, CustomStringConvertible {
-    case invalid(String)
-
-    public var description: String {
-        switch self { case .invalid(let why): why }
-    }
-}
 
 /// A circle's membership as a signed, hash-chained history that every node verifies whole:
 /// the creator vouches for itself, each join is vouched for by a member, each removal is made
@@ -173,7 +165,7 @@ public struct CircleHistory: Hashable, Sendable {
 
     /// Checks every entry in order; throws at the first that breaks a rule.
     public init(verifying entries: [MembershipEntry]) throws {
-        guard let first = entries.first else { throw CircleError.invalid("a membership history has at least its creation") }
+        guard let first = entries.first else { throw CircleError(.invalidHistory, "a membership history has at least its creation") }
         circle = first.circle
         self.entries = []
         members = [:]
@@ -185,9 +177,9 @@ public struct CircleHistory: Hashable, Sendable {
     /// circle `circle`; after it, see `extend(with:)`. Returns the history and what was passed
     /// over, with why.
     public static func reading(_ log: [[UInt8]], circle: UUID) throws -> (history: CircleHistory, refused: [String]) {
-        guard let first = log.first else { throw CircleError.invalid("the relay knows no circle \(circle)") }
+        guard let first = log.first else { throw CircleError(.unknownCircle, "the relay knows no circle \(circle)") }
         var history = try CircleHistory(verifying: [MembershipEntry(bytes: first)])
-        guard history.circle == circle else { throw CircleError.invalid("the relay's history of circle \(circle) starts with another circle") }
+        guard history.circle == circle else { throw CircleError(.invalidHistory, "the relay's history of circle \(circle) starts with another circle") }
         let refused = history.extend(with: log.dropFirst())
         return (history, refused)
     }
@@ -216,7 +208,7 @@ public struct CircleHistory: Hashable, Sendable {
     /// Adds one entry after checking it against the history so far.
     public mutating func append(_ entry: MembershipEntry) throws {
         let position = entries.count
-        func refuse(_ why: String) -> CircleError { .invalid("membership entry \(position) (\(entry.kind), \(entry.subject.name)): \(why)") }
+        func refuse(_ why: String) -> CircleError { CircleError(.invalidHistory, "membership entry \(position) (\(entry.kind), \(entry.subject.name)): \(why)") }
         guard entry.circle == circle else { throw refuse("it belongs to another circle") }
         guard entry.sequence == UInt32(position) else { throw refuse("it is out of place (sequence \(entry.sequence))") }
         if let last = entries.last, entry.previous != ContentDigest.of(last.bytes) { throw refuse("it does not follow the entry before it") }

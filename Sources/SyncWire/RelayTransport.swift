@@ -66,3 +66,20 @@ public protocol RelayTransport: Sendable {
     func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int
     func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord]
 }
+
+/// Why a relay call failed: no answer (worth asking again later), a refusal, or a relay that
+/// cannot serve.
+public enum RelayError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
+    case unreachable(String)
+    case refused(String)
+    /// The relay itself could not bind its address.
+    case cannotListen(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let why): "the relay cannot be reached: \(why)"
+        case .refused(let why): "the relay refused the request: \(why)"
+        case .cannotListen(let why): "the relay cannot listen on \(why)"
+        }
+    }
+}

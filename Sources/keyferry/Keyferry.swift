@@ -33,7 +33,7 @@ struct Keyferry: AsyncParsableCommand {
             Shell completion: keyferry --generate-completion-script bash|zsh|fish
             """,
         version: "keyferry \(version) (\(buildDescription))",
-        subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self, DemoCommand.self, BenchCommand.self])
+        subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self, DemoCommand.self])
 
     private static var buildDescription: String {
         #if DEBUG

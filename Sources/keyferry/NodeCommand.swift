@@ -57,7 +57,7 @@ struct NodeCommand: AsyncParsableCommand {
             do {
                 let status = try await device.client.status()
                 if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
-            } catch NodeError.notRunning {
+            } catch let error as NodeError where error.code == .notRunning {
                 let device = try await device.client.deviceStatus()
                 if output.json { try printJSON(encodable: Off(device: device)) } else { print("off: \(device.summary)") }
             }

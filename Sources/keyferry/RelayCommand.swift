@@ -4,6 +4,7 @@ import Logging
 import Node
 import NodeControl
 import Relay
+import SyncWire
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -42,8 +42,9 @@ struct SyncCommand: AsyncParsableCommand {
                     while true {
                         do {
                             return try await client.call(.syncNow, NodeAPI.Empty())
-                        } catch let error as DeviceError where error.code == .relayUnreachable {
-                            lastFailure.message.withLock { $0 = error.message }
+                        } catch let error as RelayError {
+                            guard case .unreachable = error else { throw error }
+                            lastFailure.message.withLock { $0 = error.description }
                             try await Task.sleep(for: delay)
                             delay = min(delay * 2, .seconds(2))
                         }

@@ -2,6 +2,7 @@ import Foundation
 import Node
 import NodeControl
 import Relay
+import SyncWire
 import Testing
 
 @Suite("keyferry relay")

@@ -33,7 +33,7 @@ struct NodeBench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: root) }
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try Device.create(at: dir, options: DeviceOptions(name: "Bench iPhone")).powerOff()
-        _ = try await NodeLauncher.start(directory: dir)
+        _ = try await NodeLauncher.start(directory: dir, executable: try KeyferryBinary.url())
         do {
             try await measure(dir)
         } catch {
@@ -50,7 +50,7 @@ struct NodeBench: AsyncParsableCommand {
         let item = NewItem(.genericPassword, attributes: [.account: .string("bench")], data: Data(repeating: 7, count: 256))
         let _: NodeAPI.Items = try await client.call(.add, NodeAPI.Add(app: app, item: item))
 
-        let binary = NodeLauncher.currentExecutable
+        let binary = try KeyferryBinary.url()
         // Interleaved, so that the machine's noise falls on both alike.
         var versionSamples: [Double] = [], getSamples: [Double] = []
         for _ in 0..<calls {

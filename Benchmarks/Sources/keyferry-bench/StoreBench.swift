@@ -4,42 +4,6 @@ import GRDB
 import KeychainModel
 import KeychainStore
 
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bench",
-        abstract: "Measure Keyferry against same-run baselines on this machine.",
-        subcommands: [StoreBench.self, NodeBench.self, BackupBench.self, SyncBench.self, SurvivalBench.self, SecurityBench.self])
-}
-
-/// The middle sample (the upper one of an even count).
-func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
-
-/// How long `body` takes, in seconds.
-func seconds(_ body: () throws -> Void) throws -> Double {
-    let start = DispatchTime.now().uptimeNanoseconds
-    try body()
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-}
-
-/// Runs a program with its output discarded and fails unless it succeeds. Waits through the
-/// termination handler: `waitUntilExit` polls every 50 ms on Linux, which would swamp what a
-/// benchmark measures.
-func runQuietly(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    let exited = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in exited.signal() }
-    try process.run()
-    exited.wait()
-    guard process.terminationStatus == 0 else {
-        throw CommandFailure("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) failed during the benchmark.")
-    }
-}
-
 /// The keychain engine against plain SQLite single-row transactions, measured in one run on the
 /// same disk so the ratios hold however noisy the machine is.
 struct StoreBench: ParsableCommand {
@@ -157,10 +121,6 @@ struct BenchReport: Encodable {
         }
         return lines.joined(separator: "\n")
     }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
 }
 
 /// The baselines: a plain table (text key, 256-byte value) with the keychain's pragmas, one row

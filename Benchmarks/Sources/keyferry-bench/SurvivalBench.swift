@@ -54,7 +54,7 @@ struct SurvivalBench: AsyncParsableCommand {
         if let scenarios {
             let files = try FileManager.default.contentsOfDirectory(atPath: scenarios).filter { $0.hasSuffix(".yaml") }.sorted()
                 .map { URL(fileURLWithPath: scenarios).appendingPathComponent($0).path }
-            let elapsed = try seconds { try runQuietly(NodeLauncher.currentExecutable, ["scenario", "run"] + files) }
+            let elapsed = try seconds { try runQuietly(try KeyferryBinary.url(), ["scenario", "run"] + files) }
             library = (files.count, elapsed)
         }
         let backup = median(backups), matrix = median(matrices)

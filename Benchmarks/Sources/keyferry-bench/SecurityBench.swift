@@ -5,7 +5,6 @@ import KeychainStore
 import KeyferrySecurity
 import Node
 import NodeControl
-import KeyferryThreads
 
 /// Keychain Services calls through KeyferrySecurity against the calls they translate into, in
 /// the same run: the typed API on the same device in this process, and the node's control
@@ -48,7 +47,7 @@ struct SecurityBench: AsyncParsableCommand {
         let device = try Device.create(at: local, options: options)
         try device.install(AppManifest(bundleID: app, teamID: "BENCH12345"))
         let calls = calls, rounds = rounds
-        var figures = try await onThreadOfItsOwn { _ in
+        var figures = try await onThread {
             defer { device.powerOff() }
             let context = KeyferryContext(device: device, app: app, passcode: nil)
             return try Self.compare(rounds: rounds, calls: calls, context: context, prefix: "local",
@@ -57,12 +56,12 @@ struct SecurityBench: AsyncParsableCommand {
 
         let remote = root.appendingPathComponent("node")
         try Device.create(at: remote, options: options).powerOff()
-        _ = try await NodeLauncher.start(directory: remote)
+        _ = try await NodeLauncher.start(directory: remote, executable: try KeyferryBinary.url())
         do {
             let client = NodeClient(directory: remote)
             try await client.send(.install, AppManifest(bundleID: app, teamID: "BENCH12345"))
             let nodeCalls = nodeCalls
-            figures += try await onThreadOfItsOwn { _ in
+            figures += try await onThread {
                 let context = try KeyferryContext(device: remote, app: app)
                 return try Self.compare(rounds: rounds, calls: nodeCalls, context: context, prefix: "node",
                                         typed: NodeCalls(client: client, app: app), target: 0.8)

@@ -1,0 +1,132 @@
+import Backup
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import Logging
+import NIOCore
+import NodeControl
+import SyncWire
+import Testing
+
+@testable import Node
+
+/// The control API's real router on a test device, called in process: what each failure's
+/// status and body are, and that the client rebuilds from the body the very error the node threw.
+@Suite("control API routes, in process")
+struct NodeRouteTests {
+    private let app = TestDevice.appID
+
+    @Test("an item added through the API reads back; a missing one is 409 with Apple's status, rebuilt as a KeychainError")
+    func keychainFailures() async throws {
+        try await withRoutes { client in
+            let added = try await post(client, .add, NodeAPI.Add(app: app, item: .password(account: "alice")))
+            #expect(added.status == .ok)
+
+            let missing = try await post(client, .copy, NodeAPI.Search(app: app, query: .password(account: "bob")))
+            #expect(missing.status == .conflict)
+            let failure = try decode(NodeAPI.Failure.self, missing)
+            #expect(failure.domain == .keychain)
+            let rebuilt = try #require(failure.error as? KeychainError)
+            #expect(rebuilt.status == .itemNotFound)
+
+            let many = try await post(client, .copyMany, NodeAPI.SearchMany(app: app, queries: [.password(account: "alice"), .password(account: "bob")]))
+            #expect(many.status == .ok)
+            let results = try decode(NodeAPI.FoundMany.self, many).results
+            #expect(try results[0].get().first?.data == Data("secret".utf8))
+            #expect(throws: KeychainError.self) { try results[1].get() }
+        }
+    }
+
+    @Test("a circle failure is 422 with its code, and the client gets the CircleError back")
+    func circleFailures() async throws {
+        try await withRoutes { client in
+            let stranger = NodeAPI.Peer(name: "tablet", signingKey: String(repeating: "ab", count: 32), encryptionKey: String(repeating: "cd", count: 32))
+            let response = try await post(client, .circleVouch, NodeAPI.Vouch(peer: stranger))
+            #expect(response.status == .unprocessableContent)
+            let failure = try decode(NodeAPI.Failure.self, response)
+            #expect(failure.domain == .circle)
+            #expect(failure.code == CircleError.Code.notInCircle.rawValue)
+            let rebuilt = try #require(failure.error as? CircleError)
+            #expect(rebuilt.code == .notInCircle)
+            #expect(!rebuilt.isRetryable)
+        }
+    }
+
+    @Test("a device failure keeps its code: an app that is not installed")
+    func deviceFailures() async throws {
+        try await withRoutes { client in
+            let response = try await post(client, .add, NodeAPI.Add(app: "com.example.absent", item: .password(account: "alice")))
+            #expect(response.status == .unprocessableContent)
+            let rebuilt = try #require(try decode(NodeAPI.Failure.self, response).error as? DeviceError)
+            #expect(rebuilt.code == .appNotInstalled)
+        }
+    }
+
+    @Test("an archive failure comes back as the ArchiveError, case and all")
+    func archiveFailures() async throws {
+        let taken = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-route-\(UUID().uuidString)")
+        try Data("mine".utf8).write(to: taken)
+        defer { try? FileManager.default.removeItem(at: taken) }
+        try await withRoutes { client in
+            let response = try await post(client, .backup, NodeAPI.Backup(path: taken.path, password: nil))
+            #expect(response.status == .unprocessableContent)
+            let failure = try decode(NodeAPI.Failure.self, response)
+            #expect(failure.domain == .archive)
+            let rebuilt = try #require(failure.error as? ArchiveError)
+            guard case .cannotWrite = rebuilt else {
+                Issue.record("expected cannotWrite, got \(rebuilt)")
+                return
+            }
+        }
+        #expect(try Data(contentsOf: taken) == Data("mine".utf8))
+    }
+
+    @Test("a body that is not the route's JSON is 400 in the request domain, and changes nothing")
+    func malformedBodies() async throws {
+        try await withRoutes { client in
+            for body in ["", "{", #"{"app": 7}"#, #"{"app": "com.example.app", "item": {"class": "genp"}}"#] {
+                let response = try await client.execute(
+                    uri: "/v1/add", method: .post, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: body))
+                #expect(response.status == .badRequest, "body \(body)")
+                #expect(try decode(NodeAPI.Failure.self, response).domain == .request)
+            }
+            let listed = try await post(client, .list, NodeAPI.List(app: app))
+            #expect(try decode(NodeAPI.Items.self, listed).items.isEmpty)
+        }
+    }
+
+    @Test("a body larger than any item could need is refused before it is read whole")
+    func oversizedBodies() async throws {
+        try await withRoutes { client in
+            let huge = ByteBuffer(repeating: UInt8(ascii: "a"), count: 4 * NewItem.maximumDataBytes + 1)
+            let response = try await client.execute(uri: "/v1/add", method: .post, headers: [.contentType: "application/json"], body: huge)
+            #expect(response.status == .badRequest)
+            #expect(try decode(NodeAPI.Failure.self, response).message.contains("larger than a node accepts"))
+        }
+    }
+
+    // MARK: Support
+
+    private func withRoutes(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let fixture = try TestDevice()
+        let logger = Logger(label: "keyferry.test") { _ in SwiftLogNoOpLogHandler() }
+        let sync = await NodeSync(device: fixture.device, logger: logger)
+        let application = Application(router: NodeServer.router(device: fixture.device, sync: sync, logger: logger))
+        try await application.test(.router) { client in try await test(client) }
+        withExtendedLifetime(fixture) {}
+    }
+
+    private func post(_ client: any TestClientProtocol, _ route: NodeAPI.Route, _ body: some Encodable) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/\(NodeAPI.version)/\(route.rawValue)", method: .post, headers: [.contentType: "application/json"],
+            body: ByteBuffer(bytes: try NodeAPI.encoder.encode(body)))
+    }
+
+    private func decode<Value: Decodable>(_ type: Value.Type, _ response: TestResponse) throws -> Value {
+        try NodeAPI.decoder.decode(type, from: Data(response.body.readableBytesView))
+    }
+}
