@@ -9,7 +9,7 @@ extension Device {
     public func install(_ app: AppManifest) throws {
         try app.validate()
         let files = FileManager.default
-        let installed = try database.read { db in
+        let installed = try database.unsafeRead { db in
             try Bool.fetchOne(db, sql: "SELECT 1 FROM app WHERE bundle_id = ?", arguments: [app.bundleID]) ?? false
         }
         if !installed {
@@ -49,7 +49,7 @@ extension Device {
     }
 
     public func installedApps() throws -> [AppManifest] {
-        try database.read { db in
+        try database.unsafeRead { db in
             try Row.fetchAll(db, sql: "SELECT * FROM app ORDER BY bundle_id").map(Self.manifest)
         }
     }
@@ -57,7 +57,7 @@ extension Device {
     public func app(_ bundleID: String) throws -> AppManifest {
         let (generation, known) = appCache.withLock { ($0.generation, $0.manifests[bundleID]) }
         if let known { return known }
-        guard let row = try database.read({ try Row.fetchOne($0, sql: "SELECT * FROM app WHERE bundle_id = ?", arguments: [bundleID]) }) else {
+        guard let row = try database.unsafeRead({ try Row.fetchOne($0, sql: "SELECT * FROM app WHERE bundle_id = ?", arguments: [bundleID]) }) else {
             throw DeviceError(.appNotInstalled, "\(bundleID) is not installed on \(info.name); install it first (keyferry app install).")
         }
         let manifest = try Self.manifest(row)
@@ -181,7 +181,7 @@ public struct Sandbox: Sendable {
     /// Reads a file under Documents; fails while its protection class is unavailable.
     public func readFile(_ name: String) throws -> Data {
         let url = try documentURL(name)
-        let recorded = try device.database.read { db in
+        let recorded = try device.database.unsafeRead { db in
             try String.fetchOne(db, sql: "SELECT protection FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
         }
         guard let data = FileManager.default.contents(atPath: url.path) else {
@@ -211,7 +211,7 @@ public struct Sandbox: Sendable {
     /// Every file under Documents with its protection class and size, by path. Sizes are
     /// metadata: known whatever the lock state.
     public func files() throws -> [(path: String, protection: FileProtection, bytes: Int)] {
-        let rows = try device.database.read { db in
+        let rows = try device.database.unsafeRead { db in
             try Row.fetchAll(db, sql: "SELECT path, protection FROM sandbox_file WHERE bundle_id = ? ORDER BY path", arguments: [bundleID])
         }
         return rows.map { row in

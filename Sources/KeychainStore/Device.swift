@@ -93,7 +93,7 @@ public final class Device: Sendable {
             try database.write { db in
                 _ = try keybag.create(db, passcode: options.passcode, parameters: options.passcodeHashing)
                 if options.enrollBiometry {
-                    try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [Data(entropy.bytes(16))])
+                    try Keybag.saveBiometryEnrollment(entropy.bytes(16), db)
                 }
             }
             try database.queue.close()
@@ -185,7 +185,7 @@ public final class Device: Sendable {
     }
 
     private func boot() throws {
-        let (keys, settings) = try database.read { db in
+        let (keys, settings) = try database.unsafeRead { db in
             (try keybag.unwrap(db, passcode: nil), try Keybag.Settings.load(db))
         }
         power.withLock {
@@ -232,7 +232,7 @@ public final class Device: Sendable {
     /// `errSecAuthFailed` and counts a failed attempt (`PasscodeAttempts`).
     public func unlock(passcode: String?) throws {
         guard try passcodeIsSet() else {
-            let keys = try database.read { db in try keybag.unwrap(db, passcode: nil) }
+            let keys = try database.unsafeRead { db in try keybag.unwrap(db, passcode: nil) }
             return try withPower { $0.unlocked(with: keys) }
         }
         guard let passcode else { throw KeychainError(.authFailed, "this device has a passcode; give it to unlock the device.") }
@@ -246,10 +246,10 @@ public final class Device: Sendable {
     private func verifyPasscode(_ passcode: String) throws -> [ProtectionClass: ClassKeys] {
         try saveAttempts()
         let now = clock.now()
-        let attempts = try database.read { db in try Keybag.Settings.load(db).attempts }
+        let attempts = try database.unsafeRead { db in try Keybag.Settings.load(db).attempts }
         if let wait = attempts.retryAfter(at: now) { throw KeychainError(.authFailed, attempts.disabledMessage(wait)) }
         let hash = keybag.attemptHash(passcode)
-        if hash != attempts.lastWrong, let keys = try? database.read({ db in try keybag.unwrap(db, passcode: passcode) }) {
+        if hash != attempts.lastWrong, let keys = try? database.unsafeRead({ db in try keybag.unwrap(db, passcode: passcode) }) {
             if attempts != PasscodeAttempts() { try database.write { db in try Keybag.save(PasscodeAttempts(), db) } }
             return keys
         }
@@ -279,7 +279,7 @@ public final class Device: Sendable {
     }
 
     public func status() throws -> DeviceStatus {
-        let (settings, itemCount) = try database.read { db in
+        let (settings, itemCount) = try database.unsafeRead { db in
             (try Keybag.Settings.load(db), try ItemTable.liveCount(db, excluding: ownAccessGroupHash))
         }
         let now = clock.now()
@@ -332,8 +332,8 @@ public final class Device: Sendable {
             }
             if newPasscode == nil {
                 try database.saveChangeCounter(db)
-                try db.execute(sql: "DELETE FROM item WHERE pdmn = ?", arguments: [ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue])
-                try db.execute(sql: "UPDATE keybag SET biometry_enrollment = NULL WHERE id = 1")
+                try ItemTable.deleteAll(db, protection: .whenPasscodeSetThisDeviceOnly)
+                try Keybag.saveBiometryEnrollment(nil, db)
             }
             return try keybag.rewrap(db, keys: keys, newPasscode: newPasscode)
         }
@@ -408,7 +408,7 @@ public final class Device: Sendable {
         }
         try database.write { db in
             let enrollment = try next(try Keybag.Settings.load(db))
-            try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [enrollment.map { Data($0) }])
+            try Keybag.saveBiometryEnrollment(enrollment, db)
         }
     }
 

@@ -150,10 +150,53 @@ enum ItemTable {
         try db.cachedStatement(sql: "DELETE FROM item WHERE id = ?").execute(arguments: [id])
     }
 
+    /// Removes whatever holds `uuid` or the primary key, live or tombstone: what a restored or
+    /// replicated item does before it takes their place.
+    static func giveWay(_ db: Database, uuid: UUID, primaryKeyHash: [UInt8]) throws {
+        try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
+            .execute(arguments: [UUIDBytes.bytes(uuid), Data(primaryKeyHash)])
+    }
+
+    /// Who holds a primary key, for a replicated version that may not take its place.
+    static func keyHolder(_ db: Database, primaryKeyHash: [UInt8]) throws
+        -> (uuid: UUID, protection: ProtectionClass?, synchronizable: Bool, isTombstone: Bool)?
+    {
+        try Row.fetchOne(try db.cachedStatement(sql: "SELECT uuid, pdmn, sync, tomb FROM item WHERE pk_hash = ?"), arguments: [Data(primaryKeyHash)])
+            .map { (UUIDBytes.uuid([UInt8]($0[0] as Data)), ProtectionClass(rawValue: $0[1] as String), $0[2] != 0, $0[3] != 0) }
+    }
+
+    /// Every item of one protection class: the `akpu` items when the passcode goes.
+    static func deleteAll(_ db: Database, protection: ProtectionClass) throws {
+        try db.execute(sql: "DELETE FROM item WHERE pdmn = ?", arguments: [protection.rawValue])
+    }
+
+    /// Every item that does not sync, but the device's own: what a restore replaces.
+    static func deleteNonSynchronizable(_ db: Database, keepingGroup group: [UInt8]) throws {
+        try db.execute(sql: "DELETE FROM item WHERE sync = 0 AND agrp_hash != ?", arguments: [Data(group)])
+    }
+
     /// Turns a synchronizable item into a tombstone: the secret is destroyed; the sealed
     /// metadata (its primary key) stays so the delete can replicate.
     static func bury(_ db: Database, id: Int64, at date: Date, changeSequence: Int64) throws {
         try db.cachedStatement(sql: "UPDATE item SET tomb = 1, secret = NULL, tomb_date = ?, change_seq = ? WHERE id = ?")
             .execute(arguments: [date.timeIntervalSinceReferenceDate, changeSequence, id])
+    }
+
+    /// The rows after `sequence` in change order, read through a cursor so that each becomes a
+    /// StoredRow without an array of GRDB rows between.
+    static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?) throws -> some Cursor<StoredRow> {
+        var sql = "SELECT \(StoredRow.columns) FROM item WHERE change_seq > ?"
+        var arguments: StatementArguments = [sequence]
+        if let hashes = accessGroupHashes {
+            sql += " AND agrp_hash IN \(placeholders(hashes.count))"
+            for hash in hashes { arguments += [Data(hash)] }
+        }
+        return try Row.fetchCursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments: arguments)
+            .map { try StoredRow($0) }
+    }
+
+    /// Live items outside one access group (the device's own).
+    static func liveCount(_ db: Database, excluding group: [UInt8]) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0 AND agrp_hash != ?", arguments: [Data(group)]) ?? 0
     }
 }

@@ -45,6 +45,11 @@ struct Keybag: Sendable {
         }
     }
 
+    /// The biometry enrollment items of `biometryCurrentSet` are bound to; nil when none.
+    static func saveBiometryEnrollment(_ enrollment: [UInt8]?, _ db: Database) throws {
+        try db.execute(sql: "UPDATE keybag SET biometry_enrollment = ? WHERE id = 1", arguments: [enrollment.map { Data($0) }])
+    }
+
     static func save(_ attempts: PasscodeAttempts, _ db: Database) throws {
         try db.execute(sql: "UPDATE keybag SET failed_attempts = ?, last_wrong_passcode = ?, last_failure_at = ? WHERE id = 1",
                        arguments: [attempts.failed, attempts.lastWrong.map { Data($0) }, attempts.lastFailure?.timeIntervalSinceReferenceDate])

@@ -47,7 +47,7 @@ extension Keychain {
     public func availableChanges(since sequence: Int64, includingData: Bool = false) throws -> (open: [ItemChange], sealed: [SealedChange]) {
         try requireDeviceScope()
         let keys = try device.availableKeys()
-        let rows = try device.database.read { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
+        let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
         let (openable, sealed) = rows.reduce(into: ([StoredRow](), [SealedChange]())) { split, row in
             if keys[row.header.protection] != nil {
                 split.0.append(row)
@@ -76,7 +76,7 @@ extension Keychain {
         }
         let groupHashes = try groupsForReading(nil)?.map(accessGroupHash)
         let keys = try device.availableKeys()
-        return try device.database.read { db in
+        return try device.database.unsafeRead { db in
             try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes)).map { row in
                 let record = try open(row, keys: keys, withData: includingData && !row.isTombstone, authentication: authentication, db)
                 return ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone,
@@ -147,25 +147,5 @@ extension Keychain {
     private var isDeviceScope: Bool {
         if case .device = scope { return true }
         return false
-    }
-}
-
-extension ItemTable {
-    /// The rows after `sequence` in change order, read through a cursor so that each becomes a
-    /// StoredRow without an array of GRDB rows between.
-    static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?) throws -> some Cursor<StoredRow> {
-        var sql = "SELECT \(StoredRow.columns) FROM item WHERE change_seq > ?"
-        var arguments: StatementArguments = [sequence]
-        if let hashes = accessGroupHashes {
-            sql += " AND agrp_hash IN \(placeholders(hashes.count))"
-            for hash in hashes { arguments += [Data(hash)] }
-        }
-        return try Row.fetchCursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments: arguments)
-            .map { try StoredRow($0) }
-    }
-
-    /// Live items outside one access group (the device's own).
-    static func liveCount(_ db: Database, excluding group: [UInt8]) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE tomb = 0 AND agrp_hash != ?", arguments: [Data(group)]) ?? 0
     }
 }

@@ -47,16 +47,11 @@ extension Keychain {
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
             var outcomes: [ReplicationOutcome] = []
-            // Compiled once for the whole page: compiling per row cost as much as the writes.
-            let holderOfKey = try db.cachedStatement(sql: "SELECT uuid, pdmn, sync, tomb FROM item WHERE pk_hash = ?")
-            let giveWay = try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
             for (index, (row, version)) in zip(rows, versions).enumerated() {
-                let primaryKeyHash = Data(row.header.primaryKeyHash)
-                if let holding = try Row.fetchOne(holderOfKey, arguments: [primaryKeyHash]),
-                   case let holder = UUIDBytes.uuid([UInt8](holding[0] as Data)), holder != row.header.uuid {
-                    let live: Bool = holding[3] == 0, synchronizable: Bool = holding[2] != 0
-                    let bound = ProtectionClass(rawValue: holding[1] as String)?.isThisDeviceOnly ?? true
-                    if live, bound || !synchronizable {
+                if let holding = try ItemTable.keyHolder(db, primaryKeyHash: row.header.primaryKeyHash), case let holder = holding.uuid,
+                   holder != row.header.uuid {
+                    let bound = holding.protection?.isThisDeviceOnly ?? true
+                    if !holding.isTombstone, bound || !holding.synchronizable {
                         outcomes.append(.keptDeviceBound(holder))
                         continue
                     }
@@ -65,7 +60,7 @@ extension Keychain {
                         continue
                     }
                 }
-                try giveWay.execute(arguments: [UUIDBytes.bytes(row.header.uuid), primaryKeyHash])
+                try ItemTable.giveWay(db, uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
                 var sequence = device.database.nextChangeSequence()
                 _ = try ItemTable.insert(db, row, changeSequence: sequence)
                 if let date = version.tombstoneDate {

@@ -11,7 +11,7 @@ extension Keychain {
         try requireDeviceScope()
         try device.database.write { db in
             try device.database.saveChangeCounter(db)
-            try db.execute(sql: "DELETE FROM item WHERE sync = 0 AND agrp_hash != ?", arguments: [Data(device.ownAccessGroupHash)])
+            try ItemTable.deleteNonSynchronizable(db, keepingGroup: device.ownAccessGroupHash)
         }
     }
 
@@ -32,8 +32,7 @@ extension Keychain {
         try device.database.write { db in
             try device.database.saveChangeCounter(db)
             for row in sealed {
-                try db.execute(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?",
-                               arguments: [UUIDBytes.bytes(row.header.uuid), Data(row.header.primaryKeyHash)])
+                try ItemTable.giveWay(db, uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
                 _ = try ItemTable.insert(db, row, changeSequence: device.database.nextChangeSequence())
             }
         }

@@ -99,7 +99,7 @@ public struct Keychain: Sendable {
         guard let classKeys = keys[protection] else { throw unavailable(protection) }
         let now = device.clock.now()
         let binding = item.accessControl?.flags.contains(.biometryCurrentSet) == true
-            ? (try device.database.read(device.biometryEnrollment) ?? []) : []
+            ? (try device.database.unsafeRead(device.biometryEnrollment) ?? []) : []
         let attributes = item.itemClass.withPrimaryKeyDefaults(item.attributes)
         let metadata = ItemMetadata(accessGroup: group, accessControl: item.accessControl, biometryBinding: binding,
                                     creationDate: now, modificationDate: now, attributes: attributes)
@@ -134,7 +134,7 @@ public struct Keychain: Sendable {
         }
         let limit = query.matchLimit ?? .one
         let keys = try device.availableKeys()
-        return try device.database.read { db in
+        return try device.database.unsafeRead { db in
             let rows = try find(query, db, limit: limit.maximum)
             guard !rows.isEmpty else { throw notFound(query) }
             return try rows.map {

@@ -95,11 +95,15 @@ struct KeychainDatabase: Sendable {
         return migrator
     }
 
-    /// Runs `body` alone on the connection. GRDB's `read` also opens a transaction and toggles
-    /// `query_only`, re-parsing those statements on every call (most of a lookup's cost). A
-    /// `DatabaseQueue` runs one closure at a time on its single connection, so no write of ours
-    /// can interleave; and `body` must not write.
-    func read<T>(_ body: (Database) throws -> T) throws -> T { try queue.unsafeRead(body) }
+    /// Runs `body` alone on the connection, with no transaction: GRDB's `read` also opens one and
+    /// toggles `query_only`, re-parsing those statements on every call (most of a lookup's cost).
+    /// A `DatabaseQueue` runs one closure at a time on its single connection, so no write of ours
+    /// can interleave.
+    ///
+    /// - Warning: `body` must not write, and must be short: it holds the device's only
+    ///   connection, so every other call of the device waits for it. A long read goes to
+    ///   `readOnItsOwnConnection`.
+    func unsafeRead<T>(_ body: (Database) throws -> T) throws -> T { try queue.unsafeRead(body) }
 
     /// Runs `body` in a read transaction on a connection of its own, opened for it: a snapshot
     /// of the database as it was when `body` began. For the long reads of a whole device (an

@@ -54,8 +54,9 @@ public final class KeyferryContext: Sendable {
         _ = try backend.status()
     }
 
-    /// A device already powered on in this process.
-    package convenience init(device: Device, app: String, passcode: String?) {
+    /// A device already powered on in this process (its owner powers it off): for a tool that
+    /// also drives the device through the typed API, such as a benchmark of the two.
+    public convenience init(device: Device, app: String, passcode: String?) {
         self.init(device: device, app: app, passcode: { passcode })
     }
 
