@@ -88,7 +88,7 @@ let package = Package(
             ]),
 
         // The survival matrix: every path a device's secrets can take, run on scratch copies.
-        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Relay"]),
+        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
 
         // The control API a node answers on the socket in its directory: its routes and values,
         // and the client that calls them. It never opens a device.
@@ -175,6 +175,7 @@ let package = Package(
             name: "NodeTests",
             dependencies: [
                 "Node", "NodeControl", "Relay", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -2,7 +2,6 @@ import Foundation
 import KeychainModel
 import Logging
 import Synchronization
-import NodeControl
 
 /// Appends one line per message to a log file (a node's, the relay's): timestamp, level,
 /// message, metadata. Control characters are escaped, so that text from outside (a relay's

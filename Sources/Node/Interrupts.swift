@@ -2,7 +2,6 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import NodeControl
 #endif
 
 extension ProcessControl {

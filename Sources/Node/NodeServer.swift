@@ -3,12 +3,12 @@ import Foundation
 import Hummingbird
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 import Logging
 import NIOCore
+import NodeControl
 import Survival
 import Synchronization
-import KeyferryThreads
-import NodeControl
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.
@@ -141,7 +141,7 @@ public enum NodeServer {
         }
         call(.copyMany, API.SearchMany.self) { request in
             let keychain = try device.keychain(for: request.app)
-            return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) } as Result<[ItemRecord], any Error>) })
+            return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) }) })
         }
         call(.update, API.Update.self) { request in
             API.Changed(count: try device.keychain(for: request.app).update(request.query, with: request.changes))

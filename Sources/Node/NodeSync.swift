@@ -3,11 +3,11 @@ import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 import Logging
+import NodeControl
 import Relay
 import Sync
 import SyncWire
 import Synchronization
-import NodeControl
 
 /// The node's side of sync: the device's member engine when it is in a circle, the loop that
 /// pushes and pulls on its own while the node runs, and what `sync status` reports.

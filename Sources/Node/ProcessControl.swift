@@ -1,7 +1,6 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
-import NodeControl
 #endif
 
 /// Process control the launcher and the command line need, in one place.

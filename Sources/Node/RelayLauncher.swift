@@ -1,6 +1,6 @@
 import Foundation
-import Relay
 import NodeControl
+import Relay
 
 /// Starts and stops a relay in the background (`keyferry relay serve --detach`), as a fleet
 /// that syncs needs one. The relay says where it listens in `DATA/relay.json`.

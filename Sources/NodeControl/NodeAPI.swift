@@ -1,7 +1,7 @@
+import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
-import Backup
 import Sync
 import SyncWire
 

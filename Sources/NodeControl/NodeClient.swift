@@ -5,8 +5,9 @@ import KeychainStore
 import KeyferryHTTP
 import NIOCore
 
-/// Calls a running node's control API over its socket. Failures come back typed: a
-/// `KeychainError` with Apple's status, a `DeviceError`, or a `NodeError` naming the fix.
+/// Calls a running node's control API over its socket. A failure comes back as the error the
+/// node threw (`KeychainError` with Apple's status, `DeviceError`, `CircleError`, `ArchiveError`,
+/// `RelayError`, `NodeError`), or a `NodeError` of the client's own when no node answers.
 public struct NodeClient: Sendable {
     public let paths: NodePaths
     /// How long one call may take before the node counts as not answering.

@@ -1,10 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import KeychainModel
 import KeyferryHTTP
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import KeychainModel
 import SyncWire
 
 /// Why the relay could not be used: down or unreachable (worth a retry), or it refused what

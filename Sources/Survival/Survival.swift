@@ -2,11 +2,11 @@ import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 import Relay
 import Sync
 import SyncWire
 import Synchronization
-import KeyferryThreads
 
 /// Runs every `SurvivalPath` for real and reads each secret afterwards: on copies of the device
 /// (`Device.fork`) for what happens to it, and on new scratch devices for what reaches another

@@ -1,9 +1,9 @@
 import Foundation
-import SyncWire
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 import KeyferryThreads
+import SyncWire
 
 /// What one pass of `SyncEngine.sync()` did.
 public struct SyncReport: Equatable, Sendable, Codable {

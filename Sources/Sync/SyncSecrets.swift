@@ -1,8 +1,8 @@
 import Foundation
-import SyncWire
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
+import SyncWire
 
 /// Where a member keeps its secrets: in its own keychain, as device-bound items of one access
 /// group that apps are never entitled to. They never sync (not synchronizable), and a backup

@@ -5,6 +5,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferrySecurity
+import KeyferryThreads
 import Logging
 import Node
 import NodeControl
@@ -12,7 +13,6 @@ import Relay
 import Scenario
 import Sync
 import SyncWire
-import KeyferryThreads
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
 /// secrets of several classes, the other devices join its circle and receive its synchronizable

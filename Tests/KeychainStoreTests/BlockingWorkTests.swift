@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 import KeychainStore
+import KeyferryThreads
 import Synchronization
 import Testing
-import KeyferryThreads
 
 @Suite("Blocking work")
 struct BlockingWorkTests {

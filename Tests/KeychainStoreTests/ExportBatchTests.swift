@@ -2,9 +2,9 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryThreads
 import Synchronization
 import Testing
-import KeyferryThreads
 
 @Suite("Export in batches")
 struct ExportBatchTests {

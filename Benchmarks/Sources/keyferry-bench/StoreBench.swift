@@ -183,23 +183,23 @@ struct PlainSQLite {
         }
     }
 
+    /// All rows of the keychain's shape in one transaction: the floor of bulk import.
     func insertShaped(_ rows: ShapedRows) throws {
         try transaction { db in
-            let insert = try db.cachedStatement(sql: "INSERT INTO row (uuid, pk, attributes, secret, seq) VALUES (?, ?, ?, ?, ?)")
-            for (n, (uuid, pk)) in rows.keys.enumerated() {
-                try insert.execute(arguments: [uuid, pk, rows.attributes, rows.secret, n])
-            }
+            for n in rows.keys.indices { try insertShapedRow(n, of: rows, db) }
         }
     }
 
     /// One transaction per row of the keychain's shape: the floor of `add`.
     func insertShapedEach(_ rows: ShapedRows) throws {
-        for (n, (uuid, pk)) in rows.keys.enumerated() {
-            try transaction { db in
-                try db.cachedStatement(sql: "INSERT INTO row (uuid, pk, attributes, secret, seq) VALUES (?, ?, ?, ?, ?)")
-                    .execute(arguments: [uuid, pk, rows.attributes, rows.secret, n])
-            }
+        for n in rows.keys.indices {
+            try transaction { db in try insertShapedRow(n, of: rows, db) }
         }
+    }
+
+    private func insertShapedRow(_ n: Int, of rows: ShapedRows, _ db: Database) throws {
+        try db.cachedStatement(sql: "INSERT INTO row (uuid, pk, attributes, secret, seq) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [rows.keys[n].uuid, rows.keys[n].pk, rows.attributes, rows.secret, n])
     }
 
     func insertBatch(_ count: Int, value: Data) throws {
