@@ -133,7 +133,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival", "Scenario", "KeyferrySecurity",
+                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival",
+                "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
@@ -154,8 +155,10 @@ let package = Package(
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainStoreTests",
-            dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting",
-                           .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "KeyferrySecurityTests",
             dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
@@ -168,8 +171,9 @@ let package = Package(
             dependencies: ["Relay", "SyncWire", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
-        .testTarget(name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],
-                    exclude: ["Format1"]),
+        .testTarget(
+            name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],
+            exclude: ["Format1"]),
         // The node's and the relay's routes, in process: the real routers, no socket, no binary.
         .testTarget(
             name: "NodeTests",

@@ -56,12 +56,14 @@ extension ItemRecord {
         guard let protection = ProtectionClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
         let synchronizable = try r.uint8() == 1
         let accessControl = try r.accessControl()
-        let created = try r.date(), modified = try r.date()
+        let created = try r.date()
+        let modified = try r.date()
         let attributes = try r.attributes()
         let data = Data(try r.lengthPrefixed())
         guard r.isAtEnd else { throw ByteReader.Malformed() }
-        self.init(itemClass: itemClass, uuid: uuid, accessGroup: accessGroup, protection: protection, synchronizable: synchronizable,
-                  accessControl: accessControl, creationDate: created, modificationDate: modified, attributes: attributes, data: data)
+        self.init(
+            itemClass: itemClass, uuid: uuid, accessGroup: accessGroup, protection: protection, synchronizable: synchronizable,
+            accessControl: accessControl, creationDate: created, modificationDate: modified, attributes: attributes, data: data)
     }
 }
 

@@ -58,8 +58,10 @@ public struct ArchiveReader {
     /// when `device` is the device that wrote it, and checked for damage only otherwise
     /// (`authenticity(device:)` says which).
     @discardableResult
-    public func read(password: Data?, device: DeviceBackupKeys? = nil,
-                     _ section: (SectionKind, Data) throws -> Void = { _, _ in }) throws -> ArchiveManifest {
+    public func read(
+        password: Data?, device: DeviceBackupKeys? = nil,
+        _ section: (SectionKind, Data) throws -> Void = { _, _ in }
+    ) throws -> ArchiveManifest {
         try read(keys: try sectionKeys(password: password, device: device), section)
     }
 
@@ -81,14 +83,16 @@ public struct ArchiveReader {
         defer { file.close() }
         try file.seek(to: sectionsOffset)
         let limit = ArchiveFormat.maximumContentBytes(fileBytes: fileBytes)
-        var index = 0, total: UInt64 = 0
+        var index = 0
+        var total: UInt64 = 0
         while true {
             let (kind, sealed) = try readSection(file, expectedIndex: index)
             let content = try open(kind, index: index, body: sealed, keys: keys)
             total += UInt64(content.count)
             guard total <= limit else {
-                throw ArchiveError.inconsistent("its sections hold more than \(limit >> 20) MiB once decompressed, over 4,096 times the file's size: "
-                                                + "crafted to exhaust its reader, or a file of little but zeros")
+                throw ArchiveError.inconsistent(
+                    "its sections hold more than \(limit >> 20) MiB once decompressed, over 4,096 times the file's size: "
+                        + "crafted to exhaust its reader, or a file of little but zeros")
             }
             if kind == .manifest {
                 let manifest = try decodeManifest(content, index: index)
@@ -115,7 +119,8 @@ public struct ArchiveReader {
             let (kind, length) = try readFrame(file, expectedIndex: index)
             if kind == .manifest {
                 let body = try file.readSectionBody(Int(length), after: index)
-                let content = header.mode == .unencrypted
+                let content =
+                    header.mode == .unencrypted
                     ? try open(kind, index: index, body: body, keys: try sectionKeys(password: nil, device: nil))
                     : try decompress(Data(body.dropLast(ArchiveFormat.digestByteCount)), kind: kind, index: index)
                 return try decodeManifest(content, index: index)
@@ -141,8 +146,11 @@ public struct ArchiveReader {
         // The header is read before anything authenticates it: a forged cost must not buy hours
         // of CPU or gigabytes of memory. libsodium's "sensitive" level is the most a writer uses.
         guard (1...10).contains(hashing.parameters.operations),
-              (8 << 10...1 << 30).contains(hashing.parameters.memoryBytes) else {
-            throw ArchiveError.corruptHeader("its password hashing asks for \(hashing.parameters.operations) passes over \(hashing.parameters.memoryBytes) bytes, outside what an archive uses (1 to 10 passes, 8 KiB to 1 GiB)")
+            (8 << 10...1 << 30).contains(hashing.parameters.memoryBytes)
+        else {
+            throw ArchiveError.corruptHeader(
+                "its password hashing asks for \(hashing.parameters.operations) passes over \(hashing.parameters.memoryBytes) bytes, outside what an archive uses (1 to 10 passes, 8 KiB to 1 GiB)"
+            )
         }
         let passwordKey: SymmetricKey
         do {
@@ -195,7 +203,8 @@ public struct ArchiveReader {
                 throw ArchiveError.corruptSection(index: index, kind: kind.description)
             }
             if let device = keys.device,
-               !constantTimeEqual(body.suffix(ArchiveFormat.digestByteCount), KeyedHash.digest(of: signed, key: device)) {
+                !constantTimeEqual(body.suffix(ArchiveFormat.digestByteCount), KeyedHash.digest(of: signed, key: device))
+            {
                 throw ArchiveError.corruptSection(index: index, kind: kind.description)
             }
         }

@@ -23,8 +23,10 @@ public final class ArchiveWriter {
     private var sectionCount: UInt32 = 0
 
     /// An archive of `device` (whose keys bind an unencrypted archive's sections to it).
-    public init(to destination: URL, mode: Mode, device: DeviceBackupKeys, deviceName: String, created: Date = Date(),
-                entropy: any EntropySource = SystemEntropy()) throws {
+    public init(
+        to destination: URL, mode: Mode, device: DeviceBackupKeys, deviceName: String, created: Date = Date(),
+        entropy: any EntropySource = SystemEntropy()
+    ) throws {
         self.destination = destination
         self.entropy = entropy
         let archiveID = Data(entropy.bytes(16))
@@ -48,12 +50,14 @@ public final class ArchiveWriter {
         prefix += body
         headerDigest = KeyedHash.digest(of: prefix, key: ArchiveFormat.headerDigestKey)
         let items = ItemBinding(header, version: ArchiveFormat.version)
-        keys = archiveKey.map { SectionKeys(archiveKey: $0, items: items) }
+        keys =
+            archiveKey.map { SectionKeys(archiveKey: $0, items: items) }
             ?? SectionKeys(headerDigest: headerDigest, device: device.sections, items: items)
 
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: destination.deletingLastPathComponent().path, isDirectory: &isDirectory),
-              isDirectory.boolValue else {
+            isDirectory.boolValue
+        else {
             throw ArchiveError.cannotWrite("the directory \(destination.deletingLastPathComponent().path) does not exist")
         }
         guard (try? FileManager.default.attributesOfItem(atPath: destination.path)) == nil else {
@@ -125,9 +129,10 @@ public final class ArchiveWriter {
             reason = errno
         }
         abandonFile()
-        throw ArchiveError.cannotWrite(reason == EEXIST
-            ? "\(destination.path) appeared while the backup was written; it was left as it is, and no archive was written"
-            : "cannot put the finished archive at \(destination.path): \(String(cString: strerror(reason)))")
+        throw ArchiveError.cannotWrite(
+            reason == EEXIST
+                ? "\(destination.path) appeared while the backup was written; it was left as it is, and no archive was written"
+                : "cannot put the finished archive at \(destination.path): \(String(cString: strerror(reason)))")
     }
 
     /// Drops the unfinished archive (also what happens when the writer is released unfinished).
@@ -149,7 +154,8 @@ public final class ArchiveWriter {
             body = AEAD.seal(compressed, key: sealing, associatedData: associatedData, entropy: entropy)
         } else {
             let signed = associatedData + compressed
-            body = compressed + KeyedHash.digest(of: signed, key: keys.digest)
+            body =
+                compressed + KeyedHash.digest(of: signed, key: keys.digest)
                 + (keys.device.map { KeyedHash.digest(of: signed, key: $0) } ?? [])
         }
         var frame = [kind.rawValue]

@@ -69,7 +69,8 @@ public struct ArchivedItem: Sendable, Equatable {
             default: nil
             }
         }
-        let account = text(.account), service = text(.service) ?? text(.server)
+        let account = text(.account)
+        let service = text(.service) ?? text(.server)
         switch (account, service) {
         case let (account?, service?): return account + " @ " + service
         case (nil, nil): return text(.label) ?? text(.applicationTag)

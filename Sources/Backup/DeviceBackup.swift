@@ -30,8 +30,9 @@ public enum DeviceBackup {
 
         // Rows are read, opened, re-sealed and compressed in batches: reading the next batch
         // overlaps with the work on this one, which runs on every core.
-        let keys = ItemKeys(mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.backupKeys.items,
-                            binding: writer.itemBinding)
+        let keys = ItemKeys(
+            mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.backupKeys.items,
+            binding: writer.itemBinding)
         try device.deviceKeychain.forEachExportBatch { items in
             try KeychainSections(items, keys: keys, entropy: entropy)
         } consume: { pieces, done, total in
@@ -62,7 +63,8 @@ public enum DeviceBackup {
         if writer.header.mode == .unencrypted {
             manifest.warnings.append("keychain items in this archive restore only onto the device that made it (\(device.info.name)).")
             if !files.isEmpty {
-                manifest.warnings.append("app sandboxes are stored in plain: any secret an app keeps in UserDefaults or its files is readable from this archive.")
+                manifest.warnings.append(
+                    "app sandboxes are stored in plain: any secret an app keeps in UserDefaults or its files is readable from this archive.")
             }
         }
         let never = manifest.counts.filter { $0.key.hasPrefix("notExported.") }.values.reduce(0, +)
@@ -106,8 +108,9 @@ public enum DeviceBackup {
             guard let contents = try read() else { return [] }
             let piece = ArchiveFormat.maximumSectionBytes / 2
             return stride(from: 0, to: max(contents.count, 1), by: piece).map { offset in
-                SandboxEntry(bundleID: bundleID, path: path, protection: protection.rawValue, offset: offset,
-                             contents: contents.subdata(in: offset..<min(offset + piece, contents.count)))
+                SandboxEntry(
+                    bundleID: bundleID, path: path, protection: protection.rawValue, offset: offset,
+                    contents: contents.subdata(in: offset..<min(offset + piece, contents.count)))
             }
         }
     }
@@ -115,12 +118,15 @@ public enum DeviceBackup {
     private static func sandboxFiles(_ device: Device, _ apps: [AppManifest]) throws -> [SandboxFile] {
         try apps.flatMap { app -> [SandboxFile] in
             let sandbox = try device.sandbox(for: app.bundleID)
-            let defaults = SandboxFile(bundleID: app.bundleID, path: "Library/Preferences/\(app.bundleID).plist",
-                                       protection: .completeUntilFirstUserAuthentication, read: { try sandbox.defaultsData() })
-            return [defaults] + (try sandbox.files()).map { file in
-                SandboxFile(bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection,
-                            read: { try sandbox.readFile(file.path) })
-            }
+            let defaults = SandboxFile(
+                bundleID: app.bundleID, path: "Library/Preferences/\(app.bundleID).plist",
+                protection: .completeUntilFirstUserAuthentication, read: { try sandbox.defaultsData() })
+            return [defaults]
+                + (try sandbox.files()).map { file in
+                    SandboxFile(
+                        bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection,
+                        read: { try sandbox.readFile(file.path) })
+                }
         }
     }
 }

@@ -72,9 +72,11 @@ public enum DeviceRestore {
     ) throws -> RestoreReport {
         // What the manifest says is there, read first and unopened: for progress only.
         let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
-        var importer = try Importer(device: device, keys: keys,
-                                    report: RestoreReport(sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
-                                                                         authenticity: reader.authenticity(device: device.backupKeys)))
+        var importer = try Importer(
+            device: device, keys: keys,
+            report: RestoreReport(
+                sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
+                authenticity: reader.authenticity(device: device.backupKeys)))
         try progress(0, expected)
         let manifest = try reader.read(keys: keys) { kind, data in
             try importer.add(kind, data)
@@ -151,7 +153,9 @@ public enum DeviceRestore {
             }
             let groups = try groupsWithAnApp()
             // Opening is the costly part: done on every core.
-            let keybag = keys.backupKeybag, deviceKey = device.backupKeys.items, binding = keys.items
+            let keybag = keys.backupKeybag
+            let deviceKey = device.backupKeys.items
+            let binding = keys.items
             let opened = try ParallelMap.map(items) { item -> ItemRecord? in
                 let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
                 return key.flatMap { try? item.open(with: $0, binding: binding) }
@@ -169,9 +173,12 @@ public enum DeviceRestore {
                 } else {
                     // Sealed with the password's keys and still shut: altered. Sealed with a
                     // device's key: altered on that device, else bound to it.
-                    outcome = item.wrapping == .backup || report.sameDevice ? .damaged
-                        : item.protection.isThisDeviceOnly ? .deviceBound
-                        : .unencryptedOnAnotherDevice
+                    outcome =
+                        item.wrapping == .backup || report.sameDevice
+                        ? .damaged
+                        : item.protection.isThisDeviceOnly
+                            ? .deviceBound
+                            : .unencryptedOnAnotherDevice
                 }
                 report.items.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
             }
@@ -190,8 +197,9 @@ public enum DeviceRestore {
             } else if currentFile?.id != id || currentFile?.bytes != entry.offset {
                 throw ArchiveError.inconsistent("a piece of \(id) at offset \(entry.offset) arrives out of order")
             }
-            try device.sandbox(for: entry.bundleID).restoreFile(path: entry.path, piece: entry.contents, at: entry.offset,
-                                                                protection: FileProtection(rawValue: entry.protection) ?? .completeUntilFirstUserAuthentication)
+            try device.sandbox(for: entry.bundleID).restoreFile(
+                path: entry.path, piece: entry.contents, at: entry.offset,
+                protection: FileProtection(rawValue: entry.protection) ?? .completeUntilFirstUserAuthentication)
             currentFile?.bytes += entry.contents.count
         }
 

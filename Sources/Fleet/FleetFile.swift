@@ -102,7 +102,8 @@ public struct FleetFile: Equatable, Sendable {
         for (bundleID, field) in try top["apps"]?.entries() ?? [] {
             let app = try field.fields(allowed: ["team", "groups"])
             guard let teamField = app["team"] else { throw field.failure("missing `team:`, the app's ten-character team ID.") }
-            let team = try teamField.text(), groups = try app["groups"]?.texts() ?? []
+            let team = try teamField.text()
+            let groups = try app["groups"]?.texts() ?? []
             try field.check(atKey: true) { try AppManifest.validate(bundleID: bundleID) }
             try teamField.check { try AppManifest.validate(teamID: team) }
             try app["groups"]?.check { try AppManifest.validate(accessGroups: groups, teamID: team) }
@@ -124,8 +125,9 @@ public struct FleetFile: Equatable, Sendable {
                 relay = RelayAddress(host: "127.0.0.1", port: 0)
             } else {
                 guard let address = RelayAddress(text), !address.secure else {
-                    throw relayField.failure("the relay listens on `auto` (a free port on 127.0.0.1) or HOST:PORT, such as 127.0.0.1:7700; "
-                                             + "a fleet starts its own relay, over http.")
+                    throw relayField.failure(
+                        "the relay listens on `auto` (a free port on 127.0.0.1) or HOST:PORT, such as 127.0.0.1:7700; "
+                            + "a fleet starts its own relay, over http.")
                 }
                 relay = address
             }
@@ -156,13 +158,16 @@ extension FleetFile.Member {
         if grace < 0, let graceField = fields["grace"] {
             throw graceField.failure("the grace period must be zero or more seconds.")
         }
-        apps = try fields["apps"].map { field in
-            try field.texts().map { bundleID in
-                if let app = catalog[bundleID] { return app }
-                let known = catalog.keys.sorted()
-                throw field.failure("'\(bundleID)' is not among the fleet's apps; "
-                    + (known.isEmpty ? "describe it under `apps:` first." : "expected one of \(known.joined(separator: ", ")), or describe it under `apps:`."))
-            }
-        } ?? []
+        apps =
+            try fields["apps"].map { field in
+                try field.texts().map { bundleID in
+                    if let app = catalog[bundleID] { return app }
+                    let known = catalog.keys.sorted()
+                    throw field.failure(
+                        "'\(bundleID)' is not among the fleet's apps; "
+                            + (known.isEmpty
+                                ? "describe it under `apps:` first." : "expected one of \(known.joined(separator: ", ")), or describe it under `apps:`."))
+                }
+            } ?? []
     }
 }

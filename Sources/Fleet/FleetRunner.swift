@@ -23,7 +23,8 @@ public struct FleetRunner: Sendable {
     /// `$XDG_STATE_HOME/keyferry`, or `~/.local/state/keyferry`.
     private static var stateDirectory: URL {
         let environment = ProcessInfo.processInfo.environment
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+        let state =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
         return state.appendingPathComponent("keyferry")
     }
@@ -151,7 +152,9 @@ public struct FleetRunner: Sendable {
         var address = RelayAddress(host: file.host, port: relayPort ?? file.port)
         if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
             if let relayPort, relayPort != 0, relayPort != known.port {
-                throw NodeError(.conflict, "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort). Leave --relay-port out.")
+                throw NodeError(
+                    .conflict, "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort). Leave --relay-port out."
+                )
             }
             address = known
         }

@@ -24,7 +24,6 @@ public struct AccessControlFlags: OptionSet, Hashable, Sendable, Codable {
     ]
 }
 
-
 /// A `SecAccessControl`: the protection class plus the user-presence constraints a read or an
 /// update must satisfy. Valid by construction.
 public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertible {
@@ -54,8 +53,9 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
     /// Decoding validates like `init(protection:flags:)`: an access control is never invalid.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        try self.init(protection: try container.decode(ProtectionClass.self, forKey: .protection),
-                      flags: try container.decode(AccessControlFlags.self, forKey: .flags))
+        try self.init(
+            protection: try container.decode(ProtectionClass.self, forKey: .protection),
+            flags: try container.decode(AccessControlFlags.self, forKey: .flags))
     }
 
     /// Parses Apple's flag names joined by `|`, e.g. `biometryCurrentSet|or|devicePasscode`.
@@ -102,7 +102,8 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
     public func evaluate(_ context: AuthenticationContext, facts: AuthenticationFacts) -> KeychainError? {
         guard requiresAuthentication else { return nil }
         guard context.interactionAllowed, !context.responses.isEmpty else {
-            return KeychainError(.interactionNotAllowed,
+            return KeychainError(
+                .interactionNotAllowed,
                 "the item needs user authentication (\(expression)) and no prompt may be shown; read it in the foreground with an authentication response.")
         }
         if context.responses.contains(.cancel) {
@@ -128,7 +129,10 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
         let passed = flags.contains(.and) ? results.allSatisfy { $0 } : results.contains(true)
         if passed { return nil }
         if constraints.contains(.biometryCurrentSet) && biometryMatched && !facts.biometryUnchangedSinceItemWasAdded {
-            return KeychainError(.authFailed, "the enrolled biometry changed since this biometryCurrentSet item was added; it can no longer be read. Delete it and add it again after the user signs in.")
+            return KeychainError(
+                .authFailed,
+                "the enrolled biometry changed since this biometryCurrentSet item was added; it can no longer be read. Delete it and add it again after the user signs in."
+            )
         }
         if !facts.biometryEnrolled && constraints.allSatisfy({ $0 == .biometryAny || $0 == .biometryCurrentSet }) {
             return KeychainError(.authFailed, "the item needs biometry and none is enrolled on this device.")

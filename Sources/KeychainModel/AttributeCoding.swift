@@ -40,8 +40,10 @@ extension AttributeValue: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Tag.self)
         guard container.allKeys.count == 1, let tag = container.allKeys.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                    debugDescription: "an attribute value has exactly one of string, data, number, bool, date"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "an attribute value has exactly one of string, data, number, bool, date"))
         }
         switch tag {
         case .string: self = .string(try container.decode(String.self, forKey: tag))

@@ -142,9 +142,11 @@ extension ItemClass {
         case .certificate:
             [.label, .certificateType, .certificateEncoding, .subject, .issuer, .serialNumber, .subjectKeyID, .publicKeyHash]
         case .key:
-            [.label, .keyClass, .applicationLabel, .applicationTag, .creator, .type, .keySizeInBits, .effectiveKeySize,
-             .startDate, .endDate, .isPermanent, .isSensitive, .isExtractable, .canEncrypt, .canDecrypt, .canDerive,
-             .canSign, .canVerify, .canWrap, .canUnwrap]
+            [
+                .label, .keyClass, .applicationLabel, .applicationTag, .creator, .type, .keySizeInBits, .effectiveKeySize,
+                .startDate, .endDate, .isPermanent, .isSensitive, .isExtractable, .canEncrypt, .canDecrypt, .canDerive,
+                .canSign, .canVerify, .canWrap, .canUnwrap,
+            ]
         case .identity:
             ItemClass.certificate.makeAttributes().union(ItemClass.key.makeAttributes())
         }

@@ -81,7 +81,8 @@ public struct PersistentReference: Hashable, Sendable, Codable {
             throw KeychainError(.param, "kSecValuePersistentRef is not a persistent reference Keyferry made.")
         }
         let u = Array(bytes[9..<25])
-        self.init(itemClass: itemClass, uuid: UUID(uuid: (u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15])))
+        self.init(
+            itemClass: itemClass, uuid: UUID(uuid: (u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15])))
     }
 }
 
@@ -249,8 +250,12 @@ public struct PrimaryKey: Hashable, Sendable {
 public func byteSize(_ bytes: Int) -> String {
     if bytes < 1024 { return bytes == 1 ? "1 byte" : "\(bytes) bytes" }
     let units = ["KiB", "MiB", "GiB", "TiB"]
-    var value = Double(bytes) / 1024, unit = 0
-    while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
+    var value = Double(bytes) / 1024
+    var unit = 0
+    while value >= 1024, unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
     let rounded = (value * 10).rounded() / 10
     return (rounded == rounded.rounded() ? "\(Int(rounded))" : "\(rounded)") + " " + units[unit]
 }

@@ -47,7 +47,8 @@ public struct AppManifest: Codable, Hashable, Sendable {
     public static func validate(bundleID: String) throws {
         let bundleCharacters = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-"))
         guard !bundleID.isEmpty, bundleID.unicodeScalars.allSatisfy({ bundleCharacters.contains($0) && $0.isASCII }),
-              !bundleID.hasPrefix("."), !bundleID.hasSuffix("."), !bundleID.contains("..") else {
+            !bundleID.hasPrefix("."), !bundleID.hasSuffix("."), !bundleID.contains("..")
+        else {
             throw DeviceError(.invalidArgument, "'\(bundleID)' is not a bundle ID; use reverse-DNS letters, digits, dots and hyphens, e.g. com.example.app.")
         }
     }
@@ -61,7 +62,8 @@ public struct AppManifest: Codable, Hashable, Sendable {
     public static func validate(accessGroups: [String], teamID: String) throws {
         for group in accessGroups {
             guard group.hasPrefix("\(teamID).") || group.hasPrefix("group."), group.count > teamID.count + 1,
-                  !group.contains("/"), !group.contains(" ") else {
+                !group.contains("/"), !group.contains(" ")
+            else {
                 throw DeviceError(.invalidArgument, "access group '\(group)' must start with the team ID (\(teamID).) or 'group.'.")
             }
         }

@@ -67,8 +67,9 @@ extension Device {
 
     private static func manifest(_ row: Row) throws -> AppManifest {
         let groups = try JSONDecoder().decode([String].self, from: Data((row["access_groups"] as String).utf8))
-        return AppManifest(bundleID: row["bundle_id"], teamID: row["team_id"], accessGroups: groups,
-                           hasKeychainEntitlement: row["keychain_entitled"])
+        return AppManifest(
+            bundleID: row["bundle_id"], teamID: row["team_id"], accessGroups: groups,
+            hasKeychainEntitlement: row["keychain_entitled"])
     }
 
     /// The keychain as `bundleID` sees it: only its entitled access groups.
@@ -159,7 +160,9 @@ public struct Sandbox: Sendable {
         do {
             data = try PropertyListSerialization.data(fromPropertyList: all, format: .xml, options: 0)
         } catch {
-            throw DeviceError(.invalidArgument, "UserDefaults holds property-list values only (strings, numbers, booleans, dates, data, arrays, dictionaries); '\(key)' is not one.")
+            throw DeviceError(
+                .invalidArgument,
+                "UserDefaults holds property-list values only (strings, numbers, booleans, dates, data, arrays, dictionaries); '\(key)' is not one.")
         }
         try data.write(to: defaultsURL, options: .atomic)
     }
@@ -173,8 +176,9 @@ public struct Sandbox: Sendable {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try contents.write(to: url, options: .atomic)
         try device.database.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO sandbox_file (bundle_id, path, protection) VALUES (?, ?, ?)",
-                           arguments: [bundleID, name, protection.rawValue])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO sandbox_file (bundle_id, path, protection) VALUES (?, ?, ?)",
+                arguments: [bundleID, name, protection.rawValue])
         }
     }
 
@@ -245,7 +249,9 @@ public struct Sandbox: Sendable {
     /// restore holds one piece at a time, never a whole file.
     public func restoreFile(path: String, piece: Data, at offset: Int, protection: FileProtection) throws {
         guard offset > 0 else { return try restoreFile(path: path, contents: piece, protection: protection) }
-        let url = path == "Library/Preferences/\(bundleID).plist" ? defaultsURL
+        let url =
+            path == "Library/Preferences/\(bundleID).plist"
+            ? defaultsURL
             : path.hasPrefix("Documents/") ? try documentURL(String(path.dropFirst("Documents/".count))) : nil
         guard let url, let handle = try? FileHandle(forWritingTo: url) else {
             throw DeviceError(.invalidArgument, "a piece of '\(path)' at offset \(offset) has no start to follow.")

@@ -36,12 +36,15 @@ extension Device {
     /// device, so nothing writes meanwhile.
     package static func copyAtRest(_ directory: URL, to copy: URL) throws {
         let files = FileManager.default
-        let original = DeviceLayout(root: directory), layout = DeviceLayout(root: copy)
+        let original = DeviceLayout(root: directory)
+        let layout = DeviceLayout(root: copy)
         _ = try info(at: directory)
         do {
             try files.createDirectory(at: copy, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            for (from, to) in [(original.hardwareUID, layout.hardwareUID), (original.info, layout.info),
-                               (original.apps, layout.apps), (original.database, layout.database)] {
+            for (from, to) in [
+                (original.hardwareUID, layout.hardwareUID), (original.info, layout.info),
+                (original.apps, layout.apps), (original.database, layout.database),
+            ] {
                 try files.copyItem(at: from, to: to)
             }
             let log = URL(fileURLWithPath: original.database.path + "-wal")

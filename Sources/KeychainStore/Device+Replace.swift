@@ -41,8 +41,10 @@ extension Device {
     /// two lookups, not a listing of its parent.
     static func recoverReplacement(at directory: URL) {
         let files = FileManager.default
-        guard !files.fileExists(atPath: DeviceLayout(root: directory).info.path)
-                || files.fileExists(atPath: directory.appendingPathComponent(readyMarker).path) else { return }
+        guard
+            !files.fileExists(atPath: DeviceLayout(root: directory).info.path)
+                || files.fileExists(atPath: directory.appendingPathComponent(readyMarker).path)
+        else { return }
         let parent = directory.deletingLastPathComponent()
         let prefix = ".\(directory.lastPathComponent)."
         guard let siblings = try? files.contentsOfDirectory(atPath: parent.path).filter({ $0.hasPrefix(prefix) }) else { return }

@@ -36,8 +36,10 @@ public final class Device: Sendable {
     /// The hash the item table files the device's own group under.
     var ownAccessGroupHash: [UInt8] { index.accessGroupHash(Self.ownAccessGroup) }
 
-    init(layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
-                 clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?) {
+    init(
+        layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
+        clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?
+    ) {
         self.layout = layout
         self.info = info
         self.database = database
@@ -80,8 +82,9 @@ public final class Device: Sendable {
         do {
             try files.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let layout = DeviceLayout(root: staging)
-            let info = DeviceInfo(format: DeviceInfo.currentFormat, id: UUIDBytes.uuid(entropy.bytes(16)),
-                                  name: options.name, createdAt: clock.now(), gracePeriod: options.gracePeriod)
+            let info = DeviceInfo(
+                format: DeviceInfo.currentFormat, id: UUIDBytes.uuid(entropy.bytes(16)),
+                name: options.name, createdAt: clock.now(), gracePeriod: options.gracePeriod)
             let uidBytes = entropy.bytes(SymmetricKey.byteCount)
             guard files.createFile(atPath: layout.hardwareUID.path, contents: Data(uidBytes), attributes: [.posixPermissions: 0o600]) else {
                 throw DeviceError(.io, "could not write the hardware UID in \(staging.path).")
@@ -143,7 +146,8 @@ public final class Device: Sendable {
             let raw = try Data(contentsOf: layout.info)
             let probe = try JSONDecoder().decode(FormatProbe.self, from: raw)
             guard probe.format == DeviceInfo.currentFormat else {
-                throw DeviceError(.unsupportedFormat, "\(directory.path) has device format \(probe.format); this Keyferry reads format \(DeviceInfo.currentFormat) only.")
+                throw DeviceError(
+                    .unsupportedFormat, "\(directory.path) has device format \(probe.format); this Keyferry reads format \(DeviceInfo.currentFormat) only.")
             }
             return try JSONDecoder.keyferry.decode(DeviceInfo.self, from: raw)
         } catch let error as DeviceError {
@@ -158,7 +162,8 @@ public final class Device: Sendable {
     public static func requireDevice(at directory: URL) throws {
         recoverReplacement(at: directory)
         guard FileManager.default.fileExists(atPath: DeviceLayout(root: directory).info.path) else {
-            throw DeviceError(.notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
+            throw DeviceError(
+                .notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
         }
     }
 
@@ -380,7 +385,9 @@ public final class Device: Sendable {
         try setBiometry { settings in
             guard settings.passcodeSet else { throw DeviceError(.invalidArgument, "set a passcode before enrolling biometry.") }
             guard settings.biometryEnrollment == nil else {
-                throw DeviceError(.invalidArgument, "biometry is already enrolled; change the enrollment instead (`keyferry device biometry DIR --change`) to simulate a new face or finger.")
+                throw DeviceError(
+                    .invalidArgument,
+                    "biometry is already enrolled; change the enrollment instead (`keyferry device biometry DIR --change`) to simulate a new face or finger.")
             }
             return entropy.bytes(16)
         }

@@ -28,7 +28,8 @@ extension Device {
 
     static func hardwareUID(in layout: DeviceLayout) throws -> SymmetricKey {
         guard let data = FileManager.default.contents(atPath: layout.hardwareUID.path), data.count == SymmetricKey.byteCount else {
-            throw DeviceError(.corrupt, "\(layout.hardwareUID.path) is missing or not 32 bytes; without its hardware UID the device's keychain cannot be opened.")
+            throw DeviceError(
+                .corrupt, "\(layout.hardwareUID.path) is missing or not 32 bytes; without its hardware UID the device's keychain cannot be opened.")
         }
         return try SymmetricKey(bytes: data)
     }

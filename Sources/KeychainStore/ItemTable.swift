@@ -18,7 +18,8 @@ struct StoredRow: Sendable {
 
     init(_ row: Row) throws {
         guard let itemClass = ItemClass(rawValue: row[2]), let protection = ProtectionClass(rawValue: row[3]),
-              let uuidData = row[1] as Data?, uuidData.count == 16 else {
+            let uuidData = row[1] as Data?, uuidData.count == 16
+        else {
             throw KeychainError(.decode, "item row \(row[0] as Int64? ?? -1) has an unreadable class, protection or UUID; the database was edited.")
         }
         id = row[0]
@@ -122,7 +123,8 @@ enum ItemTable {
     /// Returns false, changing nothing, when a live item holds the primary key.
     static func insert(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws -> Bool {
         let h = row.header
-        try db.cachedStatement(sql: """
+        try db.cachedStatement(
+            sql: """
                 INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, metadata, secret, change_seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (pk_hash) DO UPDATE SET
@@ -130,20 +132,27 @@ enum ItemTable {
                     tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens,
                     metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
                 WHERE item.tomb = 1
-                """).execute(
-            arguments: [UUIDBytes.bytes(h.uuid), h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
-                        Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence])
+                """
+        ).execute(
+            arguments: [
+                UUIDBytes.bytes(h.uuid), h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
+                Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence,
+            ])
         return db.changesCount > 0
     }
 
     static func replace(_ db: Database, id: Int64, with row: SealedRow, changeSequence: Int64) throws {
         let h = row.header
-        try db.cachedStatement(sql: """
+        try db.cachedStatement(
+            sql: """
                 UPDATE item SET pdmn = ?, sync = ?, agrp_hash = ?, pk_hash = ?, tokens = ?, metadata = ?, secret = ?,
                     change_seq = ? WHERE id = ?
-                """).execute(
-            arguments: [h.protection.rawValue, h.synchronizable, Data(h.accessGroupHash), Data(h.primaryKeyHash),
-                        Data(h.tokens), row.metadata, row.secret, changeSequence, id])
+                """
+        ).execute(
+            arguments: [
+                h.protection.rawValue, h.synchronizable, Data(h.accessGroupHash), Data(h.primaryKeyHash),
+                Data(h.tokens), row.metadata, row.secret, changeSequence, id,
+            ])
     }
 
     static func delete(_ db: Database, id: Int64) throws {

@@ -39,8 +39,9 @@ struct Keybag: Sendable {
                 salt: [UInt8](row["salt"] as Data),
                 parameters: PasswordHashParameters(operations: UInt64(row["kdf_operations"] as Int64), memoryBytes: UInt64(row["kdf_memory"] as Int64)),
                 passcodeSet: row["passcode_set"],
-                attempts: PasscodeAttempts(failed: row["failed_attempts"], lastWrong: (row["last_wrong_passcode"] as Data?).map { [UInt8]($0) },
-                                           lastFailure: (row["last_failure_at"] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))),
+                attempts: PasscodeAttempts(
+                    failed: row["failed_attempts"], lastWrong: (row["last_wrong_passcode"] as Data?).map { [UInt8]($0) },
+                    lastFailure: (row["last_failure_at"] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))),
                 biometryEnrollment: (row["biometry_enrollment"] as Data?).map { [UInt8]($0) })
         }
     }
@@ -51,8 +52,9 @@ struct Keybag: Sendable {
     }
 
     static func save(_ attempts: PasscodeAttempts, _ db: Database) throws {
-        try db.execute(sql: "UPDATE keybag SET failed_attempts = ?, last_wrong_passcode = ?, last_failure_at = ? WHERE id = 1",
-                       arguments: [attempts.failed, attempts.lastWrong.map { Data($0) }, attempts.lastFailure?.timeIntervalSinceReferenceDate])
+        try db.execute(
+            sql: "UPDATE keybag SET failed_attempts = ?, last_wrong_passcode = ?, last_failure_at = ? WHERE id = 1",
+            arguments: [attempts.failed, attempts.lastWrong.map { Data($0) }, attempts.lastFailure?.timeIntervalSinceReferenceDate])
     }
 
     /// What identifies a passcode among wrong ones tried, and nothing more.
@@ -91,8 +93,9 @@ struct Keybag: Sendable {
     /// Makes a new keybag: fresh class and metadata keys for every class (`akpu` only with a
     /// passcode). Returns the unwrapped keys, since a device with a passcode just set is unlocked.
     func create(_ db: Database, passcode: String?, parameters: PasswordHashParameters) throws -> [ProtectionClass: ClassKeys] {
-        let settings = Settings(salt: entropy.bytes(PasswordHashParameters.saltByteCount), parameters: parameters,
-                                passcodeSet: passcode != nil, attempts: PasscodeAttempts(), biometryEnrollment: nil)
+        let settings = Settings(
+            salt: entropy.bytes(PasswordHashParameters.saltByteCount), parameters: parameters,
+            passcodeSet: passcode != nil, attempts: PasscodeAttempts(), biometryEnrollment: nil)
         try db.execute(
             sql: "INSERT INTO keybag (id, salt, kdf_operations, kdf_memory, passcode_set) VALUES (1, ?, ?, ?, ?)",
             arguments: [Data(settings.salt), Int64(parameters.operations), Int64(parameters.memoryBytes), passcode != nil])
@@ -131,7 +134,9 @@ struct Keybag: Sendable {
             } catch CryptoError.authenticationFailed where kind == .passcode {
                 throw KeychainError(.authFailed, "the passcode is not correct.")
             } catch CryptoError.authenticationFailed {
-                throw DeviceError(.corrupt, "the \(protection.name) class key does not open with this device's hardware UID; the keybag is damaged or belongs to another device.")
+                throw DeviceError(
+                    .corrupt,
+                    "the \(protection.name) class key does not open with this device's hardware UID; the keybag is damaged or belongs to another device.")
             }
         }
         return keys

@@ -52,8 +52,10 @@ extension Keychain {
             if keys[row.header.protection] != nil {
                 split.0.append(row)
             } else {
-                split.1.append(SealedChange(changeSequence: row.changeSequence, uuid: row.header.uuid, protection: row.header.protection,
-                                            synchronizable: row.header.synchronizable, isTombstone: row.isTombstone))
+                split.1.append(
+                    SealedChange(
+                        changeSequence: row.changeSequence, uuid: row.header.uuid, protection: row.header.protection,
+                        synchronizable: row.header.synchronizable, isTombstone: row.isTombstone))
             }
         }
         return (try ParallelMap.map(openable) { row in try openChange(row, keys: keys, includingData: includingData) }, sealed)
@@ -66,8 +68,10 @@ extension Keychain {
     /// Every item and tombstone written after `sequence`, oldest first: the one read path that
     /// sync and backup use. The device's own view reads secrets without user authentication,
     /// as the system does for backup; an app's view still asks.
-    public func changes(since sequence: Int64, includingData: Bool = false,
-                        authentication: AuthenticationContext = .noInteraction) throws -> [ItemChange] {
+    public func changes(
+        since sequence: Int64, includingData: Bool = false,
+        authentication: AuthenticationContext = .noInteraction
+    ) throws -> [ItemChange] {
         if isDeviceScope {
             // The system's own read (backup, sync): the feed as the keys in memory open it, all of it.
             let feed = try availableChanges(since: sequence, includingData: includingData)
@@ -79,8 +83,9 @@ extension Keychain {
         return try device.database.unsafeRead { db in
             try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: groupHashes)).map { row in
                 let record = try open(row, keys: keys, withData: includingData && !row.isTombstone, authentication: authentication, db)
-                return ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone,
-                                  tombstoneDate: row.tombstoneDate, record: record)
+                return ItemChange(
+                    changeSequence: row.changeSequence, isTombstone: row.isTombstone,
+                    tombstoneDate: row.tombstoneDate, record: record)
             }
         }
     }
@@ -119,9 +124,11 @@ extension Keychain {
                     try consume(try work.result(), done, total)
                 }
                 guard !batch.isEmpty else { return }
-                inFlight = (BackgroundWork { [self, batch] in
-                    try ParallelMap.mapChunks(batch) { rows in try transform(rows.map { row in try export(row, keys: keys) }) }
-                }, batch.count)
+                inFlight = (
+                    BackgroundWork { [self, batch] in
+                        try ParallelMap.mapChunks(batch) { rows in try transform(rows.map { row in try export(row, keys: keys) }) }
+                    }, batch.count
+                )
             }
         }
     }
@@ -133,15 +140,17 @@ extension Keychain {
             _ = try open(row, keys: keys, withData: true)
             throw corrupt(row, "secret")
         }
-        return ExportedItem(uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection,
-                            synchronizable: row.header.synchronizable, accessGroup: metadata.accessGroup,
-                            accessControl: metadata.accessControl, creationDate: metadata.creationDate,
-                            modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
+        return ExportedItem(
+            uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection,
+            synchronizable: row.header.synchronizable, accessGroup: metadata.accessGroup,
+            accessControl: metadata.accessControl, creationDate: metadata.creationDate,
+            modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
     private func openChange(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], includingData: Bool) throws -> ItemChange {
-        ItemChange(changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
-                   record: try open(row, keys: keys, withData: includingData && !row.isTombstone))
+        ItemChange(
+            changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
+            record: try open(row, keys: keys, withData: includingData && !row.isTombstone))
     }
 
     private var isDeviceScope: Bool {

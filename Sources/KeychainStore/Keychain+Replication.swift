@@ -49,7 +49,8 @@ extension Keychain {
             var outcomes: [ReplicationOutcome] = []
             for (index, (row, version)) in zip(rows, versions).enumerated() {
                 if let holding = try ItemTable.keyHolder(db, primaryKeyHash: row.header.primaryKeyHash), case let holder = holding.uuid,
-                   holder != row.header.uuid {
+                    holder != row.header.uuid
+                {
                     let bound = holding.protection?.isThisDeviceOnly ?? true
                     if !holding.isTombstone, bound || !holding.synchronizable {
                         outcomes.append(.keptDeviceBound(holder))
@@ -76,16 +77,19 @@ extension Keychain {
     /// The row a record becomes on this device, sealed under this device's class keys.
     func sealedRow(for record: ItemRecord, keys: ClassKeys) -> SealedRow {
         let metadata = Self.metadata(of: record)
-        let header = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                            synchronizable: record.synchronizable, metadata: metadata)
-        return SealedRow.seal(header: header, metadata: metadata, secret: record.data ?? Data(), keys: keys,
-                              random: device.entropy.bytes(SealedRow.entropyPerRow))
+        let header = header(
+            uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
+            synchronizable: record.synchronizable, metadata: metadata)
+        return SealedRow.seal(
+            header: header, metadata: metadata, secret: record.data ?? Data(), keys: keys,
+            random: device.entropy.bytes(SealedRow.entropyPerRow))
     }
 
     /// A record's metadata as written on arrival: biometry bindings never travel.
     private static func metadata(of record: ItemRecord) -> ItemMetadata {
-        ItemMetadata(accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
-                     creationDate: record.creationDate, modificationDate: record.modificationDate,
-                     attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
+        ItemMetadata(
+            accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
+            creationDate: record.creationDate, modificationDate: record.modificationDate,
+            attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
     }
 }

@@ -67,14 +67,18 @@ public struct Keychain: Sendable {
         do {
             try add(item)
         } catch let error as KeychainError where error.status == .duplicateItem {
-            let primaryKey = Dictionary(uniqueKeysWithValues: item.itemClass.primaryKey.map {
-                ($0, item.attributes[$0] ?? .empty(of: $0.kind!))
-            })
+            let primaryKey = Dictionary(
+                uniqueKeysWithValues: item.itemClass.primaryKey.map {
+                    ($0, item.attributes[$0] ?? .empty(of: $0.kind!))
+                })
             // The item the add collided with: same key in the group the add went to, no other.
-            let query = ItemQuery(item.itemClass, attributes: primaryKey, accessGroup: try groupForWriting(item.accessGroup),
-                                  synchronizable: item.synchronizable ? .yes : .no)
-            try update(query, with: ItemChanges(
-                attributes: item.attributes, protection: item.accessControl == nil ? item.protection : nil, data: item.data))
+            let query = ItemQuery(
+                item.itemClass, attributes: primaryKey, accessGroup: try groupForWriting(item.accessGroup),
+                synchronizable: item.synchronizable ? .yes : .no)
+            try update(
+                query,
+                with: ItemChanges(
+                    attributes: item.attributes, protection: item.accessControl == nil ? item.protection : nil, data: item.data))
         }
     }
 
@@ -98,14 +102,17 @@ public struct Keychain: Sendable {
         try checkPasscode(for: protection)
         guard let classKeys = keys[protection] else { throw unavailable(protection) }
         let now = device.clock.now()
-        let binding = item.accessControl?.flags.contains(.biometryCurrentSet) == true
+        let binding =
+            item.accessControl?.flags.contains(.biometryCurrentSet) == true
             ? (try device.database.unsafeRead(device.biometryEnrollment) ?? []) : []
         let attributes = item.itemClass.withPrimaryKeyDefaults(item.attributes)
-        let metadata = ItemMetadata(accessGroup: group, accessControl: item.accessControl, biometryBinding: binding,
-                                    creationDate: now, modificationDate: now, attributes: attributes)
+        let metadata = ItemMetadata(
+            accessGroup: group, accessControl: item.accessControl, biometryBinding: binding,
+            creationDate: now, modificationDate: now, attributes: attributes)
         let random = device.entropy.bytes(16 + SealedRow.entropyPerRow)
-        let header = header(uuid: UUIDBytes.uuid(Array(random[0..<16])), itemClass: item.itemClass, protection: protection,
-                            synchronizable: item.synchronizable, metadata: metadata)
+        let header = header(
+            uuid: UUIDBytes.uuid(Array(random[0..<16])), itemClass: item.itemClass, protection: protection,
+            synchronizable: item.synchronizable, metadata: metadata)
         let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, keys: classKeys, random: Array(random[16...]))
         return PreparedRow(sealed: sealed, record: record(header, metadata, data: item.returning.contains(.data) ? item.data : nil))
     }
@@ -118,9 +125,10 @@ public struct Keychain: Sendable {
 
     func header(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, metadata: ItemMetadata) -> RowHeader {
         let primaryKey = PrimaryKey(itemClass: itemClass, accessGroup: metadata.accessGroup, synchronizable: synchronizable, attributes: metadata.attributes)
-        return RowHeader(uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
-                         accessGroupHash: accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
-                         tokens: index.tokens(itemClass, metadata.attributes))
+        return RowHeader(
+            uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
+            accessGroupHash: accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+            tokens: index.tokens(itemClass, metadata.attributes))
     }
 
     // MARK: SecItemCopyMatching
@@ -144,8 +152,10 @@ public struct Keychain: Sendable {
     }
 
     /// Opens a row into a record: metadata always, the secret when asked (after access control).
-    func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
-              _ db: Database) throws -> ItemRecord {
+    func open(
+        _ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
+        _ db: Database
+    ) throws -> ItemRecord {
         let (metadata, classKeys) = try openMetadata(row, keys: keys)
         var data: Data?
         if withData {
@@ -167,9 +177,10 @@ public struct Keychain: Sendable {
 
     /// An item as calls return it: the row's plaintext columns plus its opened metadata.
     private func record(_ header: RowHeader, _ metadata: ItemMetadata, data: Data?) -> ItemRecord {
-        ItemRecord(itemClass: header.itemClass, uuid: header.uuid, accessGroup: metadata.accessGroup, protection: header.protection,
-                   synchronizable: header.synchronizable, accessControl: metadata.accessControl, creationDate: metadata.creationDate,
-                   modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
+        ItemRecord(
+            itemClass: header.itemClass, uuid: header.uuid, accessGroup: metadata.accessGroup, protection: header.protection,
+            synchronizable: header.synchronizable, accessControl: metadata.accessControl, creationDate: metadata.creationDate,
+            modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
     private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> (ItemMetadata, ClassKeys) {
@@ -309,8 +320,9 @@ public struct Keychain: Sendable {
                 // Made local: for the other devices a deletion, so the synchronizable item leaves
                 // a tombstone, and the local copy goes on as a new item.
                 let madeLocal = row.header.synchronizable && !synchronizable
-                let header = header(uuid: madeLocal ? UUIDBytes.uuid(device.entropy.bytes(16)) : row.header.uuid, itemClass: row.header.itemClass,
-                                    protection: protection, synchronizable: synchronizable, metadata: updated)
+                let header = header(
+                    uuid: madeLocal ? UUIDBytes.uuid(device.entropy.bytes(16)) : row.header.uuid, itemClass: row.header.itemClass,
+                    protection: protection, synchronizable: synchronizable, metadata: updated)
                 if header.primaryKeyHash != row.header.primaryKeyHash {
                     if let holder = try ItemTable.holder(db, primaryKeyHash: header.primaryKeyHash) {
                         guard holder.isTombstone else {
@@ -323,8 +335,9 @@ public struct Keychain: Sendable {
                 guard written.insert(header.primaryKeyHash).inserted else {
                     throw KeychainError(.duplicateItem, "the update would give two matched items the same primary key; nothing was changed.")
                 }
-                let sealed = SealedRow.seal(header: header, metadata: updated, secret: secret, keys: newKeys,
-                                            random: device.entropy.bytes(SealedRow.entropyPerRow))
+                let sealed = SealedRow.seal(
+                    header: header, metadata: updated, secret: secret, keys: newKeys,
+                    random: device.entropy.bytes(SealedRow.entropyPerRow))
                 if madeLocal {
                     try ItemTable.bury(db, id: row.id, at: updated.modificationDate, changeSequence: device.database.nextChangeSequence())
                     _ = try ItemTable.insert(db, sealed, changeSequence: device.database.nextChangeSequence())
@@ -354,8 +367,11 @@ public struct Keychain: Sendable {
             try device.database.write { db in
                 for pair in pairs {
                     for part in [pair.certificate, pair.key] {
-                        try bury(try find(ItemQuery(part.itemClass, accessGroup: part.accessGroup, synchronizable: .any,
-                                                    persistentReference: part.persistentReference), db, limit: 1), db, keys: [:])
+                        try bury(
+                            try find(
+                                ItemQuery(
+                                    part.itemClass, accessGroup: part.accessGroup, synchronizable: .any,
+                                    persistentReference: part.persistentReference), db, limit: 1), db, keys: [:])
                     }
                 }
             }
@@ -390,8 +406,10 @@ public struct Keychain: Sendable {
 
     func unavailable(_ protection: ProtectionClass) -> KeychainError {
         let state = (try? device.withPower { $0.state }) == .beforeFirstUnlock ? "before first unlock" : "locked"
-        return KeychainError(.interactionNotAllowed,
-            "the item is \(protection.name) and its class key is not available while the device is \(state); do not treat this as a missing item, retry after unlock.")
+        return KeychainError(
+            .interactionNotAllowed,
+            "the item is \(protection.name) and its class key is not available while the device is \(state); do not treat this as a missing item, retry after unlock."
+        )
     }
 
     private func notFound(_ query: ItemQuery) -> KeychainError {
@@ -399,11 +417,15 @@ public struct Keychain: Sendable {
     }
 
     private func duplicate(_ record: ItemRecord) -> KeychainError {
-        KeychainError(.duplicateItem, "a \(record.itemClass.name) item with the same primary key already exists in \(record.accessGroup); update it instead, or delete it first.")
+        KeychainError(
+            .duplicateItem,
+            "a \(record.itemClass.name) item with the same primary key already exists in \(record.accessGroup); update it instead, or delete it first.")
     }
 
     func corrupt(_ row: StoredRow, _ part: String) -> KeychainError {
-        KeychainError(.decode, "the \(part) of item \(row.header.uuid) failed authentication; the database was damaged or edited, and nothing from the item was returned.")
+        KeychainError(
+            .decode, "the \(part) of item \(row.header.uuid) failed authentication; the database was damaged or edited, and nothing from the item was returned."
+        )
     }
 
     private func noEntitlement() -> KeychainError {
@@ -439,15 +461,16 @@ extension Keychain {
         certificates.attributes = query.attributes.filter { certificateAttributes.contains($0.key) }
         certificates.matchLimit = .all
         certificates.persistentReference = query.persistentReference.map { PersistentReference(itemClass: .certificate, uuid: $0.uuid) }
-        var privateKeys = ItemQuery(.key, attributes: query.attributes.filter { !certificateAttributes.contains($0.key) },
-                                    accessGroup: query.accessGroup, synchronizable: query.synchronizable, matchLimit: .all)
+        var privateKeys = ItemQuery(
+            .key, attributes: query.attributes.filter { !certificateAttributes.contains($0.key) },
+            accessGroup: query.accessGroup, synchronizable: query.synchronizable, matchLimit: .all)
         privateKeys.attributes[.keyClass] = .number(1)
         let certs = try copyOrEmpty(certificates)
         let keys = certs.isEmpty ? [] : try copyOrEmpty(privateKeys)
         var pairs = [IdentityPair]()
         for cert in certs {
             guard let hash = cert.attributes[.publicKeyHash],
-                  let key = keys.first(where: { $0.attributes[.applicationLabel] == hash && $0.accessGroup == cert.accessGroup })
+                let key = keys.first(where: { $0.attributes[.applicationLabel] == hash && $0.accessGroup == cert.accessGroup })
             else { continue }
             pairs.append(IdentityPair(certificate: cert, key: key))
             if let limit = (query.matchLimit ?? .one).maximum, pairs.count >= limit { break }
@@ -470,8 +493,11 @@ extension Keychain {
             throw KeychainError(.param, "an identity is a certificate item plus a key item.")
         }
         guard let hash = certificate.attributes[.publicKeyHash], privateKey.attributes[.applicationLabel] == hash,
-              privateKey.attributes[.keyClass] == .number(1) else {
-            throw KeychainError(.param, "the private key's kSecAttrApplicationLabel must equal the certificate's kSecAttrPublicKeyHash, and its kSecAttrKeyClass must be private (1).")
+            privateKey.attributes[.keyClass] == .number(1)
+        else {
+            throw KeychainError(
+                .param,
+                "the private key's kSecAttrApplicationLabel must equal the certificate's kSecAttrPublicKeyHash, and its kSecAttrKeyClass must be private (1).")
         }
         try importItems([certificate, privateKey])
     }

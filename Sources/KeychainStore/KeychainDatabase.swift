@@ -29,7 +29,8 @@ struct KeychainDatabase: Sendable {
         queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(queue)
         let start = try queue.read { db in
-            max(try Int64.fetchOne(db, sql: "SELECT change_counter FROM keybag") ?? 0,
+            max(
+                try Int64.fetchOne(db, sql: "SELECT change_counter FROM keybag") ?? 0,
                 try Int64.fetchOne(db, sql: "SELECT MAX(change_seq) FROM item") ?? 0)
         }
         changeCounter = ChangeCounter(start)
@@ -38,59 +39,61 @@ struct KeychainDatabase: Sendable {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE keybag (
-                    id INTEGER PRIMARY KEY CHECK (id = 1),
-                    salt BLOB NOT NULL,
-                    kdf_operations INTEGER NOT NULL,
-                    kdf_memory INTEGER NOT NULL,
-                    passcode_set INTEGER NOT NULL,
-                    failed_attempts INTEGER NOT NULL DEFAULT 0,
-                    biometry_enrollment BLOB,
-                    change_counter INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE TABLE class_key (
-                    class TEXT PRIMARY KEY,
-                    wrapping TEXT NOT NULL CHECK (wrapping IN ('uid', 'passcode')),
-                    wrapped_key BLOB NOT NULL,
-                    wrapped_metadata_key BLOB NOT NULL
-                );
-                CREATE TABLE item (
-                    id INTEGER PRIMARY KEY,
-                    uuid BLOB NOT NULL UNIQUE,
-                    class TEXT NOT NULL,
-                    pdmn TEXT NOT NULL,
-                    sync INTEGER NOT NULL,
-                    tomb INTEGER NOT NULL DEFAULT 0,
-                    tomb_date REAL,
-                    agrp_hash BLOB NOT NULL,
-                    pk_hash BLOB NOT NULL UNIQUE,
-                    tokens BLOB NOT NULL,
-                    metadata BLOB NOT NULL,
-                    secret BLOB,
-                    change_seq INTEGER NOT NULL
-                );
-                CREATE INDEX item_by_change ON item (change_seq);
-                CREATE TABLE app (
-                    bundle_id TEXT PRIMARY KEY,
-                    team_id TEXT NOT NULL,
-                    access_groups TEXT NOT NULL,
-                    keychain_entitled INTEGER NOT NULL,
-                    installed_at REAL NOT NULL
-                );
-                CREATE TABLE sandbox_file (
-                    bundle_id TEXT NOT NULL,
-                    path TEXT NOT NULL,
-                    protection TEXT NOT NULL,
-                    PRIMARY KEY (bundle_id, path)
-                );
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE keybag (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        salt BLOB NOT NULL,
+                        kdf_operations INTEGER NOT NULL,
+                        kdf_memory INTEGER NOT NULL,
+                        passcode_set INTEGER NOT NULL,
+                        failed_attempts INTEGER NOT NULL DEFAULT 0,
+                        biometry_enrollment BLOB,
+                        change_counter INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE TABLE class_key (
+                        class TEXT PRIMARY KEY,
+                        wrapping TEXT NOT NULL CHECK (wrapping IN ('uid', 'passcode')),
+                        wrapped_key BLOB NOT NULL,
+                        wrapped_metadata_key BLOB NOT NULL
+                    );
+                    CREATE TABLE item (
+                        id INTEGER PRIMARY KEY,
+                        uuid BLOB NOT NULL UNIQUE,
+                        class TEXT NOT NULL,
+                        pdmn TEXT NOT NULL,
+                        sync INTEGER NOT NULL,
+                        tomb INTEGER NOT NULL DEFAULT 0,
+                        tomb_date REAL,
+                        agrp_hash BLOB NOT NULL,
+                        pk_hash BLOB NOT NULL UNIQUE,
+                        tokens BLOB NOT NULL,
+                        metadata BLOB NOT NULL,
+                        secret BLOB,
+                        change_seq INTEGER NOT NULL
+                    );
+                    CREATE INDEX item_by_change ON item (change_seq);
+                    CREATE TABLE app (
+                        bundle_id TEXT PRIMARY KEY,
+                        team_id TEXT NOT NULL,
+                        access_groups TEXT NOT NULL,
+                        keychain_entitled INTEGER NOT NULL,
+                        installed_at REAL NOT NULL
+                    );
+                    CREATE TABLE sandbox_file (
+                        bundle_id TEXT NOT NULL,
+                        path TEXT NOT NULL,
+                        protection TEXT NOT NULL,
+                        PRIMARY KEY (bundle_id, path)
+                    );
+                    """)
         }
         migrator.registerMigration("v2: passcode attempts") { db in
-            try db.execute(sql: """
-                ALTER TABLE keybag ADD COLUMN last_wrong_passcode BLOB;
-                ALTER TABLE keybag ADD COLUMN last_failure_at REAL;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE keybag ADD COLUMN last_wrong_passcode BLOB;
+                    ALTER TABLE keybag ADD COLUMN last_failure_at REAL;
+                    """)
         }
         return migrator
     }

@@ -44,7 +44,8 @@ public enum AEAD {
     }
 
     @usableFromInline
-    static func sealRaw(_ message: UnsafeRawBufferPointer, key: SymmetricKey, nonce: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) -> Data {
+    static func sealRaw(_ message: UnsafeRawBufferPointer, key: SymmetricKey, nonce: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) -> Data
+    {
         _ = Sodium.ready
         precondition(nonce.count == nonceByteCount, "XChaCha20-Poly1305 nonces are 24 bytes")
         var out = Data(count: nonceByteCount + message.count + tagByteCount)
@@ -53,9 +54,10 @@ public enum AEAD {
             base.update(from: nonce.sodiumBase, count: nonceByteCount)
             var written: UInt64 = 0
             key.withUnsafeBytes { k in
-                Sodium.check(crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    base + nonceByteCount, &written, message.sodiumBase, UInt64(message.count),
-                    ad.sodiumBase, UInt64(ad.count), nil, base, k.sodiumBase), "crypto_aead_xchacha20poly1305_ietf_encrypt")
+                Sodium.check(
+                    crypto_aead_xchacha20poly1305_ietf_encrypt(
+                        base + nonceByteCount, &written, message.sodiumBase, UInt64(message.count),
+                        ad.sodiumBase, UInt64(ad.count), nil, base, k.sodiumBase), "crypto_aead_xchacha20poly1305_ietf_encrypt")
             }
         }
         return out

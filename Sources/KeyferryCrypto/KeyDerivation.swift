@@ -32,9 +32,10 @@ extension SymmetricKey {
         withUnsafeBytes { master in
             context.withUTF8Buffer { ctx in
                 ctx.withMemoryRebound(to: CChar.self) { c in
-                    Sodium.check(crypto_kdf_derive_from_key(
-                        sub.buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), SymmetricKey.byteCount, id,
-                        c.baseAddress!, master.bindMemory(to: UInt8.self).baseAddress!), "crypto_kdf_derive_from_key")
+                    Sodium.check(
+                        crypto_kdf_derive_from_key(
+                            sub.buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), SymmetricKey.byteCount, id,
+                            c.baseAddress!, master.bindMemory(to: UInt8.self).baseAddress!), "crypto_kdf_derive_from_key")
                 }
             }
         }

@@ -102,9 +102,11 @@ public struct AuditReport: Codable, Sendable {
         var byPlace: [String: Finding] = [:]
         for record in records {
             let place = "\(record.trap.rawValue) \(record.file):\(record.line)"
-            var finding = byPlace[place] ?? Finding(
-                trap: record.trap, title: record.trap.title, why: record.trap.why, file: record.file, line: record.line,
-                function: record.function, count: 0, apps: [], detail: record.detail, first: record.at, last: record.at)
+            var finding =
+                byPlace[place]
+                ?? Finding(
+                    trap: record.trap, title: record.trap.title, why: record.trap.why, file: record.file, line: record.line,
+                    function: record.function, count: 0, apps: [], detail: record.detail, first: record.at, last: record.at)
             finding.count += 1
             if !finding.apps.contains(record.app) { finding.apps.append(record.app) }
             finding.first = min(finding.first, record.at)

@@ -107,8 +107,10 @@ public final class KeyferryContext: Sendable {
     private static let environment: Result<KeyferryContext, KeychainError> = {
         let variables = ProcessInfo.processInfo.environment
         guard let directory = variables["KEYFERRY_DEVICE"], let app = variables["KEYFERRY_APP"] else {
-            return .failure(KeychainError(.notAvailable,
-                "no device for Keychain Services calls: set KEYFERRY_DEVICE and KEYFERRY_APP, or use KeyferryContext in the test's setup."))
+            return .failure(
+                KeychainError(
+                    .notAvailable,
+                    "no device for Keychain Services calls: set KEYFERRY_DEVICE and KEYFERRY_APP, or use KeyferryContext in the test's setup."))
         }
         do {
             return .success(try KeyferryContext(device: URL(fileURLWithPath: directory), app: app, passcode: variables["KEYFERRY_PASSCODE"]))

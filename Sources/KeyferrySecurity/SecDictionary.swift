@@ -25,12 +25,14 @@ package enum SecDictionary {
     package static func newItem(_ dictionary: [String: Any]) throws(KeychainError) -> NewItem {
         let parts = try Parts(dictionary, operation: .add)
         if parts.protection != nil && parts.accessControl != nil {
-            throw KeychainError(.param, "kSecAttrAccessible and kSecAttrAccessControl cannot both be given; the access control already carries the accessibility.")
+            throw KeychainError(
+                .param, "kSecAttrAccessible and kSecAttrAccessControl cannot both be given; the access control already carries the accessibility.")
         }
         if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be added.") }
-        return NewItem(parts.itemClass, attributes: parts.attributes, data: parts.data ?? Data(), accessGroup: parts.accessGroup,
-                       protection: parts.protection, accessControl: parts.accessControl,
-                       synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
+        return NewItem(
+            parts.itemClass, attributes: parts.attributes, data: parts.data ?? Data(), accessGroup: parts.accessGroup,
+            protection: parts.protection, accessControl: parts.accessControl,
+            synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
     }
 
     package static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
@@ -39,9 +41,10 @@ package enum SecDictionary {
         if parts.accessControl != nil { throw KeychainError(.param, "kSecAttrAccessControl cannot be searched on.") }
         // A persistent reference names one item: no implicit kSecAttrSynchronizable = false.
         let synchronizable = parts.synchronizable ?? (parts.persistentReference == nil ? .no : .any)
-        return ItemQuery(parts.itemClass, attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
-                         synchronizable: synchronizable, persistentReference: parts.persistentReference,
-                         matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication)
+        return ItemQuery(
+            parts.itemClass, attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
+            synchronizable: synchronizable, persistentReference: parts.persistentReference,
+            matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication)
     }
 
     /// The second dictionary of `SecItemUpdate`, checked against the class being updated.
@@ -57,8 +60,9 @@ package enum SecDictionary {
         withClass[kSecClass] = itemClass.rawValue
         let parts = try Parts(withClass, operation: .update)
         if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be changed.") }
-        return ItemChanges(attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
-                           synchronizable: try parts.synchronizableSetting(), data: parts.data)
+        return ItemChanges(
+            attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
+            synchronizable: try parts.synchronizableSetting(), data: parts.data)
     }
 
     /// Every key of a dictionary, sorted into its place.
@@ -118,8 +122,9 @@ package enum SecDictionary {
                     synchronizable = try Convert.bool(value, key) ? .yes : .no
                 }
             case kSecAttrCreationDate, kSecAttrModificationDate:
-                throw KeychainError(operation == .copy || operation == .delete ? .unimplemented : .readOnlyAttr,
-                                    "'\(key)' is kept by the keychain and cannot be \(operation == .copy || operation == .delete ? "searched on in Keyferry" : "set").")
+                throw KeychainError(
+                    operation == .copy || operation == .delete ? .unimplemented : .readOnlyAttr,
+                    "'\(key)' is kept by the keychain and cannot be \(operation == .copy || operation == .delete ? "searched on in Keyferry" : "set").")
             case kSecValueData:
                 guard operation == .add || operation == .update else { throw KeychainError(.param, "kSecValueData cannot be searched on.") }
                 data = try Convert.data(value, key)
@@ -129,22 +134,25 @@ package enum SecDictionary {
                 throw KeychainError(.unimplemented, "kSecValueRef: Keyferry has no SecKey or SecCertificate objects; use attributes and kSecValueData.")
             case kSecMatchLimit:
                 guard operation == .copy || operation == .update else {
-                    throw KeychainError(.param, operation == .delete ? "SecItemDelete deletes every match; remove kSecMatchLimit." : "kSecMatchLimit cannot appear in an add.")
+                    throw KeychainError(
+                        .param, operation == .delete ? "SecItemDelete deletes every match; remove kSecMatchLimit." : "kSecMatchLimit cannot appear in an add.")
                 }
                 matchLimit = try Convert.matchLimit(value)
             case kSecReturnData, kSecReturnAttributes, kSecReturnPersistentRef, kSecReturnRef:
                 guard operation == .add || operation == .copy else {
                     throw KeychainError(.param, "'\(key)' cannot appear in \(operation == .delete ? "SecItemDelete" : "SecItemUpdate"); it returns nothing.")
                 }
-                let option: ReturnOptions = switch key {
-                case kSecReturnData: .data
-                case kSecReturnAttributes: .attributes
-                case kSecReturnPersistentRef: .persistentRef
-                default: .ref
-                }
+                let option: ReturnOptions =
+                    switch key {
+                    case kSecReturnData: .data
+                    case kSecReturnAttributes: .attributes
+                    case kSecReturnPersistentRef: .persistentRef
+                    default: .ref
+                    }
                 if try Convert.bool(value, key) { returning.insert(option) }
             case kSecUseAuthenticationUI:
-                guard let mode = value as? String, [kSecUseAuthenticationUIAllow, kSecUseAuthenticationUIFail, kSecUseAuthenticationUISkip].contains(mode) else {
+                guard let mode = value as? String, [kSecUseAuthenticationUIAllow, kSecUseAuthenticationUIFail, kSecUseAuthenticationUISkip].contains(mode)
+                else {
                     throw KeychainError(.param, "'\(value)' is not a kSecUseAuthenticationUI value.")
                 }
                 if mode != kSecUseAuthenticationUIAllow { authentication.interactionAllowed = false }
@@ -158,9 +166,10 @@ package enum SecDictionary {
             case kSecUseNoAuthenticationUI:
                 if try Convert.bool(value, key) { authentication.interactionAllowed = false }
             case kSecAttrTokenID:
-                throw KeychainError(.unimplemented, "kSecAttrTokenID: there is no Secure Enclave or token on Linux; Keyferry keeps keys as items with their data.")
+                throw KeychainError(
+                    .unimplemented, "kSecAttrTokenID: there is no Secure Enclave or token on Linux; Keyferry keeps keys as items with their data.")
             case kSecUseOperationPrompt, kSecUseDataProtectionKeychain:
-                break // Meaningful only to a real UI or to macOS's file-based keychain.
+                break  // Meaningful only to a real UI or to macOS's file-based keychain.
             default:
                 let attribute = AttributeKey(rawValue: key)
                 guard itemClass.attributes.contains(attribute), let kind = attribute.kind else {

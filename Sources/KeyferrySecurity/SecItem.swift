@@ -6,8 +6,10 @@ import Synchronization
 // `KeyferryContext`'s. `file` and `line` default to the caller's, so sources compile unchanged.
 
 @discardableResult
-public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
-                       file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+public func SecItemAdd(
+    _ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
+    file: StaticString = #fileID, line: UInt = #line
+) -> OSStatus {
     perform(.add, attributes, file: file, line: line) { context, attributes, _ in
         let item = try SecDictionary.newItem(attributes)
         if item.returning.contains(.ref) {
@@ -19,8 +21,10 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 }
 
 @discardableResult
-public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
-                                file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+public func SecItemCopyMatching(
+    _ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?,
+    file: StaticString = #fileID, line: UInt = #line
+) -> OSStatus {
     perform(.copyMatching, query, file: file, line: line) { context, query, _ in
         var parsed = try SecDictionary.query(query, for: .copy)
         parsed.authentication = context.authentication(parsed.authentication)
@@ -30,8 +34,10 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 }
 
 @discardableResult
-public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary,
-                          file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+public func SecItemUpdate(
+    _ query: CFDictionary, _ attributesToUpdate: CFDictionary,
+    file: StaticString = #fileID, line: UInt = #line
+) -> OSStatus {
     perform(.update, query, changes: attributesToUpdate, file: file, line: line) { context, query, attributesToUpdate in
         var parsed = try SecDictionary.query(query, for: .update)
         parsed.authentication = context.authentication(parsed.authentication)
@@ -63,8 +69,10 @@ private func perform(
     let status: OSStatus
     if let injected = context.injectedStatus(for: function) {
         if injected != errSecSuccess {
-            context.recordFailure(KeychainError(KeychainStatus(rawValue: injected),
-                                                "\(function.rawValue) failed with \(injected) because the test asked for it, or killed the app."))
+            context.recordFailure(
+                KeychainError(
+                    KeychainStatus(rawValue: injected),
+                    "\(function.rawValue) failed with \(injected) because the test asked for it, or killed the app."))
         }
         status = injected
     } else {
@@ -82,8 +90,10 @@ private func perform(
         }
     }
     if case .success(let strings) = strings {
-        context.observe(ObservedCall(function: function, dictionary: strings, changes: (try? changeStrings.get()) ?? [:], status: status,
-                                     site: Site(function: function, file: file, line: Int(line))))
+        context.observe(
+            ObservedCall(
+                function: function, dictionary: strings, changes: (try? changeStrings.get()) ?? [:], status: status,
+                site: Site(function: function, file: file, line: Int(line))))
     }
     return status
 }
@@ -102,7 +112,12 @@ extension KeyferryContext {
     /// Says once, on standard error, why calls fail with no context: a status alone would
     /// leave a user guessing.
     static func reportMissing() {
-        guard reported.withLock({ done in defer { done = true }; return !done }) else { return }
+        guard
+            reported.withLock({ done in
+                defer { done = true }
+                return !done
+            })
+        else { return }
         FileHandle.standardError.write(Data("keyferry: \(missing.message)\n".utf8))
     }
 }

@@ -40,8 +40,9 @@ public final class SimulatedDevice: Sendable {
     ) throws {
         let root = Self.temporaryRoot()
         let clock = ManualClock()
-        let options = DeviceOptions(name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: gracePeriod,
-                                    passcodeHashing: .minimum)
+        let options = DeviceOptions(
+            name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: gracePeriod,
+            passcodeHashing: .minimum)
         let device = try Device.create(at: root.appendingPathComponent("device"), options: options, clock: clock)
         self.init(root: root, clock: clock, device: device, passcode: passcode)
     }
@@ -73,8 +74,10 @@ public final class SimulatedDevice: Sendable {
     public func install(
         _ bundleID: String, team: String = "ABCDE12345", accessGroups: [String] = [], keychainEntitlement: Bool = true
     ) throws -> KeyferryContext {
-        try device.install(AppManifest(bundleID: bundleID, teamID: team, accessGroups: accessGroups,
-                                       hasKeychainEntitlement: keychainEntitlement))
+        try device.install(
+            AppManifest(
+                bundleID: bundleID, teamID: team, accessGroups: accessGroups,
+                hasKeychainEntitlement: keychainEntitlement))
         return app(bundleID)
     }
 

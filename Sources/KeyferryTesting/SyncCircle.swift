@@ -19,8 +19,9 @@ public final class SyncCircle: Sendable {
         guard let first = devices.first else { throw CircleError(.noDevices, "a circle needs at least one device") }
         let storage = try SQLiteRelayStorage(directory: first.directory.deletingLastPathComponent().appendingPathComponent("relay-\(UUID().uuidString)"))
         let transport = LocalRelay(storage: storage)
-        let sponsor = try await SyncEngine.create(device: first.device, name: first.device.info.name,
-                                                  relay: URL(string: "local:keyferry-testing")!, transport: transport)
+        let sponsor = try await SyncEngine.create(
+            device: first.device, name: first.device.info.name,
+            relay: URL(string: "local:keyferry-testing")!, transport: transport)
         var engines = [sponsor]
         for device in devices.dropFirst() {
             let voucher = try await sponsor.vouch(for: try SyncEngine.peerIdentity(of: device.device, name: device.device.info.name))

@@ -12,9 +12,10 @@ package func onThreadOfItsOwn<Result: Sendable>(
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Swift.Result {
-                    try work { if cancelled.isSet.load(ordering: .relaxed) { throw CancellationError() } }
-                })
+                continuation.resume(
+                    with: Swift.Result {
+                        try work { if cancelled.isSet.load(ordering: .relaxed) { throw CancellationError() } }
+                    })
             }.start()
         }
     } onCancel: {

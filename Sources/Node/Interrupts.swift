@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension ProcessControl {
@@ -68,11 +69,14 @@ private final class Interrupts: Sendable {
 
     private static func catchSignals(_ catching: Bool) {
         for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, catching ? { number in
-                // Only what is safe inside a signal handler: one write.
-                var byte = UInt8(truncatingIfNeeded: number)
-                _ = write(interruptPipeWriteEnd, &byte, 1)
-            } : SIG_DFL)
+            signal(
+                signalNumber,
+                catching
+                    ? { number in
+                        // Only what is safe inside a signal handler: one write.
+                        var byte = UInt8(truncatingIfNeeded: number)
+                        _ = write(interruptPipeWriteEnd, &byte, 1)
+                    } : SIG_DFL)
         }
     }
 }

@@ -41,7 +41,10 @@ extension NodeClient {
             defer { device.powerOff() }
             if try device.status().passcodeSet {
                 guard let passcode else {
-                    throw DeviceError(.protectedDataUnavailable, "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node.")
+                    throw DeviceError(
+                        .protectedDataUnavailable,
+                        "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
+                    )
                 }
                 try device.unlock(passcode: passcode)
             }

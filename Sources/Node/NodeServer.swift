@@ -79,8 +79,9 @@ public enum NodeServer {
         let backupProgress = Mutex<API.Progress?>(nil)
         router.get(path(.status)) { _, _ in
             try await reply(logger, .status) {
-                API.NodeStatus(pid: ProcessInfo.processInfo.processIdentifier, device: try await calls.run { try device.status() },
-                               backupProgress: backupProgress.withLock { $0 })
+                API.NodeStatus(
+                    pid: ProcessInfo.processInfo.processIdentifier, device: try await calls.run { try device.status() },
+                    backupProgress: backupProgress.withLock { $0 })
             }
         }
         post(router, .reboot, API.Empty.self, logger) { _ in
@@ -90,8 +91,14 @@ public enum NodeServer {
             logger.info("rebooted: before first unlock")
             return API.Empty()
         }
-        call(.unlock, API.Unlock.self) { try device.unlock(passcode: $0.passcode); return API.Empty() }
-        call(.lock, API.Lock.self) { try device.lock(immediately: $0.immediately); return API.Empty() }
+        call(.unlock, API.Unlock.self) {
+            try device.unlock(passcode: $0.passcode)
+            return API.Empty()
+        }
+        call(.lock, API.Lock.self) {
+            try device.lock(immediately: $0.immediately)
+            return API.Empty()
+        }
         call(.passcode, API.Passcode.self) { request in
             if request.remove {
                 guard let current = request.current else { throw API.Failure(request: "removing the passcode needs the current one.") }
@@ -111,8 +118,14 @@ public enum NodeServer {
             return API.Empty()
         }
         router.get(path(.apps)) { _, _ in try await reply(logger, .apps) { try await calls.run { try device.installedApps() } } }
-        call(.install, AppManifest.self) { try device.install($0); return API.Empty() }
-        call(.uninstall, API.Uninstall.self) { try device.uninstall(bundleID: $0.bundleID); return API.Empty() }
+        call(.install, AppManifest.self) {
+            try device.install($0)
+            return API.Empty()
+        }
+        call(.uninstall, API.Uninstall.self) {
+            try device.uninstall(bundleID: $0.bundleID)
+            return API.Empty()
+        }
         call(.defaults, API.Defaults.self) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
@@ -224,10 +237,15 @@ public enum NodeServer {
             do {
                 decoded = try await request.decode(as: Body.self, context: context)
             } catch is NIOTooManyBytesError {
-                return failure(logger, route, NodeAPI.Failure(
-                    request: "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."))
+                return failure(
+                    logger, route,
+                    NodeAPI.Failure(
+                        request:
+                            "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."
+                    ))
             } catch let error as HTTPError {
-                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error.body ?? "not the control API's JSON")"))
+                return failure(
+                    logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error.body ?? "not the control API's JSON")"))
             } catch {
                 return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not the control API's JSON."))
             }
@@ -248,12 +266,13 @@ public enum NodeServer {
     private static func failure(_ logger: Logger, _ route: NodeAPI.Route, _ failure: NodeAPI.Failure) -> Response {
         // The status only: messages may name an account or a service.
         logger.info("\(route.rawValue): \(failure.domain.rawValue) \(failure.status.map(String.init) ?? failure.code ?? "")")
-        let status: HTTPResponse.Status = switch failure.domain {
-        case .keychain: .conflict
-        case .device, .circle, .archive, .node: .unprocessableContent
-        case .relay: .badGateway
-        case .request: .badRequest
-        }
+        let status: HTTPResponse.Status =
+            switch failure.domain {
+            case .keychain: .conflict
+            case .device, .circle, .archive, .node: .unprocessableContent
+            case .relay: .badGateway
+            case .request: .badRequest
+            }
         let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }

@@ -49,8 +49,9 @@ final class NodeSync: Sendable {
     func create(_ request: NodeAPI.CircleCreate) async throws -> NodeAPI.CircleStatus {
         let relay = try Self.relayURL(request.relay)
         try requireFirstUnlock("create a circle")
-        let engine = try await SyncEngine.create(device: device, name: request.name ?? device.info.name, relay: relay,
-                                                 transport: RelayClient(url: relay))
+        let engine = try await SyncEngine.create(
+            device: device, name: request.name ?? device.info.name, relay: relay,
+            transport: RelayClient(url: relay))
         progress.withLock { $0.engine = engine }
         let circle = await engine.circle
         logger.info("circle created", metadata: ["circle": "\(circle)"])
@@ -71,8 +72,9 @@ final class NodeSync: Sendable {
         guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle, so it cannot vouch for another device.") }
         let voucher = try await engine.vouch(for: try Self.identity(request.peer))
         logger.info("vouched", metadata: ["peer": "\(request.peer.name)"])
-        return NodeAPI.Voucher(circle: voucher.circle, relay: voucher.relay.absoluteString, head: Data(voucher.head),
-                               entry: voucher.entry.map { Data($0.bytes) }, share: Data(voucher.share.bytes))
+        return NodeAPI.Voucher(
+            circle: voucher.circle, relay: voucher.relay.absoluteString, head: Data(voucher.head),
+            entry: voucher.entry.map { Data($0.bytes) }, share: Data(voucher.share.bytes))
     }
 
     func join(_ request: NodeAPI.Voucher) async throws -> NodeAPI.CircleStatus {
@@ -80,14 +82,18 @@ final class NodeSync: Sendable {
         try requireFirstUnlock("join a circle")
         let voucher: Voucher
         do {
-            voucher = Voucher(circle: request.circle, relay: relay, head: [UInt8](request.head),
-                              entry: try request.entry.map { try MembershipEntry(bytes: [UInt8]($0)) },
-                              share: try CircleKeyShare(bytes: [UInt8](request.share)))
+            voucher = Voucher(
+                circle: request.circle, relay: relay, head: [UInt8](request.head),
+                entry: try request.entry.map { try MembershipEntry(bytes: [UInt8]($0)) },
+                share: try CircleKeyShare(bytes: [UInt8](request.share)))
         } catch {
             throw NodeAPI.Failure(request: "the voucher does not decode: \(error)")
         }
         let engine = try await SyncEngine.join(voucher, device: device, transport: RelayClient(url: relay))
-        progress.withLock { $0.engine = engine; $0.lastError = nil }
+        progress.withLock {
+            $0.engine = engine
+            $0.lastError = nil
+        }
         logger.info("circle joined", metadata: ["circle": "\(request.circle)"])
         return await circleStatus()
     }
@@ -106,8 +112,10 @@ final class NodeSync: Sendable {
         do {
             try await engine.leave(force: request.force)
         } catch RelayError.unreachable(let why) {
-            throw CircleError(.relayUnreachable, "the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed. "
-                                      + "`circle leave --force` forgets the circle here anyway.")
+            throw CircleError(
+                .relayUnreachable,
+                "the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed. "
+                    + "`circle leave --force` forgets the circle here anyway.")
         }
         progress.withLock { $0 = Progress() }
         logger.info("left the circle", metadata: ["circle": "\(circle)"])
@@ -128,8 +136,10 @@ final class NodeSync: Sendable {
     /// sync identity cannot be read.
     private func requireFirstUnlock(_ action: String) throws {
         guard device.lockState == .beforeFirstUnlock else { return }
-        throw KeychainError(.interactionNotAllowed, "\(device.info.name) has not been unlocked since it was powered on; "
-                            + "unlock it (keyferry device unlock DIR --passcode ...) before it can \(action).")
+        throw KeychainError(
+            .interactionNotAllowed,
+            "\(device.info.name) has not been unlocked since it was powered on; "
+                + "unlock it (keyferry device unlock DIR --passcode ...) before it can \(action).")
     }
 
     /// After a reboot: the member's secrets leave memory, until the first unlock.
@@ -147,13 +157,15 @@ final class NodeSync: Sendable {
         let waiting = await engine?.waitingCount ?? 0
         let names = Dictionary(circle.members.map { ($0.signingKey, $0.name) }) { first, _ in first }
         let received = (await engine?.received.chains ?? [:]).sorted { $0.key < $1.key }.map { key, chain in
-            NodeAPI.SyncStatus.Received(name: names[key], signingKey: key, head: chain.head.sequence, headDigest: Hex.encode(chain.head.digest),
-                                        missing: chain.missing.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" })
+            NodeAPI.SyncStatus.Received(
+                name: names[key], signingKey: key, head: chain.head.sequence, headDigest: Hex.encode(chain.head.digest),
+                missing: chain.missing.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" })
         }
         return progress.withLock { p in
-            NodeAPI.SyncStatus(circle: circle.circle, sealedUntilUnlock: circle.sealedUntilUnlock, members: circle.members,
-                               lastExchange: p.lastExchange, lastReport: p.lastReport, lastError: p.lastError, pending: local.pending,
-                               waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound, received: received)
+            NodeAPI.SyncStatus(
+                circle: circle.circle, sealedUntilUnlock: circle.sealedUntilUnlock, members: circle.members,
+                lastExchange: p.lastExchange, lastReport: p.lastReport, lastError: p.lastError, pending: local.pending,
+                waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound, received: received)
         }
     }
 
@@ -176,7 +188,11 @@ final class NodeSync: Sendable {
     private func exchange(_ engine: SyncEngine) async throws -> SyncReport {
         do {
             let report = try await engine.sync()
-            progress.withLock { $0.lastExchange = Date(); $0.lastReport = report; $0.lastError = nil }
+            progress.withLock {
+                $0.lastExchange = Date()
+                $0.lastReport = report
+                $0.lastError = nil
+            }
             if report.pushed + report.applied > 0 || report.rejectedCount > 0 {
                 logger.info("synced", metadata: ["pushed": "\(report.pushed)", "applied": "\(report.applied)", "rejected": "\(report.rejectedCount)"])
             }
@@ -198,13 +214,15 @@ final class NodeSync: Sendable {
     }
 
     static func peer(_ identity: PeerIdentity, isThisDevice: Bool?) -> NodeAPI.Peer {
-        NodeAPI.Peer(name: identity.name, signingKey: Hex.encode(identity.signing.bytes), encryptionKey: Hex.encode(identity.sealing.bytes),
-                     isThisDevice: isThisDevice)
+        NodeAPI.Peer(
+            name: identity.name, signingKey: Hex.encode(identity.signing.bytes), encryptionKey: Hex.encode(identity.sealing.bytes),
+            isThisDevice: isThisDevice)
     }
 
     static func identity(_ peer: NodeAPI.Peer) throws -> PeerIdentity {
         guard let signing = Hex.decode(peer.signingKey), let sealing = Hex.decode(peer.encryptionKey),
-              let signingKey = try? SigningPublicKey(bytes: signing), let sealingKey = try? SealingPublicKey(bytes: sealing) else {
+            let signingKey = try? SigningPublicKey(bytes: signing), let sealingKey = try? SealingPublicKey(bytes: sealing)
+        else {
             throw NodeAPI.Failure(request: "the peer's keys are not 32 bytes each in hex")
         }
         return PeerIdentity(name: peer.name, signing: signingKey, sealing: sealingKey)

@@ -26,8 +26,10 @@ public enum RelayLauncher {
 
     /// Starts a relay on `data` listening on `listen`, unless one runs there already, and
     /// returns its URL once it is up.
-    public static func start(data: URL, listen: RelayAddress, executable: URL = NodeLauncher.currentExecutable,
-                             timeout: Duration = .seconds(20)) async throws -> URL {
+    public static func start(
+        data: URL, listen: RelayAddress, executable: URL = NodeLauncher.currentExecutable,
+        timeout: Duration = .seconds(20)
+    ) async throws -> URL {
         if let url = running(data: data) { return url }
         // Left by a relay that was killed.
         try? FileManager.default.removeItem(at: RelayAnnouncement.file(in: data))

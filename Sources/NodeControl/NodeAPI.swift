@@ -388,7 +388,10 @@ public enum NodeAPI {
         public var epoch: UInt32?
         public var members: [Peer]
 
-        package init(circle: UUID? = nil, removed: Bool? = nil, sealedUntilUnlock: Bool? = nil, relay: String? = nil, name: String? = nil, epoch: UInt32? = nil, members: [Peer]) {
+        package init(
+            circle: UUID? = nil, removed: Bool? = nil, sealedUntilUnlock: Bool? = nil, relay: String? = nil, name: String? = nil, epoch: UInt32? = nil,
+            members: [Peer]
+        ) {
             self.circle = circle
             self.removed = removed
             self.sealedUntilUnlock = sealedUntilUnlock
@@ -439,7 +442,10 @@ public enum NodeAPI {
             }
         }
 
-        package init(circle: UUID? = nil, sealedUntilUnlock: Bool? = nil, members: [Peer], lastExchange: Date? = nil, lastReport: SyncReport? = nil, lastError: String? = nil, pending: Int, waitingForUnlock: Int, skippedDeviceBound: [String], received: [Received]) {
+        package init(
+            circle: UUID? = nil, sealedUntilUnlock: Bool? = nil, members: [Peer], lastExchange: Date? = nil, lastReport: SyncReport? = nil,
+            lastError: String? = nil, pending: Int, waitingForUnlock: Int, skippedDeviceBound: [String], received: [Received]
+        ) {
             self.circle = circle
             self.sealedUntilUnlock = sealedUntilUnlock
             self.members = members
@@ -483,8 +489,10 @@ public enum NodeAPI {
         public var archive: ArchiveError?
         public var relay: RelayError?
 
-        package init(domain: Domain, status: Int32? = nil, code: String? = nil, message: String,
-                     archive: ArchiveError? = nil, relay: RelayError? = nil) {
+        package init(
+            domain: Domain, status: Int32? = nil, code: String? = nil, message: String,
+            archive: ArchiveError? = nil, relay: RelayError? = nil
+        ) {
             self.domain = domain
             self.status = status
             self.code = code

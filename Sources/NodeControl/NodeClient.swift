@@ -135,8 +135,10 @@ extension NodeClient {
     }
 
     /// The answer of a 200, or the failure the node sent back, typed.
-    private static func answer<Answer: Decodable>(_ type: Answer.Type, ok: Bool, status: String, bytes: Data, route: NodeAPI.Route,
-                                                  paths: NodePaths) throws -> Answer {
+    private static func answer<Answer: Decodable>(
+        _ type: Answer.Type, ok: Bool, status: String, bytes: Data, route: NodeAPI.Route,
+        paths: NodePaths
+    ) throws -> Answer {
         guard ok else {
             guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
                 throw NodeError(.unanswered, "the node answered \(status) without an explanation; its log is \(paths.log.path).")

@@ -23,7 +23,8 @@ public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
         if rest.hasPrefix("https://") { rest = rest.dropFirst(8) }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard let colon = rest.lastIndex(of: ":"), colon > rest.startIndex, !rest[..<colon].contains("/"),
-              let port = Int(rest[rest.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
+            let port = Int(rest[rest.index(after: colon)...]), (0...65_535).contains(port)
+        else { return nil }
         host = String(rest[..<colon])
         self.port = port
     }

@@ -37,8 +37,10 @@ public struct RelayClient: RelayTransport {
 
     /// Retries while the relay is unreachable, waiting longer each time (0.1 s doubling to
     /// `maximumDelay`), until `deadline`; a refusal ends it at once.
-    public func retrying<T: Sendable>(until deadline: ContinuousClock.Instant, maximumDelay: Duration = .seconds(2),
-                                      _ operation: @Sendable (RelayClient) async throws -> T) async throws -> T {
+    public func retrying<T: Sendable>(
+        until deadline: ContinuousClock.Instant, maximumDelay: Duration = .seconds(2),
+        _ operation: @Sendable (RelayClient) async throws -> T
+    ) async throws -> T {
         var delay = Duration.milliseconds(100)
         while true {
             var attempt = self
@@ -53,8 +55,10 @@ public struct RelayClient: RelayTransport {
         }
     }
 
-    private func call(_ method: HTTPMethod, _ circle: UUID, _ stream: RelayStream, query: String, headers: [(String, String)],
-                      body: [UInt8]?) async throws -> [UInt8] {
+    private func call(
+        _ method: HTTPMethod, _ circle: UUID, _ stream: RelayStream, query: String, headers: [(String, String)],
+        body: [UInt8]?
+    ) async throws -> [UInt8] {
         var request = HTTPClientRequest(url: base.absoluteString + "/\(RelayWire.version)/circles/\(circle.uuidString)/\(stream.rawValue)" + query)
         request.method = method
         request.headers.add(contentsOf: headers)
@@ -66,8 +70,9 @@ public struct RelayClient: RelayTransport {
             bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
         } catch {
             let refused = (error as? IOError)?.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue
-            throw RelayError.unreachable("\(base.absoluteString): \(ConnectionFailure.reason(error))"
-                                         + (refused ? " (is `keyferry relay serve` running?)" : ""))
+            throw RelayError.unreachable(
+                "\(base.absoluteString): \(ConnectionFailure.reason(error))"
+                    + (refused ? " (is `keyferry relay serve` running?)" : ""))
         }
         guard response.status == .ok else {
             // A relay always says why; a server that does not is something else.
@@ -79,7 +84,10 @@ public struct RelayClient: RelayTransport {
 
     /// The reason in a refusal's body: the relay's `{"error":{"message":…}}`, or the body's text.
     private static func reason(refusal body: ByteBuffer) -> String? {
-        struct Refusal: Decodable { struct Reason: Decodable { let message: String }; let error: Reason }
+        struct Refusal: Decodable {
+            struct Reason: Decodable { let message: String }
+            let error: Reason
+        }
         if let refusal = try? JSONDecoder().decode(Refusal.self, from: Data(body.readableBytesView)) { return refusal.error.message }
         let text = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
         return text.isEmpty ? nil : text

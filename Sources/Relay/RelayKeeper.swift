@@ -131,7 +131,8 @@ public actor RelayKeeper {
     /// its generation's author, every batch by the pusher.
     private func checkSigned(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, history: CircleHistory) throws {
         guard let proof else {
-            throw RelayRefusal(kind: .unsigned, reason: "a push to \(stream.rawValue) is signed by a member of the circle (Keyferry-Signer, Keyferry-Signature)")
+            throw RelayRefusal(
+                kind: .unsigned, reason: "a push to \(stream.rawValue) is signed by a member of the circle (Keyferry-Signer, Keyferry-Signature)")
         }
         let mayPush = history.isMember(proof.signer) || (stream == .keys && history.generationAuthors[history.epoch] == proof.signer)
         guard mayPush, proof.holds(for: bodies, circle: circle, stream: stream) else {
@@ -145,11 +146,14 @@ public actor RelayKeeper {
                 guard let author = history.generationAuthors[record.epoch] else {
                     throw RelayRefusal(kind: .forbidden, reason: "a key record for generation \(record.epoch), which no membership entry started")
                 }
-                let signed = switch record {
-                case .classKeys(let keys): keys.isSigned(by: author, circle: circle)
-                case .share(let share): share.isSigned(by: author, circle: circle)
+                let signed =
+                    switch record {
+                    case .classKeys(let keys): keys.isSigned(by: author, circle: circle)
+                    case .share(let share): share.isSigned(by: author, circle: circle)
+                    }
+                guard signed else {
+                    throw RelayRefusal(kind: .forbidden, reason: "a key record of generation \(record.epoch) not signed by the member who made it")
                 }
-                guard signed else { throw RelayRefusal(kind: .forbidden, reason: "a key record of generation \(record.epoch) not signed by the member who made it") }
             case .envelopes:
                 guard let batch = try? EnvelopeBatch(bytes: body) else { throw RelayRefusal(kind: .malformed, reason: "a record is not a batch of envelopes") }
                 guard batch.circle == circle, batch.author == proof.signer else {

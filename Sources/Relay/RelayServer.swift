@@ -12,8 +12,10 @@ import SyncWire
 public enum RelayServer {
     /// Serves until SIGTERM or SIGINT, over TLS with `tls`. `onRunning` hears the bound port
     /// (useful with port 0).
-    public static func run(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota, tls: RelayTLS? = nil, host: String, port: Int,
-                           logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    public static func run(
+        storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota, tls: RelayTLS? = nil, host: String, port: Int,
+        logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
         let router = Router()
         routes(router, keeper: RelayKeeper(storage: storage, quota: quota), logger: logger)
         let app = Application(
@@ -47,8 +49,9 @@ public enum RelayServer {
                 throw HTTPError(.badRequest, message: "the push body is not a list of length-prefixed records")
             }
             do {
-                let proof = try RelayWire.proof(signer: request.headers[.init(RelayWire.signerHeader)!],
-                                                signature: request.headers[.init(RelayWire.signatureHeader)!])
+                let proof = try RelayWire.proof(
+                    signer: request.headers[.init(RelayWire.signerHeader)!],
+                    signature: request.headers[.init(RelayWire.signatureHeader)!])
                 let added = try await keeper.push(bodies, circle: circle, stream: stream, proof: proof)
                 logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
                 return "\(added)\n"
@@ -70,8 +73,9 @@ public enum RelayServer {
                 return total <= RelayWire.maximumPullBytes
             }
             let answer = fitting.isEmpty ? Array(records.prefix(1)) : Array(fitting)
-            return Response(status: .ok, headers: [.contentType: "application/octet-stream"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: RelayWire.encodePull(answer))))
+            return Response(
+                status: .ok, headers: [.contentType: "application/octet-stream"],
+                body: .init(byteBuffer: ByteBuffer(bytes: RelayWire.encodePull(answer))))
         }
     }
 

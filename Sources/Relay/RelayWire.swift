@@ -38,7 +38,8 @@ public enum RelayWire {
     public static func proof(signer: String?, signature: String?) throws -> PushProof? {
         guard signer != nil || signature != nil else { return nil }
         guard let signerBytes = signer.flatMap(Hex.decode), let key = try? SigningPublicKey(bytes: signerBytes),
-              let signatureBytes = signature.flatMap(Hex.decode), signatureBytes.count == SigningKey.signatureByteCount else {
+            let signatureBytes = signature.flatMap(Hex.decode), signatureBytes.count == SigningKey.signatureByteCount
+        else {
             throw RelayRefusal(kind: .malformed, reason: "\(signerHeader) and \(signatureHeader) are a signing key and a signature in hex")
         }
         return PushProof(signer: key, signature: signatureBytes)

@@ -25,17 +25,18 @@ public struct SQLiteRelayStorage: RelayStorage {
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE record (
-                    cursor INTEGER PRIMARY KEY AUTOINCREMENT,
-                    circle BLOB NOT NULL,
-                    stream TEXT NOT NULL,
-                    digest BLOB NOT NULL,
-                    body BLOB NOT NULL
-                );
-                CREATE UNIQUE INDEX record_digest ON record (circle, stream, digest);
-                CREATE INDEX record_read ON record (circle, stream, cursor);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE record (
+                        cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+                        circle BLOB NOT NULL,
+                        stream TEXT NOT NULL,
+                        digest BLOB NOT NULL,
+                        body BLOB NOT NULL
+                    );
+                    CREATE UNIQUE INDEX record_digest ON record (circle, stream, digest);
+                    CREATE INDEX record_read ON record (circle, stream, cursor);
+                    """)
         }
         return migrator
     }
@@ -55,9 +56,11 @@ public struct SQLiteRelayStorage: RelayStorage {
 
     public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
         try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
-                             arguments: [Self.bytes(circle), stream.rawValue, Int64(clamping: cursor), limit])
-                .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
+            try Row.fetchAll(
+                db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
+                arguments: [Self.bytes(circle), stream.rawValue, Int64(clamping: cursor), limit]
+            )
+            .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
         }
     }
 

@@ -6,10 +6,14 @@ public enum JUnitReport {
     public static func xml(_ results: [ScenarioResult]) -> String {
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
         let failures = results.filter { !$0.passed }.count
-        lines.append("<testsuites name=\"keyferry scenarios\" tests=\"\(results.count)\" failures=\"\(failures)\" time=\"\(seconds(results.map(\.seconds).reduce(0, +)))\">")
+        lines.append(
+            "<testsuites name=\"keyferry scenarios\" tests=\"\(results.count)\" failures=\"\(failures)\" time=\"\(seconds(results.map(\.seconds).reduce(0, +)))\">"
+        )
         for (file, group) in Dictionary(grouping: results, by: \.file).sorted(by: { $0.key < $1.key }) {
             let failed = group.filter { !$0.passed }.count
-            lines.append("  <testsuite name=\"\(escaped(file))\" tests=\"\(group.count)\" failures=\"\(failed)\" time=\"\(seconds(group.map(\.seconds).reduce(0, +)))\">")
+            lines.append(
+                "  <testsuite name=\"\(escaped(file))\" tests=\"\(group.count)\" failures=\"\(failed)\" time=\"\(seconds(group.map(\.seconds).reduce(0, +)))\">"
+            )
             for result in group {
                 lines.append("    <testcase classname=\"\(escaped(file))\" name=\"\(escaped(result.name))\" time=\"\(seconds(result.seconds))\">")
                 if let failure = result.failure {

@@ -38,21 +38,23 @@ public struct Scenario: Sendable {
 
         /// The item's primary key, as an update or a delete gives it.
         var query: ItemQuery {
-            ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)], accessGroup: group,
-                      synchronizable: synchronizable)
+            ItemQuery(
+                .genericPassword, attributes: [.account: .string(account), .service: .string(service)], accessGroup: group,
+                synchronizable: synchronizable)
         }
 
         /// A read of its data, the user answering as `user` says (`passcode`: the device's own).
         func read(passcode: String?) -> ItemQuery {
             var query = query
             query.returning = .data
-            query.authentication = switch user {
-            case .none: .noInteraction
-            case .face: .responding(.biometryMatch)
-            case .wrongFace: .responding(.biometryNoMatch)
-            case .cancel: .responding(.cancel)
-            case .passcode: AuthenticationContext(responses: passcode.map { [.passcode($0)] } ?? [])
-            }
+            query.authentication =
+                switch user {
+                case .none: .noInteraction
+                case .face: .responding(.biometryMatch)
+                case .wrongFace: .responding(.biometryNoMatch)
+                case .cancel: .responding(.cancel)
+                case .passcode: AuthenticationContext(responses: passcode.map { [.passcode($0)] } ?? [])
+                }
             return query
         }
     }
@@ -113,8 +115,9 @@ public struct Scenario: Sendable {
         case expectDefaults(device: String, app: String, key: String, value: String?)
         case expectFile(device: String, app: String, path: String, FileExpectation)
         case expectReport(String)
-        case expectSurvival(device: String, app: String?, secret: String, path: SurvivalPath, outcome: SurvivalCell.Outcome,
-                            status: KeychainStatus?, reason: String?)
+        case expectSurvival(
+            device: String, app: String?, secret: String, path: SurvivalPath, outcome: SurvivalCell.Outcome,
+            status: KeychainStatus?, reason: String?)
     }
 
     public enum BiometryChange: String, Sendable {

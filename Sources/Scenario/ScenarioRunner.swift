@@ -79,8 +79,9 @@ public struct ScenarioRunner: Sendable {
             throw error
         }
         await Self.stop(fleet)
-        return ScenarioResult(name: scenario.name, file: scenario.file, source: scenario.source, steps: results,
-                              seconds: (ContinuousClock.now - started) / .seconds(1))
+        return ScenarioResult(
+            name: scenario.name, file: scenario.file, source: scenario.source, steps: results,
+            seconds: (ContinuousClock.now - started) / .seconds(1))
     }
 
     /// Stops every node and the relay, in a task of its own: a cancelled run still cleans up.
@@ -139,11 +140,12 @@ actor RunState {
             try await client(device).send(.passcode, NodeAPI.Passcode(new: nil, current: current, remove: true))
             passcodes[device] = nil
         case .biometry(let device, let change):
-            let action: NodeAPI.BiometryAction = switch change {
-            case .enroll: .enroll
-            case .reenroll: .change
-            case .remove: .remove
-            }
+            let action: NodeAPI.BiometryAction =
+                switch change {
+                case .enroll: .enroll
+                case .reenroll: .change
+                case .remove: .remove
+                }
             try await client(device).send(.biometry, NodeAPI.Biometry(action: action))
         case .install(let device, let bundleID): try await client(device).send(.install, app(bundleID))
         case .uninstall(let device, let bundleID): try await client(device).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
@@ -155,9 +157,10 @@ actor RunState {
             let installed = try await client(device).apps().first { $0.bundleID == bundleID } ?? app(bundleID)
             try await client(device).send(.install, installed.transferred(to: team))
         case .add(let item, let value, let accessible, let accessControl, let expected):
-            let new = NewItem(.genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
-                              data: Data(value.utf8), accessGroup: item.group, protection: accessible, accessControl: accessControl,
-                              synchronizable: item.synchronizable == .yes)
+            let new = NewItem(
+                .genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
+                data: Data(value.utf8), accessGroup: item.group, protection: accessible, accessControl: accessControl,
+                synchronizable: item.synchronizable == .yes)
             try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
         case .update(let item, let value, let expected):
             let changes = ItemChanges(data: Data(value.utf8))
@@ -171,7 +174,8 @@ actor RunState {
         case .defaults(let device, let bundleID, let set):
             let _: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID, set: set))
         case .writeFile(let device, let bundleID, let path, let text, let protection):
-            let _: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path, contents: Data(text.utf8), protection: protection))
+            let _: NodeAPI.FileContents = try await client(device).call(
+                .file, NodeAPI.File(bundleID: bundleID, path: path, contents: Data(text.utf8), protection: protection))
         case .removeFile(let device, let bundleID, let path):
             let _: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path, remove: true))
         case .sync(let devices):
@@ -216,8 +220,9 @@ actor RunState {
         case .expectDefaults(let device, let bundleID, let key, let value):
             let all: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID))
             guard all[key] == value else {
-                throw ExpectationFailure("expected UserDefaults \(key) " + (value.map { "= \"\($0)\"" } ?? "absent")
-                    + ", found " + (all[key].map { "\"\($0)\"" } ?? "none"))
+                throw ExpectationFailure(
+                    "expected UserDefaults \(key) " + (value.map { "= \"\($0)\"" } ?? "absent")
+                        + ", found " + (all[key].map { "\"\($0)\"" } ?? "none"))
             }
         case .expectFile(let device, let bundleID, let path, let expectation):
             let found: String
@@ -233,16 +238,18 @@ actor RunState {
                 if case .protected = expectation { return }
                 found = "protected: \(error.message)"
             }
-            let wanted = switch expectation {
-            case .text(let text): "\"\(text)\""
-            case .absent: "no such file"
-            case .protected: "a file protected in this lock state"
-            }
+            let wanted =
+                switch expectation {
+                case .text(let text): "\"\(text)\""
+                case .absent: "no such file"
+                case .protected: "a file protected in this lock state"
+                }
             throw ExpectationFailure("expected \(wanted), found \(found)")
         case .expectReport(let text):
             guard lastReport.contains(where: { $0.contains(text) }) else {
-                throw ExpectationFailure("expected a report line containing \"\(text)\"; the report says:\n    "
-                    + (lastReport.isEmpty ? "(no restore or transfer ran yet)" : lastReport.joined(separator: "\n    ")))
+                throw ExpectationFailure(
+                    "expected a report line containing \"\(text)\"; the report says:\n    "
+                        + (lastReport.isEmpty ? "(no restore or transfer ran yet)" : lastReport.joined(separator: "\n    ")))
             }
         case .expectSurvival(let device, let bundleID, let secret, let path, let outcome, let status, let reason):
             let matrix = try await client(device, patient: true).survival(app: bundleID, passcode: passcodes[device])
@@ -250,13 +257,15 @@ actor RunState {
             let row = matrix.rows.first { $0.name == secret } ?? matrix.rows.first { $0.name.hasPrefix("\(secret) @ ") }
             guard let cell = row?.cells[path] else {
                 let names = matrix.rows.map(\.name)
-                throw ExpectationFailure(matrix.notRun[path].map { "\(path.rawValue) was not run: \($0)" }
-                    ?? "no secret named \"\(secret)\" in the matrix (it has: \(names.joined(separator: ", ")))")
+                throw ExpectationFailure(
+                    matrix.notRun[path].map { "\(path.rawValue) was not run: \($0)" }
+                        ?? "no secret named \"\(secret)\" in the matrix (it has: \(names.joined(separator: ", ")))")
             }
             let found = "\(cell.outcome.rawValue)" + (cell.status.map { " \($0.name)" } ?? "") + (cell.reason.map { ": \($0)" } ?? "")
             guard cell.outcome == outcome, status == nil || cell.status == status, reason.map({ cell.reason?.contains($0) == true }) ?? true else {
-                throw ExpectationFailure("expected \(outcome.rawValue)" + (status.map { " \($0.name)" } ?? "")
-                    + (reason.map { ": …\($0)…" } ?? "") + ", found \(found)")
+                throw ExpectationFailure(
+                    "expected \(outcome.rawValue)" + (status.map { " \($0.name)" } ?? "")
+                        + (reason.map { ": …\($0)…" } ?? "") + ", found \(found)")
             }
         }
     }
@@ -288,10 +297,11 @@ actor RunState {
         } catch let error as KeychainError {
             found = .failure(error)
         }
-        let got: String = switch found {
-        case .success(let items): items.first?.data.map { "\"\(String(decoding: $0, as: UTF8.self))\"" } ?? "an item without data"
-        case .failure(let error): "\(error)"
-        }
+        let got: String =
+            switch found {
+            case .success(let items): items.first?.data.map { "\"\(String(decoding: $0, as: UTF8.self))\"" } ?? "an item without data"
+            case .failure(let error): "\(error)"
+            }
         switch (expectation, found) {
         case (.value(let value), .success(let items)) where items.first?.data == Data(value.utf8): return
         case (.absent, .failure(let error)) where error.status == .itemNotFound: return

@@ -48,23 +48,32 @@ struct StepParser {
         case "unlock":
             let (device, fields) = try deviceAnd(value, allowed: ["device", "passcode"])
             return (.unlock(device: device, passcode: try fields["passcode"]?.text()), "unlock \(device)")
-        case "reboot": let device = try deviceOnly(value); return (.reboot(device), "reboot \(device)")
-        case "power-off": let device = try deviceOnly(value); return (.powerOff(device), "power off \(device)")
-        case "power-on": let device = try deviceOnly(value); return (.powerOn(device), "power on \(device)")
+        case "reboot":
+            let device = try deviceOnly(value)
+            return (.reboot(device), "reboot \(device)")
+        case "power-off":
+            let device = try deviceOnly(value)
+            return (.powerOff(device), "power off \(device)")
+        case "power-on":
+            let device = try deviceOnly(value)
+            return (.powerOn(device), "power on \(device)")
         case "passcode-set", "passcode-change":
             let (device, fields) = try deviceAnd(value, allowed: ["device", "passcode"], required: ["passcode"])
             let passcode = try fields["passcode"]!.text()
             try fields["passcode"]!.check { if passcode.isEmpty { throw DeviceError(.invalidArgument, "a passcode cannot be empty.") } }
             return (.setPasscode(device: device, passcode: passcode), "\(name == "passcode-set" ? "set" : "change") the passcode of \(device)")
         case "passcode-remove":
-            let device = try deviceOnly(value); return (.removePasscode(device), "remove the passcode of \(device)")
+            let device = try deviceOnly(value)
+            return (.removePasscode(device), "remove the passcode of \(device)")
         case "biometry-enroll", "biometry-reenroll", "biometry-remove":
             let device = try deviceOnly(value)
             let change = Scenario.BiometryChange(rawValue: String(name.dropFirst("biometry-".count)))!
             return (.biometry(device: device, change: change), "\(change.rawValue) biometry on \(device)")
         case "install", "uninstall", "reinstall":
             let (device, app) = try deviceApp(value)
-            let action: Scenario.Action = name == "install" ? .install(device: device, app: app)
+            let action: Scenario.Action =
+                name == "install"
+                ? .install(device: device, app: app)
                 : name == "uninstall" ? .uninstall(device: device, app: app) : .reinstall(device: device, app: app)
             return (action, "\(name) \(app) on \(device)")
         case "transfer-team":
@@ -80,9 +89,12 @@ struct StepParser {
             }
             added.insert(key(item))
             let expected = try fields["status"].map(status)
-            return (.add(item, value: try fields["value"]!.text(), accessible: accessControl == nil ? accessible : nil,
-                         accessControl: accessControl, expect: expected),
-                    "add \(describe(item))" + (accessible.map { " (\($0.name))" } ?? "") + failing(expected))
+            return (
+                .add(
+                    item, value: try fields["value"]!.text(), accessible: accessControl == nil ? accessible : nil,
+                    accessControl: accessControl, expect: expected),
+                "add \(describe(item))" + (accessible.map { " (\($0.name))" } ?? "") + failing(expected)
+            )
         case "update":
             let (item, fields) = try itemRef(value, extra: ["value", "status"], required: ["value"])
             let expected = try fields["status"].map(status)
@@ -94,20 +106,25 @@ struct StepParser {
         case "defaults":
             let (device, app, fields) = try deviceApp(value, extra: ["set"], required: ["set"])
             let set = try fields["set"]!.entries().map { ($0.key, try $0.value.text()) }
-            return (.defaults(device: device, app: app, set: Dictionary(set, uniquingKeysWith: { $1 })),
-                    "set UserDefaults \(set.map(\.0).joined(separator: ", ")) of \(app) on \(device)")
+            return (
+                .defaults(device: device, app: app, set: Dictionary(set, uniquingKeysWith: { $1 })),
+                "set UserDefaults \(set.map(\.0).joined(separator: ", ")) of \(app) on \(device)"
+            )
         case "file":
             let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "protection"], required: ["path", "text"])
             let path = try fields["path"]!.text()
             let protection = try fields["protection"].map { field in
                 let text = try field.text()
                 guard let protection = FileProtection(rawValue: text) else {
-                    throw field.failure("'\(text)' is not a file protection class; expected one of: \(FileProtection.allCases.map(\.rawValue).joined(separator: ", ")).")
+                    throw field.failure(
+                        "'\(text)' is not a file protection class; expected one of: \(FileProtection.allCases.map(\.rawValue).joined(separator: ", ")).")
                 }
                 return protection
             }
-            return (.writeFile(device: device, app: app, path: path, text: try fields["text"]!.text(), protection: protection),
-                    "write Documents/\(path) of \(app) on \(device)" + (protection.map { " (\($0.rawValue))" } ?? ""))
+            return (
+                .writeFile(device: device, app: app, path: path, text: try fields["text"]!.text(), protection: protection),
+                "write Documents/\(path) of \(app) on \(device)" + (protection.map { " (\($0.rawValue))" } ?? "")
+            )
         case "remove-file":
             let (device, app, fields) = try deviceApp(value, extra: ["path"], required: ["path"])
             let path = try fields["path"]!.text()
@@ -121,8 +138,10 @@ struct StepParser {
             let archive = try fields["archive"]!.text()
             archives.insert(archive)
             let encrypted = try fields["encrypted"]?.bool() ?? true
-            return (.backup(device: device, archive: archive, encrypted: encrypted),
-                    "back up \(device) to \(archive) (\(encrypted ? "encrypted" : "unencrypted"))")
+            return (
+                .backup(device: device, archive: archive, encrypted: encrypted),
+                "back up \(device) to \(archive) (\(encrypted ? "encrypted" : "unencrypted"))"
+            )
         case "restore":
             let fields = try value.fields(allowed: ["archive", "to"])
             let archive = try required("archive", fields, value).text()
@@ -133,7 +152,8 @@ struct StepParser {
             return (.restore(archive: archive, to: target), "restore \(archive) onto \(target)")
         case "transfer":
             let fields = try value.fields(allowed: ["from", "to"])
-            let source = try device(required("from", fields, value)), target = try device(required("to", fields, value))
+            let source = try device(required("from", fields, value))
+            let target = try device(required("to", fields, value))
             guard source != target else { throw value.failure("Quick Start moves a device onto another one; `from` and `to` are both \(source).") }
             return (.transfer(from: source, to: target), "Quick Start from \(source) to \(target)")
         case "wait":
@@ -159,19 +179,22 @@ struct StepParser {
             } else {
                 expectation = .status(try status(fields["status"]!))
             }
-            let wanted = switch expectation {
-            case .value(let text): "= \"\(text)\""
-            case .absent: "absent"
-            case .status(let status): status.name
-            }
+            let wanted =
+                switch expectation {
+                case .value(let text): "= \"\(text)\""
+                case .absent: "absent"
+                case .status(let status): status.name
+                }
             return (.expect(item, expectation), "expect \(describe(item)) \(wanted)")
         case "expect-defaults":
             let (device, app, fields) = try deviceApp(value, extra: ["key", "value", "absent"], required: ["key"])
             let key = try fields["key"]!.text()
             let expectedValue = try fields["value"]?.text()
             if expectedValue == nil, try fields["absent"]?.bool() != true { throw value.failure("expect `value:` or `absent: true`.") }
-            return (.expectDefaults(device: device, app: app, key: key, value: expectedValue),
-                    "expect UserDefaults \(key) of \(app) on \(device) " + (expectedValue.map { "= \"\($0)\"" } ?? "absent"))
+            return (
+                .expectDefaults(device: device, app: app, key: key, value: expectedValue),
+                "expect UserDefaults \(key) of \(app) on \(device) " + (expectedValue.map { "= \"\($0)\"" } ?? "absent")
+            )
         case "expect-file":
             let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "absent", "protected"], required: ["path"])
             let path = try fields["path"]!.text()
@@ -185,11 +208,12 @@ struct StepParser {
                 guard try field.bool() else { throw field.failure("`\(given[0]):` is true, or left out.") }
                 expectation = given[0] == "absent" ? .absent : .protected
             }
-            let wanted = switch expectation {
-            case .text(let text): "= \"\(text)\""
-            case .absent: "absent"
-            case .protected: "protected"
-            }
+            let wanted =
+                switch expectation {
+                case .text(let text): "= \"\(text)\""
+                case .absent: "absent"
+                case .protected: "protected"
+                }
             return (.expectFile(device: device, app: app, path: path, expectation), "expect Documents/\(path) of \(app) on \(device) \(wanted)")
         case "expect-restore":
             let text = try value.text()
@@ -207,9 +231,12 @@ struct StepParser {
             guard let outcome = SurvivalCell.Outcome(rawValue: try outcomeField.text()) else {
                 throw outcomeField.failure("unknown outcome; expected kept, lost or unreadable.")
             }
-            return (.expectSurvival(device: device, app: app, secret: secret, path: path, outcome: outcome,
-                                    status: try fields["status"].map(status), reason: try fields["reason"]?.text()),
-                    "expect \(secret) on \(device) \(outcome.rawValue) after \(path.rawValue)")
+            return (
+                .expectSurvival(
+                    device: device, app: app, secret: secret, path: path, outcome: outcome,
+                    status: try fields["status"].map(status), reason: try fields["reason"]?.text()),
+                "expect \(secret) on \(device) \(outcome.rawValue) after \(path.rawValue)"
+            )
         default:
             throw value.keyFailure("unknown action.")
         }
@@ -264,12 +291,13 @@ struct StepParser {
 
     private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {
         let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "group", "sync", "user"] + extra, required: ["account"] + names)
-        let user = try fields["user"].map { field in
-            guard let user = Scenario.User(rawValue: try field.text()) else {
-                throw field.failure("the user does one of: \(Scenario.User.allCases.map(\.rawValue).joined(separator: ", ")).")
-            }
-            return user
-        } ?? .none
+        let user =
+            try fields["user"].map { field in
+                guard let user = Scenario.User(rawValue: try field.text()) else {
+                    throw field.failure("the user does one of: \(Scenario.User.allCases.map(\.rawValue).joined(separator: ", ")).")
+                }
+                return user
+            } ?? .none
         let sync: SynchronizableMatch
         switch try fields["sync"].map({ field in (field, try field.node.bool.map { $0 ? "yes" : "no" } ?? field.text()) }) {
         case nil: sync = .no
@@ -278,9 +306,10 @@ struct StepParser {
         case (_, "any")?: sync = .any
         case (let field, _)?: throw field.failure("`sync:` is true, false or any.")
         }
-        let item = Scenario.ItemRef(device: device, app: app, account: try fields["account"]!.text(),
-                                    service: try fields["service"]?.text() ?? app, synchronizable: sync,
-                                    group: try fields["group"]?.text(), user: user)
+        let item = Scenario.ItemRef(
+            device: device, app: app, account: try fields["account"]!.text(),
+            service: try fields["service"]?.text() ?? app, synchronizable: sync,
+            group: try fields["group"]?.text(), user: user)
         return (item, fields)
     }
 

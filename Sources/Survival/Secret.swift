@@ -50,8 +50,9 @@ struct Secret: Sendable {
                 secrets.append(Secret(row: row, locator: .defaults(bundleID: app.bundleID, key: key), baseline: .missing))
             }
             for file in try sandbox.files() {
-                let row = SurvivalRow(kind: .sandboxFile, name: "Documents/\(file.path)", app: app.bundleID,
-                                      fileProtection: file.protection.rawValue, cells: [:])
+                let row = SurvivalRow(
+                    kind: .sandboxFile, name: "Documents/\(file.path)", app: app.bundleID,
+                    fileProtection: file.protection.rawValue, cells: [:])
                 secrets.append(Secret(row: row, locator: .file(bundleID: app.bundleID, path: file.path), baseline: .missing))
             }
         }
@@ -79,10 +80,11 @@ struct Secret: Sendable {
         init(_ device: Device, passcode: String?) {
             self.device = device
             let installed = (try? device.installedApps()) ?? []
-            apps = Dictionary(uniqueKeysWithValues: installed.compactMap { app in
-                guard let keychain = try? device.keychain(for: app.bundleID), let sandbox = try? device.sandbox(for: app.bundleID) else { return nil }
-                return (app.bundleID, (keychain, Set(app.entitledGroups), sandbox))
-            })
+            apps = Dictionary(
+                uniqueKeysWithValues: installed.compactMap { app in
+                    guard let keychain = try? device.keychain(for: app.bundleID), let sandbox = try? device.sandbox(for: app.bundleID) else { return nil }
+                    return (app.bundleID, (keychain, Set(app.entitledGroups), sandbox))
+                })
             authentication = AuthenticationContext(responses: [.biometryMatch] + (passcode.map { [.passcode($0)] } ?? []))
         }
     }
@@ -120,12 +122,14 @@ struct Secret: Sendable {
         } else {
             keychain = reader.device.deviceKeychain
         }
-        let primaryKey = Dictionary(uniqueKeysWithValues: record.itemClass.primaryKey.compactMap { key in
-            record.attributes[key].map { (key, $0) }
-        })
-        let query = ItemQuery(record.itemClass, attributes: primaryKey, accessGroup: record.accessGroup,
-                              synchronizable: record.synchronizable ? .yes : .no, matchLimit: .one,
-                              returning: [.data], authentication: reader.authentication)
+        let primaryKey = Dictionary(
+            uniqueKeysWithValues: record.itemClass.primaryKey.compactMap { key in
+                record.attributes[key].map { (key, $0) }
+            })
+        let query = ItemQuery(
+            record.itemClass, attributes: primaryKey, accessGroup: record.accessGroup,
+            synchronizable: record.synchronizable ? .yes : .no, matchLimit: .one,
+            returning: [.data], authentication: reader.authentication)
         do {
             return .value(try keychain.copy(query).first?.data ?? Data())
         } catch let error as KeychainError where error.status == .itemNotFound {

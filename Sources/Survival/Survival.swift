@@ -32,7 +32,8 @@ public enum Survival {
     /// each on a thread of its own.
     public static func matrix(of device: Device, options: Options) async throws -> SurvivalMatrix {
         guard device.lockState == .unlocked else {
-            throw DeviceError(.protectedDataUnavailable,
+            throw DeviceError(
+                .protectedDataUnavailable,
                 "\(device.info.name) is locked, so its secrets cannot be read; unlock it first (`keyferry device unlock DIR --passcode ...`).")
         }
         if let app = options.app { _ = try device.app(app) }
@@ -44,9 +45,10 @@ public enum Survival {
             let now = try device.fork(to: work.appendingPathComponent("now"))
             return (now, try Secret.all(on: now, app: options.app, passcode: options.passcode), try now.status())
         }
-        let runner = PathRunner(now: now, work: work, secrets: secrets, passcode: options.passcode,
-                                passcodeSet: status.passcodeSet, biometryEnrolled: status.biometryEnrolled,
-                                archives: Archives(of: now, in: work))
+        let runner = PathRunner(
+            now: now, work: work, secrets: secrets, passcode: options.passcode,
+            passcodeSet: status.passcodeSet, biometryEnrolled: status.biometryEnrolled,
+            archives: Archives(of: now, in: work))
         var cells: [SurvivalPath: [SurvivalCell]] = [:]
         var notRun: [SurvivalPath: String] = [:]
         try await withThrowingTaskGroup(of: (SurvivalPath, PathResult).self) { group in
@@ -187,8 +189,9 @@ struct PathRunner: Sendable {
     /// known), and biometry likewise.
     private func newDevice(_ path: SurvivalPath) throws -> Target {
         let newPasscode = passcodeSet ? (passcode ?? "keyferry-new-device") : nil
-        let options = DeviceOptions(name: "new device", passcode: newPasscode, enrollBiometry: biometryEnrolled && newPasscode != nil,
-                                    gracePeriod: now.info.gracePeriod, passcodeHashing: .minimum)
+        let options = DeviceOptions(
+            name: "new device", passcode: newPasscode, enrollBiometry: biometryEnrolled && newPasscode != nil,
+            gracePeriod: now.info.gracePeriod, passcodeHashing: .minimum)
         return Target(device: try Device.create(at: work.appendingPathComponent("\(path.rawValue)-new"), options: options), passcode: newPasscode)
     }
 

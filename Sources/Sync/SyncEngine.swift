@@ -174,9 +174,12 @@ public actor SyncEngine {
         let keys = CircleKeys(circle: history.circle, epoch: history.epoch)
         let wrapped = keys.wrappedClassKeys()
         try await transport.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership, proof: nil)
-        try await engine.push([KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes,
-                               KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes],
-                              to: .keys, as: identity)
+        try await engine.push(
+            [
+                KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes,
+                KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes,
+            ],
+            to: .keys, as: identity)
         try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: keys.circle, epoch: keys.epoch)
         try await engine.adopt(keys, wrapped: wrapped)
         return engine
@@ -202,8 +205,10 @@ public actor SyncEngine {
         }
         let (current, _) = try CircleHistory.reading(log.map(\.body), circle: voucher.circle)
         guard current.entries.contains(where: { ContentDigest.of($0.bytes) == voucher.head }) else {
-            throw CircleError(.invalidHistory, "the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
-                                      + "that is not the one the sponsor is in; nothing was changed")
+            throw CircleError(
+                .invalidHistory,
+                "the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
+                    + "that is not the one the sponsor is in; nothing was changed")
         }
         var admitted = current
         if let entry = voucher.entry, !current.isMember(me) {
@@ -216,7 +221,8 @@ public actor SyncEngine {
             throw CircleError(.notVouched, "no member has vouched for \(device.info.name) in circle \(voucher.circle)")
         }
         guard voucher.share.epoch == admitted.epoch else {
-            throw CircleError(.concurrentChange, "circle \(voucher.circle) changed its keys after the sponsor vouched; nothing was changed: run the command again")
+            throw CircleError(
+                .concurrentChange, "circle \(voucher.circle) changed its keys after the sponsor vouched; nothing was changed: run the command again")
         }
         let circleKey = try voucher.share.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))
         let engine = SyncEngine(device: device, identity: identity, name: subject.name, history: current, relay: voucher.relay, transport: transport)
@@ -234,8 +240,9 @@ public actor SyncEngine {
     public static func open(device: Device, transport: (URL) -> any RelayTransport) async throws -> SyncEngine? {
         guard let state = try SyncState.load(from: device.directory) else { return nil }
         let history = try CircleHistory(verifying: state.membership.map { try MembershipEntry(bytes: [UInt8]($0)) })
-        let engine = SyncEngine(device: device, identity: nil, name: state.name, history: history, relay: state.relay,
-                                transport: transport(state.relay))
+        let engine = SyncEngine(
+            device: device, identity: nil, name: state.name, history: history, relay: state.relay,
+            transport: transport(state.relay))
         try await engine.restore(state)
         return engine
     }
@@ -255,8 +262,9 @@ public actor SyncEngine {
         guard !peer.name.isEmpty else { throw CircleError(.invalidName, "a member needs a name the others can read") }
         guard let keys = generations[history.epoch] else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
-        return Voucher(circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), entry: entry,
-                       share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey))
+        return Voucher(
+            circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), entry: entry,
+            share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey))
     }
 
     /// Removes the member that `peer` names and starts a new key generation shared with the
@@ -301,7 +309,7 @@ public actor SyncEngine {
             if history.isMember(identity.signingKey.publicKey) {
                 try await removeMember(history.members[identity.signingKey.publicKey]!, identity)
             }
-        } catch where force {}
+        } catch  where force {}
         try SyncState.remove(from: device.directory)
         try? SyncSecrets.forgetCircleKeys(device)
         generations = [:]
@@ -312,8 +320,9 @@ public actor SyncEngine {
         let keys = CircleKeys(circle: circle, epoch: afterRemoval.epoch)
         let wrapped = keys.wrappedClassKeys()
         let shares = afterRemoval.members.values.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealing, from: identity.signingKey)).bytes }
-        try await push([KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes] + shares,
-                       to: .keys, as: identity)
+        try await push(
+            [KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes] + shares,
+            to: .keys, as: identity)
         guard afterRemoval.isMember(identity.signingKey.publicKey) else { return }
         try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
         try adopt(keys, wrapped: wrapped)
@@ -349,9 +358,10 @@ public actor SyncEngine {
     }
 
     private var position: Position {
-        Position(cursors: cursors, pushedThrough: pushedThrough, waiting: waiting.count,
-                 membershipEntries: history.entries.count, generations: publishedClassKeys.count, clock: clock,
-                 ownChain: ownChain, received: received)
+        Position(
+            cursors: cursors, pushedThrough: pushedThrough, waiting: waiting.count,
+            membershipEntries: history.entries.count, generations: publishedClassKeys.count, clock: clock,
+            ownChain: ownChain, received: received)
     }
 
     /// Forgets every secret this member unsealed (the identity, the circle's keys): what a
@@ -373,15 +383,19 @@ public actor SyncEngine {
             unsealedIdentity = identity
             return identity
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
-            throw KeychainError(.interactionNotAllowed, "\(device.info.name) has not been unlocked since it was powered on, so its sync "
-                                + "identity stays sealed; unlock it (keyferry device unlock DIR --passcode ...) and it syncs from then on.")
+            throw KeychainError(
+                .interactionNotAllowed,
+                "\(device.info.name) has not been unlocked since it was powered on, so its sync "
+                    + "identity stays sealed; unlock it (keyferry device unlock DIR --passcode ...) and it syncs from then on.")
         }
     }
 
     private func requireMembership(_ identity: DeviceIdentity) throws {
         guard history.isMember(identity.signingKey.publicKey) else {
-            throw CircleError(.removed, "\(device.info.name) was removed from circle \(circle); it no longer syncs. "
-                                      + "`circle leave` forgets the circle, so it can join one again.")
+            throw CircleError(
+                .removed,
+                "\(device.info.name) was removed from circle \(circle); it no longer syncs. "
+                    + "`circle leave` forgets the circle, so it can join one again.")
         }
     }
 
@@ -400,11 +414,13 @@ public actor SyncEngine {
         if let last = records.last { cursors[.keys] = last.cursor }
         for record in records {
             guard case .classKeys(let published)? = try? KeyRecord(bytes: record.body), published.epoch == epoch,
-                  published.isSigned(by: author, circle: circle),
-                  let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: published.wrapped) else { continue }
+                published.isSigned(by: author, circle: circle),
+                let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: published.wrapped)
+            else { continue }
             return (keys, published.wrapped)
         }
-        throw CircleError(.keysUnavailable, "the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
+        throw CircleError(
+            .keysUnavailable, "the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
     }
 
     /// Publishes a membership entry, then reads the log back: when two members change the
@@ -424,16 +440,19 @@ public actor SyncEngine {
         }
         try await pullMembership()
         guard let index = history.entries.firstIndex(where: { $0.bytes == entry.bytes }) else {
-            throw CircleError(.concurrentChange, "another member changed circle \(circle) at the same moment, and its change came first; "
-                                      + "nothing was changed here: run the command again")
+            throw CircleError(
+                .concurrentChange,
+                "another member changed circle \(circle) at the same moment, and its change came first; "
+                    + "nothing was changed here: run the command again")
         }
         return try CircleHistory(verifying: Array(history.entries[...index]))
     }
 
     /// Pushes records a member signs for (the `keys` and `envelopes` streams).
     private func push(_ bodies: [[UInt8]], to stream: RelayStream, as identity: DeviceIdentity) async throws {
-        try await transport.push(bodies, circle: circle, stream: stream,
-                                 proof: PushProof(signing: bodies, circle: circle, stream: stream, key: identity.signingKey))
+        try await transport.push(
+            bodies, circle: circle, stream: stream,
+            proof: PushProof(signing: bodies, circle: circle, stream: stream, key: identity.signingKey))
     }
 
     /// Reads the entries after the cursor; what does not extend the history is passed over and
@@ -453,7 +472,10 @@ public actor SyncEngine {
         var membershipRead = false
         for record in records {
             let keyRecord: KeyRecord
-            do { keyRecord = try KeyRecord(bytes: record.body) } catch { report.reject("key record: \(error)"); continue }
+            do { keyRecord = try KeyRecord(bytes: record.body) } catch {
+                report.reject("key record: \(error)")
+                continue
+            }
             if case .share(let share) = keyRecord, share.recipient != identity.sealingKey.publicKey { continue }
             let epoch = keyRecord.epoch
             // The entry that starts a generation is published before its keys, but may have
@@ -533,7 +555,9 @@ public actor SyncEngine {
         for change in feed.open {
             switch SyncEligibility(change.record) {
             case .replicates: break
-            case .deviceBound: report.skippedDeviceBound += 1; continue
+            case .deviceBound:
+                report.skippedDeviceBound += 1
+                continue
             case .notSynchronizable, .accessControlled: continue
             }
             guard isPending(change.changeSequence, change.record.uuid) else { continue }
@@ -567,8 +591,9 @@ public actor SyncEngine {
     private func stamp(_ change: ItemChange) -> HybridTimestamp {
         let date = change.isTombstone ? change.tombstoneDate ?? change.record.modificationDate : change.record.modificationDate
         let milliseconds = date.timeIntervalSince1970 * 1000
-        var version = clock.stamp(changeAt: change.changeSequence,
-                                  wallMilliseconds: milliseconds.isFinite && milliseconds > 0 ? UInt64(min(milliseconds, 1e18)) : 0)
+        var version = clock.stamp(
+            changeAt: change.changeSequence,
+            wallMilliseconds: milliseconds.isFinite && milliseconds > 0 ? UInt64(min(milliseconds, 1e18)) : 0)
         if let previous = held[change.record.uuid]?.stamp.timestamp, version <= previous {
             version = previous.successor
             clock.observe(version, at: change.changeSequence)
@@ -611,7 +636,8 @@ public actor SyncEngine {
         let opened = try ParallelMap.map(envelopes) { envelope in
             Result { () throws(EnvelopeError) -> (SyncedItem, VersionStamp) in
                 guard let keys = generations[envelope.header.epoch] else {
-                    throw .cannotDecrypt("item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
+                    throw .cannotDecrypt(
+                        "item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
                 }
                 let item: SyncedItem
                 do {
@@ -649,8 +675,10 @@ public actor SyncEngine {
         defer { clock.observe(newest, at: device.deviceKeychain.latestChangeSequence) }
         guard !chosen.isEmpty else { return }
         let versions = chosen.map { choice in
-            Keychain.ReplicatedVersion(record: choice.item.record, tombstoneDate: choice.item.isTombstone
-                ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil)
+            Keychain.ReplicatedVersion(
+                record: choice.item.record,
+                tombstoneDate: choice.item.isTombstone
+                    ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil)
         }
         do {
             // Two items added apart under one primary key: the preferred one stays everywhere.
@@ -698,8 +726,11 @@ public actor SyncEngine {
             cursors: Dictionary(uniqueKeysWithValues: cursors.map { ($0.key.rawValue, $0.value) }),
             pushedThrough: pushedThrough, clock: clock.latest,
             clockReadings: clock.readings,
-            held: held.mapValues { .init(milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
-                                         digest: Data($0.stamp.digest), changeSequence: $0.changeSequence) },
+            held: held.mapValues {
+                .init(
+                    milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
+                    digest: Data($0.stamp.digest), changeSequence: $0.changeSequence)
+            },
             waiting: waiting.map { Data($0.bytes) }, ownChain: ownChain, received: received)
         try state.save(in: device.directory)
     }
@@ -711,8 +742,9 @@ public actor SyncEngine {
         pushedThrough = state.pushedThrough
         clock = HybridClock(readings: state.clockReadings ?? [HybridClock.Reading(sequence: state.pushedThrough, time: state.clock)])
         held = state.held.mapValues {
-            HeldVersion(stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
-                        changeSequence: $0.changeSequence)
+            HeldVersion(
+                stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
+                changeSequence: $0.changeSequence)
         }
         waiting = try state.waiting.map { try SealedEnvelope(bytes: [UInt8]($0)) }
         ownChain = state.ownChain ?? .start

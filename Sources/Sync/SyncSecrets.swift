@@ -14,8 +14,9 @@ enum SyncSecrets {
 
     /// The device's identity, made on first use.
     static func identity(of device: Device) throws -> DeviceIdentity {
-        DeviceIdentity(signingSeed: try secret(device, service: "identity", account: "signing", createIfMissing: true)!,
-                       sealingSeed: try secret(device, service: "identity", account: "sealing", createIfMissing: true)!)
+        DeviceIdentity(
+            signingSeed: try secret(device, service: "identity", account: "signing", createIfMissing: true)!,
+            sealingSeed: try secret(device, service: "identity", account: "sealing", createIfMissing: true)!)
     }
 
     /// `kSecAttrService` of the items of one kind (`identity`, `circle-key`).
@@ -44,8 +45,9 @@ enum SyncSecrets {
     }
 
     private static func secret(_ device: Device, service: String, account: String, createIfMissing: Bool) throws -> SymmetricKey? {
-        let query = ItemQuery(.genericPassword, attributes: [.service: self.service(service), .account: .string(account)],
-                              accessGroup: accessGroup, returning: .data)
+        let query = ItemQuery(
+            .genericPassword, attributes: [.service: self.service(service), .account: .string(account)],
+            accessGroup: accessGroup, returning: .data)
         do {
             guard let data = try device.deviceKeychain.copy(query).first?.data else { return nil }
             return try SymmetricKey(bytes: [UInt8](data))
@@ -60,7 +62,9 @@ enum SyncSecrets {
     private static func add(_ key: SymmetricKey, _ device: Device, service: String, account: String) throws {
         var bytes = key.exportedBytes
         defer { SymmetricKey.wipe(&bytes) }
-        _ = try device.deviceKeychain.add(NewItem(.genericPassword, attributes: [.service: self.service(service), .account: .string(account)],
-                                                  data: Data(bytes), accessGroup: accessGroup, protection: protection, synchronizable: false))
+        _ = try device.deviceKeychain.add(
+            NewItem(
+                .genericPassword, attributes: [.service: self.service(service), .account: .string(account)],
+                data: Data(bytes), accessGroup: accessGroup, protection: protection, synchronizable: false))
     }
 }

@@ -57,16 +57,18 @@ public struct MembershipEntry: Hashable, Sendable {
 
     /// The next entry after `history`, signed by `signer`.
     public init(_ kind: Kind, subject: PeerIdentity, after history: CircleHistory, signer: SigningKey) {
-        self.init(kind, circle: history.circle, sequence: UInt32(history.entries.count),
-                  previous: ContentDigest.of(history.entries.last!.bytes), subject: subject, signer: signer)
+        self.init(
+            kind, circle: history.circle, sequence: UInt32(history.entries.count),
+            previous: ContentDigest.of(history.entries.last!.bytes), subject: subject, signer: signer)
     }
 
     /// The first entry of a new circle: `creator` vouches for itself, and the circle's id
     /// comes from its key and fresh random bytes (`CircleHistory.circleID`).
     public static func creating(_ creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) -> MembershipEntry {
         let nonce = entropy.bytes(32)
-        return MembershipEntry(.create, circle: CircleHistory.circleID(creator: creator.signingKey.publicKey, nonce: nonce), sequence: 0,
-                               previous: nonce, subject: creator.peer(named: name), signer: creator.signingKey)
+        return MembershipEntry(
+            .create, circle: CircleHistory.circleID(creator: creator.signingKey.publicKey, nonce: nonce), sequence: 0,
+            previous: nonce, subject: creator.peer(named: name), signer: creator.signingKey)
     }
 
     /// Any entry, however wrong: what tests of refusals need.
@@ -88,8 +90,10 @@ public struct MembershipEntry: Hashable, Sendable {
             var r = ByteReader(bytes)
             let format = try r.uint8()
             guard format >= Self.formatVersion else {
-                throw CircleError(.invalidHistory, "membership entry format \(format) is from a circle made by an older Keyferry, before circles were "
-                                          + "named after their creator; leave it (`circle leave --force`) and create a new one")
+                throw CircleError(
+                    .invalidHistory,
+                    "membership entry format \(format) is from a circle made by an older Keyferry, before circles were "
+                        + "named after their creator; leave it (`circle leave --force`) and create a new one")
             }
             guard format == Self.formatVersion else { throw CircleError(.invalidHistory, "membership entry format \(format) is newer than this build reads") }
             circle = try r.uuid()
@@ -97,8 +101,9 @@ public struct MembershipEntry: Hashable, Sendable {
             previous = Array(try r.raw(32))
             guard let kind = Kind(rawValue: try r.uint8()) else { throw CircleError(.invalidHistory, "unknown membership entry kind") }
             self.kind = kind
-            subject = PeerIdentity(name: try r.string(), signing: try SigningPublicKey(bytes: Array(try r.raw(32))),
-                                   sealing: try SealingPublicKey(bytes: Array(try r.raw(32))))
+            subject = PeerIdentity(
+                name: try r.string(), signing: try SigningPublicKey(bytes: Array(try r.raw(32))),
+                sealing: try SealingPublicKey(bytes: Array(try r.raw(32))))
             signer = try SigningPublicKey(bytes: Array(try r.raw(32)))
             signature = Array(try r.raw(SigningKey.signatureByteCount))
             guard r.isAtEnd else { throw ByteReader.Malformed() }
@@ -126,7 +131,6 @@ public struct MembershipEntry: Hashable, Sendable {
     /// Whether the signature holds: all a relay can check, knowing no keys.
     public var isSignedBySigner: Bool { signer.isValidSignature(signature, for: signedBytes) }
 }
-
 
 /// A circle's membership as a signed, hash-chained history that every node verifies whole:
 /// the creator vouches for itself, each join is vouched for by a member, each removal is made
@@ -159,8 +163,11 @@ public struct CircleHistory: Hashable, Sendable {
         var bytes = Array(ContentDigest.of(w.bytes).prefix(16))
         bytes[6] = bytes[6] & 0x0f | 0x80
         bytes[8] = bytes[8] & 0x3f | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// Checks every entry in order; throws at the first that breaks a rule.
@@ -208,7 +215,9 @@ public struct CircleHistory: Hashable, Sendable {
     /// Adds one entry after checking it against the history so far.
     public mutating func append(_ entry: MembershipEntry) throws {
         let position = entries.count
-        func refuse(_ why: String) -> CircleError { CircleError(.invalidHistory, "membership entry \(position) (\(entry.kind), \(entry.subject.name)): \(why)") }
+        func refuse(_ why: String) -> CircleError {
+            CircleError(.invalidHistory, "membership entry \(position) (\(entry.kind), \(entry.subject.name)): \(why)")
+        }
         guard entry.circle == circle else { throw refuse("it belongs to another circle") }
         guard entry.sequence == UInt32(position) else { throw refuse("it is out of place (sequence \(entry.sequence))") }
         if let last = entries.last, entry.previous != ContentDigest.of(last.bytes) { throw refuse("it does not follow the entry before it") }

@@ -106,8 +106,9 @@ public struct SealedEnvelope: Hashable, Sendable {
         }
         let random = random ?? SystemEntropy().bytes(entropyPerEnvelope)
         precondition(random.count == entropyPerEnvelope)
-        let header = EnvelopeHeader(circle: keys.circle, epoch: keys.epoch, author: author, item: item.record.uuid,
-                                    version: item.version, syncClass: syncClass, isTombstone: item.isTombstone)
+        let header = EnvelopeHeader(
+            circle: keys.circle, epoch: keys.epoch, author: author, item: item.record.uuid,
+            version: item.version, syncClass: syncClass, isTombstone: item.isTombstone)
         let ad = header.encoded
         let n = AEAD.nonceByteCount
         let itemKey = try SymmetricKey(bytes: random[0..<SymmetricKey.byteCount])
@@ -164,16 +165,20 @@ public struct SealedEnvelope: Hashable, Sendable {
     /// the signature which one.
     public func open(with keys: CircleKeys) throws -> SyncedItem {
         guard header.circle == keys.circle else { throw EnvelopeError.cannotDecrypt("the envelope is for another circle") }
-        guard header.epoch == keys.epoch else { throw EnvelopeError.cannotDecrypt("item \(header.item) is sealed under key generation \(header.epoch), not \(keys.epoch)") }
+        guard header.epoch == keys.epoch else {
+            throw EnvelopeError.cannotDecrypt("item \(header.item) is sealed under key generation \(header.epoch), not \(keys.epoch)")
+        }
         let ad = header.encoded
         guard let itemKey = try? AEAD.unwrap(wrappedItemKey, under: keys.classKey(header.syncClass), associatedData: ad),
-              let payload = try? AEAD.open(sealedItem, key: itemKey, associatedData: ad) else {
+            let payload = try? AEAD.open(sealedItem, key: itemKey, associatedData: ad)
+        else {
             throw EnvelopeError.cannotDecrypt("item \(header.item) does not open under its class key")
         }
         let item: SyncedItem
         do { item = try SyncedItem(decoding: [UInt8](payload)) } catch { throw EnvelopeError.inconsistent("item \(header.item) has an unreadable payload") }
         guard item.record.uuid == header.item, item.version == header.version, item.isTombstone == header.isTombstone,
-              SyncClass(item.record.protection) == header.syncClass else {
+            SyncClass(item.record.protection) == header.syncClass
+        else {
             throw EnvelopeError.inconsistent("item \(header.item): the sealed item disagrees with its header")
         }
         return item
@@ -222,7 +227,8 @@ public struct EnvelopeBatch: Sendable {
     /// order, chained after `link`.
     public static func batches(of envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink) -> [EnvelopeBatch] {
         var batches: [EnvelopeBatch] = []
-        var current: [SealedEnvelope] = [], bytes = 0
+        var current: [SealedEnvelope] = []
+        var bytes = 0
         func close() {
             batches.append(EnvelopeBatch(current, circle: circle, author: author, after: batches.last?.link ?? link))
             (current, bytes) = ([], 0)
@@ -287,8 +293,10 @@ public struct EnvelopeBatch: Sendable {
 
     private var description: String { "a batch of \(envelopes.count) envelope\(envelopes.count == 1 ? "" : "s")" }
 
-    private static func signedBytes(_ circle: UUID, _ author: SigningPublicKey, _ sequence: UInt64, _ previous: [UInt8],
-                                    _ envelopes: [SealedEnvelope]) -> [UInt8] {
+    private static func signedBytes(
+        _ circle: UUID, _ author: SigningPublicKey, _ sequence: UInt64, _ previous: [UInt8],
+        _ envelopes: [SealedEnvelope]
+    ) -> [UInt8] {
         var w = ByteWriter(capacity: 4 + 1 + 16 + 32 + 8 + 32 + 4 + envelopes.reduce(0) { $0 + 4 + $1.byteCount } + SigningKey.signatureByteCount)
         w.raw(Self.magic)
         w.uint8(Self.formatVersion)

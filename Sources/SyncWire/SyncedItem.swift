@@ -15,10 +15,10 @@ public enum SyncEligibility: String, Sendable, Codable {
     case accessControlled
 
     public init(_ record: ItemRecord) {
-        self = if !record.synchronizable { .notSynchronizable }
-            else if record.protection.isThisDeviceOnly { .deviceBound }
-            else if record.accessControl != nil { .accessControlled }
-            else { .replicates }
+        self =
+            if !record.synchronizable { .notSynchronizable } else if record.protection.isThisDeviceOnly { .deviceBound } else if record.accessControl != nil {
+                .accessControlled
+            } else { .replicates }
     }
 }
 
@@ -67,9 +67,11 @@ public struct SyncedItem: Hashable, Sendable {
         } catch {
             throw .inconsistent("\(item): \(error.message)")
         }
-        let dates = [record.creationDate, record.modificationDate] + record.attributes.values.compactMap {
-            if case .date(let date) = $0 { date } else { nil }
-        }
+        let dates =
+            [record.creationDate, record.modificationDate]
+            + record.attributes.values.compactMap {
+                if case .date(let date) = $0 { date } else { nil }
+            }
         guard dates.allSatisfy({ $0.timeIntervalSince1970.isFinite }) else {
             throw .inconsistent("\(item) carries a date that is not a time")
         }
@@ -108,13 +110,15 @@ public struct SyncedItem: Hashable, Sendable {
         guard let itemClass = ItemClass(rawValue: try r.string()) else { throw ByteReader.Malformed() }
         let accessGroup = try r.string()
         guard let protection = ProtectionClass(rawValue: try r.string()), SyncClass(protection) != nil else { throw ByteReader.Malformed() }
-        let created = try r.date(), modified = try r.date()
+        let created = try r.date()
+        let modified = try r.date()
         let attributes = try r.attributes()
         let data = Data(try r.lengthPrefixed())
         guard r.isAtEnd, !isTombstone || data.isEmpty else { throw ByteReader.Malformed() }
-        record = ItemRecord(itemClass: itemClass, uuid: uuid, accessGroup: accessGroup, protection: protection, synchronizable: true,
-                            accessControl: nil, creationDate: created, modificationDate: modified, attributes: attributes,
-                            data: isTombstone ? nil : data)
+        record = ItemRecord(
+            itemClass: itemClass, uuid: uuid, accessGroup: accessGroup, protection: protection, synchronizable: true,
+            accessControl: nil, creationDate: created, modificationDate: modified, attributes: attributes,
+            data: isTombstone ? nil : data)
     }
 
     /// The tie-break between two versions with the same timestamp: BLAKE2b-256 of the payload.

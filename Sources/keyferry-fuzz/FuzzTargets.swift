@@ -84,56 +84,58 @@ enum FuzzTarget: String, CaseIterable {
 }
 
 #if FUZZING
-/// libFuzzer's driver, for a program with a main of its own (SwiftPM names every executable's
-/// entry point): it runs the callback on each input it makes.
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runFuzzer(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                       _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+    /// libFuzzer's driver, for a program with a main of its own (SwiftPM names every executable's
+    /// entry point): it runs the callback on each input it makes.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    private func runFuzzer(
+        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
 
-/// libFuzzer's callback: the target KEYFERRY_FUZZ_TARGET names, on one input.
-@_cdecl("LLVMFuzzerTestOneInput")
-func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    fuzzTarget.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-    return 0
-}
-
-/// The entry point SwiftPM links as `main`: libFuzzer's driver, on that callback.
-@_cdecl("keyferry_fuzz_main")
-func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    _ = fuzzTarget
-    var count = argc
-    var arguments = argv
-    return runFuzzer(&count, &arguments, fuzzOne)
-}
-
-private let fuzzTarget: FuzzTarget = {
-    guard let name = ProcessInfo.processInfo.environment["KEYFERRY_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
-        FileHandle.standardError.write(Data("set KEYFERRY_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
-        exit(64)
+    /// libFuzzer's callback: the target KEYFERRY_FUZZ_TARGET names, on one input.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        fuzzTarget.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        return 0
     }
-    return target
-}()
-#else
-/// Without libFuzzer: `keyferry-fuzz TARGET FILE...` runs the target on each file (a corpus, a
-/// crash to reproduce), and says how many it ran.
-@main
-struct ReplayInputs {
-    static func main() {
-        let arguments = CommandLine.arguments.dropFirst()
-        guard let name = arguments.first, let target = FuzzTarget(rawValue: name) else {
-            print("usage: keyferry-fuzz TARGET FILE...  (targets: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")))")
+
+    /// The entry point SwiftPM links as `main`: libFuzzer's driver, on that callback.
+    @_cdecl("keyferry_fuzz_main")
+    func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        _ = fuzzTarget
+        var count = argc
+        var arguments = argv
+        return runFuzzer(&count, &arguments, fuzzOne)
+    }
+
+    private let fuzzTarget: FuzzTarget = {
+        guard let name = ProcessInfo.processInfo.environment["KEYFERRY_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
+            FileHandle.standardError.write(Data("set KEYFERRY_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
             exit(64)
         }
-        var count = 0
-        for path in arguments.dropFirst() {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                print("cannot read \(path)")
-                exit(1)
+        return target
+    }()
+#else
+    /// Without libFuzzer: `keyferry-fuzz TARGET FILE...` runs the target on each file (a corpus, a
+    /// crash to reproduce), and says how many it ran.
+    @main
+    struct ReplayInputs {
+        static func main() {
+            let arguments = CommandLine.arguments.dropFirst()
+            guard let name = arguments.first, let target = FuzzTarget(rawValue: name) else {
+                print("usage: keyferry-fuzz TARGET FILE...  (targets: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")))")
+                exit(64)
             }
-            target.run([UInt8](data))
-            count += 1
+            var count = 0
+            for path in arguments.dropFirst() {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    print("cannot read \(path)")
+                    exit(1)
+                }
+                target.run([UInt8](data))
+                count += 1
+            }
+            print("\(target.rawValue): \(count) inputs, no crash")
         }
-        print("\(target.rawValue): \(count) inputs, no crash")
     }
-}
 #endif

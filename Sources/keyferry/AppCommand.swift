@@ -12,9 +12,12 @@ struct AppCommand: AsyncParsableCommand {
         subcommands: [Install.self, Uninstall.self, List.self, Defaults.self, File.self])
 
     struct Install: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "install", 
+        static let configuration = CommandConfiguration(
+            commandName: "install",
             abstract: "Install an app with its team and keychain access groups.",
-            discussion: "TEAMID.bundleID is always entitled; --group adds shared groups (Apple's keychain-access-groups). Installing again updates the entitlements and keeps the sandbox.")
+            discussion:
+                "TEAMID.bundleID is always entitled; --group adds shared groups (Apple's keychain-access-groups). Installing again updates the entitlements and keeps the sandbox."
+        )
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "Bundle ID, e.g. com.example.mail.", transform: Checked.bundleID) var bundle: String
@@ -51,13 +54,17 @@ struct AppCommand: AsyncParsableCommand {
 
         func run() async throws {
             let apps = try await device.client.apps()
-            if output.json { printJSON(apps.map(\.presented)); return }
+            if output.json {
+                printJSON(apps.map(\.presented))
+                return
+            }
             for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
         }
     }
 
     struct Defaults: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "defaults", 
+        static let configuration = CommandConfiguration(
+            commandName: "defaults",
             abstract: "Read or write an app's UserDefaults (a plaintext property list in its sandbox).",
             discussion: "UserDefaults are unreadable before first unlock, as on iOS.")
 
@@ -97,7 +104,8 @@ struct AppCommand: AsyncParsableCommand {
 
 extension AppCommand {
     struct File: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "file",
+        static let configuration = CommandConfiguration(
+            commandName: "file",
             abstract: "List, read, write or remove files under an app's Documents.",
             discussion: """
                 Each file has a data protection class, as on iOS: complete (readable only while \
@@ -119,13 +127,15 @@ extension AppCommand {
         @Option(help: "Remove the file at PATH.") var remove: String?
         @Option(help: "With --write: the contents as text.") var text: String?
         @Option(help: "With --write: the contents, byte for byte, from this file.", completion: .file()) var from: String?
-        @Option(help: "With --write: complete, completeUntilFirstUserAuthentication (default) or none.",
-                transform: Self.protection) var protection: FileProtection?
+        @Option(
+            help: "With --write: complete, completeUntilFirstUserAuthentication (default) or none.",
+            transform: Self.protection) var protection: FileProtection?
         @OptionGroup var output: OutputOptions
 
         static func protection(_ text: String) throws -> FileProtection {
             guard let value = FileProtection(rawValue: text) else {
-                throw ValidationError("'\(text)' is not a file protection class; expected one of: \(FileProtection.allCases.map(\.rawValue).joined(separator: ", ")).")
+                throw ValidationError(
+                    "'\(text)' is not a file protection class; expected one of: \(FileProtection.allCases.map(\.rawValue).joined(separator: ", ")).")
             }
             return value
         }
@@ -145,7 +155,10 @@ extension AppCommand {
             let client = device.client
             if list {
                 let files: [NodeAPI.FileInfo] = try await client.call(.files, NodeAPI.Files(bundleID: bundle))
-                if output.json { try printJSON(encodable: files); return }
+                if output.json {
+                    try printJSON(encodable: files)
+                    return
+                }
                 if files.isEmpty { say("\(bundle) has no files under Documents") }
                 for file in files { print("Documents/\(file.path)  \(file.protection.rawValue)  \(byteSize(file.bytes))") }
             } else if let path = write {
@@ -154,7 +167,8 @@ extension AppCommand {
                 guard contents.count <= limit else {
                     throw ValidationError("\(from ?? "the text") is larger than a file Keyferry writes in one call (\(byteSize(limit))).")
                 }
-                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path, contents: contents, protection: protection))
+                let _: NodeAPI.FileContents = try await client.call(
+                    .file, NodeAPI.File(bundleID: bundle, path: path, contents: contents, protection: protection))
                 if output.json { printJSON(["path": path, "bytes": contents.count]) } else { say("wrote Documents/\(path) (\(byteSize(contents.count)))") }
             } else if let path = read {
                 let file: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path))

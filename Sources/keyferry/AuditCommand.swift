@@ -48,7 +48,9 @@ struct AuditCommand: ParsableCommand {
             lines.append("\(calls) fell into keychain traps at \(places) on \(device):")
             for finding in report.findings {
                 lines.append("")
-                lines.append("\(finding.file):\(finding.line): \(finding.title) (\(finding.function.rawValue), \(finding.count)x, \(finding.apps.joined(separator: ", ")))")
+                lines.append(
+                    "\(finding.file):\(finding.line): \(finding.title) (\(finding.function.rawValue), \(finding.count)x, \(finding.apps.joined(separator: ", ")))"
+                )
                 if let detail = finding.detail { lines.append("  \(detail)") }
                 lines.append("  " + finding.why)
             }

@@ -73,13 +73,18 @@ struct BackupCommand: AsyncParsableCommand {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
                 let finished = FileManager.default.fileExists(atPath: destination.path)
-                throw Interrupted(cause: CommandFailure(finished
-                    ? "the backup had already finished: \(out) is complete"
-                    : "no archive was written"))
+                throw Interrupted(
+                    cause: CommandFailure(
+                        finished
+                            ? "the backup had already finished: \(out) is complete"
+                            : "no archive was written"))
             }
             progress.cancel()
             if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
-            if output.json { try printJSON(encodable: manifest); return }
+            if output.json {
+                try printJSON(encodable: manifest)
+                return
+            }
             say("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
             for warning in manifest.warnings { warn(warning) }
         }
@@ -113,7 +118,9 @@ struct BackupCommand: AsyncParsableCommand {
             if header.mode == .encrypted {
                 print("(counts as recorded; `keyferry backup verify \(file) --password-file F` authenticates every byte)")
             } else {
-                print("(counts checked against damage, not forgery; `keyferry backup verify \(file) --device DIR` authenticates every byte on the device that wrote it)")
+                print(
+                    "(counts checked against damage, not forgery; `keyferry backup verify \(file) --device DIR` authenticates every byte on the device that wrote it)"
+                )
             }
         }
 
@@ -158,7 +165,9 @@ struct BackupCommand: AsyncParsableCommand {
             case .password:
                 print("\(file): every byte authenticated under its password (\(sections + 1) sections); \(manifest.summary)")
             case .device:
-                print("\(file): every byte authenticated by \(reader.header.deviceName.escapingControlCharacters), which wrote it (\(sections + 1) sections); \(manifest.summary)")
+                print(
+                    "\(file): every byte authenticated by \(reader.header.deviceName.escapingControlCharacters), which wrote it (\(sections + 1) sections); \(manifest.summary)"
+                )
             case .checksums:
                 print("\(file): every byte intact (\(sections + 1) sections); \(manifest.summary)")
                 print("(unencrypted: its checksums detect damage, not forgery; --device DIR with the device that wrote it authenticates it)")
@@ -172,11 +181,15 @@ struct BackupCommand: AsyncParsableCommand {
                 throw ValidationError("\(file) is encrypted: its password authenticates it, and --device means nothing for it.")
             }
             guard reader.version >= 2 else {
-                throw CommandFailure("\(file) is a format \(reader.version) archive, whose unencrypted sections carry checksums only: no device can authenticate it. Verify it without --device, or make a new backup.")
+                throw CommandFailure(
+                    "\(file) is a format \(reader.version) archive, whose unencrypted sections carry checksums only: no device can authenticate it. Verify it without --device, or make a new backup."
+                )
             }
             let keys = try Device.backupKeys(at: URL(fileURLWithPath: directory))
             guard keys.deviceID == reader.header.deviceID else {
-                throw CommandFailure("\(file) was written by \(reader.header.deviceName.escapingControlCharacters) (\(reader.header.deviceID.uuidString)), not by the device in \(directory) (\(keys.deviceID.uuidString)); only the device that wrote an unencrypted archive can authenticate it.")
+                throw CommandFailure(
+                    "\(file) was written by \(reader.header.deviceName.escapingControlCharacters) (\(reader.header.deviceID.uuidString)), not by the device in \(directory) (\(keys.deviceID.uuidString)); only the device that wrote an unencrypted archive can authenticate it."
+                )
             }
             return keys
         }
@@ -206,7 +219,9 @@ struct BackupPassword: ParsableArguments {
     /// user meant, encrypted, may have been replaced by one anyone could write.
     func refuseForUnencrypted(_ header: ArchiveHeader, _ file: String) throws {
         guard header.mode == .unencrypted, passwordFile != nil else { return }
-        throw CommandFailure("\(file) is unencrypted, so --password-file means nothing for it; if you expected an encrypted archive, it may have been replaced. Leave the option out to use it as it is.")
+        throw CommandFailure(
+            "\(file) is unencrypted, so --password-file means nothing for it; if you expected an encrypted archive, it may have been replaced. Leave the option out to use it as it is."
+        )
     }
 }
 
@@ -215,7 +230,8 @@ extension ArchiveManifest {
     var summary: String {
         let items = counts.filter { $0.key.hasPrefix("items.") }.values.reduce(0, +)
         let never = counts.filter { $0.key.hasPrefix("notExported.") }.values.reduce(0, +)
-        let apps = counts["apps"] ?? 0, files = counts["sandboxFiles"] ?? 0
+        let apps = counts["apps"] ?? 0
+        let files = counts["sandboxFiles"] ?? 0
         return "\(apps) app\(apps == 1 ? "" : "s"), \(items) keychain item\(items == 1 ? "" : "s")"
             + (never > 0 ? " (\(never) never exported)" : "") + ", \(files) sandbox file\(files == 1 ? "" : "s")"
     }

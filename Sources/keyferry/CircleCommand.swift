@@ -59,7 +59,8 @@ struct CircleCommand: AsyncParsableCommand {
                 itself out with `circle leave`, not remove.
                 """)
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The member to remove: its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them.") var peer: String
+        @Option(help: "The member to remove: its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them.")
+        var peer: String
         @OptionGroup var output: OutputOptions
 
         func run() async throws {

@@ -22,12 +22,14 @@ struct CommandOutcome {
         case let interrupted as Interrupted:
             self.init(status: 130, text: "error: \(interrupted)", json: json ? ["error": interrupted.description, "interrupted": true] : nil)
         case let error as KeychainError:
-            self.init(status: Self.keychainStatus, text: error.description,
-                      json: json ? ["status": Int(error.status.rawValue), "name": error.status.name, "message": error.message] : nil)
+            self.init(
+                status: Self.keychainStatus, text: error.description,
+                json: json ? ["status": Int(error.status.rawValue), "name": error.status.name, "message": error.message] : nil)
         case let error as ValidationError:
             let usage = Keyferry.usageString(for: command)
-            self.init(status: Self.usage, text: "error: \(error.message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more.",
-                      json: json ? ["error": error.message, "usage": usage] : nil)
+            self.init(
+                status: Self.usage, text: "error: \(error.message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more.",
+                json: json ? ["error": error.message, "usage": usage] : nil)
         default:
             let message = userMessage(for: error)
             self.init(status: Self.failure, text: "error: \(message)", json: json ? ["error": message] : nil)
@@ -44,13 +46,15 @@ struct CommandOutcome {
     /// subcommand.
     static func usage(parsing error: any Error, arguments: [String], json: Bool) -> CommandOutcome {
         if let typo = SubcommandTypo.find(in: arguments) {
-            return CommandOutcome(status: usage, text: "error: \(typo.message)\n  See '\(typo.parentPath) --help'.",
-                                  json: json ? ["error": typo.message] : nil)
+            return CommandOutcome(
+                status: usage, text: "error: \(typo.message)\n  See '\(typo.parentPath) --help'.",
+                json: json ? ["error": typo.message] : nil)
         }
         var text = Keyferry.fullMessage(for: error)
         if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst(7) }
-        return CommandOutcome(status: Keyferry.exitCode(for: error).rawValue, text: text,
-                              json: json ? ["error": Keyferry.message(for: error)] : nil)
+        return CommandOutcome(
+            status: Keyferry.exitCode(for: error).rawValue, text: text,
+            json: json ? ["error": Keyferry.message(for: error)] : nil)
     }
 
     func finish() -> Never {
@@ -95,8 +99,9 @@ struct SubcommandTypo {
 
     var message: String {
         let known = "\(parentPath) has \(candidates.joined(separator: ", "))"
-        guard let guess = Self.synonyms[word.lowercased()].flatMap({ candidates.contains($0) ? $0 : nil })
-            ?? candidates.min(by: { distance(word, $0) < distance(word, $1) }).flatMap({ distance(word, $0) <= 2 ? $0 : nil })
+        guard
+            let guess = Self.synonyms[word.lowercased()].flatMap({ candidates.contains($0) ? $0 : nil })
+                ?? candidates.min(by: { distance(word, $0) < distance(word, $1) }).flatMap({ distance(word, $0) <= 2 ? $0 : nil })
         else { return "'\(word)' is not a subcommand; \(known)." }
         return "'\(word)' is not a subcommand; did you mean '\(guess)'? (\(known))"
     }
@@ -116,7 +121,8 @@ struct SubcommandTypo {
 
     /// Levenshtein distance, case-insensitive.
     private func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased()), b = Array(b.lowercased())
+        let a = Array(a.lowercased())
+        let b = Array(b.lowercased())
         var previous = Array(0...b.count)
         for i in 1...max(a.count, 1) where !a.isEmpty {
             var current = [i] + Array(repeating: 0, count: b.count)

@@ -69,7 +69,12 @@ func printNow(_ line: String) {
 /// A body that fails once interrupted fails with `Interrupted` (exit status 130).
 func interruptibly<Success: Sendable>(_ body: @escaping @Sendable () async throws -> Success) async throws -> Success {
     let state = Mutex<(requested: Bool, task: Task<Success, any Error>?)>((false, nil))
-    let handler = ProcessControl.onInterrupt { state.withLock { $0.requested = true; $0.task?.cancel() } }
+    let handler = ProcessControl.onInterrupt {
+        state.withLock {
+            $0.requested = true
+            $0.task?.cancel()
+        }
+    }
     defer { withExtendedLifetime(handler) {} }
     let task = Task { try await body() }
     state.withLock { state in
@@ -156,8 +161,9 @@ struct SecretInput: ParsableArguments {
 /// A device passcode: in argv (where every local user sees it: for tests), from a file's first
 /// line, or from standard input's first line; `device unlock` asks on a terminal.
 struct PasscodeInput: ParsableArguments {
-    @Option(help: "The device passcode (visible in the process list; prefer --passcode-file or --passcode-stdin).",
-            transform: Checked.passcode)
+    @Option(
+        help: "The device passcode (visible in the process list; prefer --passcode-file or --passcode-stdin).",
+        transform: Checked.passcode)
     var passcode: String?
     @Option(help: "Read the device passcode from this file's first line.", completion: .file())
     var passcodeFile: String?
@@ -221,7 +227,8 @@ func readSecret(text: String?, file: String?, stdin: Bool) throws -> Data? {
     if secret.count > limit {
         // Only `limit + 1` bytes were read: a file says its size, a stream only that it is more.
         let size = file.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.flatMap { $0 > limit ? $0 : nil }
-        throw KeychainError(.dataTooLarge, "the secret is \(size.map(byteSize) ?? "more than \(byteSize(limit))"); a Keyferry item holds up to \(byteSize(limit)).")
+        throw KeychainError(
+            .dataTooLarge, "the secret is \(size.map(byteSize) ?? "more than \(byteSize(limit))"); a Keyferry item holds up to \(byteSize(limit)).")
     }
     return secret
 }

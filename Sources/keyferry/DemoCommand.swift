@@ -23,7 +23,9 @@ import SyncWire
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run a short demo: the family fleet comes up and syncs; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain.")
+        abstract:
+            "Run a short demo: the family fleet comes up and syncs; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain."
+    )
 
     @Option(help: "The family fleet file (the demo tells its story).", completion: .file(extensions: ["yaml"]))
     var fleet = "Peers/family.yaml"
@@ -38,7 +40,11 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard FileManager.default.fileExists(atPath: fleet) else {
-            throw FleetFileError(file: fleet, problem: "cannot read the fleet file: there is no such file; run the demo from the repository (./scripts/demo), or give --fleet the family fleet's file.")
+            throw FleetFileError(
+                file: fleet,
+                problem:
+                    "cannot read the fleet file: there is no such file; run the demo from the repository (./scripts/demo), or give --fleet the family fleet's file."
+            )
         }
         let file = try FleetFile.load(URL(fileURLWithPath: fleet), displayName: fleet)
         // Short, so the sockets' paths fit.
@@ -65,9 +71,14 @@ struct DemoCommand: AsyncParsableCommand {
 
     private func tour(_ runner: FleetRunner) async throws {
         guard let member = runner.fleet.members.first(where: { $0.id == "phone" }),
-              let passcode = member.passcode, member.biometry,
-              Set(member.apps.map(\.bundleID)).isSuperset(of: [Self.mail, Self.widget, Self.bank]) else {
-            throw FleetFileError(file: fleet, problem: "the demo tells the story of Peers/family.yaml and needs a device `phone` with a passcode, biometry and the apps \(Self.mail), \(Self.widget) and \(Self.bank).")
+            let passcode = member.passcode, member.biometry,
+            Set(member.apps.map(\.bundleID)).isSuperset(of: [Self.mail, Self.widget, Self.bank])
+        else {
+            throw FleetFileError(
+                file: fleet,
+                problem:
+                    "the demo tells the story of Peers/family.yaml and needs a device `phone` with a passcode, biometry and the apps \(Self.mail), \(Self.widget) and \(Self.bank)."
+            )
         }
         let tour = Tour()
         tour.heading("The \(runner.fleet.name) fleet comes up (\(fleet))")
@@ -81,21 +92,38 @@ struct DemoCommand: AsyncParsableCommand {
         let items: [(name: String, item: NewItem)] = [
             ("session-token", .generic("session-token", protection: .whenUnlocked)),
             ("push-key", .generic("push-key", protection: .afterFirstUnlockThisDeviceOnly)),
-            ("imap password", NewItem(.internetPassword, attributes: [.server: .string("imap.example.com"), .account: .string("alice"), .protocol: .string("imap")],
-                                      data: Data("imap-secret".utf8), protection: .afterFirstUnlock, synchronizable: true)),
-            ("vault-key", NewItem(.genericPassword, attributes: [.account: .string("vault-key")], data: Data("vault-secret".utf8), accessControl: vaultControl)),
+            (
+                "imap password",
+                NewItem(
+                    .internetPassword, attributes: [.server: .string("imap.example.com"), .account: .string("alice"), .protocol: .string("imap")],
+                    data: Data("imap-secret".utf8), protection: .afterFirstUnlock, synchronizable: true)
+            ),
+            (
+                "vault-key",
+                NewItem(.genericPassword, attributes: [.account: .string("vault-key")], data: Data("vault-secret".utf8), accessControl: vaultControl)
+            ),
             ("legacy-pin", .generic("legacy-pin", protection: .always)),
-            ("signing key", NewItem(.key, attributes: [.applicationTag: .data(Data("com.example.mail.signing".utf8)), .keyClass: .number(1)],
-                                    data: Data("signing-key-secret".utf8), protection: .afterFirstUnlockThisDeviceOnly)),
-            ("wifi-token", NewItem(.genericPassword, attributes: [.account: .string("wifi-token")], data: Data("wifi-token-secret".utf8),
-                                   protection: .afterFirstUnlockThisDeviceOnly, synchronizable: true)),
+            (
+                "signing key",
+                NewItem(
+                    .key, attributes: [.applicationTag: .data(Data("com.example.mail.signing".utf8)), .keyClass: .number(1)],
+                    data: Data("signing-key-secret".utf8), protection: .afterFirstUnlockThisDeviceOnly)
+            ),
+            (
+                "wifi-token",
+                NewItem(
+                    .genericPassword, attributes: [.account: .string("wifi-token")], data: Data("wifi-token-secret".utf8),
+                    protection: .afterFirstUnlockThisDeviceOnly, synchronizable: true)
+            ),
         ]
         for (name, item) in items {
             await tour.attempt("add \(name.padded(14)) \(item.itemClass.name.padded(16)) \(item.protectionName)") { try await phone.add(Self.mail, item) }
         }
         _ = try await phone.call(.defaults, NodeAPI.Defaults(bundleID: Self.mail, set: ["signedInUser": "alice@example.com"])) as [String: String]
         tour.say("UserDefaults: signedInUser = alice@example.com (a plaintext property list in the sandbox)")
-        _ = try await phone.call(.file, NodeAPI.File(bundleID: Self.mail, path: "Mail/index.db", contents: Data("mail index".utf8), protection: .complete)) as NodeAPI.FileContents
+        _ =
+            try await phone.call(.file, NodeAPI.File(bundleID: Self.mail, path: "Mail/index.db", contents: Data("mail index".utf8), protection: .complete))
+            as NodeAPI.FileContents
         tour.say("Documents/Mail/index.db: a file with complete protection, unreadable while the phone is locked")
         await tour.attempt("the widget reads session-token through the shared group") { try await phone.read(Self.widget, "session-token") }
         await tour.attempt("the bank app, another team's, reads session-token") { try await phone.read(Self.bank, "session-token") }
@@ -137,7 +165,9 @@ struct DemoCommand: AsyncParsableCommand {
         tour.heading("The mail app's own Swift code calls SecItemAdd, as on iOS (KeyferrySecurity), and `keyferry audit` reads the traps")
         let directory = runner.directory(of: member)
         let report = try await onThreadOfItsOwn { _ in try DemoAppCode.run(device: directory, app: Self.mail) { tour.say($0) } }
-        for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) { tour.say(String(line)) }
+        for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) {
+            tour.say(String(line))
+        }
         try await newPhone(from: phone, at: directory, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")
@@ -163,11 +193,12 @@ struct DemoCommand: AsyncParsableCommand {
 
         tour.heading("What is on disk")
         let secrets = items.map(\.item.data)
-        var files = 0, hits = 0
+        var files = 0
+        var hits = 0
         for case let url as URL in FileManager.default.enumerator(at: runner.root, includingPropertiesForKeys: nil) ?? .init() {
             guard !url.hasDirectoryPath, let bytes = try? Data(contentsOf: url) else { continue }
             files += 1
-            if url.pathComponents.contains("apps") { continue } // the sandbox is the app's own plaintext
+            if url.pathComponents.contains("apps") { continue }  // the sandbox is the app's own plaintext
             hits += secrets.filter { bytes.range(of: $0) != nil }.count
         }
         tour.say("\(files) files; keychain secrets found in plaintext outside app sandboxes: \(hits)")
@@ -214,8 +245,9 @@ struct DemoCommand: AsyncParsableCommand {
         for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
         let status: NodeAPI.SyncStatus = try await phone.get(.syncStatus)
         for item in status.skippedDeviceBound { tour.say("the phone keeps \(item) to itself: synchronizable but ThisDeviceOnly") }
-        let imap = ItemQuery(.internetPassword, attributes: [.server: .string("imap.example.com"), .account: .string("alice")],
-                             synchronizable: .yes, returning: .data)
+        let imap = ItemQuery(
+            .internetPassword, attributes: [.server: .string("imap.example.com"), .account: .string("alice")],
+            synchronizable: .yes, returning: .data)
         for (member, client) in zip(others, clients) {
             await tour.attempt("on \(member.deviceName), mail reads the imap password (synchronizable)") {
                 let _: NodeAPI.Items = try await client.call(.copy, NodeAPI.Search(app: Self.mail, query: imap))
@@ -225,7 +257,9 @@ struct DemoCommand: AsyncParsableCommand {
         if let circle = status.circle {
             let batches = try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).map { try EnvelopeBatch(bytes: $0.body) }
             let held = batches.reduce(0) { $0 + $1.envelopes.count }
-            tour.say("the relay holds \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them")
+            tour.say(
+                "the relay holds \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them"
+            )
             // What a stranger who can reach the relay gets: nothing written, so nothing to stop the circle.
             let stranger = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
             await tour.attempt("a stranger pushes a batch of its own to the circle's relay") {
@@ -233,8 +267,9 @@ struct DemoCommand: AsyncParsableCommand {
             }
             let tablet: NodeAPI.SyncStatus = try await clients[0].get(.syncStatus)
             for author in tablet.received {
-                tour.say("\(others[0].deviceName) received \(author.name ?? "a former member")'s batches through #\(author.head), "
-                         + (author.missing.isEmpty ? "none missing: nothing was withheld" : "missing \(author.missing.joined(separator: ", "))"))
+                tour.say(
+                    "\(others[0].deviceName) received \(author.name ?? "a former member")'s batches through #\(author.head), "
+                        + (author.missing.isEmpty ? "none missing: nothing was withheld" : "missing \(author.missing.joined(separator: ", "))"))
             }
         }
         return relay
@@ -244,12 +279,16 @@ struct DemoCommand: AsyncParsableCommand {
     /// its sync stays sealed; unlocked, it catches up.
     private func restart(_ member: FleetFile.Member, phone: NodeClient, runner: FleetRunner, tour: Tour) async throws {
         tour.heading("\(member.deviceName) powers off and on while the phone writes")
-        let directory = runner.directory(of: member), client = NodeClient(directory: directory)
+        let directory = runner.directory(of: member)
+        let client = NodeClient(directory: directory)
         try await NodeLauncher.stop(directory: directory)
         _ = try await NodeLauncher.start(directory: directory)
         await tour.attempt("the phone adds calendar-token (afterFirstUnlock, synchronizable)") {
-            try await phone.add(Self.mail, NewItem(.genericPassword, attributes: [.account: .string("calendar-token")], data: Data("calendar-secret".utf8),
-                                                   protection: .afterFirstUnlock, synchronizable: true))
+            try await phone.add(
+                Self.mail,
+                NewItem(
+                    .genericPassword, attributes: [.account: .string("calendar-token")], data: Data("calendar-secret".utf8),
+                    protection: .afterFirstUnlock, synchronizable: true))
             let _: SyncReport = try await phone.call(.syncNow, NodeAPI.Empty())
         }
         let sealed: NodeAPI.CircleStatus = try await client.get(.circleStatus)
@@ -272,16 +311,21 @@ struct DemoCommand: AsyncParsableCommand {
             tour.say("\(kind) backup of the phone: \(manifest.summary)")
             if password == nil {
                 // Only the phone's hardware UID keys its digests: elsewhere they prove nothing.
-                let reader = try ArchiveReader(contentsOf: archive), keys = try Device.backupKeys(at: phoneDirectory)
+                let reader = try ArchiveReader(contentsOf: archive)
+                let keys = try Device.backupKeys(at: phoneDirectory)
                 try reader.read(password: nil, device: keys)
-                tour.say("verified by the phone that wrote it: authenticity \(reader.authenticity(device: keys).rawValue); elsewhere \(reader.authenticity(device: nil).rawValue) only, which detect damage, not forgery")
+                tour.say(
+                    "verified by the phone that wrote it: authenticity \(reader.authenticity(device: keys).rawValue); elsewhere \(reader.authenticity(device: nil).rawValue) only, which detect damage, not forgery"
+                )
             }
             let target = runner.root.appendingPathComponent("new-phone-\(kind)")
             try Device.create(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321")).powerOff()
             let report = try NodeLauncher.whilePoweredOff(directory: target) {
                 try DeviceRestore.restore(archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321")
             }
-            tour.say("restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file\(report.sandboxFiles == 1 ? "" : "s")")
+            tour.say(
+                "restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file\(report.sandboxFiles == 1 ? "" : "s")"
+            )
             for line in report.table(target: target.path).split(separator: "\n").dropFirst() { tour.say(String(line)) }
         }
     }
@@ -316,10 +360,13 @@ extension NodeClient {
     }
 
     /// Reads a generic password's data by account, as `app`.
-    func read(_ app: String, _ account: String, _ authentication: AuthenticationContext = .noInteraction,
-              synchronizable: SynchronizableMatch = .no) async throws {
-        let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], synchronizable: synchronizable,
-                              returning: .data, authentication: authentication)
+    func read(
+        _ app: String, _ account: String, _ authentication: AuthenticationContext = .noInteraction,
+        synchronizable: SynchronizableMatch = .no
+    ) async throws {
+        let query = ItemQuery(
+            .genericPassword, attributes: [.account: .string(account)], synchronizable: synchronizable,
+            returning: .data, authentication: authentication)
         let _: NodeAPI.Items = try await call(.copy, NodeAPI.Search(app: app, query: query))
     }
 }

@@ -13,7 +13,8 @@ struct DeviceCommand: AsyncParsableCommand {
         subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self, Clock.self])
 
     struct Init: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "init", 
+        static let configuration = CommandConfiguration(
+            commandName: "init",
             abstract: "Create a new device in DIR (powered off; start it with `keyferry node start DIR`).")
 
         @OptionGroup var device: DeviceDirectory
@@ -39,7 +40,8 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Clock: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "clock",
+        static let configuration = CommandConfiguration(
+            commandName: "clock",
             abstract: "Show a running device's clock, or move it forward so grace periods and 30-day windows pass without waiting.",
             discussion: "The clock follows real time, plus every advance; it never goes back, and a restarted node starts again at real time.")
 
@@ -49,7 +51,10 @@ struct DeviceCommand: AsyncParsableCommand {
 
         func run() async throws {
             let state: NodeAPI.ClockState = try await device.client.call(.clock, NodeAPI.Clock(advance: advance ?? 0))
-            if output.json { try printJSON(encodable: state); return }
+            if output.json {
+                try printJSON(encodable: state)
+                return
+            }
             let ahead = state.advanced > 0 ? " (\(Self.span(state.advanced)) ahead of real time)" : " (real time)"
             say("\(device.dir): \(state.now.formatted(.iso8601))\(ahead)")
         }
@@ -67,7 +72,8 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", 
+        static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show power, lock state (bfu, unlocked, locked), passcode and biometry.")
 
         @OptionGroup var device: DeviceDirectory
@@ -79,7 +85,8 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Unlock: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
+        static let configuration = CommandConfiguration(
+            commandName: "unlock", abstract: "Unlock with the passcode. A wrong one is errSecAuthFailed and counts a failed attempt.")
 
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var passcode: PasscodeInput
@@ -111,7 +118,8 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Passcode: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "passcode", 
+        static let configuration = CommandConfiguration(
+            commandName: "passcode",
             abstract: "Set, change or remove the passcode (the device must be unlocked).",
             discussion: "Removing the passcode destroys every whenPasscodeSetThisDeviceOnly item, as on iOS.")
 
@@ -119,8 +127,10 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "The new passcode (visible in the process list; prefer --set-file).", transform: Checked.passcode) var set: String?
         @Option(help: "Read the new passcode from this file's first line.", completion: .file()) var setFile: String?
         @Flag(help: "Remove the passcode.") var remove = false
-        @Option(help: "The current passcode, needed to change or remove one (visible in the process list; prefer --current-file, or leave it out to be asked on a terminal).",
-                transform: Checked.passcode)
+        @Option(
+            help:
+                "The current passcode, needed to change or remove one (visible in the process list; prefer --current-file, or leave it out to be asked on a terminal).",
+            transform: Checked.passcode)
         var current: String?
         @Option(help: "Read the current passcode from this file's first line.", completion: .file()) var currentFile: String?
         @OptionGroup var output: OutputOptions
@@ -148,7 +158,8 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 
     struct Biometry: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "biometry", 
+        static let configuration = CommandConfiguration(
+            commandName: "biometry",
             abstract: "Enroll, change or remove biometry (on an unlocked device).",
             usage: "keyferry device biometry <dir> (--enroll | --change | --remove) [--json]",
             discussion: "--change simulates a new face or finger: items with biometryCurrentSet stop opening.")

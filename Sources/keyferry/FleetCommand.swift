@@ -18,7 +18,8 @@ struct FleetCommand: AsyncParsableCommand {
         subcommands: [Up.self, Status.self, Down.self])
 
     struct Up: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "up",
+        static let configuration = CommandConfiguration(
+            commandName: "up",
             abstract: "Create missing devices, start every node, unlock each and install its apps.",
             discussion: """
                 Devices that exist keep their own passcode, biometry and grace period. Running \
@@ -49,7 +50,10 @@ struct FleetCommand: AsyncParsableCommand {
                     say("  " + runner.line(arrival.member, arrival.summary))
                 }
             }
-            if output.json { try printJSON(encodable: arrivals); return }
+            if output.json {
+                try printJSON(encodable: arrivals)
+                return
+            }
             for arrival in arrivals {
                 say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
             }
@@ -60,7 +64,8 @@ struct FleetCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status",
+        static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "One line per device: power, lock state, item count.")
         @OptionGroup var fleet: FleetArguments
         @OptionGroup var output: OutputOptions
@@ -68,7 +73,10 @@ struct FleetCommand: AsyncParsableCommand {
         func run() async throws {
             let runner = try fleet.runner()
             let statuses = try await runner.status()
-            if output.json { try printJSON(encodable: statuses); return }
+            if output.json {
+                try printJSON(encodable: statuses)
+                return
+            }
             print("\(runner.fleet.name) fleet in \(runner.root.path)")
             for status in statuses {
                 print("  " + runner.line(status.member, status.device?.fleetLine ?? "not created"))
@@ -77,7 +85,8 @@ struct FleetCommand: AsyncParsableCommand {
     }
 
     struct Down: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "down",
+        static let configuration = CommandConfiguration(
+            commandName: "down",
             abstract: "Stop every node of the fleet, and its relay (the devices stay on disk).",
             discussion: "Exits 1 when nothing of the fleet was running, so a teardown that found nothing to stop is seen.")
         @OptionGroup var fleet: FleetArguments
@@ -88,13 +97,17 @@ struct FleetCommand: AsyncParsableCommand {
             let departures = try await runner.down()
             guard departures.stoppedAny else {
                 let created = departures.members.contains { $0.departure != .notCreated }
-                throw CommandFailure(created
-                    ? "nothing to stop: no node or relay of the \(runner.fleet.name) fleet runs in \(runner.root.path)."
-                    : "nothing to stop: no device of the \(runner.fleet.name) fleet exists in \(runner.root.path); was it brought up with --root somewhere else?")
+                throw CommandFailure(
+                    created
+                        ? "nothing to stop: no node or relay of the \(runner.fleet.name) fleet runs in \(runner.root.path)."
+                        : "nothing to stop: no device of the \(runner.fleet.name) fleet exists in \(runner.root.path); was it brought up with --root somewhere else?"
+                )
             }
             if output.json {
-                printJSON(["members": departures.members.map { ["member": $0.member, "result": $0.departure.rawValue] },
-                           "relayStopped": departures.relayStopped])
+                printJSON([
+                    "members": departures.members.map { ["member": $0.member, "result": $0.departure.rawValue] },
+                    "relayStopped": departures.relayStopped,
+                ])
                 return
             }
             say("\(runner.fleet.name) fleet in \(runner.root.path)")
@@ -117,7 +130,8 @@ struct FleetArguments: ParsableArguments {
         if let root { return FleetRunner(fleet: fleet, root: URL(fileURLWithPath: root)) }
         let roots = FleetRunner.roots(of: fleet)
         guard roots.count <= 1 else {
-            throw ValidationError("the \(fleet.name) fleet was brought up in \(roots.count) places: \(roots.map(\.path).joined(separator: ", ")); say which with --root.")
+            throw ValidationError(
+                "the \(fleet.name) fleet was brought up in \(roots.count) places: \(roots.map(\.path).joined(separator: ", ")); say which with --root.")
         }
         return FleetRunner(fleet: fleet, root: roots.first)
     }

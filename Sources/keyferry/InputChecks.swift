@@ -57,8 +57,9 @@ enum Checked {
 
     static func internetProtocol(_ text: String) throws -> String {
         guard let code = InternetProtocol.code(for: text) else {
-            throw ValidationError("'\(text)' is not one of Apple's kSecAttrProtocol values; use a name such as HTTPS, HTTP, FTP, SSH, IMAPS "
-                + "or its code (htps, http, ftp, ssh, imps).")
+            throw ValidationError(
+                "'\(text)' is not one of Apple's kSecAttrProtocol values; use a name such as HTTPS, HTTP, FTP, SSH, IMAPS "
+                    + "or its code (htps, http, ftp, ssh, imps).")
         }
         return code
     }

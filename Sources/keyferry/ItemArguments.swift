@@ -10,8 +10,9 @@ struct ItemAttributes: ParsableArguments {
     @Option(help: "kSecAttrService.") var service: String?
     @Option(help: "kSecAttrAccount.") var account: String?
     @Option(help: "kSecAttrServer.") var server: String?
-    @Option(name: .customLong("protocol"), help: "kSecAttrProtocol: Apple's name (HTTPS, SSH, ...) or code (htps, ssh).",
-            transform: Checked.internetProtocol)
+    @Option(
+        name: .customLong("protocol"), help: "kSecAttrProtocol: Apple's name (HTTPS, SSH, ...) or code (htps, ssh).",
+        transform: Checked.internetProtocol)
     var protocolName: String?
     @Option(help: "kSecAttrPort, 0 to 65535.", transform: Checked.port) var port: Int64?
     @Option(help: "kSecAttrPath.") var path: String?
@@ -20,13 +21,15 @@ struct ItemAttributes: ParsableArguments {
     @Option(help: "kSecAttrLabel.") var label: String?
     @Option(help: "kSecAttrComment.") var comment: String?
     @Option(help: "kSecAttrAccessGroup: which of the app's groups (default: its first).") var group: String?
-    @Option(name: .customLong("attr"), help: ArgumentHelp(
-        "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keyType=kSecAttrKeyTypeRSA (repeatable).",
-        discussion: """
-            NAME is Apple's name with or without kSecAttr (keyType, kSecAttrKeyType) or its short code \
-            (type). Data values take hex: or base64: prefixes (plain text otherwise); numbers take \
-            Apple's named values too (kSecAttrKeyTypeRSA, kSecAttrKeyClassPrivate); dates take ISO 8601.
-            """))
+    @Option(
+        name: .customLong("attr"),
+        help: ArgumentHelp(
+            "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keyType=kSecAttrKeyTypeRSA (repeatable).",
+            discussion: """
+                NAME is Apple's name with or without kSecAttr (keyType, kSecAttrKeyType) or its short code \
+                (type). Data values take hex: or base64: prefixes (plain text otherwise); numbers take \
+                Apple's named values too (kSecAttrKeyTypeRSA, kSecAttrKeyClassPrivate); dates take ISO 8601.
+                """))
     var extra: [String] = []
 
     /// The attributes given, typed by each attribute's kind.
@@ -50,7 +53,8 @@ struct ItemAttributes: ParsableArguments {
 /// `NAME=VALUE` with the value read according to the attribute's kind.
 func parseAssignment(_ text: String, flag: String) throws -> (AttributeKey, AttributeValue) {
     guard let equals = text.firstIndex(of: "=") else { throw ValidationError("\(flag) takes NAME=VALUE, not '\(text)'.") }
-    let name = String(text[..<equals]), raw = String(text[text.index(after: equals)...])
+    let name = String(text[..<equals])
+    let raw = String(text[text.index(after: equals)...])
     let key = AttributeKey(name: name)
     if let key, let own = ownOptions[key] {
         throw ValidationError("\(flag): \(name) has an option of its own: \(own).")
@@ -113,15 +117,17 @@ func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws
 struct SearchOptions: ParsableArguments {
     @Option(help: "Which items by kSecAttrSynchronizable: no (Apple's default), yes or any.")
     var sync: SynchronizableMatch = .no
-    @Option(help: ArgumentHelp(
-        "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
+    @Option(
+        help: ArgumentHelp(
+            "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
     var accessible: ProtectionClass?
 
     /// An update or delete that names no attribute, group or protection class touches every
     /// item of its class the app sees (Apple's semantics): the command line asks for `--all`.
     func requireNarrowed(_ attributes: ItemAttributes, all: Bool, verb: String, app: String) throws {
         guard !all, try attributes.attributes().isEmpty, attributes.group == nil, accessible == nil else { return }
-        throw ValidationError("""
+        throw ValidationError(
+            """
             with no attribute this would \(verb) every \(attributes.itemClass.name) item \(app) sees; \
             narrow it (--account, --service, --label, --attr ...) or add --all to mean every one.
             """)
@@ -129,8 +135,9 @@ struct SearchOptions: ParsableArguments {
 
     /// The search these flags and `attributes` describe.
     func query(_ attributes: ItemAttributes) throws -> ItemQuery {
-        ItemQuery(attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
-                  protection: accessible, synchronizable: sync)
+        ItemQuery(
+            attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
+            protection: accessible, synchronizable: sync)
     }
 }
 

@@ -19,7 +19,8 @@ struct ItemCommand: AsyncParsableCommand {
         subcommands: [Add.self, Get.self, Update.self, Delete.self, List.self])
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "add", 
+        static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add an item (SecItemAdd). Give the secret with --value-file or --value-stdin.")
 
         @OptionGroup var device: DeviceDirectory
@@ -27,9 +28,10 @@ struct ItemCommand: AsyncParsableCommand {
         @OptionGroup var attributes: ItemAttributes
         @OptionGroup var secret: SecretInput
         @Option(help: "kSecAttrAccessible (default: whenUnlocked; certificates: always).") var accessible: ProtectionClass?
-        @Option(help: ArgumentHelp(
-            "kSecAttrAccessControl flags joined by their combinator, e.g. biometryCurrentSet|or|devicePasscode.", valueName: "EXPR"),
-                transform: Checked.accessControl)
+        @Option(
+            help: ArgumentHelp(
+                "kSecAttrAccessControl flags joined by their combinator, e.g. biometryCurrentSet|or|devicePasscode.", valueName: "EXPR"),
+            transform: Checked.accessControl)
         var accessControl: String?
         @Flag(help: "kSecAttrSynchronizable: sync the item to the user's other devices.") var sync = false
         @OptionGroup var output: OutputOptions
@@ -39,8 +41,9 @@ struct ItemCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            var item = NewItem(attributes.itemClass, attributes: try attributes.attributes(), data: try secret.read() ?? Data(),
-                               accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
+            var item = NewItem(
+                attributes.itemClass, attributes: try attributes.attributes(), data: try secret.read() ?? Data(),
+                accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
             if let accessControl {
                 item.accessControl = try AccessControl(protection: accessible ?? attributes.itemClass.defaultProtection, expression: accessControl)
             } else {
@@ -52,7 +55,8 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct Get: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "get", 
+        static let configuration = CommandConfiguration(
+            commandName: "get",
             abstract: "Find items (SecItemCopyMatching).",
             discussion: """
                 With one item and --return data (the default) the secret's bytes are printed exactly, \
@@ -66,9 +70,10 @@ struct ItemCommand: AsyncParsableCommand {
         @OptionGroup var search: SearchOptions
         @Option(help: "kSecMatchLimit: one (default), all, or a number.", transform: Checked.matchLimit) var limit: MatchLimit = .one
         @Option(name: .customLong("return"), help: "What to return: data (default), attributes or both.") var returning: Returning = .data
-        @Option(help: ArgumentHelp(
-            "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE (visible in the process list), passcode-file:FILE (its first line); none forbids prompts. Repeat for successive prompts.",
-            valueName: "RESPONSE"))
+        @Option(
+            help: ArgumentHelp(
+                "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE (visible in the process list), passcode-file:FILE (its first line); none forbids prompts. Repeat for successive prompts.",
+                valueName: "RESPONSE"))
         var auth: [AuthChoice] = []
         @OptionGroup var output: OutputOptions
 
@@ -102,7 +107,8 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct Update: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "update", 
+        static let configuration = CommandConfiguration(
+            commandName: "update",
             abstract: "Change every matching item (SecItemUpdate).",
             discussion: "The search flags pick the items; the --set-* flags say what changes. Changing the account or service changes the primary key.")
 
@@ -118,9 +124,10 @@ struct ItemCommand: AsyncParsableCommand {
         @Option(help: "New kSecAttrLabel.") var setLabel: String?
         @Option(help: "New kSecAttrAccessible.") var setAccessible: ProtectionClass?
         @Option(help: "Move to another of the app's access groups.") var setGroup: String?
-        @Option(help: ArgumentHelp(
-            "New kSecAttrSynchronizable: yes or no. Making an item local deletes it on the user's other devices; this one keeps it.",
-            valueName: "yes|no"))
+        @Option(
+            help: ArgumentHelp(
+                "New kSecAttrSynchronizable: yes or no. Making an item local deletes it on the user's other devices; this one keeps it.",
+                valueName: "yes|no"))
         var setSync: YesNo?
         @Option(help: "Any other new attribute as NAME=VALUE (repeatable).") var setAttr: [String] = []
         @Flag(help: "Update every item of the class the app sees, when no attribute narrows the search.") var all = false
@@ -133,8 +140,9 @@ struct ItemCommand: AsyncParsableCommand {
 
         func run() async throws {
             let query = try search.query(attributes)
-            var changes = ItemChanges(accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
-                                      data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
+            var changes = ItemChanges(
+                accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
+                data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
             if let setAccount { changes.attributes[.account] = .string(setAccount) }
             if let setService { changes.attributes[.service] = .string(setService) }
             if let setLabel { changes.attributes[.label] = .string(setLabel) }
@@ -150,7 +158,8 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", 
+        static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete every matching item (SecItemDelete). Works while locked, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
@@ -169,7 +178,8 @@ struct ItemCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", 
+        static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List items, attributes only (never secrets): one app's, or the whole device's.",
             discussion: "Items of protection classes that are sealed in the current lock state are counted as unavailable, not shown.")
 

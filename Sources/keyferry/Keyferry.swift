@@ -33,20 +33,24 @@ struct Keyferry: AsyncParsableCommand {
             Shell completion: keyferry --generate-completion-script bash|zsh|fish
             """,
         version: "keyferry \(version) (\(buildDescription))",
-        subcommands: [DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self, TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self, DemoCommand.self])
+        subcommands: [
+            DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self,
+            TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self,
+            DemoCommand.self,
+        ])
 
     private static var buildDescription: String {
         #if DEBUG
-        let kind = "debug build"
+            let kind = "debug build"
         #else
-        let kind = "release build"
+            let kind = "release build"
         #endif
         #if arch(x86_64)
-        let machine = "x86_64"
+            let machine = "x86_64"
         #elseif arch(arm64)
-        let machine = "arm64"
+            let machine = "arm64"
         #else
-        let machine = "unknown machine"
+            let machine = "unknown machine"
         #endif
         return "\(kind), Linux \(machine)"
     }

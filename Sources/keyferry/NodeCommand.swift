@@ -72,7 +72,8 @@ struct NodeCommand: AsyncParsableCommand {
 
     /// What `start` launches in the background; run it by hand to keep a node in the foreground.
     struct Run: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "run", 
+        static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run the node in the foreground until SIGTERM or SIGINT (what `start` launches).",
             shouldDisplay: false)
         @OptionGroup var device: DeviceDirectory

@@ -32,8 +32,9 @@ struct RelayCommand: AsyncParsableCommand {
         var data: String
         @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
         var listen = RelayAddress(host: "127.0.0.1", port: 7700)
-        @Option(help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); pushes past it are refused (507).",
-                transform: Checked.byteSize)
+        @Option(
+            help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); pushes past it are refused (507).",
+            transform: Checked.byteSize)
         var quota = RelayKeeper.defaultQuota
         @Option(help: "Serve https:// with this PEM certificate chain (the relay's certificate first); needs --tls-key.", completion: .file())
         var tlsCertificate: String?
@@ -79,10 +80,12 @@ struct RelayCommand: AsyncParsableCommand {
                 let url = "\(tls == nil ? "http" : "https")://\(address.host):\(bound)"
                 try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
                     .write(to: announcement, options: .atomic)
-                let line = json
-                    ? String(decoding: try! JSONSerialization.data(
-                        withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
-                        options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+                let line =
+                    json
+                    ? String(
+                        decoding: try! JSONSerialization.data(
+                            withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
+                            options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
                     : "relay listening on \(url) (data \(directory.path)); stop it with Ctrl-C"
                 FileHandle.standardOutput.write(Data((line + "\n").utf8))
             }

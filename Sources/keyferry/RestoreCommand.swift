@@ -54,7 +54,10 @@ struct RestoreCommand: AsyncParsableCommand {
         } catch is CancellationError {
             throw Interrupted(cause: CommandFailure("nothing was restored; \(to) is as it was"))
         }
-        if output.json { try printJSON(encodable: report); return }
+        if output.json {
+            try printJSON(encodable: report)
+            return
+        }
         print(Verbosity.current == .verbose ? report.table(target: to) : report.summary(target: to))
     }
 }
@@ -71,7 +74,9 @@ extension RestoreReport {
     /// A warning when nothing proved the archive genuine.
     private var authenticityNote: [String] {
         guard authenticity == .checksums else { return [] }
-        return ["  not authenticated: an unencrypted archive is checked against damage only away from the device that wrote it; its apps and files could have been written by anyone"]
+        return [
+            "  not authenticated: an unencrypted archive is checked against damage only away from the device that wrote it; its apps and files could have been written by anyone"
+        ]
     }
 
     /// What a restore prints by default, however many items: the headline, then how many
@@ -98,8 +103,10 @@ extension RestoreReport {
         // As wide as the longest name, so every column lines up.
         let nameWidth = items.map { name($0).count }.max() ?? 0
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
-            let columns = [item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
-                           item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local"]
+            let columns = [
+                item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
+                item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local",
+            ]
             let note = item.reason?.sentence ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
             lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }

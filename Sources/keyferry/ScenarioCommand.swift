@@ -78,15 +78,17 @@ struct ScenarioCommand: AsyncParsableCommand {
                 try printJSON(encodable: results)
             } else {
                 let seconds = String(format: "%.1f", results.map(\.seconds).reduce(0, +))
-                say("\(results.count - failed.count) of \(results.count) scenarios passed (\(seconds) s)"
-                    + (failed.isEmpty ? "" : "; failed: " + failed.map(\.name).joined(separator: ", ")))
+                say(
+                    "\(results.count - failed.count) of \(results.count) scenarios passed (\(seconds) s)"
+                        + (failed.isEmpty ? "" : "; failed: " + failed.map(\.name).joined(separator: ", ")))
             }
             if !failed.isEmpty { throw ExitCode.failure }
         }
 
         private func root(for scenario: Scenario, index: Int) throws -> URL {
             let base = keep.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-            let root = base.appendingPathComponent(keep == nil ? "keyferry-scenario-\(UUID().uuidString.prefix(8))" : "\(index + 1)-\(scenario.slug.prefix(24))")
+            let root = base.appendingPathComponent(
+                keep == nil ? "keyferry-scenario-\(UUID().uuidString.prefix(8))" : "\(index + 1)-\(scenario.slug.prefix(24))")
             guard !FileManager.default.fileExists(atPath: root.path) else {
                 throw CommandFailure("\(root.path) already exists; give --keep an empty directory")
             }

@@ -46,7 +46,10 @@ struct SurvivalCommand: AsyncParsableCommand {
                 throw CommandFailure("cannot write \(html): \(userMessage(for: error))")
             }
         }
-        if output.json { try printJSON(encodable: matrix); return }
+        if output.json {
+            try printJSON(encodable: matrix)
+            return
+        }
         print(matrix.table(colored: ProcessControl.standardOutputIsTerminal && ProcessInfo.processInfo.environment["NO_COLOR"] == nil))
         if let html { say("\nwrote \(html)") }
     }

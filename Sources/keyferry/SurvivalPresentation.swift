@@ -21,21 +21,23 @@ extension SurvivalMatrix {
         let reasons = reasons
         func text(_ cell: SurvivalCell?) -> String {
             guard let cell else { return "" }
-            var text = switch cell.outcome {
-            case .kept: "kept"
-            case .lost: "lost"
-            case .unreadable: cell.status.map { String($0.rawValue) } ?? "locked"
-            }
+            var text =
+                switch cell.outcome {
+                case .kept: "kept"
+                case .lost: "lost"
+                case .unreadable: cell.status.map { String($0.rawValue) } ?? "locked"
+                }
             if let reason = cell.reason, let number = reasons.firstIndex(of: reason) { text += " \(number + 1)" }
             return text
         }
         func paint(_ text: String, _ cell: SurvivalCell?) -> String {
             guard colored, let cell else { return text }
-            let code = switch cell.outcome {
-            case .kept: "32"
-            case .lost: "31"
-            case .unreadable: "33"
-            }
+            let code =
+                switch cell.outcome {
+                case .kept: "32"
+                case .lost: "31"
+                case .unreadable: "33"
+                }
             return "\u{1B}[\(code)m\(text)\u{1B}[0m"
         }
         let nameWidth = max(6, rows.map(\.name.count).max() ?? 0)
@@ -74,16 +76,22 @@ extension SurvivalMatrix {
         for path in paths { body += "<th title=\"\(escaped(path.summary))\">\(escaped(path.heading))</th>" }
         body += "</tr></thead>\n<tbody>\n"
         for row in rows {
-            let detail = [row.app, row.itemClass, row.accessible, row.synchronizable.map { $0 ? "synchronizable" : nil } ?? nil,
-                          row.accessControl, row.fileProtection].compactMap { $0 }.joined(separator: " · ")
+            let detail = [
+                row.app, row.itemClass, row.accessible, row.synchronizable.map { $0 ? "synchronizable" : nil } ?? nil,
+                row.accessControl, row.fileProtection,
+            ].compactMap { $0 }.joined(separator: " · ")
             body += "<tr><th class=\"secret\" title=\"\(escaped(detail))\">\(escaped(row.name))<small>\(escaped(detail))</small></th>"
             for path in paths {
-                guard let cell = row.cells[path] else { body += "<td></td>"; continue }
-                let label = switch cell.outcome {
-                case .kept: "kept"
-                case .lost: "lost"
-                case .unreadable: cell.status.map { String($0.rawValue) } ?? "unreadable"
+                guard let cell = row.cells[path] else {
+                    body += "<td></td>"
+                    continue
                 }
+                let label =
+                    switch cell.outcome {
+                    case .kept: "kept"
+                    case .lost: "lost"
+                    case .unreadable: cell.status.map { String($0.rawValue) } ?? "unreadable"
+                    }
                 let number = cell.reason.flatMap { reasons.firstIndex(of: $0) }.map { "<sup>\($0 + 1)</sup>" } ?? ""
                 let hover = ([path.summary, cell.status?.description, cell.reason].compactMap { $0 }).joined(separator: ": ")
                 body += "<td class=\"\(cell.outcome.rawValue)\" data-path=\"\(path.rawValue)\" title=\"\(escaped(hover))\">\(escaped(label))\(number)</td>"
@@ -91,7 +99,8 @@ extension SurvivalMatrix {
             body += "</tr>\n"
         }
         body += "</tbody>\n</table>\n"
-        body += "<section class=\"legend\"><h2>Outcomes</h2><p><span class=\"kept\">kept</span> still there with the same value · "
+        body +=
+            "<section class=\"legend\"><h2>Outcomes</h2><p><span class=\"kept\">kept</span> still there with the same value · "
             + "<span class=\"lost\">lost</span> gone, or its value changed · "
             + "<span class=\"unreadable\">unreadable</span> still there, but the read fails with Apple's status</p>\n"
         if !reasons.isEmpty {

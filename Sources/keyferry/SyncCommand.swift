@@ -56,19 +56,21 @@ struct SyncCommand: AsyncParsableCommand {
                     printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
                     try await Task.sleep(for: .seconds(max(0, limit - 2)))
                     let why = lastFailure.message.withLock { $0 }.map { " (\($0))" } ?? ""
-                    throw CommandFailure("the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back.")
+                    throw CommandFailure(
+                        "the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back.")
                 }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let report = first else { throw CancellationError() }
                 return report
             }
             if output.json { return try printJSON(encodable: report) }
-            say("pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
-                  + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
-                  + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
-                  + (report.keptDeviceBound > 0 ? ", \(report.keptDeviceBound) not written over a ThisDeviceOnly item of the same key" : "")
-                  + (report.rejectedCount == 0 ? "" : ", \(report.rejectedCount) refused")
-                  + (report.more ? "; more is waiting on the relay (the node goes on at once)" : ""))
+            say(
+                "pushed \(report.pushed), applied \(report.applied), superseded \(report.superseded)"
+                    + (report.waitingForUnlock > 0 ? ", \(report.waitingForUnlock) received waiting for unlock" : "")
+                    + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
+                    + (report.keptDeviceBound > 0 ? ", \(report.keptDeviceBound) not written over a ThisDeviceOnly item of the same key" : "")
+                    + (report.rejectedCount == 0 ? "" : ", \(report.rejectedCount) refused")
+                    + (report.more ? "; more is waiting on the relay (the node goes on at once)" : ""))
             for reason in report.rejected { print("  refused: \(reason)") }
             if report.rejectedCount > report.rejected.count { print("  and \(report.rejectedCount - report.rejected.count) more refused") }
         }
@@ -80,7 +82,8 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", abstract: "Peers, the last exchange, what is pending, and what stays on this device.")
+        static let configuration = CommandConfiguration(
+            commandName: "status", abstract: "Peers, the last exchange, what is pending, and what stays on this device.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: OutputOptions
 
@@ -96,8 +99,10 @@ struct SyncCommand: AsyncParsableCommand {
             for author in status.received {
                 let who = author.name ?? "a former member (\(author.signingKey.prefix(16))…)"
                 let head = "received \(who)'s batches through #\(author.head) (\(author.headDigest.prefix(16))…)"
-                print(author.missing.isEmpty ? head
-                      : "\(head); MISSING \(author.missing.map { "#\($0)" }.joined(separator: ", ")): the relay withheld them from this device, or lost them")
+                print(
+                    author.missing.isEmpty
+                        ? head
+                        : "\(head); MISSING \(author.missing.map { "#\($0)" }.joined(separator: ", ")): the relay withheld them from this device, or lost them")
             }
         }
     }

@@ -27,7 +27,10 @@ struct TransferCommand: AsyncParsableCommand {
         let report: RestoreReport = try await interruptibly {
             try await client.call(.transfer, NodeAPI.Transfer(target: target.path, passcode: passcode))
         }
-        if output.json { try printJSON(encodable: report); return }
+        if output.json {
+            try printJSON(encodable: report)
+            return
+        }
         print(Verbosity.current == .verbose ? report.table(target: to, transfer: true) : report.summary(target: to, transfer: true))
     }
 }

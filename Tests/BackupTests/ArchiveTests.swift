@@ -1,8 +1,9 @@
-@testable import Backup
 import Foundation
 import KeychainStore
 import KeyferryCrypto
 import Testing
+
+@testable import Backup
 
 @Suite("Backup archive container")
 struct ArchiveTests {
@@ -17,8 +18,9 @@ struct ArchiveTests {
 
     /// Three sections and a manifest, in either mode.
     func write(_ mode: ArchiveWriter.Mode, to url: URL, entropy: any EntropySource = SystemEntropy()) throws {
-        let writer = try ArchiveWriter(to: url, mode: mode, device: keys, deviceName: "Test iPhone",
-                                       created: Date(timeIntervalSinceReferenceDate: 800_000_000), entropy: entropy)
+        let writer = try ArchiveWriter(
+            to: url, mode: mode, device: keys, deviceName: "Test iPhone",
+            created: Date(timeIntervalSinceReferenceDate: 800_000_000), entropy: entropy)
         try writer.append(.apps, Data(#"[{"bundleID":"com.example.mail"}]"#.utf8))
         try writer.append(.keychain, Data(repeating: 0x41, count: 10_000))
         try writer.append(.sandbox, Data("signedInUser=alice@example.com".utf8))
@@ -122,7 +124,10 @@ struct ArchiveTests {
         for cut in parts.sections + parts.sections.map({ $0 + 20 }) + [bytes.count - 1] {
             try bytes.prefix(cut).write(to: url)
             let error = #expect(throws: ArchiveError.self) { try ArchiveReader(contentsOf: url).read(password: password) }
-            guard case .truncated = error else { Issue.record("cut at \(cut): \(String(describing: error))"); continue }
+            guard case .truncated = error else {
+                Issue.record("cut at \(cut): \(String(describing: error))")
+                continue
+            }
         }
     }
 
@@ -144,7 +149,8 @@ struct ArchiveTests {
             try flipped(at: start + 13 + 2).write(to: url)
             let error = #expect(throws: ArchiveError.self) { try ArchiveReader(contentsOf: url).read(password: password) }
             guard case .corruptSection(let found, _) = error, found == index else {
-                Issue.record("section \(index): \(String(describing: error))"); continue
+                Issue.record("section \(index): \(String(describing: error))")
+                continue
             }
         }
         try (original + Data([0])).write(to: url)
@@ -153,8 +159,12 @@ struct ArchiveTests {
 
     @Test("swapped sections and a section from another archive are refused", arguments: [true, false])
     func swapped(encrypted isEncrypted: Bool) throws {
-        let url = temporaryFile(), other = temporaryFile()
-        defer { try? FileManager.default.removeItem(at: url); try? FileManager.default.removeItem(at: other) }
+        let url = temporaryFile()
+        let other = temporaryFile()
+        defer {
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(at: other)
+        }
         let mode = isEncrypted ? encrypted : .unencrypted
         try write(mode, to: url)
         try write(mode, to: other)
@@ -187,8 +197,12 @@ struct ArchiveTests {
 
     @Test("unencrypted: authenticated only with the keys of the device that wrote it; a forger's archive passes its checksums and fails there")
     func unencryptedBoundToItsDevice() throws {
-        let url = temporaryFile(), forged = temporaryFile()
-        defer { try? FileManager.default.removeItem(at: url); try? FileManager.default.removeItem(at: forged) }
+        let url = temporaryFile()
+        let forged = temporaryFile()
+        defer {
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(at: forged)
+        }
         try write(.unencrypted, to: url)
         let reader = try ArchiveReader(contentsOf: url)
         let stranger = DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey())
@@ -268,11 +282,13 @@ struct ArchiveVector: Sendable, CustomTestStringConvertible {
     var testDescription: String { encrypted ? "encrypted" : "unencrypted" }
 
     static let both = [
-        ArchiveVector(encrypted: true, byteCount: 830,
-                      digest: "28ca892f22d0e792c44d6fb095a161aaba96c504d6a4cc6739e7810f1124973f",
-                      headerDigest: "ffd45871f113fc6f571653e7402d32b70d8a0f4c461b4e0958d6cf702b2642aa"),
-        ArchiveVector(encrypted: false, byteCount: 697,
-                      digest: "c1826f8d877cc303751bc84ac336c759c1750821390937c0cdc0bb583dd6c0e6",
-                      headerDigest: "7d60763d8a809685dbd5e87f87d2ad908b64344980b87958ece0d001f7693828"),
+        ArchiveVector(
+            encrypted: true, byteCount: 830,
+            digest: "28ca892f22d0e792c44d6fb095a161aaba96c504d6a4cc6739e7810f1124973f",
+            headerDigest: "ffd45871f113fc6f571653e7402d32b70d8a0f4c461b4e0958d6cf702b2642aa"),
+        ArchiveVector(
+            encrypted: false, byteCount: 697,
+            digest: "c1826f8d877cc303751bc84ac336c759c1750821390937c0cdc0bb583dd6c0e6",
+            headerDigest: "7d60763d8a809685dbd5e87f87d2ad908b64344980b87958ece0d001f7693828"),
     ]
 }

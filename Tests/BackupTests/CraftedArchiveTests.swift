@@ -1,9 +1,10 @@
-@testable import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 import Testing
+
+@testable import Backup
 
 /// Values read from an archive before anything authenticates them: each bad one is an error
 /// naming it, never a trap or hours of work.
@@ -16,7 +17,9 @@ struct CraftedArchiveTests {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("archive-\(UUID().uuidString).kfbackup")
         defer { try? FileManager.default.removeItem(at: url) }
         let costly = PasswordHashParameters(operations: 11, memoryBytes: 8 << 10)
-        let writer = try ArchiveWriter(to: url, mode: .encrypted(password: password, parameters: costly), device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Test iPhone")
+        let writer = try ArchiveWriter(
+            to: url, mode: .encrypted(password: password, parameters: costly), device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()),
+            deviceName: "Test iPhone")
         try writer.append(.apps, Data("[]".utf8))
         try writer.finish(ArchiveManifest())
         let reader = try ArchiveReader(contentsOf: url)
@@ -32,8 +35,9 @@ struct CraftedArchiveTests {
     func hashingAlgorithmChecked() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("archive-\(UUID().uuidString).kfbackup")
         defer { try? FileManager.default.removeItem(at: url) }
-        let writer = try ArchiveWriter(to: url, mode: .encrypted(password: password, parameters: .minimum),
-                                       device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Test iPhone")
+        let writer = try ArchiveWriter(
+            to: url, mode: .encrypted(password: password, parameters: .minimum),
+            device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Test iPhone")
         try writer.finish(ArchiveManifest())
         // The header edited in place (same length) and its public digest recomputed.
         var bytes = try Data(contentsOf: url)
@@ -53,8 +57,9 @@ struct CraftedArchiveTests {
     @Test("Argon2id with a memory cost past what an Int holds throws instead of trapping")
     func hashingMemoryPastInt() {
         #expect(throws: CryptoError.self) {
-            try PasswordHash.argon2id(password: Data("p".utf8), salt: Array(repeating: 0, count: PasswordHashParameters.saltByteCount),
-                                      parameters: PasswordHashParameters(operations: 1, memoryBytes: .max))
+            try PasswordHash.argon2id(
+                password: Data("p".utf8), salt: Array(repeating: 0, count: PasswordHashParameters.saltByteCount),
+                parameters: PasswordHashParameters(operations: 1, memoryBytes: .max))
         }
     }
 

@@ -1,4 +1,3 @@
-@testable import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
@@ -7,10 +6,14 @@ import KeyferryCrypto
 import Synchronization
 import Testing
 
+@testable import Backup
+
 @Suite("Backup create")
 struct DeviceBackupTests {
-    static let classes: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
-                                             .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+    static let classes: [ProtectionClass] = [
+        .whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
+        .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly,
+    ]
     let password = Data("backup password".utf8)
 
     /// A device with one item per protection class (secret "marker-secret-CLASS", account
@@ -19,8 +22,10 @@ struct DeviceBackupTests {
         let fixture = try TestDevice()
         let keychain = try fixture.keychain()
         for protection in Self.classes {
-            try keychain.add(.password(account: "marker-account-\(protection.name)", value: "marker-secret-\(protection.name)",
-                                       protection: protection))
+            try keychain.add(
+                .password(
+                    account: "marker-account-\(protection.name)", value: "marker-secret-\(protection.name)",
+                    protection: protection))
         }
         try fixture.device.sandbox(for: TestDevice.appID).set("marker-defaults", forKey: "token")
         return fixture
@@ -54,7 +59,8 @@ struct DeviceBackupTests {
         let archived = try items(url, password: password)
         #expect(archived.count == 6)
         let keys = try ArchiveReader(contentsOf: url).sectionKeys(password: password, device: nil)
-        let keybag = try #require(keys.backupKeybag), binding = keys.items
+        let keybag = try #require(keys.backupKeybag)
+        let binding = keys.items
         for item in archived {
             #expect(item.wrapping == (item.protection.isThisDeviceOnly ? .device : .backup))
             let key = try #require(item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.backupKeys.items)
@@ -78,7 +84,9 @@ struct DeviceBackupTests {
         let archived = try items(url, password: nil)
         #expect(archived.count == 6 && archived.allSatisfy { $0.wrapping == .device })
         for item in archived {
-            #expect(try item.open(with: fixture.device.backupKeys.items, binding: binding(url)).attributes[.account] == .string("marker-account-\(item.protection.name)"))
+            #expect(
+                try item.open(with: fixture.device.backupKeys.items, binding: binding(url)).attributes[.account]
+                    == .string("marker-account-\(item.protection.name)"))
             #expect(throws: CryptoError.authenticationFailed) { try item.open(with: other.device.backupKeys.items, binding: binding(url)) }
         }
         let bytes = try Data(contentsOf: url)
@@ -96,14 +104,16 @@ struct DeviceBackupTests {
         let fixture = try TestDevice()
         let group = "\(TestDevice.teamID).\(TestDevice.appID)"
         let records = (0..<50_000).map { n in
-            ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: group, protection: .afterFirstUnlock, synchronizable: false,
-                       accessControl: nil, creationDate: Date(), modificationDate: Date(),
-                       attributes: [.account: .string("bulk-\(n)"), .service: .string("com.example.app")], data: Data("secret-\(n)".utf8))
+            ItemRecord(
+                itemClass: .genericPassword, uuid: UUID(), accessGroup: group, protection: .afterFirstUnlock, synchronizable: false,
+                accessControl: nil, creationDate: Date(), modificationDate: Date(),
+                attributes: [.account: .string("bulk-\(n)"), .service: .string("com.example.app")], data: Data("secret-\(n)".utf8))
         }
         try fixture.device.deviceKeychain.restore(records)
         let url = archive()
         defer { try? FileManager.default.removeItem(at: url) }
-        let device = fixture.device, keychain = try fixture.keychain()
+        let device = fixture.device
+        let keychain = try fixture.keychain()
         // The backup and the calls each on a thread of their own, as a node runs them: nothing
         // here waits for the cooperative pool, which the rest of the suite keeps busy.
         let state = BackupState()
@@ -175,8 +185,12 @@ struct DeviceBackupTests {
     @Test("an item moved into another archive of the same device does not open")
     func boundToArchive() throws {
         let fixture = try device()
-        let first = archive(), second = archive()
-        defer { try? FileManager.default.removeItem(at: first); try? FileManager.default.removeItem(at: second) }
+        let first = archive()
+        let second = archive()
+        defer {
+            try? FileManager.default.removeItem(at: first)
+            try? FileManager.default.removeItem(at: second)
+        }
         try DeviceBackup.create(from: fixture.device, to: first, mode: .unencrypted)
         try DeviceBackup.create(from: fixture.device, to: second, mode: .unencrypted)
         let item = try #require(try items(first, password: nil).first)

@@ -1,10 +1,11 @@
-@testable import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
 import Testing
+
+@testable import Backup
 
 @Suite("Restore")
 struct DeviceRestoreTests {
@@ -66,8 +67,9 @@ struct DeviceRestoreTests {
         return encrypted && !protection.isThisDeviceOnly
     }
 
-    @Test("the matrix: 7 classes x synchronizable x {encrypted, unencrypted} x {same device, new device}",
-          arguments: [(true, true), (true, false), (false, true), (false, false)])
+    @Test(
+        "the matrix: 7 classes x synchronizable x {encrypted, unencrypted} x {same device, new device}",
+        arguments: [(true, true), (true, false), (false, true), (false, false)])
     func matrix(encrypted: Bool, sameDevice: Bool) throws {
         let fixture = try source()
         let (report, target, newDevice) = try backUpAndRestore(fixture, encrypted: encrypted, sameDevice: sameDevice)
@@ -102,8 +104,9 @@ struct DeviceRestoreTests {
         #expect(try restored.sandbox(for: TestDevice.appID).string(forKey: "signedInUser") == "alice")
     }
 
-    @Test("items of an app not installed on the target come back from every kind of archive, and are seen once the app is installed",
-          arguments: [(true, true), (true, false), (false, true)])
+    @Test(
+        "items of an app not installed on the target come back from every kind of archive, and are seen once the app is installed",
+        arguments: [(true, true), (true, false), (false, true)])
     func itemsWithoutTheirApp(encrypted: Bool, sameDevice: Bool) throws {
         let fixture = try TestDevice()
         let mail = AppManifest(bundleID: "com.example.mail", teamID: TestDevice.teamID)
@@ -162,8 +165,9 @@ struct DeviceRestoreTests {
         #expect(found["acct-whenUnlocked-sync"] == "newer")
         #expect(found["acct-afterFirstUnlock-sync"] == nil)
         #expect(found["acct-always-sync"] == "secret-always-sync")
-        let reasons = Dictionary(report.items.compactMap { item in item.reason.map { ("\(item.protection.name)-\(item.synchronizable)", $0) } },
-                                 uniquingKeysWith: { a, _ in a })
+        let reasons = Dictionary(
+            report.items.compactMap { item in item.reason.map { ("\(item.protection.name)-\(item.synchronizable)", $0) } },
+            uniquingKeysWith: { a, _ in a })
         #expect(reasons["whenUnlocked-true"] == .newerOnDevice)
         #expect(reasons["afterFirstUnlock-true"] == .newerTombstone)
     }
@@ -233,19 +237,22 @@ struct DeviceRestoreTests {
     /// 4 MiB before compression and a few hundred bytes after.
     func zeros(pieces: Int, beside target: TestDevice) throws -> URL {
         let url = target.directory.deletingLastPathComponent().appendingPathComponent("zeros-\(pieces).kfbackup")
-        let writer = try ArchiveWriter(to: url, mode: .unencrypted, device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Crafted")
+        let writer = try ArchiveWriter(
+            to: url, mode: .unencrypted, device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Crafted")
         try writer.append(.apps, Data("[]".utf8))
         let size = ArchiveFormat.maximumSectionBytes - 1024
         for index in 0..<pieces {
-            let entry = SandboxEntry(bundleID: TestDevice.appID, path: "Documents/zeros", protection: "NSFileProtectionNone",
-                                     offset: index * size, contents: Data(count: size))
+            let entry = SandboxEntry(
+                bundleID: TestDevice.appID, path: "Documents/zeros", protection: "NSFileProtectionNone",
+                offset: index * size, contents: Data(count: size))
             try writer.append(.sandbox, EntryList.encode([entry.encoded]))
         }
         try writer.finish(ArchiveManifest(sectionCount: pieces + 1, counts: ["sandboxFiles": 1]))
         return url
     }
 
-    @Test("a file arrives piece by piece and is written as it comes; compressed zeros past 4,096 times the archive's size are refused, the target left as it was")
+    @Test(
+        "a file arrives piece by piece and is written as it comes; compressed zeros past 4,096 times the archive's size are refused, the target left as it was")
     func decompressionBounded() throws {
         let target = try TestDevice(seed: 5)
         try target.keychain().add(.password(account: "target-own", value: "keep"))
@@ -261,8 +268,10 @@ struct DeviceRestoreTests {
 
         let bomb = try zeros(pieces: 80, beside: target)
         #expect(try FileManager.default.attributesOfItem(atPath: bomb.path)[.size] as? Int ?? 0 < 64 << 10, "kilobytes on disk")
-        for attempt in [{ _ = try DeviceRestore.restore(bomb, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode) },
-                        { _ = try ArchiveReader(contentsOf: bomb).read(password: nil) }] {
+        for attempt in [
+            { _ = try DeviceRestore.restore(bomb, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode) },
+            { _ = try ArchiveReader(contentsOf: bomb).read(password: nil) },
+        ] {
             #expect {
                 try attempt()
             } throws: { error in
@@ -287,7 +296,8 @@ struct DeviceRestoreTests {
     func stoppedBeforeSwap() throws {
         let fixture = try source()
         let url = try archive(fixture, encrypted: true)
-        let rehearsal = try TestDevice(seed: 4), target = try TestDevice(seed: 5)
+        let rehearsal = try TestDevice(seed: 4)
+        let target = try TestDevice(seed: 5)
         try target.keychain().add(.password(account: "target-own", value: "keep"))
         rehearsal.device.powerOff()
         target.device.powerOff()

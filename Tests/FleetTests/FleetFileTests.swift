@@ -59,7 +59,10 @@ struct FleetFileTests {
         ("fleet: f\napps:\n  com.example.mail:\n    groups: [x]\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail", "missing `team:`"),
         ("fleet: f\napps:\n  com.example.mail:\n    team: lower\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail.team", "not a team ID"),
         ("fleet: f\napps:\n  com..mail:\n    team: ABCDE12345\ndevices:\n  phone: {}\n", 3, "apps.com..mail", "not a bundle ID"),
-        ("fleet: f\napps:\n  com.example.mail:\n    team: ABCDE12345\n    groups: [OTHER.group]\ndevices:\n  phone: {}\n", 5, "apps.com.example.mail.groups", "must start with the team ID"),
+        (
+            "fleet: f\napps:\n  com.example.mail:\n    team: ABCDE12345\n    groups: [OTHER.group]\ndevices:\n  phone: {}\n", 5, "apps.com.example.mail.groups",
+            "must start with the team ID"
+        ),
         ("fleet: f\ndevices:\n  ../escape:\n    passcode: '1'\n", 3, "devices.../escape", "cannot name a device directory"),
         ("fleet: my fleet\ndevices:\n  phone: {}\n", 1, "fleet", "cannot name a fleet"),
         ("devices:\n  phone: {}\n", 1, nil, "missing `fleet:`"),
@@ -90,7 +93,9 @@ struct FleetFileTests {
 
     @Test("An unreadable or non-UTF-8 file is named")
     func unreadable() throws {
-        let missing = try #require(throws: FleetFileError.self) { try FleetFile.load(URL(fileURLWithPath: "/nonexistent/fleet.yaml"), displayName: "fleet.yaml") }
+        let missing = try #require(throws: FleetFileError.self) {
+            try FleetFile.load(URL(fileURLWithPath: "/nonexistent/fleet.yaml"), displayName: "fleet.yaml")
+        }
         #expect(missing.description.hasPrefix("fleet.yaml: cannot read"))
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString).yaml")
         try Data([0xff, 0xfe, 0x00]).write(to: file)

@@ -35,18 +35,20 @@ struct ModelTests {
         #expect(try AccessControl(protection: .always, flags: [.privateKeyUsage]).requiresAuthentication == false)
     }
 
-    @Test("constraint evaluation follows the user's responses", arguments: [
-        ("userPresence", [AuthenticationResponse.biometryMatch], true, KeychainStatus.success),
-        ("userPresence", [.passcode("1234")], false, .success),
-        ("userPresence", [.passcode("9999")], true, .authFailed),
-        ("biometryAny", [.passcode("1234")], true, .authFailed),
-        ("biometryAny", [.biometryMatch], false, .authFailed),
-        ("biometryAny", [.biometryNoMatch], true, .authFailed),
-        ("biometryAny", [.cancel], true, .userCanceled),
-        ("devicePasscode", [], true, .interactionNotAllowed),
-        ("biometryAny|and|devicePasscode", [.biometryMatch, .passcode("1234")], true, .success),
-        ("biometryAny|and|devicePasscode", [.passcode("1234")], true, .authFailed),
-    ])
+    @Test(
+        "constraint evaluation follows the user's responses",
+        arguments: [
+            ("userPresence", [AuthenticationResponse.biometryMatch], true, KeychainStatus.success),
+            ("userPresence", [.passcode("1234")], false, .success),
+            ("userPresence", [.passcode("9999")], true, .authFailed),
+            ("biometryAny", [.passcode("1234")], true, .authFailed),
+            ("biometryAny", [.biometryMatch], false, .authFailed),
+            ("biometryAny", [.biometryNoMatch], true, .authFailed),
+            ("biometryAny", [.cancel], true, .userCanceled),
+            ("devicePasscode", [], true, .interactionNotAllowed),
+            ("biometryAny|and|devicePasscode", [.biometryMatch, .passcode("1234")], true, .success),
+            ("biometryAny|and|devicePasscode", [.passcode("1234")], true, .authFailed),
+        ])
     func evaluation(expression: String, responses: [AuthenticationResponse], enrolled: Bool, expected: KeychainStatus) throws {
         let control = try AccessControl(protection: .whenUnlocked, expression: expression)
         let facts = AuthenticationFacts(biometryEnrolled: enrolled, biometryUnchangedSinceItemWasAdded: true, isCorrectPasscode: { $0 == "1234" })
@@ -70,10 +72,12 @@ struct ModelTests {
 
     @Test("primary keys ignore accessibility and label, and default missing attributes")
     func primaryKeys() {
-        let a = PrimaryKey(itemClass: .genericPassword, accessGroup: "g", synchronizable: false,
-                           attributes: [.account: .string("x"), .label: .string("one")])
-        let b = PrimaryKey(itemClass: .genericPassword, accessGroup: "g", synchronizable: false,
-                           attributes: [.account: .string("x"), .service: .string(""), .label: .string("two")])
+        let a = PrimaryKey(
+            itemClass: .genericPassword, accessGroup: "g", synchronizable: false,
+            attributes: [.account: .string("x"), .label: .string("one")])
+        let b = PrimaryKey(
+            itemClass: .genericPassword, accessGroup: "g", synchronizable: false,
+            attributes: [.account: .string("x"), .service: .string(""), .label: .string("two")])
         #expect(a == b)
         #expect(a.canonicalBytes == b.canonicalBytes)
         let synced = PrimaryKey(itemClass: .genericPassword, accessGroup: "g", synchronizable: true, attributes: [.account: .string("x")])
@@ -82,8 +86,10 @@ struct ModelTests {
 
     @Test("byte coding: UUIDs spelled as Foundation spells them, attributes picked out undecoded, hex both ways, UTF-8 checked")
     func byteCoding() throws {
-        var uuids = [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
-                     UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))]
+        var uuids = [
+            UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+            UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255)),
+        ]
         for _ in 0..<200 { uuids.append(UUID()) }
         for uuid in uuids {
             var w = ByteWriter()

@@ -24,7 +24,10 @@ struct DeviceLifecycleTests {
         let t = try TestDevice()
         try t.device.reboot()
         func attempt(_ passcode: String) -> KeychainError? {
-            do { try t.device.unlock(passcode: passcode); return nil } catch { return error as? KeychainError }
+            do {
+                try t.device.unlock(passcode: passcode)
+                return nil
+            } catch { return error as? KeychainError }
         }
         func state() throws -> (failed: Int, wait: TimeInterval?) {
             let status = try t.device.status()
@@ -66,8 +69,10 @@ struct DeviceLifecycleTests {
         #expect(status { try t.device.setPasscode("654321", current: "000000") } == .authFailed)
         #expect(try t.device.status().failedPasscodeAttempts == 1)
         let keychain = try t.keychain()
-        try keychain.add(NewItem(.genericPassword, attributes: [.account: .string("guarded"), .service: .string("com.example.app")], data: Data("g".utf8),
-                                 accessControl: try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode])))
+        try keychain.add(
+            NewItem(
+                .genericPassword, attributes: [.account: .string("guarded"), .service: .string("com.example.app")], data: Data("g".utf8),
+                accessControl: try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode])))
         var query = ItemQuery.password(account: "guarded")
         query.authentication = .responding(.passcode("111111"))
         for _ in 0..<2 { #expect(status { _ = try keychain.copy(query) } == .authFailed) }
@@ -179,8 +184,10 @@ struct DeviceLifecycleTests {
     @Test("bad app manifests are refused and install nothing")
     func badApps() throws {
         let t = try TestDevice(apps: [])
-        for app in [AppManifest(bundleID: "", teamID: TestDevice.teamID), AppManifest(bundleID: "com/evil", teamID: TestDevice.teamID),
-                    AppManifest(bundleID: "com.ok", teamID: "short"), AppManifest(bundleID: "com.ok", teamID: TestDevice.teamID, accessGroups: ["OTHERTEAM1.x"])] {
+        for app in [
+            AppManifest(bundleID: "", teamID: TestDevice.teamID), AppManifest(bundleID: "com/evil", teamID: TestDevice.teamID),
+            AppManifest(bundleID: "com.ok", teamID: "short"), AppManifest(bundleID: "com.ok", teamID: TestDevice.teamID, accessGroups: ["OTHERTEAM1.x"]),
+        ] {
             #expect(throws: DeviceError.self) { try t.device.install(app) }
         }
         #expect(try t.device.installedApps().isEmpty)
@@ -232,7 +239,9 @@ struct CrashPointTests {
         let keychain = try t.keychain()
         try keychain.add(.password(account: "a", value: "A"))
         try keychain.add(.password(account: "b", value: "B"))
-        #expect(status { try keychain.update(ItemQuery(.genericPassword), with: ItemChanges(attributes: [.account: .string("same")], data: Data("X".utf8))) } == .duplicateItem)
+        #expect(
+            status { try keychain.update(ItemQuery(.genericPassword), with: ItemChanges(attributes: [.account: .string("same")], data: Data("X".utf8))) }
+                == .duplicateItem)
         #expect(try keychain.copy(.password(account: "a")).first?.data == Data("A".utf8))
         #expect(try keychain.copy(.password(account: "b")).first?.data == Data("B".utf8))
         #expect(status { _ = try keychain.copy(.password(account: "same")) } == .itemNotFound)

@@ -17,15 +17,24 @@ struct EncryptionAtRestTests {
         let keychain = try t.keychain()
         let m = Self.markers.map { Data($0.utf8) }
         let s = Self.markers
-        try keychain.add(NewItem(.genericPassword, attributes: [.account: .string(s[0]), .service: .string(s[1]), .label: .string(s[2]),
-                                                               .generic: .data(m[3]), .comment: .string(s[4])], data: m[5]))
-        try keychain.add(NewItem(.internetPassword, attributes: [.server: .string(s[6]), .account: .string(s[7]), .path: .string(s[8])],
-                                 data: m[9], protection: .afterFirstUnlockThisDeviceOnly, synchronizable: false))
-        try keychain.add(NewItem(.key, attributes: [.applicationTag: .data(m[10]), .keyClass: .number(1)], data: m[11], protection: .whenPasscodeSetThisDeviceOnly))
+        try keychain.add(
+            NewItem(
+                .genericPassword,
+                attributes: [
+                    .account: .string(s[0]), .service: .string(s[1]), .label: .string(s[2]),
+                    .generic: .data(m[3]), .comment: .string(s[4]),
+                ], data: m[5]))
+        try keychain.add(
+            NewItem(
+                .internetPassword, attributes: [.server: .string(s[6]), .account: .string(s[7]), .path: .string(s[8])],
+                data: m[9], protection: .afterFirstUnlockThisDeviceOnly, synchronizable: false))
+        try keychain.add(
+            NewItem(.key, attributes: [.applicationTag: .data(m[10]), .keyClass: .number(1)], data: m[11], protection: .whenPasscodeSetThisDeviceOnly))
         try keychain.add(NewItem(.genericPassword, attributes: [.account: .string("synced" + s[0])], data: m[1], synchronizable: true))
         // Updates, a tombstone, a lock cycle and a reboot write more pages and WAL frames.
-        try keychain.update(ItemQuery(.genericPassword, attributes: [.account: .string(s[0])]),
-                            with: ItemChanges(attributes: [.label: .string("relabelled" + s[2])], data: Data(("new" + s[5]).utf8)))
+        try keychain.update(
+            ItemQuery(.genericPassword, attributes: [.account: .string(s[0])]),
+            with: ItemChanges(attributes: [.label: .string("relabelled" + s[2])], data: Data(("new" + s[5]).utf8)))
         try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("synced" + s[0])], synchronizable: .yes))
         try t.device.lock(immediately: true)
         try t.device.reboot()

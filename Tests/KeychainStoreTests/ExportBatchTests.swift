@@ -42,7 +42,8 @@ struct ExportBatchTests {
             #expect(picked[.account] == record.attributes[.account])
             #expect(picked[.label] == nil)
             #expect(item.data == record.data)
-            #expect([item.accessGroup, "\(item.protection)", "\(item.creationDate)"] == [record.accessGroup, "\(record.protection)", "\(record.creationDate)"])
+            #expect(
+                [item.accessGroup, "\(item.protection)", "\(item.creationDate)"] == [record.accessGroup, "\(record.protection)", "\(record.creationDate)"])
         }
         #expect(counts.map(\.0) == [7, 14, 21, 24])
         #expect(counts.allSatisfy { $0.1 == 24 })
@@ -54,16 +55,22 @@ struct ExportBatchTests {
         let transformed = Mutex(0)
         #expect(throws: Stop.self) {
             try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) { items in
-                let n = transformed.withLock { $0 += 1; return $0 }
+                let n = transformed.withLock {
+                    $0 += 1
+                    return $0
+                }
                 if n == 2 { throw Stop() }
                 return items.count
-            } consume: { _, _, _ in }
+            } consume: { _, _, _ in
+            }
         }
         #expect(transformed.withLock { $0 } == 2)
 
         var consumed = 0
         #expect(throws: Stop.self) {
-            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) { $0.count } consume: { _, _, _ in
+            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) {
+                $0.count
+            } consume: { _, _, _ in
                 consumed += 1
                 throw Stop()
             }

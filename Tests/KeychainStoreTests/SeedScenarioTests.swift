@@ -69,8 +69,9 @@ struct SeedScenarioTests {
         let any = try AccessControl(protection: .whenUnlockedThisDeviceOnly, flags: [.biometryAny])
         try keychain.add(NewItem(.genericPassword, attributes: [.account: .string("current")], data: Data("a".utf8), accessControl: current))
         try keychain.add(NewItem(.genericPassword, attributes: [.account: .string("any")], data: Data("b".utf8), accessControl: any))
-        var read = ItemQuery(.genericPassword, attributes: [.account: .string("current")], returning: .data,
-                             authentication: .responding(.biometryMatch))
+        var read = ItemQuery(
+            .genericPassword, attributes: [.account: .string("current")], returning: .data,
+            authentication: .responding(.biometryMatch))
         #expect(try keychain.copy(read).first?.data == Data("a".utf8))
         try t.device.changeBiometryEnrollment()
         #expect(status { _ = try keychain.copy(read) } == .authFailed)
@@ -167,8 +168,9 @@ struct SeedScenarioTests {
         let t = try TestDevice()
         let keychain = try t.keychain()
         try keychain.add(.password(account: "token", service: "OldServiceName", value: "v1"))
-        try keychain.update(ItemQuery(.genericPassword, attributes: [.service: .string("OldServiceName")]),
-                            with: ItemChanges(attributes: [.service: .string("com.mycompany.myapp")]))
+        try keychain.update(
+            ItemQuery(.genericPassword, attributes: [.service: .string("OldServiceName")]),
+            with: ItemChanges(attributes: [.service: .string("com.mycompany.myapp")]))
         #expect(try keychain.copy(.password(account: "token", service: "com.mycompany.myapp")).first?.data == Data("v1".utf8))
         #expect(status { _ = try keychain.copy(.password(account: "token", service: "OldServiceName")) } == .itemNotFound)
     }

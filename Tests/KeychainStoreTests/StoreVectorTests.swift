@@ -1,8 +1,9 @@
 import Foundation
 import KeychainModel
-@testable import KeychainStore
 import KeyferryCrypto
 import Testing
+
+@testable import KeychainStore
 
 /// The test vector of Protocol/store.md: fixed keys and inputs give fixed bytes. A change here
 /// is a change of the on-disk format and needs a new format version.
@@ -18,9 +19,10 @@ struct StoreVectorTests {
     static let date = Date(timeIntervalSinceReferenceDate: 800_000_000)
 
     static var metadata: ItemMetadata {
-        ItemMetadata(accessGroup: "ABCDE12345.com.example.app", accessControl: nil, biometryBinding: [],
-                     creationDate: date, modificationDate: date,
-                     attributes: [.account: .string("alice"), .service: .string("mail")])
+        ItemMetadata(
+            accessGroup: "ABCDE12345.com.example.app", accessControl: nil, biometryBinding: [],
+            creationDate: date, modificationDate: date,
+            attributes: [.account: .string("alice"), .service: .string("mail")])
     }
 
     @Test("derived keys, hashes, metadata encoding and the sealed row match the published bytes")
@@ -29,14 +31,17 @@ struct StoreVectorTests {
         let index = ItemIndex(key: Self.uid.derive(context: "kfindex_"))
         let metadata = Self.metadata
         let primaryKey = PrimaryKey(itemClass: .genericPassword, accessGroup: metadata.accessGroup, synchronizable: false, attributes: metadata.attributes)
-        let header = RowHeader(uuid: Self.uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false,
-                               accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
-                               tokens: index.tokens(.genericPassword, metadata.attributes))
-        let sealed = SealedRow.seal(header: header, metadata: metadata, secret: Data("hunter2".utf8),
-                                    keys: ClassKeys(classKey: Self.classKey, metadataKey: Self.metadataKey),
-                                    random: Self.bytes(0x80...0xe7))
-        let wrappedClassKey = AEAD.seal(Self.classKey.exportedBytes, key: keybag.uidWrappingKey, nonce: Self.bytes(0xa0...0xb7),
-                                        associatedData: Keybag.classKeyAD(.whenUnlocked))
+        let header = RowHeader(
+            uuid: Self.uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false,
+            accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+            tokens: index.tokens(.genericPassword, metadata.attributes))
+        let sealed = SealedRow.seal(
+            header: header, metadata: metadata, secret: Data("hunter2".utf8),
+            keys: ClassKeys(classKey: Self.classKey, metadataKey: Self.metadataKey),
+            random: Self.bytes(0x80...0xe7))
+        let wrappedClassKey = AEAD.seal(
+            Self.classKey.exportedBytes, key: keybag.uidWrappingKey, nonce: Self.bytes(0xa0...0xb7),
+            associatedData: Keybag.classKeyAD(.whenUnlocked))
         let actual: [String: String] = [
             "uidWrappingKey": Self.hex(keybag.uidWrappingKey.exportedBytes),
             "passcodeTangleKey": Self.hex(keybag.passcodeTangleKey.exportedBytes),

@@ -48,8 +48,9 @@ public struct ReferenceKeychain {
         var found = [Int]()
         for (index, item) in items.enumerated() {
             guard query.account.map({ $0 == item.account }) ?? true, query.service.map({ $0 == item.service }) ?? true,
-                  query.synchronizable.values.contains(item.synchronizable),
-                  query.protection.map({ $0 == item.protection }) ?? true else { continue }
+                query.synchronizable.values.contains(item.synchronizable),
+                query.protection.map({ $0 == item.protection }) ?? true
+            else { continue }
             found.append(index)
             if let limit = query.limit, found.count >= limit { break }
         }
@@ -124,8 +125,10 @@ public struct TypedKeychain: KeychainUnderTest {
 
     public func add(_ item: ReferenceKeychain.Item) -> KeychainStatus {
         status {
-            try keychain.add(NewItem(.genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
-                                     data: item.data, protection: item.protection, synchronizable: item.synchronizable))
+            try keychain.add(
+                NewItem(
+                    .genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
+                    data: item.data, protection: item.protection, synchronizable: item.synchronizable))
         }
     }
 
@@ -152,8 +155,9 @@ public struct TypedKeychain: KeychainUnderTest {
         var attributes = Attributes()
         if let account = query.account { attributes[.account] = .string(account) }
         if let service = query.service { attributes[.service] = .string(service) }
-        return ItemQuery(.genericPassword, attributes: attributes, protection: query.protection, synchronizable: query.synchronizable,
-                         matchLimit: query.limit == 1 ? .one : returning.isEmpty ? nil : .all, returning: returning)
+        return ItemQuery(
+            .genericPassword, attributes: attributes, protection: query.protection, synchronizable: query.synchronizable,
+            matchLimit: query.limit == 1 ? .one : returning.isEmpty ? nil : .all, returning: returning)
     }
 }
 
@@ -184,12 +188,15 @@ public struct ReferenceRun {
             return ReferenceKeychain.Query(account: account, service: service, synchronizable: sync, protection: protection, limit: limit)
         }
 
-        func compare(_ operation: String, _ step: Int, _ actual: KeychainStatus, _ expected: KeychainStatus,
-                     data: [Data] = [], expectedData: [Data] = []) {
+        func compare(
+            _ operation: String, _ step: Int, _ actual: KeychainStatus, _ expected: KeychainStatus,
+            data: [Data] = [], expectedData: [Data] = []
+        ) {
             trace.append("\(step) \(operation) \(actual.name) \(data.map { String(decoding: $0, as: UTF8.self) })")
             seen[expected, default: 0] += 1
             if actual != expected || data != expectedData {
-                disagreements.append("seed \(seed) step \(step) \(operation): \(actual.name) \(data.count) secret(s), the model says \(expected.name) \(expectedData.count)")
+                disagreements.append(
+                    "seed \(seed) step \(step) \(operation): \(actual.name) \(data.count) secret(s), the model says \(expected.name) \(expectedData.count)")
             }
         }
 

@@ -27,8 +27,9 @@ public final class TestDevice: @unchecked Sendable {
         self.passcode = passcode
         device = try Device.create(
             at: directory,
-            options: DeviceOptions(name: "Test iPhone", passcode: passcode, enrollBiometry: biometry, gracePeriod: grace,
-                                   passcodeHashing: .minimum),
+            options: DeviceOptions(
+                name: "Test iPhone", passcode: passcode, enrollBiometry: biometry, gracePeriod: grace,
+                passcodeHashing: .minimum),
             clock: clock, entropy: SeededEntropy(seed: seed))
         for app in apps { try device.install(app) }
     }
@@ -57,16 +58,18 @@ extension NewItem {
         account: String, service: String = "com.example.app", value: String = "secret",
         protection: ProtectionClass? = nil, synchronizable: Bool = false, accessGroup: String? = nil
     ) -> NewItem {
-        NewItem(.genericPassword, attributes: [.account: .string(account), .service: .string(service)], data: Data(value.utf8),
-                accessGroup: accessGroup, protection: protection, synchronizable: synchronizable)
+        NewItem(
+            .genericPassword, attributes: [.account: .string(account), .service: .string(service)], data: Data(value.utf8),
+            accessGroup: accessGroup, protection: protection, synchronizable: synchronizable)
     }
 }
 
 extension ItemQuery {
     /// A search for one generic password by its primary key, returning its data.
     public static func password(account: String, service: String = "com.example.app", synchronizable: SynchronizableMatch = .no) -> ItemQuery {
-        ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string(service)],
-                  synchronizable: synchronizable, returning: .data)
+        ItemQuery(
+            .genericPassword, attributes: [.account: .string(account), .service: .string(service)],
+            synchronizable: synchronizable, returning: .data)
     }
 }
 

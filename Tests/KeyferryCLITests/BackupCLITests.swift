@@ -39,7 +39,8 @@ struct BackupCLITests {
         let other = cli.path("other")
         try cli.ok(["device", "init", other])
         let byAnother = try cli.run(["backup", "verify", plain, "--device", other])
-        #expect(byAnother.status == 1 && byAnother.stderr.contains("only the device that wrote an unencrypted archive can authenticate it"), "\(byAnother.stderr)")
+        #expect(
+            byAnother.status == 1 && byAnother.stderr.contains("only the device that wrote an unencrypted archive can authenticate it"), "\(byAnother.stderr)")
         let forEncrypted = try cli.run(["backup", "verify", encrypted, "--password-file", passwordFile.path, "--device", dir])
         #expect(forEncrypted.status == 64 && forEncrypted.stderr.contains("--device means nothing"), "\(forEncrypted.stderr)")
         // A password for an unencrypted archive is refused, not ignored: it may have replaced an encrypted one.
@@ -190,8 +191,10 @@ extension CLI {
     func backupSource() throws -> String {
         let dir = try poweredDevice("phone")
         for protection in ["whenUnlocked", "afterFirstUnlockThisDeviceOnly", "whenPasscodeSetThisDeviceOnly"] {
-            try ok(["item", "add", dir, "--app", "com.example.mail", "--account", "marker-account-\(protection)",
-                    "--value", "marker-secret-\(protection)", "--accessible", protection])
+            try ok([
+                "item", "add", dir, "--app", "com.example.mail", "--account", "marker-account-\(protection)",
+                "--value", "marker-secret-\(protection)", "--accessible", protection,
+            ])
         }
         try ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "token=marker-defaults"])
         return dir
@@ -206,9 +209,10 @@ extension CLI {
         try ok(["node", "stop", dir])
         let device = try Device.powerOn(at: URL(fileURLWithPath: dir))
         try device.unlock(passcode: "123456")
-        try device.keychain(for: "com.example.mail").importItems((0..<count).map {
-            NewItem(.genericPassword, attributes: [.account: .string("bulk-\($0)")], data: Data(repeating: 7, count: 256))
-        })
+        try device.keychain(for: "com.example.mail").importItems(
+            (0..<count).map {
+                NewItem(.genericPassword, attributes: [.account: .string("bulk-\($0)")], data: Data(repeating: 7, count: 256))
+            })
         device.powerOff()
         try ok(["node", "start", dir])
         try ok(["device", "unlock", dir, "--passcode", "123456"])
@@ -264,8 +268,9 @@ struct RestoreKillTests {
         let archive = cli.root.appendingPathComponent("big.kfbackup").path
 
         let node = try #require(try cli.ok(["node", "status", source, "--json"]).object()["pid"] as? Int)
-        let backup = try cli.signal(SIGINT, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-",
-                                    frozen: Int32(node))
+        let backup = try cli.signal(
+            SIGINT, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-",
+            frozen: Int32(node))
         #expect(backup.status == 130, "\(backup.stderr)")
         #expect(backup.stderr.contains("interrupted: no archive was written"), "\(backup.stderr)")
         #expect(try cli.entries(startingWith: ".big.kfbackup").isEmpty && cli.entries(startingWith: "big.kfbackup").isEmpty)

@@ -135,10 +135,12 @@ struct BadInputTests {
         var lines: [String] = []
         for dir in devices {
             let status = try cli.status(dir)
-            lines.append("\(dir) \(status["itemCount"] ?? "") \(status["passcodeSet"] ?? "") \(status["failedPasscodeAttempts"] ?? "") \(status["lockState"] ?? "")")
+            lines.append(
+                "\(dir) \(status["itemCount"] ?? "") \(status["passcodeSet"] ?? "") \(status["failedPasscodeAttempts"] ?? "") \(status["lockState"] ?? "")")
             lines.append(try cli.ok(["item", "list", dir, "--json"]).text)
         }
-        let files = FileManager.default.enumerator(atPath: cli.root.path)?.compactMap { $0 as? String }
+        let files =
+            FileManager.default.enumerator(atPath: cli.root.path)?.compactMap { $0 as? String }
             .filter { !$0.hasSuffix(".log") && !$0.contains("keychain.db") && !$0.hasPrefix("state") } ?? []
         return lines + files.sorted()
     }
@@ -190,7 +192,8 @@ struct BadInputTests {
         relay.waitUntilExit()
         let result = try cli.run(["sync", "now", phone, "--timeout", "3"])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("waiting for the relay at \(url)") && result.stderr.contains("did not answer within 3 s")
+        #expect(
+            result.stderr.contains("waiting for the relay at \(url)") && result.stderr.contains("did not answer within 3 s")
                 && result.stderr.contains("nothing is listening there"), "\(result.stderr)")
 
         // As in CI, where the relay may still be starting: it comes up while sync now waits.
@@ -215,8 +218,10 @@ struct BadInputTests {
         let dir = try cli.poweredDevice("phone")
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-s", "-o", "/dev/stdout", "-w", "%{http_code}", "--unix-socket", dir + "/node.sock",
-                          "-X", "POST", "-d", "{\"app\": 5}", "http://localhost/v1/add"]
+        curl.arguments = [
+            "curl", "-s", "-o", "/dev/stdout", "-w", "%{http_code}", "--unix-socket", dir + "/node.sock",
+            "-X", "POST", "-d", "{\"app\": 5}", "http://localhost/v1/add",
+        ]
         let out = Pipe()
         defer { out.closeBothEnds() }
         curl.standardOutput = out

@@ -72,7 +72,9 @@ final class CLI: @unchecked Sendable {
         inherited["KEYFERRY_BACKUP_PASSWORD"] = nil
         inherited["XDG_STATE_HOME"] = stateHome.path
         process.environment = inherited.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), input = stdin.map { _ in Pipe() }
+        let out = Pipe()
+        let err = Pipe()
+        let input = stdin.map { _ in Pipe() }
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input ?? FileHandle.nullDevice
@@ -113,16 +115,20 @@ final class CLI: @unchecked Sendable {
 
     /// Runs and expects success, recording stderr when it fails.
     @discardableResult
-    func ok(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
-            sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+    func ok(
+        _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Result {
         let result = try run(arguments, stdin: stdin, environment: environment)
         #expect(result.status == 0, "keyferry \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
         return result
     }
 
     /// A device with a node running, unlocked, and one app installed.
-    func poweredDevice(_ name: String, passcode: String? = "123456", extra: [String] = [], app: String = "com.example.mail",
-                       team: String = "ABCDE12345") throws -> String {
+    func poweredDevice(
+        _ name: String, passcode: String? = "123456", extra: [String] = [], app: String = "com.example.mail",
+        team: String = "ABCDE12345"
+    ) throws -> String {
         let dir = path(name)
         try ok(["device", "init", dir, "--name", name] + (passcode.map { ["--passcode", $0] } ?? []) + extra)
         try ok(["node", "start", dir])

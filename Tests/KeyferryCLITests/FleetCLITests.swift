@@ -85,11 +85,13 @@ struct FleetCLITests {
     @Test("when one device fails, up uninstalls what it installed, stops what it started and removes what it created")
     func rollback() throws {
         let cli = try CLI()
-        let file = try write(cli, Self.fleet + """
+        let file = try write(
+            cli,
+            Self.fleet + """
 
-              laptop:
-                passcode: "4321"
-            """)
+                  laptop:
+                    passcode: "4321"
+                """)
         // The phone exists with a passcode the fleet file does not know; the tablet exists and runs.
         try cli.ok(["device", "init", cli.path("phone"), "--passcode", "999999"])
         try cli.ok(["device", "init", cli.path("tablet")])
@@ -103,8 +105,9 @@ struct FleetCLITests {
         #expect(try cli.status(cli.path("tablet"))["poweredOn"] as? Bool == true)
         #expect((try cli.ok(["app", "list", cli.path("tablet"), "--json"]).json() as? [Any])?.isEmpty == true)
         // What was undone is said, member by member.
-        #expect(result.stderr.contains("rolled back: ") && result.stderr.contains("phone (node stopped)")
-            && result.stderr.contains("tablet (com.example.mail uninstalled)") && result.stderr.contains("laptop (node stopped, device removed)"),
+        #expect(
+            result.stderr.contains("rolled back: ") && result.stderr.contains("phone (node stopped)")
+                && result.stderr.contains("tablet (com.example.mail uninstalled)") && result.stderr.contains("laptop (node stopped, device removed)"),
             "\(result.stderr)")
         try cli.ok(["node", "stop", cli.path("tablet")])
 
@@ -151,7 +154,9 @@ extension FleetCLITests {
     @Test("relay: auto picks a free port, printed, and the circle keeps it across down and up")
     func relayAuto() throws {
         let cli = try CLI()
-        let file = try write(cli, """
+        let file = try write(
+            cli,
+            """
             fleet: synced
             sync: { relay: auto }
             apps:
@@ -168,7 +173,8 @@ extension FleetCLITests {
         let again = try cli.ok(["fleet", "up", file] + root).text
         #expect(again.hasSuffix("relay at \(url)\n"), "the members know the relay by its first address: \(again)")
         // Sync works through it after the restart.
-        let one = cli.root.appendingPathComponent("synced/one").path, two = cli.root.appendingPathComponent("synced/two").path
+        let one = cli.root.appendingPathComponent("synced/one").path
+        let two = cli.root.appendingPathComponent("synced/two").path
         try cli.ok(["item", "add", one, "--app", "com.example.mail", "--account", "a", "--value", "v", "--sync"])
         try cli.ok(["sync", "now", one])
         try cli.ok(["sync", "now", two])

@@ -18,7 +18,10 @@ struct FuzzCorpusTests {
         return try directories.flatMap { directory in
             try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
                 .map { directory.appendingPathComponent($0).path }
-                .filter { var isDirectory: ObjCBool = false; return FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue }
+                .filter {
+                    var isDirectory: ObjCBool = false
+                    return FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+                }
         }
     }
 

@@ -41,12 +41,20 @@ struct NodeCLITests {
         let file = cli.root.appendingPathComponent("secret.bin")
         try secret.write(to: file)
         try cli.ok(["item", "add", dir] + app + ["--account", "alice", "--service", "mail", "--value-file", file.path])
-        try cli.ok(["item", "add", dir] + app + ["--class", "internetPassword", "--server", "example.com", "--protocol", "htps",
-                                                 "--port", "443", "--account", "bob", "--value-stdin"], stdin: Data("hunter2-marker".utf8))
+        try cli.ok(
+            ["item", "add", dir] + app + [
+                "--class", "internetPassword", "--server", "example.com", "--protocol", "htps",
+                "--port", "443", "--account", "bob", "--value-stdin",
+            ], stdin: Data("hunter2-marker".utf8))
 
         #expect(try cli.ok(["item", "get", dir] + app + ["--account", "alice", "--service", "mail"]).stdout == secret)
-        let inet = try cli.ok(["item", "get", dir] + app + ["--class", "internetPassword", "--server", "example.com",
-                                                            "--return", "both", "--json"]).json() as? [[String: Any]]
+        let inet =
+            try cli.ok(
+                ["item", "get", dir] + app + [
+                    "--class", "internetPassword", "--server", "example.com",
+                    "--return", "both", "--json",
+                ]
+            ).json() as? [[String: Any]]
         #expect(inet?.first?["text"] as? String == "hunter2-marker")
         #expect((inet?.first?["attributes"] as? [String: Any])?["port"] as? Int == 443)
 
@@ -95,8 +103,11 @@ struct NodeCLITests {
     func passcodeAndBiometry() throws {
         let cli = try CLI()
         let dir = try cli.poweredDevice("phone", extra: ["--biometry"])
-        try cli.ok(["item", "add", dir] + app + ["--account", "vault", "--accessible", "whenPasscodeSetThisDeviceOnly",
-                                                 "--access-control", "biometryCurrentSet", "--value", "v"])
+        try cli.ok(
+            ["item", "add", dir] + app + [
+                "--account", "vault", "--accessible", "whenPasscodeSetThisDeviceOnly",
+                "--access-control", "biometryCurrentSet", "--value", "v",
+            ])
         try cli.ok(["item", "add", dir] + app + ["--account", "plain", "--value", "p"])
         let get = ["item", "get", dir] + app + ["--account", "vault"]
         #expect(try cli.run(get + ["--auth", "none"]).stderr.hasPrefix("errSecInteractionNotAllowed"))
@@ -184,8 +195,11 @@ struct NodeCLITests {
     func attributeSpellings() throws {
         let cli = try CLI()
         let dir = try cli.poweredDevice("phone")
-        try cli.ok(["item", "add", dir] + app + ["--class", "key", "--attr", "keyType=kSecAttrKeyTypeRSA", "--attr", "kSecAttrKeyClass=kSecAttrKeyClassPrivate",
-                                                 "--attr", "atag=hex:0a0b", "--attr", "keySizeInBits=2048", "--value", "k"])
+        try cli.ok(
+            ["item", "add", dir] + app + [
+                "--class", "key", "--attr", "keyType=kSecAttrKeyTypeRSA", "--attr", "kSecAttrKeyClass=kSecAttrKeyClassPrivate",
+                "--attr", "atag=hex:0a0b", "--attr", "keySizeInBits=2048", "--value", "k",
+            ])
         for spelling in [["--attr", "keyType=42"], ["--attr", "kSecAttrKeyType=kSecAttrKeyTypeRSA"], ["--attr", "type=42"]] {
             let found = try cli.ok(["item", "get", dir] + app + ["--class", "key", "--attr", "applicationTag=hex:0a0b"] + spelling)
             #expect(found.text == "k", "\(spelling)")
@@ -203,11 +217,14 @@ struct NodeCLITests {
         let committed = cli.root.appendingPathComponent("committed.txt")
         let writer = Process()
         writer.executableURL = URL(fileURLWithPath: "/bin/sh")
-        writer.arguments = ["-c", """
+        writer.arguments = [
+            "-c",
+            """
             for i in $(seq 1 1000); do
               "$0" item add "$1" --app com.example.mail --account "acct-$i" --value "v$i" 2>/dev/null && echo "$i" >> "$2"
             done
-            """, cli.binary.path, dir, committed.path]
+            """, cli.binary.path, dir, committed.path,
+        ]
         try writer.run()
         func confirmed() -> [String] {
             ((try? String(contentsOf: committed, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)

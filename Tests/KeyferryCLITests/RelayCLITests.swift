@@ -52,8 +52,10 @@ struct RelayCLITests {
     func tls() throws {
         let cli = try CLI()
         let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
-        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
-                                       "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path])
+        let (_, line) = try cli.start([
+            "relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
+            "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
+        ])
         let announced = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         let url = try #require(announced["url"] as? String)
         #expect(url.hasPrefix("https://127.0.0.1:"))
@@ -62,8 +64,9 @@ struct RelayCLITests {
         try cli.ok(["device", "init", dir, "--name", "phone"])
         try cli.ok(["node", "start", dir])
         let untrusted = try cli.run(["circle", "create", dir, "--relay", url])
-        #expect(untrusted.status != 0 && untrusted.stderr.contains("TLS failed") && untrusted.stderr.contains("KEYFERRY_RELAY_CA"),
-                "\(untrusted.stderr)")
+        #expect(
+            untrusted.status != 0 && untrusted.stderr.contains("TLS failed") && untrusted.stderr.contains("KEYFERRY_RELAY_CA"),
+            "\(untrusted.stderr)")
         try cli.ok(["node", "stop", dir])
         try cli.ok(["node", "start", dir], environment: ["KEYFERRY_RELAY_CA": pki.authority.path])
         try cli.ok(["circle", "create", dir, "--relay", url])
@@ -76,8 +79,10 @@ struct RelayCLITests {
         #expect(plain.status == 64 && plain.stderr.contains("give --tls-certificate and --tls-key"), "\(plain.stderr)")
         let half = try cli.run(["relay", "serve", "--data", cli.path("other"), "--tls-certificate", pki.certificate.path])
         #expect(half.status == 64 && half.stderr.contains("together"), "\(half.stderr)")
-        let notPEM = try cli.run(["relay", "serve", "--data", cli.path("other"), "--listen", "127.0.0.1:0",
-                                  "--tls-certificate", pki.key.path.replacingOccurrences(of: "relay.key", with: "missing.pem"), "--tls-key", pki.key.path])
+        let notPEM = try cli.run([
+            "relay", "serve", "--data", cli.path("other"), "--listen", "127.0.0.1:0",
+            "--tls-certificate", pki.key.path.replacingOccurrences(of: "relay.key", with: "missing.pem"), "--tls-key", pki.key.path,
+        ])
         #expect(notPEM.status == 1 && notPEM.stderr.contains("not a readable PEM certificate chain"), "\(notPEM.stderr)")
     }
 
@@ -128,8 +133,10 @@ struct TestAuthority {
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try Self.openssl(["req", "-x509"] + curve + ["-keyout", path("ca.key"), "-out", authority.path, "-days", "2", "-subj", "/CN=Keyferry test CA"])
         try Self.openssl(["req"] + curve + ["-keyout", key.path, "-out", path("relay.csr"), "-subj", "/CN=127.0.0.1"])
-        try Self.openssl(["x509", "-req", "-in", path("relay.csr"), "-CA", authority.path, "-CAkey", path("ca.key"), "-CAcreateserial",
-                          "-out", certificate.path, "-days", "2", "-extfile", path("san.ext")])
+        try Self.openssl([
+            "x509", "-req", "-in", path("relay.csr"), "-CA", authority.path, "-CAkey", path("ca.key"), "-CAcreateserial",
+            "-out", certificate.path, "-days", "2", "-extfile", path("san.ext"),
+        ])
     }
 
     private static func openssl(_ arguments: [String]) throws {

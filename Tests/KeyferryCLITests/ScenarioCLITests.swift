@@ -57,13 +57,15 @@ struct ScenarioCLITests {
     @Test("a failed expectation: exit 1, the step, what was expected and what came back; every node stopped")
     func failure() throws {
         let cli = try CLI()
-        let file = try Self.file(cli, "fails.yaml", Self.header + """
-            steps:
-              - lock: {device: phone, now: true}
-              - expect: {device: phone, app: com.example.mail, account: alice, value: s3cret}
-              - unlock: phone
+        let file = try Self.file(
+            cli, "fails.yaml",
+            Self.header + """
+                steps:
+                  - lock: {device: phone, now: true}
+                  - expect: {device: phone, app: com.example.mail, account: alice, value: s3cret}
+                  - unlock: phone
 
-            """)
+                """)
         let junit = cli.path("results.xml")
         let keep = cli.path("kept")
         let run = try cli.run(["scenario", "run", file, "--junit", junit, "--keep", keep])
@@ -94,7 +96,8 @@ struct ScenarioCLITests {
         process.executableURL = cli.binary
         process.arguments = ["scenario", "run", file]
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": cli.stateHome.path, "TMPDIR": temporary]) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         defer { [out, err].forEach { $0.closeBothEnds() } }
         process.standardOutput = out
         process.standardError = err
@@ -122,31 +125,38 @@ struct ScenarioCLITests {
     @Test("sandbox file steps: a wrong expectation names what was found")
     func files() throws {
         let cli = try CLI()
-        let file = try Self.file(cli, "files.yaml", Self.header + """
-            steps:
-              - file: {device: phone, app: com.example.mail, path: Cache/token, text: old, protection: none}
-              - lock: {device: phone, now: true}
-              - expect-file: {device: phone, app: com.example.mail, path: Cache/token, text: new}
+        let file = try Self.file(
+            cli, "files.yaml",
+            Self.header + """
+                steps:
+                  - file: {device: phone, app: com.example.mail, path: Cache/token, text: old, protection: none}
+                  - lock: {device: phone, now: true}
+                  - expect-file: {device: phone, app: com.example.mail, path: Cache/token, text: new}
 
-            """)
+                """)
         let run = try cli.run(["scenario", "run", file])
         #expect(run.status == 1)
         #expect(run.text.contains("expected \"new\", found \"old\""), "\(run.text)")
     }
 
-    @Test("malformed files are refused with FILE:LINE:COLUMN, exit 64, before anything starts", arguments: [
-        ("steps:\n  - lock: tablet\n", "9:11: steps[0].lock: 'tablet' is not one of the scenario's devices"),
-        ("steps:\n  - expect: {device: phone, app: com.example.mail, account: bob, value: x}\n", "no step adds this item"),
-        ("steps:\n  - expect: {device: phone, app: com.example.mail, account: alice, status: errSecNope}\n", "'errSecNope' is not a status Keyferry knows"),
-        ("steps:\n  - install: {device: phone, app: com.example.none}\n", "'com.example.none' is not among the scenario's apps"),
-        ("steps:\n  - restore: {archive: never.kfb, to: phone}\n", "no earlier `backup:` step makes archive 'never.kfb'"),
-        ("steps:\n  - wait: soon\n", "'soon' is not a span of time"),
-        ("steps:\n  - fly: phone\n", "unknown field; expected one of: lock"),
-        ("steps:\n  - sync: phone\n", "in no circle"),
-        ("steps: [\n", "not valid YAML"),
-        ("steps:\n  - file: {device: phone, app: com.example.mail, path: a, text: b, protection: sometimes}\n", "'sometimes' is not a file protection class"),
-        ("steps:\n  - expect-file: {device: phone, app: com.example.mail, path: a, text: b, absent: true}\n", "expect exactly one of `text:`"),
-    ])
+    @Test(
+        "malformed files are refused with FILE:LINE:COLUMN, exit 64, before anything starts",
+        arguments: [
+            ("steps:\n  - lock: tablet\n", "9:11: steps[0].lock: 'tablet' is not one of the scenario's devices"),
+            ("steps:\n  - expect: {device: phone, app: com.example.mail, account: bob, value: x}\n", "no step adds this item"),
+            ("steps:\n  - expect: {device: phone, app: com.example.mail, account: alice, status: errSecNope}\n", "'errSecNope' is not a status Keyferry knows"),
+            ("steps:\n  - install: {device: phone, app: com.example.none}\n", "'com.example.none' is not among the scenario's apps"),
+            ("steps:\n  - restore: {archive: never.kfb, to: phone}\n", "no earlier `backup:` step makes archive 'never.kfb'"),
+            ("steps:\n  - wait: soon\n", "'soon' is not a span of time"),
+            ("steps:\n  - fly: phone\n", "unknown field; expected one of: lock"),
+            ("steps:\n  - sync: phone\n", "in no circle"),
+            ("steps: [\n", "not valid YAML"),
+            (
+                "steps:\n  - file: {device: phone, app: com.example.mail, path: a, text: b, protection: sometimes}\n",
+                "'sometimes' is not a file protection class"
+            ),
+            ("steps:\n  - expect-file: {device: phone, app: com.example.mail, path: a, text: b, absent: true}\n", "expect exactly one of `text:`"),
+        ])
     func malformed(tail: String, problem: String) throws {
         let cli = try CLI()
         let file = try Self.file(cli, "bad.yaml", Self.header + tail)

@@ -7,8 +7,11 @@ import Testing
 @Suite("KeyferrySecurity on device directories")
 struct SecurityCLITests {
     static func add(_ account: String, _ value: String) -> OSStatus {
-        SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account, kSecValueData: Data(value.utf8),
-                    kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock] as CFDictionary, nil)
+        SecItemAdd(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: account, kSecValueData: Data(value.utf8),
+                kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+            ] as CFDictionary, nil)
     }
 
     static func read(_ account: String) -> (OSStatus, Data?) {
@@ -140,7 +143,9 @@ struct PasscodeInputCLITests {
             try Data(text.utf8).write(to: url)
             return url.path
         }
-        let first = try file("first", "123456\n"), second = try file("second", "654321\n"), empty = try file("empty", "\nnot the first line\n")
+        let first = try file("first", "123456\n")
+        let second = try file("second", "654321\n")
+        let empty = try file("empty", "\nnot the first line\n")
         let dir = cli.path("phone")
         let refused = try cli.run(["device", "init", dir, "--passcode-file", empty])
         #expect(refused.status == 64 && refused.stderr.contains("is empty; its first line is the passcode"), "\(refused.stderr)")

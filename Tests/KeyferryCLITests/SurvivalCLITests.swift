@@ -12,8 +12,11 @@ struct SurvivalCLITests {
         let dir = try cli.poweredDevice("phone", extra: ["--biometry"])
         try cli.ok(["item", "add", dir] + app + ["--account", "synced", "--value", "s", "--sync"])
         try cli.ok(["item", "add", dir] + app + ["--account", "bound", "--value", "b", "--accessible", "afterFirstUnlockThisDeviceOnly"])
-        try cli.ok(["item", "add", dir] + app + ["--account", "face", "--value", "f", "--accessible", "whenUnlockedThisDeviceOnly",
-                                                 "--access-control", "biometryCurrentSet"])
+        try cli.ok(
+            ["item", "add", dir] + app + [
+                "--account", "face", "--value", "f", "--accessible", "whenUnlockedThisDeviceOnly",
+                "--access-control", "biometryCurrentSet",
+            ])
         try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "token=t"])
         return dir
     }
@@ -127,8 +130,9 @@ struct SurvivalCLITests {
 
     @Test("the HTML page renders in headless Chromium: colored cells, reasons on hover, nothing fetched")
     func htmlInChromium() throws {
-        let chromium = try #require(["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: FileManager.default.isExecutableFile),
-                                    "headless Chromium is needed (scripts/system-packages --browser installs it)")
+        let chromium = try #require(
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: FileManager.default.isExecutableFile),
+            "headless Chromium is needed (scripts/system-packages --browser installs it)")
         let cli = try CLI()
         let dir = try Self.phone(cli)
         let page = cli.path("matrix.html")
@@ -154,8 +158,10 @@ struct SurvivalCLITests {
         try (html + probe).write(toFile: probed, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: chromium)
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(cli.path("chromium"))",
-                             "--virtual-time-budget=5000", "--dump-dom", "file://\(probed)"]
+        process.arguments = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(cli.path("chromium"))",
+            "--virtual-time-budget=5000", "--dump-dom", "file://\(probed)",
+        ]
         let out = Pipe()
         defer { out.closeBothEnds() }
         process.standardOutput = out

@@ -80,7 +80,8 @@ struct SyncCLITests {
     @Test("circle commands refuse what cannot be done, and leave the nodes as they were")
     func badInput() throws {
         let cli = try CLI()
-        let phone = try cli.poweredDevice("phone"), tablet = try cli.poweredDevice("tablet")
+        let phone = try cli.poweredDevice("phone")
+        let tablet = try cli.poweredDevice("tablet")
         let noCircle = try cli.run(["circle", "join", tablet, "--sponsor", phone])
         #expect(noCircle.status == 1 && noCircle.stderr.contains("in no circle"), "\(noCircle.stderr)")
         let badRelay = try cli.run(["circle", "create", phone, "--relay", "not a url"])
@@ -105,15 +106,15 @@ struct SyncCLITests {
         probe.waitUntilExit()
         let file = cli.root.appendingPathComponent("pair.yaml")
         try """
-            fleet: pair
-            sync:
-              relay: 127.0.0.1:\(port)
-            apps:
-              com.example.mail: {team: ABCDE12345}
-            devices:
-              one: {passcode: "1111", apps: [com.example.mail]}
-              two: {passcode: "2222", apps: [com.example.mail]}
-            """.write(to: file, atomically: true, encoding: .utf8)
+        fleet: pair
+        sync:
+          relay: 127.0.0.1:\(port)
+        apps:
+          com.example.mail: {team: ABCDE12345}
+        devices:
+          one: {passcode: "1111", apps: [com.example.mail]}
+          two: {passcode: "2222", apps: [com.example.mail]}
+        """.write(to: file, atomically: true, encoding: .utf8)
         let root = cli.path("fleet")
         let up = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
         let circles = Set(up.compactMap { $0["circle"] as? String })
@@ -160,7 +161,8 @@ struct SyncCLITests {
         let cli = try CLI()
         let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
         let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
-        let phone = try cli.poweredDevice("phone"), tablet = try cli.poweredDevice("tablet")
+        let phone = try cli.poweredDevice("phone")
+        let tablet = try cli.poweredDevice("tablet")
         try cli.ok(["circle", "create", phone, "--relay", relay])
         try cli.ok(["circle", "join", tablet, "--sponsor", phone])
 
@@ -205,7 +207,9 @@ struct SyncCLITests {
         let cli = try CLI()
         let (relayProcess, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json"])
         let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
-        let a = try cli.poweredDevice("a"), b = try cli.poweredDevice("b"), c = try cli.poweredDevice("c")
+        let a = try cli.poweredDevice("a")
+        let b = try cli.poweredDevice("b")
+        let c = try cli.poweredDevice("c")
         try cli.ok(["circle", "create", a, "--relay", relay])
         try cli.ok(["circle", "join", b, "--sponsor", a])
         // The key exactly as `circle status` prints it, ellipsis and all, names the member.
@@ -251,8 +255,9 @@ struct SyncCLITests {
         relayProcess.terminate()
         relayProcess.waitUntilExit()
         let unreachable = try cli.run(["circle", "leave", b])
-        #expect(unreachable.status == 1 && unreachable.stderr.contains("nothing was changed") && unreachable.stderr.contains("--force"),
-                "\(unreachable.stderr)")
+        #expect(
+            unreachable.status == 1 && unreachable.stderr.contains("nothing was changed") && unreachable.stderr.contains("--force"),
+            "\(unreachable.stderr)")
         #expect(FileManager.default.fileExists(atPath: b + "/sync.json"))
         try cli.ok(["circle", "leave", b, "--force"])
         #expect(try cli.ok(["circle", "status", b]).text.contains("in no circle"))

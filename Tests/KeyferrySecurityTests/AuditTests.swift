@@ -26,12 +26,16 @@ struct AuditTests {
     @Test("code written the recommended way records nothing")
     func cleanCode() throws {
         context.run {
-            let item: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
-                                       kSecAttrAccount as String: "alice", kSecValueData as String: Data("1".utf8),
-                                       kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly]
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+                kSecAttrAccount as String: "alice", kSecValueData as String: Data("1".utf8),
+                kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+            ]
             #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
-                                        kSecAttrAccount as String: "alice"]
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+                kSecAttrAccount as String: "alice",
+            ]
             // Add-or-update: the duplicate is handled.
             if SecItemAdd(item as CFDictionary, nil) == errSecDuplicateItem {
                 #expect(SecItemUpdate(query as CFDictionary, [kSecValueData as String: Data("2".utf8)] as CFDictionary) == errSecSuccess)
@@ -51,15 +55,24 @@ struct AuditTests {
             lines[.noAccessibilityOnAdd] = #line + 1
             SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a"] as CFDictionary, nil)
             lines[.deprecatedAlways] = #line + 1
-            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "b",
-                        kSecAttrAccessible: kSecAttrAccessibleAlways] as CFDictionary, nil)
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "b",
+                    kSecAttrAccessible: kSecAttrAccessibleAlways,
+                ] as CFDictionary, nil)
             lines[.synchronizableThisDeviceOnly] = #line + 1
-            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "c", kSecAttrSynchronizable: true,
-                        kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly] as CFDictionary, nil)
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "c", kSecAttrSynchronizable: true,
+                    kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+                ] as CFDictionary, nil)
             var result: CFTypeRef?
             lines[.accessibilityInSearch] = #line + 1
-            let status = SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a",
-                                              kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock] as CFDictionary, &result)
+            let status = SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a",
+                    kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+                ] as CFDictionary, &result)
             // The phantom mismatch of the seeds: stored WhenUnlocked, searched AfterFirstUnlock.
             #expect(status == errSecItemNotFound)
         }
@@ -95,7 +108,9 @@ struct AuditTests {
         var readLine = 0
         let query: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "token"]
         context.run {
-            #expect(SecItemAdd(query.merging([kSecValueData: Data("t".utf8), kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked]) { $1 } as CFDictionary, nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(query.merging([kSecValueData: Data("t".utf8), kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked]) { $1 } as CFDictionary, nil)
+                    == errSecSuccess)
         }
         try t.device.lock(immediately: true)
         context.run {
@@ -128,8 +143,10 @@ struct AuditTests {
 
     @Test("an add that fails -25299 is a trap unless an update or delete of the same item follows")
     func duplicates() throws {
-        let item: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a",
-                                   kSecValueData: Data("1".utf8), kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock]
+        let item: [String: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a",
+            kSecValueData: Data("1".utf8), kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+        ]
         var unhandled = 0
         context.run {
             SecItemAdd(item as CFDictionary, nil)
@@ -137,8 +154,9 @@ struct AuditTests {
             #expect(SecItemAdd(item as CFDictionary, nil) == errSecDuplicateItem)
             var result: CFTypeRef?
             SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a"] as CFDictionary, &result)
-            SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a"] as CFDictionary,
-                          [kSecValueData: Data("2".utf8)] as CFDictionary)
+            SecItemUpdate(
+                [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a"] as CFDictionary,
+                [kSecValueData: Data("2".utf8)] as CFDictionary)
             // Not handled: the code moves on to another item.
             unhandled = #line + 1
             SecItemAdd(item as CFDictionary, nil)
@@ -155,8 +173,11 @@ struct AuditTests {
     func injectedFaults() throws {
         context.failNext(.add, times: 2, with: errSecIO)
         context.run {
-            let item = [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a",
-                        kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock] as CFDictionary
+            let item =
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: "a",
+                    kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+                ] as CFDictionary
             #expect(SecItemAdd(item, nil) == errSecIO)
             #expect(SecItemAdd(item, nil) == errSecIO)
             #expect(SecItemAdd(item, nil) == errSecSuccess)

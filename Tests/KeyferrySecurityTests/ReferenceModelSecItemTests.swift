@@ -14,8 +14,10 @@ struct ReferenceModelSecItemTests {
         let typedDevice = try TestDevice(grace: 10, seed: seed)
         let typed = try ReferenceRun(seed: seed, device: typedDevice, through: TypedKeychain(try typedDevice.keychain()))
         let secDevice = try TestDevice(grace: 10, seed: seed)
-        let sec = try ReferenceRun(seed: seed, device: secDevice, through: SecItemKeychain(
-            context: KeyferryContext(device: secDevice.device, app: TestDevice.appID, passcode: secDevice.passcode)))
+        let sec = try ReferenceRun(
+            seed: seed, device: secDevice,
+            through: SecItemKeychain(
+                context: KeyferryContext(device: secDevice.device, app: TestDevice.appID, passcode: secDevice.passcode)))
         #expect(sec.disagreements.isEmpty, "\(sec.disagreements.prefix(5))")
         #expect(sec.trace == typed.trace)
         #expect(sec.seen[.interactionNotAllowed, default: 0] > 0 && sec.seen[.duplicateItem, default: 0] > 0)

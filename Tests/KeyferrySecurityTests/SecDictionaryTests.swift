@@ -1,16 +1,20 @@
 import Foundation
 import KeychainModel
-@testable import KeyferrySecurity
 import Testing
+
+@testable import KeyferrySecurity
 
 /// Keychain Services dictionaries read into typed calls.
 @Suite("SecItem dictionaries")
 struct SecDictionaryTests {
     @Test("dictionaries parse into typed queries with Apple's rules")
     func dictionaries() throws {
-        let query = try SecDictionary.query([kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
-                                             kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true,
-                                             kSecAttrSynchronizable: kSecAttrSynchronizableAny], for: .copy)
+        let query = try SecDictionary.query(
+            [
+                kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
+                kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true,
+                kSecAttrSynchronizable: kSecAttrSynchronizableAny,
+            ], for: .copy)
         #expect(query.itemClass == .internetPassword)
         #expect(query.attributes == [.server: .string("example.com"), .port: .number(443)])
         #expect(query.matchLimit == .all)

@@ -13,12 +13,14 @@ struct SecItemTests {
     let app: SecCaller
 
     init() throws {
-        t = try TestDevice(biometry: true, apps: [
-            AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID, accessGroups: ["\(TestDevice.teamID).shared"]),
-            AppManifest(bundleID: "com.example.widget", teamID: TestDevice.teamID, accessGroups: ["\(TestDevice.teamID).shared"]),
-            AppManifest(bundleID: "com.other.app", teamID: "ZYXWV98765"),
-            AppManifest(bundleID: "com.unsigned.app", teamID: "ZYXWV98765", hasKeychainEntitlement: false),
-        ])
+        t = try TestDevice(
+            biometry: true,
+            apps: [
+                AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID, accessGroups: ["\(TestDevice.teamID).shared"]),
+                AppManifest(bundleID: "com.example.widget", teamID: TestDevice.teamID, accessGroups: ["\(TestDevice.teamID).shared"]),
+                AppManifest(bundleID: "com.other.app", teamID: "ZYXWV98765"),
+                AppManifest(bundleID: "com.unsigned.app", teamID: "ZYXWV98765", hasKeychainEntitlement: false),
+            ])
         keychain = try t.keychain()
         app = SecCaller(t, TestDevice.appID)
     }
@@ -80,8 +82,11 @@ struct SecItemTests {
     @Test("return data, attributes and persistent references in their Apple shapes")
     func returnTypes() throws {
         var added: CFTypeRef?
-        let status = app.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrLabel: "Label",
-                                          kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true], &added)
+        let status = app.SecItemAdd(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrLabel: "Label",
+                kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true,
+            ], &added)
         #expect(status == errSecSuccess)
         let reference = try #require(added as? Data)
         let (_, attributes) = copy([kSecValuePersistentRef: reference, kSecReturnAttributes: true, kSecReturnData: true])
@@ -138,8 +143,12 @@ struct SecItemTests {
     @Test("a persistent reference finds its item whether or not it is synchronizable, unless the query says otherwise")
     func persistentReferenceWithoutSynchronizableClause() throws {
         var added: CFTypeRef?
-        #expect(app.SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "synced", kSecAttrSynchronizable: true,
-                                     kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true], &added) == errSecSuccess)
+        #expect(
+            app.SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "synced", kSecAttrSynchronizable: true,
+                    kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true,
+                ], &added) == errSecSuccess)
         let reference = try #require(added as? Data)
         let (found, data) = copy([kSecValuePersistentRef: reference, kSecReturnData: true])
         #expect(found == errSecSuccess && data as? Data == Data("s".utf8))
@@ -214,7 +223,8 @@ struct SecItemTests {
 
     @Test("authentication outcomes: match, no match, cancel, passcode, no prompt allowed")
     func authenticationOutcomes() throws {
-        let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.biometryAny, .or, .devicePasscode], nil))
+        let control = try #require(
+            SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.biometryAny, .or, .devicePasscode], nil))
         #expect(add([kSecAttrAccount: "guarded", kSecAttrAccessControl: control, kSecValueData: Data("g".utf8)]) == errSecSuccess)
         func read(_ response: UserResponse?, extra: [String: Any] = [:]) -> OSStatus {
             if let response { app.context.userWill(response) }
@@ -283,20 +293,26 @@ struct SecItemTests {
 
     @Test("all four stored classes keep their own primary keys")
     func itemClassesAndPrimaryKeys() throws {
-        var internet: [String: Any] = [kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrAccount: "me",
-                                       kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrPort: 443]
+        var internet: [String: Any] = [
+            kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrAccount: "me",
+            kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecAttrPort: 443,
+        ]
         #expect(app.SecItemAdd(internet, nil) == errSecSuccess)
         #expect(app.SecItemAdd(internet, nil) == errSecDuplicateItem)
         internet[kSecAttrPort] = 8443
         #expect(app.SecItemAdd(internet, nil) == errSecSuccess, "the port is part of an internet password's key")
         internet[kSecAttrLabel] = "another label"
         #expect(app.SecItemAdd(internet, nil) == errSecDuplicateItem, "the label is not")
-        let certificate: [String: Any] = [kSecClass: kSecClassCertificate, kSecAttrCertificateType: 3, kSecAttrIssuer: Data("CA".utf8),
-                                          kSecAttrSerialNumber: Data([1]), kSecValueData: Data("DER".utf8)]
+        let certificate: [String: Any] = [
+            kSecClass: kSecClassCertificate, kSecAttrCertificateType: 3, kSecAttrIssuer: Data("CA".utf8),
+            kSecAttrSerialNumber: Data([1]), kSecValueData: Data("DER".utf8),
+        ]
         #expect(app.SecItemAdd(certificate, nil) == errSecSuccess)
         #expect(app.SecItemAdd(certificate, nil) == errSecDuplicateItem)
-        let key: [String: Any] = [kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
-                                  kSecAttrApplicationTag: Data("com.example.key".utf8), kSecAttrKeySizeInBits: 256]
+        let key: [String: Any] = [
+            kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
+            kSecAttrApplicationTag: Data("com.example.key".utf8), kSecAttrKeySizeInBits: 256,
+        ]
         #expect(app.SecItemAdd(key, nil) == errSecSuccess)
         #expect(app.SecItemAdd(key, nil) == errSecDuplicateItem)
         var result: CFTypeRef?

@@ -55,7 +55,10 @@ struct MigrationTests {
             let second = try await app.launch {
                 await AtomicMigrator(keychain: KeychainManager(service: service), defaults: defaults).migrateUserDefaultsKeys(keys)
             }
-            guard case .finished(let results) = second else { Issue.record("the relaunch was killed"); return }
+            guard case .finished(let results) = second else {
+                Issue.record("the relaunch was killed")
+                return
+            }
             #expect(results.allSatisfy { $0.succeeded })
             #expect(try await whereabouts(defaults, service: service) == ["authToken": "keychain", "refreshToken": "keychain"])
         }
@@ -68,7 +71,10 @@ struct MigrationTests {
     func dangerousMigrationLosesData() async throws {
         nonisolated(unsafe) let defaults = legacyDefaults()
         let outcome = try await app.launch(killAfterCalls: 0) { dangerousMigration(["authToken", "refreshToken"], defaults: defaults) }
-        guard case .killed(afterCalls: 0) = outcome else { Issue.record("not killed: \(outcome)"); return }
+        guard case .killed(afterCalls: 0) = outcome else {
+            Issue.record("not killed: \(outcome)")
+            return
+        }
         _ = try await app.launch { dangerousMigration(["authToken", "refreshToken"], defaults: defaults) }
         #expect(try await whereabouts(defaults, service: "com.myapp") == ["authToken": "lost", "refreshToken": "keychain"])
         // And the audit names the add that sets no accessibility.

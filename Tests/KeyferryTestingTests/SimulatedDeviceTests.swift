@@ -81,16 +81,23 @@ struct SimulatedDeviceTests {
         let circle = try await SyncCircle([phone, ipad])
         await app.run {
             for (account, accessibility) in [("synced", kSecAttrAccessibleAfterFirstUnlock), ("stays", kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly)] {
-                #expect(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "com.example.notes", kSecAttrAccount: account,
-                                    kSecValueData: Data(account.utf8), kSecAttrSynchronizable: true,
-                                    kSecAttrAccessible: accessibility] as CFDictionary, nil) == errSecSuccess)
+                #expect(
+                    SecItemAdd(
+                        [
+                            kSecClass: kSecClassGenericPassword, kSecAttrService: "com.example.notes", kSecAttrAccount: account,
+                            kSecValueData: Data(account.utf8), kSecAttrSynchronizable: true,
+                            kSecAttrAccessible: accessibility,
+                        ] as CFDictionary, nil) == errSecSuccess)
             }
         }
         try await circle.sync()
         let onIPad = ipad.app("com.example.notes").run {
             var result: CFTypeRef?
-            let status = SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrSynchronizable: kSecAttrSynchronizableAny,
-                                              kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll] as CFDictionary, &result)
+            let status = SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrSynchronizable: kSecAttrSynchronizableAny,
+                    kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll,
+                ] as CFDictionary, &result)
             return (status, (result as? [[String: Any]])?.compactMap { $0[kSecAttrAccount as String] as? String })
         }
         #expect(onIPad.0 == errSecSuccess)
@@ -110,8 +117,14 @@ struct SimulatedDeviceTests {
 
     @Test("a launch runs the app's actors on its own thread; a kill stops them between two calls")
     func launchAndKill() async throws {
-        let finished = try await app.launch { try await keychain.save(Data("1".utf8), for: "a"); return "done" }
-        guard case .finished("done") = finished else { Issue.record("\(finished)"); return }
+        let finished = try await app.launch {
+            try await keychain.save(Data("1".utf8), for: "a")
+            return "done"
+        }
+        guard case .finished("done") = finished else {
+            Issue.record("\(finished)")
+            return
+        }
 
         // What the killed launch used dies with it: its actor is made inside.
         let killed = try await app.launch(killAfterCalls: 1) {
@@ -120,7 +133,10 @@ struct SimulatedDeviceTests {
             try await keychain.save(Data("3".utf8), for: "c")
             return "not reached"
         }
-        guard case .killed(afterCalls: 1) = killed else { Issue.record("\(killed)"); return }
+        guard case .killed(afterCalls: 1) = killed else {
+            Issue.record("\(killed)")
+            return
+        }
         #expect(try await app.run { try await keychain.allAccounts() }.sorted() == ["a", "b"])
     }
 

@@ -48,10 +48,12 @@ private struct OneMemberCircle {
         let keys = CircleKeys(circle: circle, epoch: 1)
         var link = BatchLink.start
         return try (0..<count).map { i in
-            let item = SyncedItem(version: HybridTimestamp(milliseconds: UInt64(1_000 + i)), isTombstone: false,
-                                  record: ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "MARKER-GROUP", protection: .afterFirstUnlock,
-                                                     synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
-                                                     attributes: [.account: .string("MARKER-ACCOUNT-\(i)")], data: Data("MARKER-SECRET-\(i)".utf8)))
+            let item = SyncedItem(
+                version: HybridTimestamp(milliseconds: UInt64(1_000 + i)), isTombstone: false,
+                record: ItemRecord(
+                    itemClass: .genericPassword, uuid: UUID(), accessGroup: "MARKER-GROUP", protection: .afterFirstUnlock,
+                    synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
+                    attributes: [.account: .string("MARKER-ACCOUNT-\(i)")], data: Data("MARKER-SECRET-\(i)".utf8)))
             let batch = EnvelopeBatch([try SealedEnvelope.seal(item, keys: keys, author: author.publicKey)], circle: circle, author: author, after: link)
             link = batch.link
             return batch.bytes
@@ -91,7 +93,8 @@ struct RelayTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
-        let one = OneMemberCircle(), circle = one.circle
+        let one = OneMemberCircle()
+        let circle = one.circle
         let sealed = try one.batches(5)
         try await withRelay(storage: storage) { client, port in
             try await one.create(on: client)
@@ -105,9 +108,11 @@ struct RelayTests {
 
             let foreign = try OneMemberCircle().batches(1, by: one.author)[0]
             let from = "from http://127.0.0.1:\(port)"
-            for (bad, why) in [(foreign, "403 Forbidden \(from): a batch of envelopes for another circle, or by another author than the pusher"),
-                               ([1, 2, 3], "422 Unprocessable Entity \(from): a record is not a batch of envelopes"),
-                               (Array(sealed[0].dropLast()), "422 Unprocessable Entity \(from): a record is not a batch of envelopes")] {
+            for (bad, why) in [
+                (foreign, "403 Forbidden \(from): a batch of envelopes for another circle, or by another author than the pusher"),
+                ([1, 2, 3], "422 Unprocessable Entity \(from): a record is not a batch of envelopes"),
+                (Array(sealed[0].dropLast()), "422 Unprocessable Entity \(from): a record is not a batch of envelopes"),
+            ] {
                 let push = [try one.batches(1)[0], bad]
                 let error = await #expect(throws: RelayError.self) {
                     try await client.push(push, circle: circle, stream: .envelopes, proof: one.proof(push))
@@ -129,35 +134,44 @@ struct RelayTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
-        let one = OneMemberCircle(), circle = one.circle
+        let one = OneMemberCircle()
+        let circle = one.circle
         let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
         let relay = LocalRelay(storage: storage, quota: 64 << 10)
         func refusal(_ push: () async throws -> Int) async -> String? {
-            do { _ = try await push(); return nil } catch { return "\(error)" }
+            do {
+                _ = try await push()
+                return nil
+            } catch { return "\(error)" }
         }
 
         let early = try one.batches(1)
-        #expect(await refusal { try await relay.push(early, circle: circle, stream: .envelopes, proof: one.proof(early)) }?
-            .contains("there is no circle") == true, "nothing is kept for a circle the relay does not know")
+        #expect(
+            await refusal { try await relay.push(early, circle: circle, stream: .envelopes, proof: one.proof(early)) }?
+                .contains("there is no circle") == true, "nothing is kept for a circle the relay does not know")
         _ = try await relay.push(one.history.entries.map(\.bytes), circle: circle, stream: .membership, proof: nil)
         let batch = try one.batches(1)
         #expect(await refusal { try await relay.push(batch, circle: circle, stream: .envelopes, proof: nil) }?.contains("signed by a member") == true)
         let strangers = try one.batches(1, by: stranger.signingKey)
-        #expect(await refusal {
-            try await relay.push(strangers, circle: circle, stream: .envelopes, proof: one.proof(strangers, by: stranger.signingKey))
-        }?.contains("not signed by a member") == true)
-        #expect(await refusal { try await relay.push(batch, circle: circle, stream: .envelopes, proof: one.proof(strangers)) } != nil,
-                "a signature over other records proves nothing")
+        #expect(
+            await refusal {
+                try await relay.push(strangers, circle: circle, stream: .envelopes, proof: one.proof(strangers, by: stranger.signingKey))
+            }?.contains("not signed by a member") == true)
+        #expect(
+            await refusal { try await relay.push(batch, circle: circle, stream: .envelopes, proof: one.proof(strangers)) } != nil,
+            "a signature over other records proves nothing")
         // A stranger's membership entry: made by a non-member.
         var history = one.history
         let strangerJoin = MembershipEntry(.join, subject: stranger.peer(named: "x"), after: history, signer: stranger.signingKey)
-        #expect(await refusal { try await relay.push([strangerJoin.bytes], circle: circle, stream: .membership, proof: nil) }?
-            .contains("sponsor is not a member") == true)
+        #expect(
+            await refusal { try await relay.push([strangerJoin.bytes], circle: circle, stream: .membership, proof: nil) }?
+                .contains("sponsor is not a member") == true)
         // A key record not signed by the generation's author.
         let planted = CircleKeys(circle: circle, epoch: 1)
         let plantedRecord = [KeyRecord.classKeys(PublishedClassKeys(planted, wrapped: planted.wrappedClassKeys(), signer: stranger.signingKey)).bytes]
-        #expect(await refusal { try await relay.push(plantedRecord, circle: circle, stream: .keys, proof: one.proof(plantedRecord, .keys)) }?
-            .contains("not signed by the member who made it") == true)
+        #expect(
+            await refusal { try await relay.push(plantedRecord, circle: circle, stream: .keys, proof: one.proof(plantedRecord, .keys)) }?
+                .contains("not signed by the member who made it") == true)
         let keys = [KeyRecord.classKeys(PublishedClassKeys(planted, wrapped: planted.wrappedClassKeys(), signer: one.author)).bytes]
         #expect(try await relay.push(keys, circle: circle, stream: .keys, proof: one.proof(keys, .keys)) == 1)
         // A member vouches for the stranger, then removes it: it writes no more.
@@ -209,7 +223,8 @@ struct RelayTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = try SQLiteRelayStorage(directory: directory)
-        let one = OneMemberCircle(), circle = one.circle
+        let one = OneMemberCircle()
+        let circle = one.circle
         let sealed = try one.batches(3)
         try storage.append(one.history.entries.map(\.bytes), circle: circle, stream: .membership)
         // A port that was free a moment ago, with nothing listening on it now.
@@ -217,10 +232,14 @@ struct RelayTests {
         let client = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
 
         let down = await #expect(throws: RelayError.self) {
-            try await client.retrying(until: .now + .milliseconds(300)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) }
+            try await client.retrying(until: .now + .milliseconds(300)) {
+                try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed))
+            }
         }
         #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is `keyferry relay serve` running?)"))
-        let pushing = Task { try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) } }
+        let pushing = Task {
+            try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) }
+        }
         try await Task.sleep(for: .milliseconds(400))
         let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
         #expect(pushed == 3)

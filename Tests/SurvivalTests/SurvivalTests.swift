@@ -129,7 +129,9 @@ struct SurvivalTests {
             (error as? DeviceError)?.message.contains("unlock it first") == true
         }
         try phone.device.unlock(passcode: TestDevice.defaultPasscode)
-        await #expect { try await Survival.matrix(of: phone.device, options: .init(app: "com.example.none", scratch: phone.directory.deletingLastPathComponent())) } throws: { error in
+        await #expect {
+            try await Survival.matrix(of: phone.device, options: .init(app: "com.example.none", scratch: phone.directory.deletingLastPathComponent()))
+        } throws: { error in
             (error as? DeviceError)?.code == .appNotInstalled
         }
     }

@@ -1,7 +1,8 @@
 import Foundation
 import KeyferryCrypto
-@testable import SyncWire
 import Testing
+
+@testable import SyncWire
 
 @Suite("Circle membership")
 struct CircleHistoryTests {
@@ -32,7 +33,8 @@ struct CircleHistoryTests {
     @Test("only members vouch and remove: a stranger, a removed member or a repeated join is refused")
     func onlyMembers() throws {
         var history = try history()
-        let before = history, circle = history.circle
+        let before = history
+        let circle = history.circle
         #expect(throws: CircleError.self) {
             try history.append(MembershipEntry(.join, subject: stranger.peer(named: "x"), after: history, signer: stranger.signingKey))
         }
@@ -47,8 +49,10 @@ struct CircleHistoryTests {
         }
         #expect(throws: CircleError.self) {
             let create = MembershipEntry.creating(stranger, name: "x")
-            try history.append(MembershipEntry(.create, circle: circle, sequence: UInt32(history.entries.count), previous: create.previous,
-                                               subject: stranger.peer(named: "x"), signer: stranger.signingKey))
+            try history.append(
+                MembershipEntry(
+                    .create, circle: circle, sequence: UInt32(history.entries.count), previous: create.previous,
+                    subject: stranger.peer(named: "x"), signer: stranger.signingKey))
         }
         #expect(history == before, "refused entries leave it as it was")
     }
@@ -83,8 +87,9 @@ struct CircleHistoryTests {
         #expect(real.circle == CircleHistory.circleID(creator: phone.signingKey.publicKey, nonce: nonce))
         #expect(real.circle != CircleHistory(creator: phone, name: "phone").circle, "a new circle, a new id")
         // The stranger copies the id and the random bytes; its key makes another id.
-        let forged = MembershipEntry(.create, circle: real.circle, sequence: 0, previous: nonce, subject: stranger.peer(named: "phone"),
-                                     signer: stranger.signingKey)
+        let forged = MembershipEntry(
+            .create, circle: real.circle, sequence: 0, previous: nonce, subject: stranger.peer(named: "phone"),
+            signer: stranger.signingKey)
         #expect(throws: CircleError.self) { try CircleHistory(verifying: [forged]) }
         let reread = try CircleHistory.reading(real.entries.map(\.bytes), circle: real.circle)
         #expect(reread.history == real && reread.refused.isEmpty)
@@ -99,8 +104,10 @@ struct CircleHistoryTests {
         let junk: [[UInt8]] = [
             [MembershipEntry.formatVersion, 1, 2, 3],
             MembershipEntry(.join, subject: stranger.peer(named: "x"), after: history, signer: stranger.signingKey).bytes,
-            MembershipEntry(.join, circle: full.circle, sequence: 1000, previous: ContentDigest.of(full.entries[0].bytes),
-                            subject: stranger.peer(named: "x"), signer: phone.signingKey).bytes,
+            MembershipEntry(
+                .join, circle: full.circle, sequence: 1000, previous: ContentDigest.of(full.entries[0].bytes),
+                subject: stranger.peer(named: "x"), signer: phone.signingKey
+            ).bytes,
         ]
         let refused = history.extend(with: [junk[0], full.entries[1].bytes, junk[1], junk[2]] + full.entries.dropFirst(2).map(\.bytes))
         #expect(history == full, "the real entries are all taken")

@@ -12,12 +12,13 @@ enum EnvelopeVector {
     static var random: [UInt8] { SeededEntropy(seed: 2).bytes(SealedEnvelope.entropyPerEnvelope) }
     static let item = SyncedItem(
         version: HybridTimestamp(milliseconds: 1_790_000_000_000, counter: 2), isTombstone: false,
-        record: ItemRecord(itemClass: .genericPassword, uuid: UUID(uuidString: "11111111-2222-4333-8444-555555555555")!,
-                           accessGroup: "TEAM1.com.example.shared", protection: .afterFirstUnlock, synchronizable: true,
-                           accessControl: nil, creationDate: Date(timeIntervalSinceReferenceDate: 800_000_000),
-                           modificationDate: Date(timeIntervalSinceReferenceDate: 800_000_060),
-                           attributes: [.account: .string("alice"), .service: .string("imap.example.com")],
-                           data: Data("vector-secret".utf8)))
+        record: ItemRecord(
+            itemClass: .genericPassword, uuid: UUID(uuidString: "11111111-2222-4333-8444-555555555555")!,
+            accessGroup: "TEAM1.com.example.shared", protection: .afterFirstUnlock, synchronizable: true,
+            accessControl: nil, creationDate: Date(timeIntervalSinceReferenceDate: 800_000_000),
+            modificationDate: Date(timeIntervalSinceReferenceDate: 800_000_060),
+            attributes: [.account: .string("alice"), .service: .string("imap.example.com")],
+            data: Data("vector-secret".utf8)))
     /// BLAKE2b-256 of the envelope's bytes, and their count.
     static let digest = "9cf711398fdbf6ebb45e8b12e1ff3378c88842a920813e9d95d8326833902fc4"
     static let byteCount = 359

@@ -3,10 +3,11 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
-@testable import Sync
-@testable import SyncWire
 import Synchronization
 import Testing
+
+@testable import Sync
+@testable import SyncWire
 
 /// A relay that hides chosen records from the member using it: what an untrusted relay can do
 /// to one member and not the others.
@@ -65,7 +66,8 @@ final class CountingRelay: RelayTransport {
 struct HostileRelayTests {
     @Test("a relay cannot give a joining device a circle of its own, even under the real circle's id")
     func forgedCircleForJoiner() async throws {
-        let real = MemoryRelay(), forged = MemoryRelay()
+        let real = MemoryRelay()
+        let forged = MemoryRelay()
         var phone = try Member("phone", seed: 1)
         let tablet = try Member("tablet", seed: 2)
         phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: real)
@@ -76,17 +78,23 @@ struct HostileRelayTests {
         // The attacker makes a history under the real id, with its own key as the creator, and
         // admits the tablet to it with keys it holds.
         let attacker = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
-        let create = MembershipEntry(.create, circle: circle, sequence: 0, previous: SystemEntropy().bytes(32),
-                                     subject: attacker.peer(named: "phone"), signer: attacker.signingKey)
-        let join = MembershipEntry(.join, circle: circle, sequence: 1, previous: ContentDigest.of(create.bytes), subject: tabletPeer,
-                                   signer: attacker.signingKey)
+        let create = MembershipEntry(
+            .create, circle: circle, sequence: 0, previous: SystemEntropy().bytes(32),
+            subject: attacker.peer(named: "phone"), signer: attacker.signingKey)
+        let join = MembershipEntry(
+            .join, circle: circle, sequence: 1, previous: ContentDigest.of(create.bytes), subject: tabletPeer,
+            signer: attacker.signingKey)
         let keys = CircleKeys(circle: circle, epoch: 1)
         try await forged.push([create.bytes, join.bytes], circle: circle, stream: .membership)
-        try await forged.push([KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: attacker.signingKey)).bytes,
-                               KeyRecord.share(CircleKeyShare(keys, to: tabletPeer.sealing, from: attacker.signingKey)).bytes],
-                              circle: circle, stream: .keys)
-        let attackerVoucher = Voucher(circle: circle, relay: Member.relayURL, head: ContentDigest.of(join.bytes), entry: nil,
-                                      share: CircleKeyShare(keys, to: tabletPeer.sealing, from: attacker.signingKey))
+        try await forged.push(
+            [
+                KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: attacker.signingKey)).bytes,
+                KeyRecord.share(CircleKeyShare(keys, to: tabletPeer.sealing, from: attacker.signingKey)).bytes,
+            ],
+            circle: circle, stream: .keys)
+        let attackerVoucher = Voucher(
+            circle: circle, relay: Member.relayURL, head: ContentDigest.of(join.bytes), entry: nil,
+            share: CircleKeyShare(keys, to: tabletPeer.sealing, from: attacker.signingKey))
         for attempt in [voucher, attackerVoucher] {
             await #expect(throws: CircleError.self) {
                 _ = try await SyncEngine.join(attempt, device: tablet.fixture.device, transport: forged)
@@ -145,9 +153,12 @@ struct HostileRelayTests {
         let phoneID = try SyncSecrets.identity(of: phone.fixture.device)
         let tabletPeer = try SyncEngine.peerIdentity(of: tablet.fixture.device, name: "tablet")
         let other = CircleKeys(circle: circle, epoch: 1)
-        try await relay.push([KeyRecord.classKeys(PublishedClassKeys(other, wrapped: other.wrappedClassKeys(), signer: phoneID.signingKey)).bytes,
-                              KeyRecord.share(CircleKeyShare(other, to: tabletPeer.sealing, from: phoneID.signingKey)).bytes],
-                             circle: circle, stream: .keys)
+        try await relay.push(
+            [
+                KeyRecord.classKeys(PublishedClassKeys(other, wrapped: other.wrappedClassKeys(), signer: phoneID.signingKey)).bytes,
+                KeyRecord.share(CircleKeyShare(other, to: tabletPeer.sealing, from: phoneID.signingKey)).bytes,
+            ],
+            circle: circle, stream: .keys)
         let report = try await tablet.engine.sync()
         #expect(report.rejected.contains { $0.contains("a second, different set of class keys for generation 1") }, "\(report.rejected)")
         #expect(report.rejected.contains { $0.contains("a second, different circle key for generation 1") }, "\(report.rejected)")
@@ -163,8 +174,9 @@ struct HostileRelayTests {
         let circle = await members[0].engine.circle
         let history = await members[0].engine.history
         let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
-        let far = MembershipEntry(.join, circle: circle, sequence: UInt32(history.entries.count + 5),
-                                  previous: ContentDigest.of(history.entries.last!.bytes), subject: stranger.peer(named: "x"), signer: stranger.signingKey)
+        let far = MembershipEntry(
+            .join, circle: circle, sequence: UInt32(history.entries.count + 5),
+            previous: ContentDigest.of(history.entries.last!.bytes), subject: stranger.peer(named: "x"), signer: stranger.signingKey)
         let next = MembershipEntry(.join, subject: stranger.peer(named: "x"), after: history, signer: stranger.signingKey)
         try await relay.push([far.bytes, next.bytes, [MembershipEntry.formatVersion, 0, 1]], circle: circle, stream: .membership)
         let garbage = CircleKeys(circle: circle, epoch: 1)
@@ -241,7 +253,9 @@ struct HostileRelayTests {
     @Test("a batch the relay hides from one member shows as a gap in that member's view of its author, until it arrives")
     func withholding() async throws {
         let relay = MemoryRelay()
-        var phone = try Member("phone", seed: 1), tablet = try Member("tablet", seed: 2), laptop = try Member("laptop", seed: 3)
+        var phone = try Member("phone", seed: 1)
+        var tablet = try Member("tablet", seed: 2)
+        var laptop = try Member("laptop", seed: 3)
         let laptopView = WithholdingRelay(relay)
         phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay)
         tablet.engine = try await join(tablet, sponsor: phone, relay)

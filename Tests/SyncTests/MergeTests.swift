@@ -7,11 +7,13 @@ import Testing
 @Suite("Versions and merge")
 struct MergeTests {
     private func version(_ ms: UInt64, _ counter: UInt32 = 0, tombstone: Bool = false, secret: String = "s") -> SyncedItem {
-        SyncedItem(version: HybridTimestamp(milliseconds: ms, counter: counter), isTombstone: tombstone,
-                   record: ItemRecord(itemClass: .genericPassword, uuid: UUID(uuidString: "11111111-2222-4333-8444-555555555555")!,
-                                      accessGroup: "g", protection: .afterFirstUnlock, synchronizable: true, accessControl: nil,
-                                      creationDate: Date(timeIntervalSinceReferenceDate: 0), modificationDate: Date(timeIntervalSinceReferenceDate: Double(ms) / 1000),
-                                      attributes: [.account: .string("a")], data: tombstone ? nil : Data(secret.utf8)))
+        SyncedItem(
+            version: HybridTimestamp(milliseconds: ms, counter: counter), isTombstone: tombstone,
+            record: ItemRecord(
+                itemClass: .genericPassword, uuid: UUID(uuidString: "11111111-2222-4333-8444-555555555555")!,
+                accessGroup: "g", protection: .afterFirstUnlock, synchronizable: true, accessControl: nil,
+                creationDate: Date(timeIntervalSinceReferenceDate: 0), modificationDate: Date(timeIntervalSinceReferenceDate: Double(ms) / 1000),
+                attributes: [.account: .string("a")], data: tombstone ? nil : Data(secret.utf8)))
     }
 
     @Test("a change is stamped after everything seen before it, with the time it was made when that is later, whatever the wall clocks say")
@@ -25,7 +27,8 @@ struct MergeTests {
         #expect(clock.stamp(changeAt: 4, wallMilliseconds: 6_000) == HybridTimestamp(milliseconds: 6_000))
 
         // Node B's clock is an hour behind A's. B sees A's write, then edits the item.
-        var a = HybridClock(), b = HybridClock()
+        var a = HybridClock()
+        var b = HybridClock()
         let written = a.stamp(changeAt: 1, wallMilliseconds: 10_000_000)
         b.observe(written, at: 10)
         let edited = b.stamp(changeAt: 11, wallMilliseconds: 10_000_000 - 3_600_000)
@@ -49,9 +52,11 @@ struct MergeTests {
 
     @Test("the newer version wins; on a tie the smaller digest wins, from either side; a delete is a version like any other")
     func rule() {
-        let old = version(1_000), new = version(2_000, secret: "t")
+        let old = version(1_000)
+        let new = version(2_000, secret: "t")
         #expect(MergeRule.prefers(new, over: old) && !MergeRule.prefers(old, over: new))
-        let x = version(3_000, secret: "x"), y = version(3_000, secret: "y")
+        let x = version(3_000, secret: "x")
+        let y = version(3_000, secret: "y")
         let smaller = x.digest.lexicographicallyPrecedes(y.digest) ? x : y
         let larger = smaller == x ? y : x
         #expect(MergeRule.prefers(smaller, over: larger) && !MergeRule.prefers(larger, over: smaller))
@@ -66,8 +71,9 @@ struct MergeTests {
         var random = SeededGenerator(seed: seed)
         // Few distinct timestamps, so ties are common; deletes among the updates.
         let versions = (0..<12).map { i in
-            version(UInt64.random(in: 1...4, using: &random), UInt32.random(in: 0...1, using: &random),
-                    tombstone: Bool.random(using: &random), secret: "v\(i)")
+            version(
+                UInt64.random(in: 1...4, using: &random), UInt32.random(in: 0...1, using: &random),
+                tombstone: Bool.random(using: &random), secret: "v\(i)")
         }
         var kept: [SyncedItem] = []
         for _ in 0..<3 {

@@ -19,8 +19,9 @@ struct ReceivedItemTests {
         try ahead.checkReceived(now: now)
     }
 
-    @Test("a version more than a day ahead is refused, up to the end of the clock's range",
-          arguments: [HybridTimestamp(milliseconds: .max, counter: .max), HybridTimestamp(milliseconds: 1_790_000_000_000 + 25 * 3_600_000)])
+    @Test(
+        "a version more than a day ahead is refused, up to the end of the clock's range",
+        arguments: [HybridTimestamp(milliseconds: .max, counter: .max), HybridTimestamp(milliseconds: 1_790_000_000_000 + 25 * 3_600_000)])
     func farFuture(version: HybridTimestamp) {
         var future = item
         future.version = version

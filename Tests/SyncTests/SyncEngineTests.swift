@@ -3,10 +3,11 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
-@testable import Sync
-@testable import SyncWire
 import Synchronization
 import Testing
+
+@testable import Sync
+@testable import SyncWire
 
 /// A relay held in memory: logs per circle and stream, each record once, as `RelayStorage`
 /// keeps them.
@@ -51,7 +52,14 @@ final class LaggingRelay: RelayTransport {
     }
 
     func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
-        if stream == .membership, lagging.withLock({ was in defer { was = false }; return was }) { return [] }
+        if stream == .membership,
+            lagging.withLock({ was in
+                defer { was = false }
+                return was
+            })
+        {
+            return []
+        }
         return try await relay.pull(circle: circle, stream: stream, after: cursor, limit: limit)
     }
 }
@@ -77,7 +85,8 @@ struct Member {
         for change in try fixture.device.deviceKeychain.changes(since: 0, includingData: true)
         where SyncEligibility(change.record) == .replicates && !change.isTombstone {
             let r = change.record
-            items[r.uuid] = "\(r.accessGroup)|\(r.protection.name)|\(r.attributes.sorted { $0.key < $1.key })|\(String(decoding: r.data ?? Data(), as: UTF8.self))"
+            items[r.uuid] =
+                "\(r.accessGroup)|\(r.protection.name)|\(r.attributes.sorted { $0.key < $1.key })|\(String(decoding: r.data ?? Data(), as: UTF8.self))"
         }
         return items
     }
@@ -90,7 +99,9 @@ struct Member {
 /// Three members of one circle on an in-memory relay: phone creates it and vouches for the
 /// others. The laptop's clock runs `laptopSkew` seconds behind.
 func circleOfThree(_ relay: MemoryRelay, laptopSkew: TimeInterval = 0) async throws -> [Member] {
-    var phone = try Member("phone", seed: 1), tablet = try Member("tablet", seed: 2), laptop = try Member("laptop", seed: 3, clockSkew: -laptopSkew)
+    var phone = try Member("phone", seed: 1)
+    var tablet = try Member("tablet", seed: 2)
+    var laptop = try Member("laptop", seed: 3, clockSkew: -laptopSkew)
     phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay)
     tablet.engine = try await join(tablet, sponsor: phone, relay)
     laptop.engine = try await join(laptop, sponsor: phone, relay)
@@ -143,7 +154,8 @@ struct SyncEngineTests {
         let members = try await circleOfThree(relay)
         let (phone, tablet, laptop) = (members[0], members[1], members[2])
         for (member, protection) in [(phone, ProtectionClass.whenUnlocked), (tablet, .afterFirstUnlock), (laptop, .always)] {
-            _ = try member.keychain.add(.password(account: "\(member.name)-shared", value: "MARKER-\(member.name)", protection: protection, synchronizable: true))
+            _ = try member.keychain.add(
+                .password(account: "\(member.name)-shared", value: "MARKER-\(member.name)", protection: protection, synchronizable: true))
             _ = try member.keychain.add(.password(account: "\(member.name)-local", protection: protection))
             _ = try member.keychain.add(.password(account: "\(member.name)-bound", protection: .afterFirstUnlockThisDeviceOnly, synchronizable: true))
         }
@@ -152,7 +164,8 @@ struct SyncEngineTests {
         #expect(try members.allSatisfy { try $0.synchronizedItems().count == 3 })
 
         try tablet.keychain.update(.password(account: "phone-shared", synchronizable: .yes), with: ItemChanges(data: Data("edited on tablet".utf8)))
-        try laptop.keychain.update(.password(account: "tablet-shared", synchronizable: .yes), with: ItemChanges(attributes: [.account: .string("tablet-renamed")]))
+        try laptop.keychain.update(
+            .password(account: "tablet-shared", synchronizable: .yes), with: ItemChanges(attributes: [.account: .string("tablet-renamed")]))
         try phone.keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("laptop-shared")], synchronizable: .yes))
         try await settle(members)
 
@@ -220,9 +233,10 @@ struct SyncEngineTests {
         let own = try SyncSecrets.identity(of: stranger.fixture.device)
         let history = try CircleHistory.reading(relay.records(circle, .membership), circle: circle).history
         let keys = CircleKeys(circle: circle, epoch: 1)
-        let selfMade = Voucher(circle: circle, relay: Member.relayURL, head: ContentDigest.of(history.entries.last!.bytes),
-                               entry: MembershipEntry(.join, subject: own.peer(named: "stranger"), after: history, signer: own.signingKey),
-                               share: CircleKeyShare(keys, to: own.sealingKey.publicKey, from: own.signingKey))
+        let selfMade = Voucher(
+            circle: circle, relay: Member.relayURL, head: ContentDigest.of(history.entries.last!.bytes),
+            entry: MembershipEntry(.join, subject: own.peer(named: "stranger"), after: history, signer: own.signingKey),
+            share: CircleKeyShare(keys, to: own.sealingKey.publicKey, from: own.signingKey))
         let membershipBefore = relay.records(circle, .membership)
         let refusal = await #expect(throws: CircleError.self) {
             try await SyncEngine.join(selfMade, device: stranger.fixture.device, transport: relay)
@@ -230,12 +244,14 @@ struct SyncEngineTests {
         #expect("\(refusal!)".contains("its sponsor is not a member"))
         #expect(relay.records(circle, .membership) == membershipBefore)
         #expect(!FileManager.default.fileExists(atPath: stranger.fixture.device.directory.appendingPathComponent("sync.json").path))
-        let record = ItemRecord(itemClass: .genericPassword, uuid: UUID(), accessGroup: "\(TestDevice.teamID).\(TestDevice.appID)",
-                                protection: .afterFirstUnlock, synchronizable: true, accessControl: nil, creationDate: Date(),
-                                modificationDate: Date(), attributes: [.account: .string("forged")], data: Data("x".utf8))
+        let record = ItemRecord(
+            itemClass: .genericPassword, uuid: UUID(), accessGroup: "\(TestDevice.teamID).\(TestDevice.appID)",
+            protection: .afterFirstUnlock, synchronizable: true, accessControl: nil, creationDate: Date(),
+            modificationDate: Date(), attributes: [.account: .string("forged")], data: Data("x".utf8))
         let outsider = SigningKey(seed: SymmetricKey())  // a device outside the circle
-        let forged = try SealedEnvelope.seal(SyncedItem(version: HybridTimestamp(milliseconds: .max / 2), isTombstone: false, record: record),
-                                             keys: keys, author: outsider.publicKey)
+        let forged = try SealedEnvelope.seal(
+            SyncedItem(version: HybridTimestamp(milliseconds: .max / 2), isTombstone: false, record: record),
+            keys: keys, author: outsider.publicKey)
         try await relay.push([EnvelopeBatch([forged], circle: circle, author: outsider).bytes], circle: circle, stream: .envelopes)
         let report = try await members[1].engine.sync()
         #expect(report.rejectedCount == 1 && report.applied == 0)
@@ -526,7 +542,9 @@ struct SyncEngineTests {
         for member in members { #expect(await member.engine.members.map(\.name) == ["laptop", "phone", "tablet", "y"], "\(member.name)") }
     }
 
-    @Test("a seeded random workload on three members, one powered off and one locked part of the time, converges to what the merge rule makes of every version pushed", arguments: [UInt64(11), 12, 13])
+    @Test(
+        "a seeded random workload on three members, one powered off and one locked part of the time, converges to what the merge rule makes of every version pushed",
+        arguments: [UInt64(11), 12, 13])
     func randomWorkload(seed: UInt64) async throws {
         let relay = MemoryRelay()
         var members = try await circleOfThree(relay)
@@ -553,11 +571,13 @@ struct SyncEngineTests {
             do {
                 switch Int.random(in: 0..<3, using: &random) {
                 case 0 where !exists:
-                    _ = try keychain.add(.password(account: account, value: "v\(step)", protection: [.whenUnlocked, .afterFirstUnlock, .always][step % 3], synchronizable: true))
+                    _ = try keychain.add(
+                        .password(account: account, value: "v\(step)", protection: [.whenUnlocked, .afterFirstUnlock, .always][step % 3], synchronizable: true))
                 case 1 where exists:
                     try keychain.update(query, with: ItemChanges(data: Data("v\(step)".utf8)))
                 case 2 where exists:
-                    try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string("com.example.app")], synchronizable: .yes))
+                    try keychain.delete(
+                        ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string("com.example.app")], synchronizable: .yes))
                 default:
                     break
                 }
@@ -580,7 +600,9 @@ struct SyncEngineTests {
         let model = try await mergeModel(relay, circle: members[0].engine.circle, keysFrom: members[0].fixture.device)
         #expect(model.count == reference.count)
         for member in members {
-            #expect(try member.synchronizedItems().mapValues { String($0.split(separator: "|").last ?? "") } == model, "\(member.name) is not the model (seed \(seed))")
+            #expect(
+                try member.synchronizedItems().mapValues { String($0.split(separator: "|").last ?? "") } == model,
+                "\(member.name) is not the model (seed \(seed))")
         }
     }
 
@@ -608,7 +630,10 @@ struct SyncEngineTests {
             if let other = byAccount[account], !MergeRule.prefers(item, over: other) { continue }
             byAccount[account] = item
         }
-        return Dictionary(uniqueKeysWithValues: byAccount.values.filter { !$0.isTombstone }.map { ($0.record.uuid, String(decoding: $0.record.data ?? Data(), as: UTF8.self)) })
+        return Dictionary(
+            uniqueKeysWithValues: byAccount.values.filter { !$0.isTombstone }.map {
+                ($0.record.uuid, String(decoding: $0.record.data ?? Data(), as: UTF8.self))
+            })
     }
 
     @Test("an older version the relay serves again changes nothing: replays are recognised by their signed version")

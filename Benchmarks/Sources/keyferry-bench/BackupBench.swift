@@ -33,18 +33,26 @@ struct BackupBench: ParsableCommand {
             .appendingPathComponent("keyferry-bench-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: root) }
-        let passcode = "123456", password = Data("bench backup password".utf8)
+        let passcode = "123456"
+        let password = Data("bench backup password".utf8)
 
         let phone = root.appendingPathComponent("phone")
         let source = try populatedBenchDevice(at: phone, passcode: passcode, items: items, sandboxMB: sandboxMB)
         // Runs alternate which tool goes first, and medians are compared: the machine is shared.
-        var creates: [Double] = [], restics: [(seconds: Double, bytes: Int)] = []
+        var creates: [Double] = []
+        var restics: [(seconds: Double, bytes: Int)] = []
         let archive = root.appendingPathComponent("phone.kfbackup")
         for run in 0..<runs {
             try? FileManager.default.removeItem(at: archive)
             let keyferry = { creates.append(try seconds { try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: password)) }) }
             let restic = { if let figures = try Restic(repository: root.appendingPathComponent("restic-\(run)")).backup(phone) { restics.append(figures) } }
-            if run % 2 == 0 { try keyferry(); try restic() } else { try restic(); try keyferry() }
+            if run % 2 == 0 {
+                try keyferry()
+                try restic()
+            } else {
+                try restic()
+                try keyferry()
+            }
         }
         source.powerOff()
         let create = median(creates)
@@ -67,20 +75,26 @@ struct BackupBench: ParsableCommand {
             figures["resticRuns"] = restics.map(\.seconds)
             figures["resticRepositoryBytes"] = restic.bytes
         }
-        if json { printJSON(figures); return }
+        if json {
+            printJSON(figures)
+            return
+        }
         print("device: \(items) items, \(sandboxMB) MB of sandbox files; medians of \(runs) interleaved runs")
         if let restic {
             print(String(format: "restic backup            %7.2f s   (= 1.00)   repository %7.1f MB (= 1.00)", restic.seconds, Double(restic.bytes) / 1e6))
-            print(String(format: "keyferry backup create   %7.2f s   %.2fx      archive    %7.1f MB  %.2fx   (targets <= 1.00x)",
-                         create, create / restic.seconds, Double(archiveBytes) / 1e6, Double(archiveBytes) / Double(restic.bytes)))
+            print(
+                String(
+                    format: "keyferry backup create   %7.2f s   %.2fx      archive    %7.1f MB  %.2fx   (targets <= 1.00x)",
+                    create, create / restic.seconds, Double(archiveBytes) / 1e6, Double(archiveBytes) / Double(restic.bytes)))
         } else {
-            print(String(format: "keyferry backup create   %7.2f s              archive    %7.1f MB   (restic not installed: apt-get install restic)",
-                         create, Double(archiveBytes) / 1e6))
+            print(
+                String(
+                    format: "keyferry backup create   %7.2f s              archive    %7.1f MB   (restic not installed: apt-get install restic)",
+                    create, Double(archiveBytes) / 1e6))
         }
         print(String(format: "keyferry backup verify   %7.2f s", verify))
         print(String(format: "keyferry restore         %7.2f s   (%d items restored onto a new device)", restore, restored))
     }
-
 
     private func size(of file: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
@@ -92,7 +106,8 @@ struct BackupBench: ParsableCommand {
 
         func backup(_ directory: URL) throws -> (seconds: Double, bytes: Int)? {
             guard let path = ["/usr/bin/restic", "/usr/local/bin/restic"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
-            let restic = URL(fileURLWithPath: path), password = ["RESTIC_PASSWORD": "bench"]
+            let restic = URL(fileURLWithPath: path)
+            let password = ["RESTIC_PASSWORD": "bench"]
             try runQuietly(restic, ["init", "--repo", repository.path], environment: password)
             let seconds = try seconds { try runQuietly(restic, ["backup", "--repo", repository.path, directory.path], environment: password) }
             var bytes = 0
@@ -109,17 +124,23 @@ func populatedBenchDevice(at directory: URL, passcode: String, items: Int, sandb
     let device = try Device.create(at: directory, options: DeviceOptions(name: "Bench iPhone", passcode: passcode, enrollBiometry: biometry))
     let apps = (0..<4).map { AppManifest(bundleID: "com.example.app\($0)", teamID: "BENCH12345") }
     for app in apps { try device.install(app) }
-    let protections: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
-                                          .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+    let protections: [ProtectionClass] = [
+        .whenUnlocked, .afterFirstUnlock, .always, .whenUnlockedThisDeviceOnly,
+        .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly,
+    ]
     let entropy = SystemEntropy()
     for start in stride(from: 0, to: items, by: 5_000) {
         let batch = (start..<min(start + 5_000, items)).map { index -> NewItem in
             let protection = protections[index % protections.count]
             let secret = Data(entropy.bytes(256))
             switch index % 3 {
-            case 0: return NewItem(.genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")], data: secret, protection: protection)
-            case 1: return NewItem(.internetPassword, attributes: [.account: .string("user\(index)"), .server: .string("host\(index % 97).example.com")],
-                                   data: secret, protection: protection)
+            case 0:
+                return NewItem(
+                    .genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")], data: secret, protection: protection)
+            case 1:
+                return NewItem(
+                    .internetPassword, attributes: [.account: .string("user\(index)"), .server: .string("host\(index % 97).example.com")],
+                    data: secret, protection: protection)
             default: return NewItem(.key, attributes: [.applicationTag: .data(Data("key\(index)".utf8))], data: secret, protection: protection)
             }
         }

@@ -86,4 +86,3 @@ func runQuietly(_ executable: URL, _ arguments: [String], environment: [String: 
         throw CommandFailure("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) failed during the benchmark.")
     }
 }
-

@@ -52,12 +52,14 @@ struct NodeBench: AsyncParsableCommand {
 
         let binary = try KeyferryBinary.url()
         // Interleaved, so that the machine's noise falls on both alike.
-        var versionSamples: [Double] = [], getSamples: [Double] = []
+        var versionSamples: [Double] = []
+        var getSamples: [Double] = []
         for _ in 0..<calls {
             versionSamples.append(try seconds { try runQuietly(binary, ["--version"]) })
             getSamples.append(try seconds { try runQuietly(binary, ["item", "get", dir.path, "--app", app, "--account", "bench"]) })
         }
-        let version = median(versionSamples), get = median(getSamples)
+        let version = median(versionSamples)
+        let get = median(getSamples)
 
         let query = ItemQuery(.genericPassword, attributes: [.account: .string("bench")], returning: .data)
         let status = try await callsPerSecond(reads) { _ = try await client.status() }
@@ -75,12 +77,17 @@ struct NodeBench: AsyncParsableCommand {
             "statusCallsPerSecond": status.rounded(), "copyReadsPerSecond": single.rounded(),
             "batchedReadsPerSecond": (batches * Double(batch)).rounded(), "batch": batch, "clients": clients,
         ]
-        if json { printJSON(figures); return }
+        if json {
+            printJSON(figures)
+            return
+        }
         print(String(format: "keyferry --version       median %6.1f ms     (= 1.00)", version * 1000))
         print(String(format: "keyferry item get        median %6.1f ms     %.2fx   (target <= 1.5x)", get * 1000, get / version))
         print(String(format: "API status calls         %8.0f /s    (= 1.00: the lightest route; %d clients)", status, clients))
         print(String(format: "API reads, one per call  %8.0f /s    %.2fx", single, single / status))
-        print(String(format: "API reads, %3d per call  %8.0f /s    %.2fx   (target >= 5,000/s)", batch, batches * Double(batch), batches * Double(batch) / status))
+        print(
+            String(format: "API reads, %3d per call  %8.0f /s    %.2fx   (target >= 5,000/s)", batch, batches * Double(batch), batches * Double(batch) / status)
+        )
     }
 
     /// Calls per second with `clients` concurrent callers sharing `total` calls.

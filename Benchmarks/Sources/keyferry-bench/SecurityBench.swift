@@ -46,12 +46,14 @@ struct SecurityBench: AsyncParsableCommand {
         let local = root.appendingPathComponent("local")
         let device = try Device.create(at: local, options: options)
         try device.install(AppManifest(bundleID: app, teamID: "BENCH12345"))
-        let calls = calls, rounds = rounds
+        let calls = calls
+        let rounds = rounds
         var figures = try await onThread {
             defer { device.powerOff() }
             let context = KeyferryContext(device: device, app: app, passcode: nil)
-            return try Self.compare(rounds: rounds, calls: calls, context: context, prefix: "local",
-                                    typed: TypedCalls(keychain: try device.keychain(for: app)), target: 0.7)
+            return try Self.compare(
+                rounds: rounds, calls: calls, context: context, prefix: "local",
+                typed: TypedCalls(keychain: try device.keychain(for: app)), target: 0.7)
         }
 
         let remote = root.appendingPathComponent("node")
@@ -63,8 +65,9 @@ struct SecurityBench: AsyncParsableCommand {
             let nodeCalls = nodeCalls
             figures += try await onThread {
                 let context = try KeyferryContext(device: remote, app: app)
-                return try Self.compare(rounds: rounds, calls: nodeCalls, context: context, prefix: "node",
-                                        typed: NodeCalls(client: client, app: app), target: 0.8)
+                return try Self.compare(
+                    rounds: rounds, calls: nodeCalls, context: context, prefix: "node",
+                    typed: NodeCalls(client: client, app: app), target: 0.8)
             }
         } catch {
             _ = try? await NodeLauncher.stop(directory: remote)
@@ -73,13 +76,20 @@ struct SecurityBench: AsyncParsableCommand {
         try await NodeLauncher.stop(directory: remote)
 
         if json {
-            printJSON(figures.map { ["name": $0.name, "perSecond": $0.rate.rounded(), "baselinePerSecond": $0.baseline.rounded(),
-                                     "ratio": $0.rate / $0.baseline, "target": $0.target] })
+            printJSON(
+                figures.map {
+                    [
+                        "name": $0.name, "perSecond": $0.rate.rounded(), "baselinePerSecond": $0.baseline.rounded(),
+                        "ratio": $0.rate / $0.baseline, "target": $0.target,
+                    ]
+                })
             return
         }
         for figure in figures {
-            print(String(format: "%@ %8.0f /s  against %8.0f /s  %.2fx  (target >= %.1fx)",
-                         figure.name.padded(34), figure.rate, figure.baseline, figure.rate / figure.baseline, figure.target))
+            print(
+                String(
+                    format: "%@ %8.0f /s  against %8.0f /s  %.2fx  (target >= %.1fx)",
+                    figure.name.padded(34), figure.rate, figure.baseline, figure.rate / figure.baseline, figure.target))
         }
     }
 
@@ -105,41 +115,61 @@ struct SecurityBench: AsyncParsableCommand {
     /// Adds, then reads by primary key, alternating SecItem and baseline rounds.
     static func compare(rounds: Int, calls: Int, context: KeyferryContext, prefix: String, typed: some Baseline, target: Double) throws -> [Figure] {
         let value = Data(repeating: 7, count: 256)
-        var addSec: [Double] = [], addTyped: [Double] = [], copySec: [Double] = [], copyTyped: [Double] = []
+        var addSec: [Double] = []
+        var addTyped: [Double] = []
+        var copySec: [Double] = []
+        var copyTyped: [Double] = []
         for round in 0..<rounds {
             let secAccounts = (0..<calls).map { "\(prefix)-sec-\(round)-\($0)" }
             let typedAccounts = (0..<calls).map { "\(prefix)-typed-\(round)-\($0)" }
-            addSec.append(Double(calls) / (try seconds {
-                try context.run {
-                    for account in secAccounts {
-                        let status = SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "bench", kSecAttrAccount: account, kSecValueData: value,
-                                                 kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock] as CFDictionary, nil)
-                        guard status == errSecSuccess else { throw CommandFailure("SecItemAdd answered \(status): \(context.lastFailure ?? "")") }
-                    }
-                }
-            }))
-            addTyped.append(Double(calls) / (try seconds {
-                for account in typedAccounts {
-                    try typed.add(NewItem(.genericPassword, attributes: [.service: .string("bench"), .account: .string(account)], data: value, protection: .afterFirstUnlock))
-                }
-            }))
-            copyTyped.append(Double(calls) / (try seconds {
-                for account in typedAccounts {
-                    try typed.copy(ItemQuery(.genericPassword, attributes: [.service: .string("bench"), .account: .string(account)], returning: .data))
-                }
-            }))
-            copySec.append(Double(calls) / (try seconds {
-                try context.run {
-                    for account in secAccounts {
-                        var result: CFTypeRef?
-                        let status = SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "bench", kSecAttrAccount: account,
-                                                          kSecReturnData: true] as CFDictionary, &result)
-                        // `as? Data` is left out of the timing: on Linux, Foundation copies the
-                        // NSData back byte by byte, a cost of the caller's cast, not of the call.
-                        guard status == errSecSuccess, result != nil else { throw CommandFailure("SecItemCopyMatching answered \(status).") }
-                    }
-                }
-            }))
+            addSec.append(
+                Double(calls)
+                    / (try seconds {
+                        try context.run {
+                            for account in secAccounts {
+                                let status = SecItemAdd(
+                                    [
+                                        kSecClass: kSecClassGenericPassword, kSecAttrService: "bench", kSecAttrAccount: account, kSecValueData: value,
+                                        kSecAttrAccessible: kSecAttrAccessibleAfterFirstUnlock,
+                                    ] as CFDictionary, nil)
+                                guard status == errSecSuccess else { throw CommandFailure("SecItemAdd answered \(status): \(context.lastFailure ?? "")") }
+                            }
+                        }
+                    }))
+            addTyped.append(
+                Double(calls)
+                    / (try seconds {
+                        for account in typedAccounts {
+                            try typed.add(
+                                NewItem(
+                                    .genericPassword, attributes: [.service: .string("bench"), .account: .string(account)], data: value,
+                                    protection: .afterFirstUnlock))
+                        }
+                    }))
+            copyTyped.append(
+                Double(calls)
+                    / (try seconds {
+                        for account in typedAccounts {
+                            try typed.copy(ItemQuery(.genericPassword, attributes: [.service: .string("bench"), .account: .string(account)], returning: .data))
+                        }
+                    }))
+            copySec.append(
+                Double(calls)
+                    / (try seconds {
+                        try context.run {
+                            for account in secAccounts {
+                                var result: CFTypeRef?
+                                let status = SecItemCopyMatching(
+                                    [
+                                        kSecClass: kSecClassGenericPassword, kSecAttrService: "bench", kSecAttrAccount: account,
+                                        kSecReturnData: true,
+                                    ] as CFDictionary, &result)
+                                // `as? Data` is left out of the timing: on Linux, Foundation copies the
+                                // NSData back byte by byte, a cost of the caller's cast, not of the call.
+                                guard status == errSecSuccess, result != nil else { throw CommandFailure("SecItemCopyMatching answered \(status).") }
+                            }
+                        }
+                    }))
         }
         let place = prefix == "local" ? "in process" : "through a node"
         return [

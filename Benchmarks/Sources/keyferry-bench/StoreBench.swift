@@ -49,8 +49,9 @@ struct StoreBench: ParsableCommand {
         let singleRows = ShapedRows(count: items)
         results.append(try measure("floor: single-row tx, keychain row shape", items) { try singleShaped.insertShapedEach(singleRows) })
 
-        let device = try Device.create(at: root.appendingPathComponent("device"),
-                                       options: DeviceOptions(name: "Bench iPhone", passcode: "123456", passcodeHashing: .minimum))
+        let device = try Device.create(
+            at: root.appendingPathComponent("device"),
+            options: DeviceOptions(name: "Bench iPhone", passcode: "123456", passcodeHashing: .minimum))
         try device.install(AppManifest(bundleID: "com.example.bench", teamID: "BENCH12345"))
         let keychain = try device.keychain(for: "com.example.bench")
         func item(_ n: Int, service: String = "bench") -> NewItem {
@@ -66,17 +67,19 @@ struct StoreBench: ParsableCommand {
         results.append(try measure("copy by primary key, data", items) { for n in 0..<items { _ = try keychain.copy(query(n, .data)) } })
         results.append(try measure("copy by primary key, attributes", items) { for n in 0..<items { _ = try keychain.copy(query(n, .attributes)) } })
         progress("update")
-        results.append(try measure("update data", items) {
-            for n in 0..<items { try keychain.update(query(n, []), with: ItemChanges(data: Data(secret.reversed()))) }
-        })
+        results.append(
+            try measure("update data", items) {
+                for n in 0..<items { try keychain.update(query(n, []), with: ItemChanges(data: Data(secret.reversed()))) }
+            })
         progress("delete")
         results.append(try measure("delete", items) { for n in 0..<items { try keychain.delete(query(n, [])) } })
         progress("bulk import")
         let bulk = (0..<bulkItems).map { item($0, service: "bulk") }
         results.append(try measure("bulk import (one transaction)", bulkItems) { try keychain.importItems(bulk) })
 
-        let report = BenchReport(items: items, bulkItems: bulkItems, baselinePerSecond: baseline.perSecond,
-                                 batchPerSecond: batchBaseline.perSecond, results: results)
+        let report = BenchReport(
+            items: items, bulkItems: bulkItems, baselinePerSecond: baseline.perSecond,
+            batchPerSecond: batchBaseline.perSecond, results: results)
         if json {
             try printJSON(encodable: report)
         } else {
@@ -143,11 +146,12 @@ struct PlainSQLite {
         queue = try DatabaseQueue(path: url.path, configuration: configuration)
         try queue.write { db in
             if keychainShape {
-                try db.execute(sql: """
-                    CREATE TABLE row (id INTEGER PRIMARY KEY, uuid BLOB NOT NULL UNIQUE, pk BLOB NOT NULL UNIQUE,
-                                      attributes BLOB NOT NULL, secret BLOB NOT NULL, seq INTEGER NOT NULL);
-                    CREATE INDEX row_by_seq ON row (seq);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE row (id INTEGER PRIMARY KEY, uuid BLOB NOT NULL UNIQUE, pk BLOB NOT NULL UNIQUE,
+                                          attributes BLOB NOT NULL, secret BLOB NOT NULL, seq INTEGER NOT NULL);
+                        CREATE INDEX row_by_seq ON row (seq);
+                        """)
             } else {
                 try db.execute(sql: "CREATE TABLE row (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v BLOB NOT NULL)")
             }

@@ -37,7 +37,8 @@ struct SurvivalBench: AsyncParsableCommand {
         let device = try populatedBenchDevice(at: root.appendingPathComponent("phone"), passcode: passcode, items: items, sandboxMB: 0, biometry: true)
         defer { device.powerOff() }
         let archive = root.appendingPathComponent("phone.kfbackup")
-        var backups: [Double] = [], matrices: [Double] = []
+        var backups: [Double] = []
+        var matrices: [Double] = []
         var rows = 0
         for run in 0..<runs {
             let backup = {
@@ -57,11 +58,17 @@ struct SurvivalBench: AsyncParsableCommand {
             let elapsed = try seconds { try runQuietly(try KeyferryBinary.url(), ["scenario", "run"] + files) }
             library = (files.count, elapsed)
         }
-        let backup = median(backups), matrix = median(matrices)
+        let backup = median(backups)
+        let matrix = median(matrices)
         if json {
-            var figures: [String: Any] = ["items": items, "rows": rows, "runs": runs, "backupSeconds": backup, "backupRuns": backups,
-                                          "matrixSeconds": matrix, "matrixRuns": matrices, "ratio": matrix / backup]
-            if let library { figures["scenarioFiles"] = library.files; figures["scenarioSeconds"] = library.seconds }
+            var figures: [String: Any] = [
+                "items": items, "rows": rows, "runs": runs, "backupSeconds": backup, "backupRuns": backups,
+                "matrixSeconds": matrix, "matrixRuns": matrices, "ratio": matrix / backup,
+            ]
+            if let library {
+                figures["scenarioFiles"] = library.files
+                figures["scenarioSeconds"] = library.seconds
+            }
             printJSON(figures)
             return
         }

@@ -33,7 +33,8 @@ struct SyncBench: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: root) }
 
-        var converge: [Double] = [], baseline: [Double] = []
+        var converge: [Double] = []
+        var baseline: [Double] = []
         for run in 0..<runs {
             let directory = root.appendingPathComponent("run\(run)")
             converge.append(try await convergence(in: directory))
@@ -41,11 +42,14 @@ struct SyncBench: AsyncParsableCommand {
             let secret = Data(repeating: 7, count: 256)
             baseline.append(try seconds { try plain.insertBatch(items, value: secret) })
         }
-        let seconds = median(converge), plainSeconds = median(baseline)
+        let seconds = median(converge)
+        let plainSeconds = median(baseline)
         let rate = Double(items) / seconds
         if json {
-            printJSON(["items": items, "runs": runs, "convergeSeconds": seconds, "convergeRuns": converge, "itemsPerSecond": rate,
-                       "plainInsertSeconds": plainSeconds, "ratioToPlainInsert": seconds / plainSeconds])
+            printJSON([
+                "items": items, "runs": runs, "convergeSeconds": seconds, "convergeRuns": converge, "itemsPerSecond": rate,
+                "plainInsertSeconds": plainSeconds, "ratioToPlainInsert": seconds / plainSeconds,
+            ])
             return
         }
         print("\(items) items added on one of three members; medians of \(runs) runs")
@@ -83,8 +87,9 @@ struct SyncBench: AsyncParsableCommand {
         }
 
         let batch = (0..<items).map { index in
-            NewItem(.genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")],
-                    data: Data(repeating: UInt8(index % 251), count: 256), protection: .afterFirstUnlock, synchronizable: true)
+            NewItem(
+                .genericPassword, attributes: [.account: .string("user\(index)"), .service: .string("bench")],
+                data: Data(repeating: UInt8(index % 251), count: 256), protection: .afterFirstUnlock, synchronizable: true)
         }
         // As nodes do on their own: the others keep syncing while the first pushes.
         let start = ContinuousClock.now
