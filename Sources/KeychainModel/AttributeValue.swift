@@ -63,6 +63,9 @@ extension ItemClass {
     /// right kind of value (`errSecParam`).
     public func validate(_ attributes: Attributes) throws(KeychainError) {
         let allowed = self.attributes
+        // Every call passes here: sort (so the error names the same attribute each time) only
+        // once something is wrong.
+        guard attributes.contains(where: { key, value in !allowed.contains(key) || key.kind != value.kind }) else { return }
         for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
             guard allowed.contains(key), let kind = key.kind else {
                 throw KeychainError(.noSuchAttr, "\(name) items have no attribute '\(key)'.")

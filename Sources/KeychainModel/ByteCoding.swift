@@ -112,6 +112,14 @@ extension ByteWriter {
         }
     }
 
+    /// `primaryKey.canonicalBytes`, written in place: every lookup hashes one.
+    public mutating func primaryKey(_ primaryKey: PrimaryKey) {
+        string(primaryKey.itemClass.rawValue)
+        string(primaryKey.accessGroup)
+        uint8(primaryKey.synchronizable ? 1 : 0)
+        for value in primaryKey.values { canonical(value) }
+    }
+
     /// An attribute block exactly as it was read.
     public mutating func attributes(_ encoded: EncodedAttributes) { raw(encoded.bytes) }
 

@@ -238,10 +238,7 @@ public struct PrimaryKey: Hashable, Sendable {
     /// Length-prefixed canonical bytes, the message of the primary-key keyed hash.
     public var canonicalBytes: [UInt8] {
         var out = ByteWriter()
-        out.string(itemClass.rawValue)
-        out.string(accessGroup)
-        out.uint8(synchronizable ? 1 : 0)
-        for value in values { out.lengthPrefixed(value.canonicalBytes) }
+        out.primaryKey(self)
         return out.bytes
     }
 }

@@ -19,9 +19,9 @@ struct ItemIndex: Sendable {
     }
 
     func primaryKeyHash(_ primaryKey: PrimaryKey) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("pkey".utf8))
-        w.raw(primaryKey.canonicalBytes)
+        var w = ByteWriter(capacity: 128)
+        w.raw("pkey".utf8)
+        w.primaryKey(primaryKey)
         return KeyedHash.digest(of: w.bytes, key: key, length: 32)
     }
 

@@ -16,25 +16,39 @@ struct StoredRow: Sendable {
     /// The columns `init(_:)` reads, by position: name lookups cost more than the lookup itself.
     static let columns = "id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq"
 
-    init(_ row: Row) throws {
-        guard let itemClass = ItemClass(rawValue: row[2]), let protection = ProtectionClass(rawValue: row[3]),
-            let uuidData = row[1] as Data?, uuidData.count == 16
+    /// The row a statement selecting `columns` stands on. Columns are read by position through
+    /// GRDB's statement-level API: a `Row` would build a table of column names for every query,
+    /// which costs more than a lookup by primary key itself.
+    fileprivate init(id: Int64, of statement: Statement) throws {
+        let s = statement.sqliteStatement
+        guard let classText = String.fromStatement(s, atUncheckedIndex: 2), let itemClass = ItemClass(rawValue: classText),
+            let protectionText = String.fromStatement(s, atUncheckedIndex: 3), let protection = ProtectionClass(rawValue: protectionText),
+            let uuid = Data.fromStatement(s, atUncheckedIndex: 1), uuid.count == 16
         else {
-            throw KeychainError(.decode, "item row \(row[0] as Int64? ?? -1) has an unreadable class, protection or UUID; the database was edited.")
+            throw KeychainError(.decode, "item row \(id) has an unreadable class, protection or UUID; the database was edited.")
         }
-        id = row[0]
+        func bytes(_ index: CInt) -> [UInt8] { Data.fromStatement(s, atUncheckedIndex: index).map { [UInt8]($0) } ?? [] }
+        self.id = id
         let header = RowHeader(
-            uuid: UUIDBytes.uuid([UInt8](uuidData)), itemClass: itemClass, protection: protection, synchronizable: row[4],
-            accessGroupHash: try Self.bytes(row, 7), primaryKeyHash: try Self.bytes(row, 8), tokens: try Self.bytes(row, 9))
-        sealed = SealedRow(header: header, metadata: row[10], secret: row[11])
-        isTombstone = row[5]
-        tombstoneDate = (row[6] as Double?).map(Date.init(timeIntervalSinceReferenceDate:))
-        changeSequence = row[12]
+            uuid: UUIDBytes.uuid([UInt8](uuid)), itemClass: itemClass, protection: protection,
+            synchronizable: Int64(sqliteStatement: s, index: 4) != 0, accessGroupHash: bytes(7), primaryKeyHash: bytes(8),
+            tokens: bytes(9))
+        sealed = SealedRow(header: header, metadata: Data.fromStatement(s, atUncheckedIndex: 10) ?? Data(), secret: Data.fromStatement(s, atUncheckedIndex: 11))
+        isTombstone = Int64(sqliteStatement: s, index: 5) != 0
+        tombstoneDate = Double.fromStatement(s, atUncheckedIndex: 6).map(Date.init(timeIntervalSinceReferenceDate:))
+        changeSequence = Int64(sqliteStatement: s, index: 12)
     }
 
-    /// A blob column copied once, straight into an array.
-    private static func bytes(_ row: Row, _ index: Int) throws -> [UInt8] {
-        try row.withUnsafeData(atIndex: index) { [UInt8]($0 ?? Data()) }
+    /// The rows of `statement` (which selects `columns`), read as they are stepped. GRDB's
+    /// cursor of the first column resets the statement before and after.
+    static func cursor(_ statement: Statement, _ arguments: StatementArguments) throws -> some Cursor<StoredRow> {
+        try Int64.fetchCursor(statement, arguments: arguments).map { try StoredRow(id: $0, of: statement) }
+    }
+
+    /// Whether the row `statement` stands on holds every one of `tokens`, read before the rest
+    /// of the row so that a scan builds only the rows that match.
+    static func hasTokens(_ tokens: [[UInt8]], _ statement: Statement) -> Bool {
+        tokens.isEmpty || ItemIndex.tokens(Data.fromStatement(statement.sqliteStatement, atUncheckedIndex: 9).map { [UInt8]($0) } ?? [], include: tokens)
     }
 }
 
@@ -55,20 +69,27 @@ enum ItemTable {
     }
 
     static func rows(_ db: Database, _ filter: Filter) throws -> [StoredRow] {
-        var arguments: StatementArguments = [filter.itemClass.rawValue]
-        for hash in filter.primaryKeyHashes ?? [] { arguments += [Data(hash)] }
-        for hash in filter.accessGroupHashes ?? [] { arguments += [Data(hash)] }
-        if filter.synchronizable.count == 1 { arguments += [filter.synchronizable[0]] }
-        if let protection = filter.protection { arguments += [protection.rawValue] }
-        if let uuid = filter.uuid { arguments += [UUIDBytes.bytes(uuid)] }
+        // A primary-key hash pins the class, the group and sync already: then it is the only
+        // clause that needs arguments, and the lookup binds one value instead of four.
+        var values: [(any DatabaseValueConvertible)?] = []
+        values.reserveCapacity(4 + (filter.primaryKeyHashes?.count ?? 0) + (filter.accessGroupHashes?.count ?? 0))
+        if let hashes = filter.primaryKeyHashes {
+            for hash in hashes { values.append(Data(hash)) }
+        } else {
+            values.append(filter.itemClass.rawValue)
+            for hash in filter.accessGroupHashes ?? [] { values.append(Data(hash)) }
+            if filter.synchronizable.count == 1 { values.append(filter.synchronizable[0]) }
+        }
+        if let protection = filter.protection { values.append(protection.rawValue) }
+        if let uuid = filter.uuid { values.append(UUIDBytes.bytes(uuid)) }
+        let arguments = StatementArguments(values)
         // The same query shapes repeat endlessly; compiling each once is most of the speed.
         let statement = try db.cachedStatement(sql: Shape(filter).sql)
         var found = [StoredRow]()
-        let cursor = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try cursor.next() {
-            guard filter.tokens.isEmpty || ItemIndex.tokens([UInt8](row[9] as Data), include: filter.tokens) else { continue }
-            found.append(try StoredRow(row))
-            if let limit = filter.limit, found.count >= limit { break }
+        let ids = try Int64.fetchCursor(statement, arguments: arguments)
+        while found.count < filter.limit ?? .max, let id = try ids.next() {
+            guard StoredRow.hasTokens(filter.tokens, statement) else { continue }
+            found.append(try StoredRow(id: id, of: statement))
         }
         return found
     }
@@ -84,21 +105,26 @@ enum ItemTable {
 
         init(_ filter: Filter) {
             primaryKeys = filter.primaryKeyHashes?.count
-            accessGroups = filter.accessGroupHashes?.count
-            bySync = filter.synchronizable.count == 1
+            accessGroups = primaryKeys == nil ? filter.accessGroupHashes?.count : nil
+            bySync = primaryKeys == nil && filter.synchronizable.count == 1
             byProtection = filter.protection != nil
             byUUID = filter.uuid != nil
         }
 
         private static let cache = Mutex<[Shape: String]>([:])
 
-        /// Arguments bind in this order: class, primary-key hashes, group hashes, sync, protection, UUID.
+        /// Arguments bind in this order: primary-key hashes, or else class, group hashes and
+        /// sync; then protection, UUID.
         var sql: String {
             if let known = Self.cache.withLock({ $0[self] }) { return known }
-            var clauses = ["class = ?", "tomb = 0"]
-            if let primaryKeys { clauses.append("pk_hash IN \(placeholders(primaryKeys))") }
-            if let accessGroups { clauses.append("agrp_hash IN \(placeholders(accessGroups))") }
-            if bySync { clauses.append("sync = ?") }
+            var clauses = ["tomb = 0"]
+            if let primaryKeys {
+                clauses.append("pk_hash IN \(placeholders(primaryKeys))")
+            } else {
+                clauses.append("class = ?")
+                if let accessGroups { clauses.append("agrp_hash IN \(placeholders(accessGroups))") }
+                if bySync { clauses.append("sync = ?") }
+            }
             if byProtection { clauses.append("pdmn = ?") }
             if byUUID { clauses.append("uuid = ?") }
             let text = "SELECT \(StoredRow.columns) FROM item WHERE \(clauses.joined(separator: " AND ")) ORDER BY id"
@@ -200,8 +226,7 @@ enum ItemTable {
             sql += " AND agrp_hash IN \(placeholders(hashes.count))"
             for hash in hashes { arguments += [Data(hash)] }
         }
-        return try Row.fetchCursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments: arguments)
-            .map { try StoredRow($0) }
+        return try StoredRow.cursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments)
     }
 
     /// Live items outside one access group (the device's own).

@@ -135,7 +135,7 @@ extension Keychain {
 
     private func export(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> ExportedItem {
         guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
-        guard let (metadata, data) = try? row.sealed.open(with: classKeys, ItemMetadata.Fields.init(decoding:)) else {
+        guard let (metadata, data) = try? row.sealed.open(with: classKeys, ItemMetadata.Fields<EncodedAttributes>.init(decoding:)) else {
             // The item read, for its error: which tier failed, under the usual message.
             _ = try open(row, keys: keys, withData: true)
             throw corrupt(row, "secret")

@@ -156,11 +156,12 @@ public struct Keychain: Sendable {
         _ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
         _ db: Database
     ) throws -> ItemRecord {
-        let (metadata, classKeys) = try openMetadata(row, keys: keys)
+        let associatedData = row.header.associatedData
+        let (metadata, classKeys) = try openMetadata(row, keys: keys, associatedData)
         var data: Data?
         if withData {
             try authenticate(metadata, authentication, db)
-            data = try openSecret(row, classKey: classKeys.classKey)
+            data = try openSecret(row, classKey: classKeys.classKey, associatedData)
         }
         return record(row.header, metadata, data: data)
     }
@@ -183,18 +184,20 @@ public struct Keychain: Sendable {
             modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
-    private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> (ItemMetadata, ClassKeys) {
+    /// `associatedData`: the row header's, when the caller built it already.
+    private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], _ associatedData: [UInt8]? = nil) throws -> (ItemMetadata, ClassKeys) {
         guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
         do {
-            return (try row.sealed.openMetadata(with: classKeys.metadataKey), classKeys)
+            let ad = associatedData ?? row.header.associatedData
+            return (try row.sealed.openMetadata(with: classKeys.metadataKey, associatedData: ad, ItemMetadata.init(decoding:)), classKeys)
         } catch {
             throw corrupt(row, "attributes")
         }
     }
 
-    private func openSecret(_ row: StoredRow, classKey: SymmetricKey) throws -> Data {
+    private func openSecret(_ row: StoredRow, classKey: SymmetricKey, _ associatedData: [UInt8]? = nil) throws -> Data {
         do {
-            return try row.sealed.openSecret(with: classKey)
+            return try row.sealed.openSecret(with: classKey, associatedData: associatedData ?? row.header.associatedData)
         } catch {
             throw corrupt(row, "secret")
         }
@@ -233,8 +236,10 @@ public struct Keychain: Sendable {
             filter.uuid = reference.uuid
         }
         // Attributes the primary-key hash already pins need no token of their own.
-        let pinned = filter.primaryKeyHashes == nil ? [] : Set(primaryKey)
-        filter.tokens = query.attributes.filter { !pinned.contains($0.key) }.map { index.token(query.itemClass, $0.key, $0.value) }
+        let pinned = filter.primaryKeyHashes == nil ? [] : primaryKey
+        for (key, value) in query.attributes where !pinned.contains(key) {
+            filter.tokens.append(index.token(query.itemClass, key, value))
+        }
         filter.limit = limit
         return try ItemTable.rows(db, filter)
     }

@@ -37,36 +37,42 @@ struct ItemMetadata: Equatable, Sendable {
         self.attributes = attributes
     }
 
+    /// Reads `encoded` in one pass, the attributes decoded in place.
     init(decoding bytes: [UInt8]) throws {
-        let fields = try Fields(decoding: bytes)
-        accessGroup = fields.accessGroup
-        accessControl = fields.accessControl
-        biometryBinding = fields.biometryBinding
-        creationDate = fields.creationDate
-        modificationDate = fields.modificationDate
-        attributes = try fields.attributes.decoded()
+        var r = ByteReader(bytes)
+        let fields = try Fields(reading: &r) { try $0.attributes() }
+        (accessGroup, creationDate, modificationDate) = (fields.accessGroup, fields.creationDate, fields.modificationDate)
+        (accessControl, biometryBinding, attributes) = (fields.accessControl, fields.biometryBinding, fields.attributes)
     }
 
-    /// The coded fields in order, the attributes left in their coding.
-    struct Fields {
+    /// The coded fields in order, the attributes read whole or left in their coding.
+    struct Fields<AttributeBlock> {
         var accessGroup: String
         var creationDate: Date
         var modificationDate: Date
         var accessControl: AccessControl?
         var biometryBinding: [UInt8]
-        var attributes: EncodedAttributes
+        var attributes: AttributeBlock
 
-        init(decoding bytes: [UInt8]) throws {
-            var r = ByteReader(bytes)
+        /// Reads the whole of `reader`, the attributes with `readAttributes`.
+        init(reading r: inout ByteReader, _ readAttributes: (inout ByteReader) throws -> AttributeBlock) throws {
             guard try r.uint8() == ItemMetadata.formatVersion else { throw ByteReader.Malformed() }
             accessGroup = try r.string()
             creationDate = try r.date()
             modificationDate = try r.date()
             accessControl = try r.accessControl()
             biometryBinding = Array(try r.lengthPrefixed())
-            attributes = try r.encodedAttributes()
+            attributes = try readAttributes(&r)
             guard r.isAtEnd else { throw ByteReader.Malformed() }
         }
+    }
+}
+
+extension ItemMetadata.Fields<EncodedAttributes> {
+    /// The fields with the attributes left in their coding: what bulk reads carry on unread.
+    init(decoding bytes: [UInt8]) throws {
+        var r = ByteReader(bytes)
+        try self.init(reading: &r) { try $0.encodedAttributes() }
     }
 }
 
@@ -131,19 +137,19 @@ struct SealedRow: Sendable {
     }
 
     /// Both tiers, with the associated data built once: the system's bulk reads. `decode` reads
-    /// the metadata whole (`ItemMetadata`) or leaves its attributes coded (`ItemMetadata.Fields`).
+    /// the metadata whole (`ItemMetadata`) or leaves its attributes coded (`ItemMetadata.Fields<EncodedAttributes>`).
     func open<Metadata>(with keys: ClassKeys, _ decode: ([UInt8]) throws -> Metadata) throws -> (Metadata, Data) {
         let ad = header.associatedData
         return (try openMetadata(with: keys.metadataKey, associatedData: ad, decode), try openSecret(with: keys.classKey, associatedData: ad))
     }
 
-    private func openMetadata<Metadata>(with key: SymmetricKey, associatedData ad: [UInt8], _ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
+    func openMetadata<Metadata>(with key: SymmetricKey, associatedData ad: [UInt8], _ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
         var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: ad))
         defer { SymmetricKey.wipe(&plain) }
         return try decode(plain)
     }
 
-    private func openSecret(with classKey: SymmetricKey, associatedData ad: [UInt8]) throws -> Data {
+    func openSecret(with classKey: SymmetricKey, associatedData ad: [UInt8]) throws -> Data {
         guard let secret, secret.count >= Self.wrappedRowKeyCount else { throw CryptoError.authenticationFailed }
         let rowKey = try AEAD.unwrap(secret.prefix(Self.wrappedRowKeyCount), under: classKey, associatedData: ad)
         return try AEAD.open(secret.dropFirst(Self.wrappedRowKeyCount), key: rowKey, associatedData: ad)
