@@ -125,7 +125,7 @@ extension ByteWriter {
 
     /// `value.canonicalBytes`, length-prefixed, written in place: every attribute of every
     /// row and archived item passes here.
-    private mutating func canonical(_ value: AttributeValue) {
+    public mutating func canonical(_ value: AttributeValue) {
         switch value {
         case .string(var s):
             s.withUTF8 { utf8 in

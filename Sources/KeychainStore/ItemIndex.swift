@@ -26,19 +26,22 @@ struct ItemIndex: Sendable {
     }
 
     func token(_ itemClass: ItemClass, _ attribute: AttributeKey, _ value: AttributeValue) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("attr".utf8))
+        var w = ByteWriter(capacity: 64)
+        w.raw("attr".utf8)
         w.string(itemClass.rawValue)
         w.string(attribute.rawValue)
-        w.lengthPrefixed(value.canonicalBytes)
+        w.canonical(value)
         return KeyedHash.digest(of: w.bytes, key: key, length: Self.tokenByteCount)
     }
 
     /// Every attribute's token, sorted and concatenated: the `tokens` column.
     func tokens(_ itemClass: ItemClass, _ attributes: Attributes) -> [UInt8] {
-        attributes.map { token(itemClass, $0.key, $0.value) }
-            .sorted { $0.lexicographicallyPrecedes($1) }
-            .flatMap { $0 }
+        var column = [UInt8]()
+        column.reserveCapacity(attributes.count * Self.tokenByteCount)
+        for token in attributes.map({ token(itemClass, $0.key, $0.value) }).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            column.append(contentsOf: token)
+        }
+        return column
     }
 
     /// Whether a row's tokens include every token a query asks for.

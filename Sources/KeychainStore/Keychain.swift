@@ -51,13 +51,26 @@ public struct Keychain: Sendable {
     }
 
     /// Adds many items in one transaction: the bulk path for imports and restores. All or
-    /// nothing: one duplicate fails the whole batch. Items are sealed on every core, then
-    /// inserted in the order given.
+    /// nothing: one duplicate fails the whole batch. Items are sealed on every core, a batch
+    /// ahead of the inserts, which keep the order given.
     public func importItems(_ items: [NewItem]) throws {
         let keys = try device.availableKeys()
-        let prepared = try ParallelMap.map(items) { try prepare($0, keys: keys) }
+        let batchSize = 4_096
+        func sealing(from start: Int) -> BackgroundWork<[PreparedRow]> {
+            let batch = Array(items[start..<min(start + batchSize, items.count)])
+            return BackgroundWork { [self] in try ParallelMap.map(batch) { try prepare($0, keys: keys) } }
+        }
         try device.database.write { db in
-            for row in prepared { try insert(row, db) }
+            var next = items.isEmpty ? nil : sealing(from: 0)
+            // Whatever happens, no sealing outlives the call.
+            defer { _ = try? next?.result() }
+            for start in stride(from: 0, to: items.count, by: batchSize) {
+                guard let work = next else { break }
+                next = nil
+                let rows = try work.result()
+                if start + batchSize < items.count { next = sealing(from: start + batchSize) }
+                for row in rows { try insert(row, db) }
+            }
         }
     }
 

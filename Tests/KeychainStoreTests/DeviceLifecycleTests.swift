@@ -247,16 +247,22 @@ struct CrashPointTests {
         #expect(status { _ = try keychain.copy(.password(account: "same")) } == .itemNotFound)
     }
 
-    @Test("a bulk import with one duplicate adds nothing")
+    @Test("a bulk import with one duplicate or one bad item adds nothing, wherever it is among the batches")
     func atomicImport() throws {
         let t = try TestDevice()
         let keychain = try t.keychain()
         try keychain.add(.password(account: "taken"))
-        let batch = (0..<600).map { NewItem.password(account: "n\($0)") } + [.password(account: "taken")]
-        #expect(status { try keychain.importItems(batch) } == .duplicateItem)
+        // Sealing runs a batch of 4,096 ahead of the inserts: the failures land in the first
+        // batch while the second is being sealed, and in the last.
+        let items = (0..<9_000).map { NewItem.password(account: "n\($0)") }
+        let duplicate = Array(items[..<2_000]) + [.password(account: "taken")] + items[2_000...]
+        #expect(status { try keychain.importItems(duplicate) } == .duplicateItem)
+        var unknownAttribute = items
+        unknownAttribute[8_500].attributes[.server] = .string("a generic password has no server")
+        #expect(status { try keychain.importItems(unknownAttribute) } == .noSuchAttr)
         #expect(status { _ = try keychain.copy(.password(account: "n0")) } == .itemNotFound)
-        try keychain.importItems(Array(batch.dropLast()))
-        #expect(try keychain.copy(ItemQuery(.genericPassword, matchLimit: .all)).count == 601)
+        try keychain.importItems(items)
+        #expect(try keychain.copy(ItemQuery(.genericPassword, matchLimit: .all)).count == 9_001)
     }
 
     @Test("the change sequence never repeats, even after the newest item is deleted and the device restarts")
