@@ -117,6 +117,31 @@ struct BenchReport: Encodable {
     var baselinePerSecond: Double
     var batchPerSecond: Double
     var results: [Measurement]
+    /// Each target's operation over its floor, in this run.
+    var targets: [Target] = []
+
+    struct Target: Encodable {
+        var operation: String
+        var floor: String
+        var ratio: Double
+        var minimum: Double
+    }
+
+    /// The issue's targets: an operation, the floor it is judged against, the least ratio.
+    private static let goals = [
+        ("add (one transaction each)", "floor: single-row tx, keychain row shape", 0.7),
+        ("copy by primary key, data", "floor: sqlite lookup by key", 0.5),
+        ("bulk import (one transaction)", "floor: batch insert, keychain row shape", 0.7),
+    ]
+
+    init(items: Int, bulkItems: Int, baselinePerSecond: Double, batchPerSecond: Double, results: [Measurement]) {
+        (self.items, self.bulkItems, self.baselinePerSecond, self.batchPerSecond, self.results) = (items, bulkItems, baselinePerSecond, batchPerSecond, results)
+        let rates = Dictionary(results.map { ($0.name, $0.perSecond) }) { first, _ in first }
+        targets = Self.goals.compactMap { operation, floor, minimum in
+            guard let rate = rates[operation], let floorRate = rates[floor] else { return nil }
+            return Target(operation: operation, floor: floor, ratio: rate / floorRate, minimum: minimum)
+        }
+    }
 
     var table: String {
         var lines = ["operation                                  ops/s   x SQLite single-row tx   x SQLite batch"]
@@ -125,6 +150,13 @@ struct BenchReport: Encodable {
             let ratio = String(format: "%.2f", r.perSecond / baselinePerSecond).leftPadded(to: 8)
             let batchRatio = String(format: "%.2f", r.perSecond / batchPerSecond).leftPadded(to: 25)
             lines.append(r.name.padded(38) + rate + ratio + batchRatio)
+        }
+        lines.append("")
+        for target in targets {
+            let verdict = target.ratio >= target.minimum ? "met" : "not met"
+            lines.append(
+                "\(target.operation) against \(target.floor.dropFirst("floor: ".count)): "
+                    + String(format: "%.2fx (target >= %.1fx, ", target.ratio, target.minimum) + verdict + ")")
         }
         return lines.joined(separator: "\n")
     }
