@@ -45,15 +45,9 @@ struct BackupBench: ParsableCommand {
         let archive = root.appendingPathComponent("phone.kfbackup")
         for run in 0..<runs {
             try? FileManager.default.removeItem(at: archive)
-            let keyferry = { creates.append(try seconds { try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: password)) }) }
-            let restic = { if let figures = try Restic(repository: root.appendingPathComponent("restic-\(run)")).backup(phone) { restics.append(figures) } }
-            if run % 2 == 0 {
-                try keyferry()
-                try restic()
-            } else {
-                try restic()
-                try keyferry()
-            }
+            try alternating(
+                run, { creates.append(try seconds { try DeviceBackup.create(from: source, to: archive, mode: .encrypted(password: password)) }) },
+                { if let figures = try Restic(repository: root.appendingPathComponent("restic-\(run)")).backup(phone) { restics.append(figures) } })
         }
         source.powerOff()
         let create = median(creates)
@@ -64,20 +58,16 @@ struct BackupBench: ParsableCommand {
         for run in 0..<runs {
             let target = root.appendingPathComponent("new-phone-\(run)")
             try Device.create(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode)).powerOff()
-            let keyferry = {
-                restores.append(try seconds { restored = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode).restoredCount })
-            }
-            let restic = {
-                let snapshot = Restic(repository: root.appendingPathComponent("restic-\(run)"))
-                if let seconds = try snapshot.restore(to: root.appendingPathComponent("restic-restored-\(run)")) { resticRestores.append(seconds) }
-            }
-            if run % 2 == 0 {
-                try keyferry()
-                try restic()
-            } else {
-                try restic()
-                try keyferry()
-            }
+            try alternating(
+                run,
+                {
+                    restores.append(
+                        try seconds { restored = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode).restoredCount })
+                },
+                {
+                    let snapshot = Restic(repository: root.appendingPathComponent("restic-\(run)"))
+                    if let seconds = try snapshot.restore(to: root.appendingPathComponent("restic-restored-\(run)")) { resticRestores.append(seconds) }
+                })
         }
         let restore = median(restores)
         let archiveBytes = try size(of: archive)
@@ -123,6 +113,18 @@ struct BackupBench: ParsableCommand {
                     restored))
         } else {
             print(String(format: "keyferry restore         %7.2f s   (%d items restored onto a new device)", restore, restored))
+        }
+    }
+
+    /// Keyferry's run, then the peer's; the other way round on odd runs, so that the machine's
+    /// drift falls on both alike.
+    private func alternating(_ run: Int, _ keyferry: () throws -> Void, _ peer: () throws -> Void) rethrows {
+        if run % 2 == 0 {
+            try keyferry()
+            try peer()
+        } else {
+            try peer()
+            try keyferry()
         }
     }
 
