@@ -122,7 +122,7 @@ let package = Package(
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.
-        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "Node", "NodeControl"]),
+        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "NodeControl"]),
 
         // For users' own test suites: a simulated device in a temporary directory, its apps,
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.

@@ -24,38 +24,19 @@ public enum DeviceRestore {
         // Reading the target's backup keys also requires it to be a device.
         let keys = try reader.sectionKeys(password: password, device: try Device.backupKeys(at: target))
         Device.removeAbandonedStaging(for: target)
-        try checkPasscode(passcode, of: target)
 
         let staging = Device.stagingDirectory(for: target)
         var swapped = false
         defer { if !swapped { try? FileManager.default.removeItem(at: staging) } }
-        do {
-            try FileManager.default.copyItem(at: target, to: staging)
-        } catch {
-            throw DeviceError(.io, "cannot copy \(target.path) aside to build the restore: \(error.localizedDescription)")
-        }
-        let device = try Device.powerOn(at: staging)
+        let device = try Device.unlockedCopy(
+            of: target, at: staging, passcode: passcode,
+            missingPasscode: "\(target.path) has a passcode; give it with --passcode to restore onto it.")
         defer { device.powerOff() }
-        // The passcode was checked on the target: the copy has the same.
-        try device.unlock(passcode: passcode)
         let report = try restore(reader, keys: keys, into: device, progress: progress)
         device.powerOff()
         try Device.replace(at: target, with: staging)
         swapped = true
         return report
-    }
-
-    /// Checks the passcode on the target itself, before its copy is made: a wrong one counts
-    /// there and its delays hold, as for every other passcode check (on the copy, it would be
-    /// forgotten with it).
-    private static func checkPasscode(_ passcode: String?, of target: URL) throws {
-        let device = try Device.powerOn(at: target)
-        defer { device.powerOff() }
-        guard try device.status().passcodeSet else { return }
-        guard let passcode else {
-            throw KeychainError(.authFailed, "\(target.path) has a passcode; give it with --passcode to restore onto it.")
-        }
-        try device.unlock(passcode: passcode)
     }
 
     /// Restores straight into a powered-on, unlocked device, with no copy aside: for scratch
@@ -78,10 +59,13 @@ public enum DeviceRestore {
                 sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
                 authenticity: reader.authenticity(device: device.backupKeys)))
         try progress(0, expected)
+        // Whatever stops the restore, no section is still being opened when it returns.
+        defer { importer.abandon() }
         let manifest = try reader.read(keys: keys) { kind, data in
             try importer.add(kind, data)
             try progress(importer.done, max(expected, importer.done))
         }
+        try importer.finish()
         var report = importer.report
         report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
             .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
@@ -98,10 +82,10 @@ public enum DeviceRestore {
         return nil
     }
 
-    /// Takes an archive's sections as they are read, one in memory at a time: apps first (their
-    /// groups decide which items have a home), then each keychain section opened on every core
-    /// and written, and each piece of a sandbox file appended where it belongs. A crafted
-    /// archive costs a restore no more memory than a section.
+    /// Takes an archive's sections as they are read: apps first (their groups decide which
+    /// items have a home), then each keychain section opened and sealed for the device on every
+    /// core while the one before it is written, and each piece of a sandbox file appended where
+    /// it belongs. A crafted archive costs a restore no more memory than two sections.
     private struct Importer {
         let device: Device
         let keys: SectionKeys
@@ -113,6 +97,14 @@ public enum DeviceRestore {
         private var entitledGroups: Set<String>?
         /// The file whose pieces are arriving, and how many bytes of it are written.
         private var currentFile: (id: String, bytes: Int)?
+        /// The keychain section being opened and sealed while the one before it is written.
+        private var opening: BackgroundWork<OpenedSection>?
+
+        /// A keychain section once opened: what happens to each item, and the rows to write.
+        private struct OpenedSection: Sendable {
+            var outcomes: [RestoreReport.ItemOutcome]
+            var rows: Keychain.RestoreRows
+        }
 
         init(device: Device, keys: SectionKeys, report: RestoreReport) throws {
             self.device = device
@@ -138,52 +130,79 @@ public enum DeviceRestore {
                     report.apps.append(app.bundleID)
                 }
             case .keychain:
-                // Older archives carry the device's own items; a device keeps its own instead.
-                try restore(try decoded(data, kind) { try ArchivedItem(decoding: $0) }.filter { $0.accessGroup != Device.ownAccessGroup })
+                let previous = opening
+                opening = startOpening(data, groups: try groupsWithAnApp())
+                if let previous { try write(try previous.result()) }
             case .sandbox:
-                for entry in try decoded(data, kind, { try SandboxEntry(decoding: $0) }) { try restore(entry) }
+                for entry in try Self.decoded(data, kind, { try SandboxEntry(decoding: $0) }) { try restore(entry) }
             case .manifest:
                 break
             }
         }
 
-        private mutating func restore(_ items: [ArchivedItem]) throws {
-            guard report.items.count + items.count <= ArchiveFormat.maximumItems else {
-                throw ArchiveError.inconsistent("it holds more than \(ArchiveFormat.maximumItems) keychain items")
-            }
-            let groups = try groupsWithAnApp()
-            // Opening is the costly part: done on every core.
+        /// Writes the last keychain section, once every section is read.
+        mutating func finish() throws {
+            guard let last = opening else { return }
+            opening = nil
+            try write(try last.result())
+        }
+
+        /// Waits out a section still being opened, on the way out of a restore that stopped.
+        mutating func abandon() {
+            _ = try? opening?.result()
+            opening = nil
+        }
+
+        /// Decodes, opens and seals a keychain section on other threads. Opening is the costly
+        /// part, so it runs on every core.
+        private func startOpening(_ data: Data, groups: Set<String>) -> BackgroundWork<OpenedSection> {
             let keybag = keys.backupKeybag
             let deviceKey = device.backupKeys.items
             let binding = keys.items
-            let opened = try ParallelMap.map(items) { item -> ItemRecord? in
-                let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
-                return key.flatMap { try? item.open(with: $0, binding: binding) }
-            }
-            var restored: [ItemRecord] = []
-            for (item, record) in zip(items, opened) {
-                let outcome: RestoreReport.Reason?
-                var name = item.name
-                var waitsForApp = false
-                if let record {
-                    name = name ?? ArchivedItem.name { record.attributes[$0] }
-                    outcome = DeviceRestore.decide(record, onTarget: synchronizedOnTarget[record.primaryKey])
-                    if outcome == nil { restored.append(record) }
-                    waitsForApp = outcome == nil && !groups.contains(record.accessGroup)
-                } else {
-                    // Sealed with the password's keys and still shut: altered. Sealed with a
-                    // device's key: altered on that device, else bound to it.
-                    outcome =
-                        item.wrapping == .backup || report.sameDevice
-                        ? .damaged
-                        : item.protection.isThisDeviceOnly
-                            ? .deviceBound
-                            : .unencryptedOnAnotherDevice
+            let sameDevice = report.sameDevice
+            let onTarget = synchronizedOnTarget
+            let keychain = device.deviceKeychain
+            return BackgroundWork {
+                // Older archives carry the device's own items; a device keeps its own instead.
+                let items = try Self.decoded(data, .keychain) { try ArchivedItem(decoding: $0) }.filter { $0.accessGroup != Device.ownAccessGroup }
+                let opened = try ParallelMap.map(items) { item -> ItemRecord? in
+                    let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
+                    return key.flatMap { try? item.open(with: $0, binding: binding) }
                 }
-                report.items.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
+                var outcomes: [RestoreReport.ItemOutcome] = []
+                var restored: [ItemRecord] = []
+                for (item, record) in zip(items, opened) {
+                    let outcome: RestoreReport.Reason?
+                    var name = item.name
+                    var waitsForApp = false
+                    if let record {
+                        name = name ?? ArchivedItem.name { record.attributes[$0] }
+                        outcome = DeviceRestore.decide(record, onTarget: onTarget[record.primaryKey])
+                        if outcome == nil { restored.append(record) }
+                        waitsForApp = outcome == nil && !groups.contains(record.accessGroup)
+                    } else {
+                        // Sealed with the password's keys and still shut: altered. Sealed with a
+                        // device's key: altered on that device, else bound to it.
+                        outcome =
+                            item.wrapping == .backup || sameDevice
+                            ? .damaged
+                            : item.protection.isThisDeviceOnly
+                                ? .deviceBound
+                                : .unencryptedOnAnotherDevice
+                    }
+                    outcomes.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
+                }
+                return OpenedSection(outcomes: outcomes, rows: try keychain.sealedForRestore(restored))
             }
-            try device.deviceKeychain.restore(restored)
-            done += items.count
+        }
+
+        private mutating func write(_ section: OpenedSection) throws {
+            guard report.items.count + section.outcomes.count <= ArchiveFormat.maximumItems else {
+                throw ArchiveError.inconsistent("it holds more than \(ArchiveFormat.maximumItems) keychain items")
+            }
+            try device.deviceKeychain.restore(section.rows)
+            report.items += section.outcomes
+            done += section.outcomes.count
         }
 
         /// One piece of a file: the first starts it, each next must follow the last.
@@ -212,7 +231,7 @@ public enum DeviceRestore {
         }
 
         /// The entries of an authenticated section; one that does not decode was written wrong.
-        private func decoded<Entry>(_ data: Data, _ kind: SectionKind, _ entry: (ArraySlice<UInt8>) throws -> Entry) throws -> [Entry] {
+        private static func decoded<Entry>(_ data: Data, _ kind: SectionKind, _ entry: (ArraySlice<UInt8>) throws -> Entry) throws -> [Entry] {
             do {
                 return try EntryList.decode(data).map(entry)
             } catch {

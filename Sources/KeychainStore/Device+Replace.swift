@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 
 /// Swapping a whole device directory for one built beside it (what a restore does), so that a
 /// crash at any point leaves either the old device or the new one, never a mix.
@@ -11,6 +12,37 @@ extension Device {
     /// A fresh sibling path to build a replacement for the device in `directory`.
     public static func stagingDirectory(for directory: URL) -> URL {
         sibling(of: directory, "restoring-\(UUID().uuidString)")
+    }
+
+    /// Checks `passcode` on the device in `directory` itself (a wrong one counts there and its
+    /// delays hold, as for every check; on a copy it would be forgotten with it), then copies
+    /// the device to `staging` and powers the copy on, unlocked with the class keys that check
+    /// opened: one passcode derivation for both. `missingPasscode` is the refusal when the
+    /// device has a passcode and none is given.
+    public static func unlockedCopy(
+        of directory: URL, at staging: URL, passcode: String?, missingPasscode: @autoclosure () -> String
+    ) throws -> Device {
+        let original = try powerOn(at: directory)
+        let keys: [ProtectionClass: ClassKeys]
+        do {
+            defer { original.powerOff() }
+            if passcode == nil, try original.passcodeIsSet() { throw KeychainError(.authFailed, missingPasscode()) }
+            try original.unlock(passcode: passcode)
+            keys = try original.availableKeys()
+        }
+        do {
+            try FileManager.default.copyItem(at: directory, to: staging)
+        } catch {
+            throw DeviceError(.io, "cannot copy \(directory.path) aside to \(staging.path): \(error.localizedDescription)")
+        }
+        let copy = try powerOn(at: staging)
+        do {
+            try copy.withPower { $0.unlocked(with: keys) }
+        } catch {
+            copy.powerOff()
+            throw error
+        }
+        return copy
     }
 
     /// Swaps `staging` (complete, powered off) in for the device in `directory`.

@@ -149,7 +149,7 @@ enum ItemTable {
     /// Returns false, changing nothing, when a live item holds the primary key.
     static func insert(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws -> Bool {
         let h = row.header
-        try db.cachedStatement(
+        let statement = try db.cachedStatement(
             sql: """
                 INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, metadata, secret, change_seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -159,11 +159,13 @@ enum ItemTable {
                     metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
                 WHERE item.tomb = 1
                 """
-        ).execute(
-            arguments: [
-                UUIDBytes.bytes(h.uuid), h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
-                Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence,
-            ])
+        )
+        // Ten arguments for ten placeholders, always: GRDB's check of them is skipped.
+        statement.setUncheckedArguments([
+            UUIDBytes.bytes(h.uuid), h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
+            Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence,
+        ])
+        try statement.execute()
         return db.changesCount > 0
     }
 
@@ -188,8 +190,9 @@ enum ItemTable {
     /// Removes whatever holds `uuid` or the primary key, live or tombstone: what a restored or
     /// replicated item does before it takes their place.
     static func giveWay(_ db: Database, uuid: UUID, primaryKeyHash: [UInt8]) throws {
-        try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
-            .execute(arguments: [UUIDBytes.bytes(uuid), Data(primaryKeyHash)])
+        let statement = try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
+        statement.setUncheckedArguments([UUIDBytes.bytes(uuid), Data(primaryKeyHash)])
+        try statement.execute()
     }
 
     /// Who holds a primary key, for a replicated version that may not take its place.

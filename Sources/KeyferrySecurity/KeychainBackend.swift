@@ -1,7 +1,6 @@
 import Foundation
 import KeychainModel
 import KeychainStore
-import Node
 import NodeControl
 
 /// Where a context's calls go: a device powered on in this process, or a running node.

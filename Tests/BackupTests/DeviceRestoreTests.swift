@@ -319,6 +319,37 @@ struct DeviceRestoreTests {
         try expectAsItWas(target, before)
     }
 
+    @Test(
+        "several keychain sections, each opened while the last is written: every item back in archive order; stopped with one section written and the next opening, the target is as it was"
+    )
+    func pipelinedSections() throws {
+        // An export batch is 10,000 items, each its own section at least: three sections.
+        let fixture = try TestDevice(seed: 2)
+        try fixture.keychain().importItems((0..<21_000).map { NewItem.password(account: "n\($0)", value: "v\($0)") })
+        let url = try archive(fixture, encrypted: true)
+        var sections = 0
+        try ArchiveReader(contentsOf: url).read(password: password) { kind, _ in sections += kind == .keychain ? 1 : 0 }
+        #expect(sections >= 3)
+
+        let target = try TestDevice(seed: 5)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        target.device.powerOff()
+        let before = try snapshot(target.directory)
+        #expect(throws: CancellationError.self) {
+            try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode) { done, _ in
+                if done > 0 { throw CancellationError() }
+            }
+        }
+        try expectAsItWas(target, before)
+
+        let report = try DeviceRestore.restore(url, password: password, to: target.directory, passcode: TestDevice.defaultPasscode)
+        #expect(report.restoredCount == 21_000)
+        #expect(report.items.map { $0.name?.components(separatedBy: " @ ").first } == (0..<21_000).map { "n\($0)" })
+        let restored = try contents(target.directory)
+        #expect(restored.count == 21_000, "the target's own non-synchronizable item is replaced, as a restore does")
+        #expect(restored["n20999"] == "v20999")
+    }
+
     @Test("a swap cut between its two renames is finished on the next access; a half-built restore is undone")
     func interruptedSwap() throws {
         let fixture = try source()
@@ -328,7 +359,7 @@ struct DeviceRestoreTests {
         // Cut after the point of no return: the new device marked ready, the old one moved aside.
         let staging = Device.stagingDirectory(for: directory)
         try FileManager.default.copyItem(at: directory, to: staging)
-        FileManager.default.createFile(atPath: staging.appendingPathComponent("replace-ready").path, contents: Data())
+        #expect(FileManager.default.createFile(atPath: staging.appendingPathComponent("replace-ready").path, contents: Data()))
         try FileManager.default.moveItem(at: directory, to: parent.appendingPathComponent(".device.replaced-1"))
         try Device.requireDevice(at: directory)
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("device.json").path))
@@ -340,7 +371,7 @@ struct DeviceRestoreTests {
         #expect(try contents(directory)["acct-always-local"] == "secret-always-local")
         // Cut after the swap, before its clean-up: the marker still in place clears the old device.
         try FileManager.default.createDirectory(at: parent.appendingPathComponent(".device.replaced-3"), withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("replace-ready").path, contents: Data())
+        #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("replace-ready").path, contents: Data()))
         try Device.requireDevice(at: directory)
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix(".device.replaced") }.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("replace-ready").path))
