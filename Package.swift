@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The two C libraries, each reached from exactly one Swift wrapper module.
@@ -87,6 +88,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
+        // The relay's storage on PostgreSQL, which several relays share. Apart from Relay so that
+        // members, which only need its client, never link a database driver.
+        .target(
+            name: "RelayPostgres",
+            dependencies: [
+                "Relay", "SyncWire", "KeyferryCrypto",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
         // The survival matrix: every path a device's secrets can take, run on scratch copies.
         .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
 
@@ -133,7 +145,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "Sync", "SyncWire", "KeyferryThreads", "Survival",
+                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "RelayPostgres", "Sync", "SyncWire", "KeyferryThreads",
+                "Survival",
                 "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -168,7 +181,7 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "SyncWire", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
@@ -187,7 +200,7 @@ let package = Package(
         .testTarget(
             name: "KeyferryCLITests",
             dependencies: [
-                "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity",
+                "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ]

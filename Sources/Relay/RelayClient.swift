@@ -77,6 +77,8 @@ public struct RelayClient: RelayTransport {
         guard response.status == .ok else {
             // A relay always says why; a server that does not is something else.
             let why = Self.reason(refusal: bytes).map { ": \($0)" } ?? " (is it a Keyferry relay?)"
+            // The relay is up but its database is not: a passing fault, retried like an outage.
+            if response.status == .serviceUnavailable { throw RelayError.unreachable("\(base.absoluteString)\(why)") }
             throw RelayError.refused("\(response.status.code) \(response.status.reasonPhrase) from \(base.absoluteString)\(why)")
         }
         return Array(buffer: bytes)

@@ -30,16 +30,17 @@ public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible 
 /// `PushProof`), so a stranger cannot write to a circle at all, and each circle's bytes stay
 /// within a quota.
 public actor RelayKeeper {
-    /// Storage calls block (SQLite): they run on a queue of the keeper's own, so a slow write
-    /// does not hold up the relay's other connections.
+    /// Signature checks and history verification are CPU work: they run on a queue of the
+    /// keeper's own, so a burst of pushes does not hold up the process's other tasks.
     private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.keeper")
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+    /// A circle's membership as read from storage, up to `cursor`: a cache, brought up to date
+    /// on every push, since other relays may share the storage.
     private struct KnownCircle {
         var history: CircleHistory
         /// The membership log is read up to here.
         var cursor: UInt64
-        var bytes: Int
     }
 
     public let storage: any RelayStorage
@@ -54,52 +55,68 @@ public actor RelayKeeper {
         self.quota = quota
     }
 
-    /// Checks and keeps a push; returns how many records were new.
-    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) throws -> Int {
+    /// Checks and keeps a push; returns how many records were new. A membership push is
+    /// appended only if no entry arrived since it was checked (another relay of the same
+    /// storage may have admitted one); then it is checked again.
+    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
         if let big = bodies.first(where: { $0.count > RelayWire.maximumRecordBytes }) {
             throw RelayRefusal(kind: .malformed, reason: "a record of \(big.count) bytes exceeds the \(RelayWire.maximumRecordBytes)-byte limit")
         }
-        var known = try self.known(circle)
         let size = bodies.reduce(0) { $0 + $1.count }
-        if let known, known.bytes + size > quota {
-            throw RelayRefusal(kind: .full, reason: "circle \(circle) holds \(known.bytes) bytes and may hold \(quota); nothing more is kept for it")
+        for _ in 0..<Self.membershipAttempts {
+            var known = try await self.known(circle)
+            if known != nil {
+                let held = try await storage.byteCount(circle: circle)
+                if held + size > quota {
+                    throw RelayRefusal(kind: .full, reason: "circle \(circle) holds \(held) bytes and may hold \(quota); nothing more is kept for it")
+                }
+            }
+            switch stream {
+            case .membership:
+                known = try admitEntries(bodies, circle: circle, known: known)
+            case .keys, .envelopes:
+                guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
+                try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
+            }
+            do {
+                let added = try await storage.append(bodies, circle: circle, stream: stream, ifLastIs: stream == .membership ? known?.cursor ?? 0 : nil)
+                if stream == .membership, let known { circles[circle] = known }
+                return added
+            } catch is RelayStorageConflict {
+                continue
+            }
         }
-        switch stream {
-        case .membership:
-            known = try admitEntries(bodies, circle: circle, known: known)
-        case .keys, .envelopes:
-            guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
-            try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
-        }
-        let added = try storage.append(bodies, circle: circle, stream: stream)
-        if var updated = known {
-            updated.bytes = added == bodies.count ? updated.bytes + size : try storage.byteCount(circle: circle)
-            circles[circle] = updated
-        }
-        return added
+        throw RelayRefusal(kind: .conflict, reason: "circle \(circle)'s membership kept changing while the push was checked; pull it and push again")
     }
 
-    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
-        try storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
+    /// How many times a membership push is checked again when entries keep arriving meanwhile.
+    private static let membershipAttempts = 8
+
+    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+        try await storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
     }
 
     /// The circle as held: its history read from the stored log (what does not extend it is
-    /// passed over, as members pass it over), its size. Nil when the relay holds none of it.
-    private func known(_ circle: UUID) throws -> KnownCircle? {
-        if var known = circles[circle] {
-            // Another writer of the same storage may have added entries.
-            let newer = try storage.records(circle: circle, stream: .membership, after: known.cursor, limit: RelayWire.maximumPullRecords)
-            if let last = newer.last {
-                _ = known.history.extend(with: newer.lazy.map(\.body))
-                known.cursor = last.cursor
-                circles[circle] = known
-            }
-            return known
+    /// passed over, as members pass it over). Nil when the relay holds none of it.
+    private func known(_ circle: UUID) async throws -> KnownCircle? {
+        var known = circles[circle]
+        var cursor = known?.cursor ?? 0
+        var read: [[UInt8]] = []
+        while true {
+            let page = try await storage.records(circle: circle, stream: .membership, after: cursor, limit: RelayWire.maximumPullRecords)
+            read += page.map(\.body)
+            guard let last = page.last else { break }
+            cursor = last.cursor
         }
-        let log = try storage.records(circle: circle, stream: .membership, after: 0, limit: Int.max)
-        guard let last = log.last, let (history, _) = try? CircleHistory.reading(log.map(\.body), circle: circle) else { return nil }
-        let known = KnownCircle(history: history, cursor: last.cursor, bytes: try storage.byteCount(circle: circle))
-        circles[circle] = known
+        if var held = known {
+            _ = held.history.extend(with: read)
+            held.cursor = cursor
+            known = held
+        } else if !read.isEmpty, let (history, _) = try? CircleHistory.reading(read, circle: circle) {
+            known = KnownCircle(history: history, cursor: cursor)
+        }
+        // Another push may have moved the cache further meanwhile: the newest read wins.
+        if let known, known.cursor >= circles[circle]?.cursor ?? 0 { circles[circle] = known }
         return known
     }
 
@@ -123,7 +140,7 @@ public actor RelayKeeper {
             }
         }
         guard let history else { return nil }
-        return KnownCircle(history: history, cursor: known?.cursor ?? 0, bytes: known?.bytes ?? 0)
+        return KnownCircle(history: history, cursor: known?.cursor ?? 0)
     }
 
     /// `keys` and `envelopes` records come from a member: the push is signed by one (for `keys`,

@@ -58,6 +58,8 @@ public enum RelayServer {
             } catch let refusal as RelayRefusal {
                 logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(refusal.reason)"])
                 throw HTTPError(status(of: refusal.kind), message: refusal.reason)
+            } catch let failure as RelayStorageError {
+                throw unavailable(failure, logger)
             }
         }
         router.get("\(base)/circles/:circle/:stream") { request, context in
@@ -66,7 +68,12 @@ public enum RelayServer {
             let after = query["after"].map { UInt64($0) } ?? 0
             let limit = query["limit"].map { Int($0) } ?? RelayWire.maximumPullRecords
             guard let after, let limit, limit > 0 else { throw HTTPError(.badRequest, message: "after and limit are whole numbers, limit at least 1") }
-            let records = try await keeper.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
+            let records: [RelayRecord]
+            do {
+                records = try await keeper.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
+            } catch let failure as RelayStorageError {
+                throw unavailable(failure, logger)
+            }
             var total = 0
             let fitting = records.prefix { record in
                 total += record.body.count
@@ -77,6 +84,12 @@ public enum RelayServer {
                 status: .ok, headers: [.contentType: "application/octet-stream"],
                 body: .init(byteBuffer: ByteBuffer(bytes: RelayWire.encodePull(answer))))
         }
+    }
+
+    /// The database failed, not the request: members back off and try again.
+    private static func unavailable(_ failure: RelayStorageError, _ logger: Logger) -> HTTPError {
+        logger.error("database failed", metadata: ["why": "\(failure.reason)"])
+        return HTTPError(.serviceUnavailable, message: failure.description)
     }
 
     private static func status(of refusal: RelayRefusal.Kind) -> HTTPResponse.Status {

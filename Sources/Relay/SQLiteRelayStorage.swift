@@ -1,11 +1,15 @@
 import Foundation
 import GRDB
 import KeyferryCrypto
+import KeyferryThreads
 import SyncWire
 
 /// The relay's embedded storage: one SQLite file in WAL mode. A record's cursor is its row id;
 /// a digest of its bytes keeps a retried push from being stored twice.
-public struct SQLiteRelayStorage: RelayStorage {
+public actor SQLiteRelayStorage: RelayStorage {
+    /// SQLite calls block: they run on a queue of their own, beside the cooperative pool.
+    private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.sqlite")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let queue: DatabaseQueue
 
     /// Opens (or creates) `relay.sqlite` in `directory`.
@@ -38,18 +42,38 @@ public struct SQLiteRelayStorage: RelayStorage {
                     CREATE INDEX record_read ON record (circle, stream, cursor);
                     """)
         }
+        // Each circle's size kept beside its records, so a quota check does not sum them.
+        migrator.registerMigration("v2") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE circle_size (circle BLOB PRIMARY KEY, bytes INTEGER NOT NULL) WITHOUT ROWID;
+                    INSERT INTO circle_size (circle, bytes) SELECT circle, SUM(LENGTH(body)) FROM record GROUP BY circle;
+                    """)
+        }
         return migrator
     }
 
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) throws -> Int {
-        try queue.write { db in
+    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) throws -> Int {
+        let circleBytes = Self.bytes(circle)
+        return try queue.write { db in
+            if let expected {
+                let last = try Int64.fetchOne(
+                    db, sql: "SELECT COALESCE(MAX(cursor), 0) FROM record WHERE circle = ? AND stream = ?", arguments: [circleBytes, stream.rawValue])
+                guard last.map(UInt64.init) == expected else { throw RelayStorageConflict() }
+            }
             let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO record (circle, stream, digest, body) VALUES (?, ?, ?, ?)")
-            let circleBytes = Self.bytes(circle)
             var added = 0
+            var size = 0
             for body in bodies {
                 try statement.execute(arguments: [circleBytes, stream.rawValue, Data(ContentDigest.of(body)), Data(body)])
-                added += db.changesCount
+                if db.changesCount > 0 {
+                    added += 1
+                    size += body.count
+                }
             }
+            try db.execute(
+                sql: "INSERT INTO circle_size (circle, bytes) VALUES (?, ?) ON CONFLICT (circle) DO UPDATE SET bytes = bytes + excluded.bytes",
+                arguments: [circleBytes, size])
             return added
         }
     }
@@ -66,7 +90,7 @@ public struct SQLiteRelayStorage: RelayStorage {
 
     public func byteCount(circle: UUID) throws -> Int {
         try queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM record WHERE circle = ?", arguments: [Self.bytes(circle)]) ?? 0
+            try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [Self.bytes(circle)]) ?? 0
         }
     }
 

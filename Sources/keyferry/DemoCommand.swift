@@ -255,7 +255,7 @@ struct DemoCommand: AsyncParsableCommand {
             await tour.attempt("on \(member.deviceName), mail reads session-token (not synchronizable)") { try await client.read(Self.mail, "session-token") }
         }
         if let circle = status.circle {
-            let batches = try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).map { try EnvelopeBatch(bytes: $0.body) }
+            let batches = try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).map { try EnvelopeBatch(bytes: $0.body) }
             let held = batches.reduce(0) { $0 + $1.envelopes.count }
             tour.say(
                 "the relay holds \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them"

@@ -4,6 +4,7 @@ import Logging
 import Node
 import NodeControl
 import Relay
+import RelayPostgres
 import SyncWire
 
 struct RelayCommand: AsyncParsableCommand {
@@ -23,6 +24,11 @@ struct RelayCommand: AsyncParsableCommand {
                 history, and keys and envelopes only when a member signed the push, so a stranger cannot \
                 write to a circle; each circle's records stay within --quota. Its log is DATA/relay.log.
 
+                With --database postgres://USER@HOST[:PORT]/DATABASE it keeps the records in PostgreSQL \
+                instead (creating or migrating its tables on start), and several relays given the same \
+                database serve the same circles together. The password comes from --database-password-file \
+                or PGPASSWORD, never from the command line. --data still holds the relay's log.
+
                 With --tls-certificate and --tls-key it serves https://, for members on other machines; they \
                 verify its certificate against the system's authorities and those of the PEM file \
                 KEYFERRY_RELAY_CA names (set it where their nodes start, for a private CA).
@@ -40,10 +46,18 @@ struct RelayCommand: AsyncParsableCommand {
         var tlsCertificate: String?
         @Option(help: "The PEM private key of --tls-certificate.", completion: .file())
         var tlsKey: String?
+        @Option(
+            help: ArgumentHelp(
+                "Keep the records in this PostgreSQL database, postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require].",
+                valueName: "url"))
+        var database: String?
+        @Option(help: "A file holding the database's password (its first line); or set PGPASSWORD.", completion: .file())
+        var databasePasswordFile: String?
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard (tlsCertificate == nil) == (tlsKey == nil) else { throw ValidationError("give --tls-certificate and --tls-key together, or neither.") }
+            if databasePasswordFile != nil && database == nil { throw ValidationError("--database-password-file goes with --database.") }
             if listen.secure && tlsCertificate == nil {
                 throw ValidationError("--listen \(listen) asks for https: give --tls-certificate and --tls-key, or listen on HOST:PORT.")
             }
@@ -64,9 +78,15 @@ struct RelayCommand: AsyncParsableCommand {
                     throw CommandFailure("\(error)")
                 }
             }
-            let storage: SQLiteRelayStorage
-            do { storage = try SQLiteRelayStorage(directory: directory) } catch {
+            let postgres = try database.map { try postgresDatabase($0) }
+            let sqlite: SQLiteRelayStorage?
+            do { sqlite = postgres == nil ? try SQLiteRelayStorage(directory: directory) : nil } catch {
                 throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
+            }
+            if postgres != nil {
+                do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+                    throw CommandFailure("cannot keep the relay's log in --data \(data): \(error.localizedDescription)")
+                }
             }
             let lock = try RelayLauncher.holdServingLock(data: directory)
             defer { lock.release() }
@@ -75,19 +95,43 @@ struct RelayCommand: AsyncParsableCommand {
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }
-            try await RelayServer.run(storage: storage, quota: quota, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
-                // Unbuffered, so whoever started the relay sees it is up at once.
-                let url = "\(tls == nil ? "http" : "https")://\(address.host):\(bound)"
-                try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
-                    .write(to: announcement, options: .atomic)
-                let line =
-                    json
-                    ? String(
-                        decoding: try! JSONSerialization.data(
-                            withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
-                            options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
-                    : "relay listening on \(url) (data \(directory.path)); stop it with Ctrl-C"
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            let serve: @Sendable (any RelayStorage) async throws -> Void = { [quota] storage in
+                try await RelayServer.run(storage: storage, quota: quota, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
+                    // Unbuffered, so whoever started the relay sees it is up at once.
+                    let url = "\(tls == nil ? "http" : "https")://\(address.host):\(bound)"
+                    try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))
+                        .write(to: announcement, options: .atomic)
+                    let line =
+                        json
+                        ? String(
+                            decoding: try! JSONSerialization.data(
+                                withJSONObject: ["url": url, "data": directory.path, "pid": Int(ProcessInfo.processInfo.processIdentifier)],
+                                options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+                        : "relay listening on \(url) (data \(directory.path)); stop it with Ctrl-C"
+                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                }
+            }
+            if let sqlite { return try await serve(sqlite) }
+            do {
+                try await PostgresRelayStorage.withStorage(postgres!, logger: logger) { try await serve($0) }
+            } catch let error as RelayStorageError {
+                throw CommandFailure("\(error)")
+            }
+        }
+
+        /// The database's address and its password, from the file or the environment.
+        private func postgresDatabase(_ url: String) throws -> PostgresRelayDatabase {
+            var password = ProcessInfo.processInfo.environment[PostgresRelayDatabase.passwordVariable]
+            if let file = databasePasswordFile {
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw CommandFailure("--database-password-file \(file) cannot be read.")
+                }
+                password = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            }
+            do {
+                return try PostgresRelayDatabase(url: url, password: password)
+            } catch let error as RelayStorageError {
+                throw CommandFailure("--database: \(error.reason).")
             }
         }
     }

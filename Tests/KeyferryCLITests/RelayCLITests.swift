@@ -1,4 +1,5 @@
 import Foundation
+import KeyferryCrypto
 import Node
 import NodeControl
 import Relay
@@ -33,6 +34,54 @@ struct RelayCLITests {
         #expect(FileManager.default.fileExists(atPath: data + "/relay.sqlite"))
         #expect(try String(contentsOfFile: data + "/relay.log", encoding: .utf8).contains("relay up"))
     }
+
+    @Test(
+        "two relays on one PostgreSQL database serve one log; the password comes from a file or the environment, never the address, and a wrong one is named",
+        .enabled(if: RelayCLITests.postgres != nil || ProcessInfo.processInfo.environment["CI"] != nil, "needs the PostgreSQL server scripts/test starts"))
+    func postgresRelays() async throws {
+        let cli = try CLI()
+        let database = try #require(Self.postgres, "KEYFERRY_TEST_POSTGRES is not set: run the tests with scripts/test")
+        let password = try #require(ProcessInfo.processInfo.environment["PGPASSWORD"])
+        let inAddress = try cli.run([
+            "relay", "serve", "--data", cli.path("r"), "--database", database.replacingOccurrences(of: "keyferry@", with: "keyferry:\(password)@"),
+        ])
+        #expect(inAddress.status == 1 && inAddress.stderr.contains("carries a password"), "\(inAddress.stderr)")
+        let wrongFile = cli.path("wrong-password")
+        try "not the password\n".write(toFile: wrongFile, atomically: true, encoding: .utf8)
+        let wrong = try cli.run(["relay", "serve", "--data", cli.path("r"), "--database", database, "--database-password-file", wrongFile])
+        #expect(wrong.status == 1 && wrong.stderr.contains("password authentication failed"), "\(wrong.stderr)")
+
+        let rightFile = cli.path("password")
+        try (password + "\n").write(toFile: rightFile, atomically: true, encoding: .utf8)
+        let serve = ["--database", database, "--database-password-file", rightFile, "--listen", "127.0.0.1:0", "--json"]
+        let (first, firstLine) = try cli.start(["relay", "serve", "--data", cli.path("r1")] + serve)
+        let (second, secondLine) = try cli.start(["relay", "serve", "--data", cli.path("r2")] + serve)
+        defer {
+            for process in [first, second] where process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+        func client(_ line: String) throws -> RelayClient {
+            let announced = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return RelayClient(url: try #require((announced["url"] as? String).flatMap(URL.init(string:))))
+        }
+        let (a, b) = (try client(firstLine), try client(secondLine))
+        let history = CircleHistory(creator: DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()), name: "phone")
+        #expect(try await a.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership, proof: nil) == history.entries.count)
+        #expect(try await b.pull(circle: history.circle, stream: .membership, after: 0).map(\.body) == history.entries.map(\.bytes))
+        #expect(
+            try await b.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership, proof: nil) == 0,
+            "held already, whichever relay took it")
+        for process in [first, second] {
+            process.terminate()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        #expect(!FileManager.default.fileExists(atPath: cli.path("r1") + "/relay.sqlite"), "the records are in PostgreSQL, not beside the log")
+    }
+
+    static let postgres = ProcessInfo.processInfo.environment["KEYFERRY_TEST_POSTGRES"]
 
     @Test("a relay killed outright leaves its announcement; a live process under that pid is never taken for it, nor signalled")
     func killedRelay() async throws {

@@ -32,7 +32,7 @@ struct RelayRouteTests {
             let pulled = try await client.execute(uri: "/v1/circles/\(history.circle)/membership?after=0&limit=10", method: .get)
             #expect(pulled.status == .ok)
             #expect(try RelayWire.decodePull(Array(buffer: pulled.body)).map(\.body) == entries)
-            #expect(try storage.records(circle: history.circle, stream: .membership, after: 0, limit: 10).count == entries.count)
+            #expect(try await storage.records(circle: history.circle, stream: .membership, after: 0, limit: 10).count == entries.count)
         }
     }
 
@@ -55,7 +55,7 @@ struct RelayRouteTests {
                 #expect(String(buffer: response.body).contains(reason), "\(method) \(uri): \(String(buffer: response.body))")
             }
             for stream in RelayStream.allCases {
-                #expect(try storage.records(circle: circle, stream: stream, after: 0, limit: 10).isEmpty)
+                #expect(try await storage.records(circle: circle, stream: stream, after: 0, limit: 10).isEmpty)
             }
         }
     }
@@ -69,7 +69,7 @@ struct RelayRouteTests {
             let response = try await push(client, [[1, 2, 3]], circle: history.circle, stream: .envelopes)
             #expect(response.status == .unauthorized)
             #expect(String(buffer: response.body).contains("Keyferry-Signer"))
-            #expect(try storage.records(circle: history.circle, stream: .envelopes, after: 0, limit: 10).isEmpty)
+            #expect(try await storage.records(circle: history.circle, stream: .envelopes, after: 0, limit: 10).isEmpty)
         }
     }
 

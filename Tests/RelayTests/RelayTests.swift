@@ -7,7 +7,7 @@ import SyncWire
 import Testing
 
 /// A relay served in this process on a free loopback port, stopped when `body` returns.
-private func withRelay<T>(storage: any RelayStorage, port: Int = 0, _ body: (RelayClient, Int) async throws -> T) async throws -> T {
+func withRelay<T>(storage: any RelayStorage, port: Int = 0, _ body: (RelayClient, Int) async throws -> T) async throws -> T {
     let (ports, continuation) = AsyncStream<Int>.makeStream()
     let server = Task {
         try await RelayServer.run(storage: storage, host: "127.0.0.1", port: port, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
@@ -23,12 +23,12 @@ private func withRelay<T>(storage: any RelayStorage, port: Int = 0, _ body: (Rel
     return result
 }
 
-private func temporaryDirectory() -> URL {
+func temporaryDirectory() -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-relay-\(UUID().uuidString)")
 }
 
 /// A circle of one on a relay: its creator, its history, and the creator's signature on pushes.
-private struct OneMemberCircle {
+struct OneMemberCircle {
     let creator = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
     let history: CircleHistory
 
@@ -69,23 +69,23 @@ private struct OneMemberCircle {
 @Suite("Relay")
 struct RelayTests {
     @Test("storage keeps each circle's streams apart, in push order, each record once, across a reopen")
-    func storage() throws {
+    func storage() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b) = (UUID(), UUID())
         let storage = try SQLiteRelayStorage(directory: directory)
-        #expect(try storage.append([[1], [2], [3]], circle: a, stream: .envelopes) == 3)
-        #expect(try storage.append([[2], [4]], circle: a, stream: .envelopes) == 1, "a retried record is not stored twice")
-        #expect(try storage.append([[1]], circle: b, stream: .envelopes) == 1)
-        #expect(try storage.append([[1]], circle: a, stream: .membership) == 1)
+        #expect(try await storage.append([[1], [2], [3]], circle: a, stream: .envelopes) == 3)
+        #expect(try await storage.append([[2], [4]], circle: a, stream: .envelopes) == 1, "a retried record is not stored twice")
+        #expect(try await storage.append([[1]], circle: b, stream: .envelopes) == 1)
+        #expect(try await storage.append([[1]], circle: a, stream: .membership) == 1)
 
         let reopened = try SQLiteRelayStorage(directory: directory)
-        let all = try reopened.records(circle: a, stream: .envelopes, after: 0, limit: 100)
+        let all = try await reopened.records(circle: a, stream: .envelopes, after: 0, limit: 100)
         #expect(all.map(\.body) == [[1], [2], [3], [4]])
         #expect(zip(all, all.dropFirst()).allSatisfy { $0.cursor < $1.cursor })
-        #expect(try reopened.records(circle: a, stream: .envelopes, after: all[1].cursor, limit: 1).map(\.body) == [[3]])
-        #expect(try reopened.records(circle: b, stream: .envelopes, after: 0, limit: 100).map(\.body) == [[1]])
-        #expect(try reopened.records(circle: b, stream: .keys, after: 0, limit: 100).isEmpty)
+        #expect(try await reopened.records(circle: a, stream: .envelopes, after: all[1].cursor, limit: 1).map(\.body) == [[3]])
+        #expect(try await reopened.records(circle: b, stream: .envelopes, after: 0, limit: 100).map(\.body) == [[1]])
+        #expect(try await reopened.records(circle: b, stream: .keys, after: 0, limit: 100).isEmpty)
     }
 
     @Test("pushes come back by cursor; foreign and malformed records, and forged membership entries, are refused and nothing of their push is kept")
@@ -125,8 +125,8 @@ struct RelayTests {
             #expect(try await client.push(one.history.entries.map(\.bytes), circle: circle, stream: .membership, proof: nil) == 0)
             await #expect(throws: RelayError.self) { try await client.push(sealed, circle: circle, stream: .membership, proof: nil) }
         }
-        #expect(try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 100).count == 5)
-        #expect(try storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 1)
+        #expect(try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 100).count == 5)
+        #expect(try await storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 1)
     }
 
     @Test("the relay keeps only what a member could have written: unsigned, a stranger's, a removed member's, out of place or over quota is refused")
@@ -188,9 +188,9 @@ struct RelayTests {
             full = await refusal { try await relay.push(more, circle: circle, stream: .envelopes, proof: one.proof(more)) }
         }
         #expect(full?.contains("may hold 65536") == true, "\(full ?? "never refused")")
-        #expect(try storage.byteCount(circle: circle) <= 64 << 10)
-        #expect(try storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 3)
-        #expect(try storage.records(circle: circle, stream: .keys, after: 0, limit: 100).count == 1)
+        #expect(try await storage.byteCount(circle: circle) <= 64 << 10)
+        #expect(try await storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 3)
+        #expect(try await storage.records(circle: circle, stream: .keys, after: 0, limit: 100).count == 1)
     }
 
     @Test("the relay's files hold none of the items' attributes, groups or secrets")
@@ -226,7 +226,7 @@ struct RelayTests {
         let one = OneMemberCircle()
         let circle = one.circle
         let sealed = try one.batches(3)
-        try storage.append(one.history.entries.map(\.bytes), circle: circle, stream: .membership)
+        _ = try await storage.append(one.history.entries.map(\.bytes), circle: circle, stream: .membership)
         // A port that was free a moment ago, with nothing listening on it now.
         let port = try await withRelay(storage: storage) { _, port in port }
         let client = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
@@ -243,6 +243,6 @@ struct RelayTests {
         try await Task.sleep(for: .milliseconds(400))
         let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
         #expect(pushed == 3)
-        #expect(try storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10).map(\.body) == sealed)
+        #expect(try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10).map(\.body) == sealed)
     }
 }

@@ -1,0 +1,82 @@
+import Foundation
+import NIOSSL
+import PostgresNIO
+import Relay
+
+/// Where a relay's PostgreSQL database is: `postgres://USER@HOST[:PORT]/DATABASE`, with
+/// `?sslmode=disable|prefer|require` (prefer by default, as libpq does). The password never
+/// travels in the address, since a command line is visible to every user of the machine: it
+/// comes from a file or the environment.
+public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var database: String
+    public var sslMode: SSLMode
+    public var password: String?
+
+    public enum SSLMode: String, Sendable, CaseIterable {
+        case disable, prefer, require
+    }
+
+    /// The environment variable a password may come from, as for PostgreSQL's own tools.
+    public static let passwordVariable = "PGPASSWORD"
+
+    public init(url text: String, password: String?) throws {
+        guard let url = URLComponents(string: text), url.scheme == "postgres" || url.scheme == "postgresql" else {
+            throw RelayStorageError("'\(text)' is not a postgres://USER@HOST[:PORT]/DATABASE address")
+        }
+        guard url.password == nil else {
+            throw RelayStorageError(
+                "the database address carries a password, which every user of this machine can read on a command line; "
+                    + "put it in a file (--database-password-file) or in \(Self.passwordVariable)")
+        }
+        guard let host = url.host, !host.isEmpty else { throw RelayStorageError("'\(text)' names no host") }
+        guard let user = url.user, !user.isEmpty else { throw RelayStorageError("'\(text)' names no user (postgres://USER@HOST/DATABASE)") }
+        let database = String(url.path.dropFirst())
+        guard !database.isEmpty, !database.contains("/") else { throw RelayStorageError("'\(text)' names no database (postgres://USER@HOST/DATABASE)") }
+        var sslMode = SSLMode.prefer
+        for item in url.queryItems ?? [] {
+            guard item.name == "sslmode", let mode = item.value.flatMap(SSLMode.init(rawValue:)) else {
+                throw RelayStorageError(
+                    "'\(item.name)=\(item.value ?? "")' in the database address: only sslmode=\(SSLMode.allCases.map(\.rawValue).joined(separator: "|")) is understood"
+                )
+            }
+            sslMode = mode
+        }
+        self.host = host
+        self.port = url.port ?? 5432
+        self.user = user
+        self.database = database
+        self.sslMode = sslMode
+        self.password = password
+    }
+
+    /// The address without any secret, for logs and messages.
+    public var description: String { "postgres://\(user)@\(host):\(port)/\(database)?sslmode=\(sslMode.rawValue)" }
+
+    /// For one connection of its own, opened to check the database answers at all.
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS =
+            switch sslMode {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    var configuration: PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS =
+            switch sslMode {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+        var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import KeyferryCrypto
+import Logging
+import PostgresNIO
+import Relay
+import SyncWire
+
+/// A relay's storage on PostgreSQL, which several relays share: everything a relay decides by
+/// (the logs, each stream's newest cursor, each circle's size) is in the database.
+///
+/// Appends to one stream take its row in `relay_stream` for update, number their records
+/// after the newest, and commit before the next append may number its own: cursors grow in
+/// commit order, so a reader never sees a cursor before a smaller one is committed.
+public final class PostgresRelayStorage: RelayStorage {
+    private let client: PostgresClient
+    private let logger: Logger
+
+    private init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Connects to `database`, creates or migrates the schema, and runs `body` with the storage;
+    /// the connections close when it returns.
+    public static func withStorage<Result: Sendable>(
+        _ database: PostgresRelayDatabase, logger: Logger = Logger(label: "keyferry.relay.postgres") { _ in SwiftLogNoOpLogHandler() },
+        _ body: (PostgresRelayStorage) async throws -> Result
+    ) async throws -> Result {
+        let client = PostgresClient(configuration: database.configuration, backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            let storage = PostgresRelayStorage(client: client, logger: logger)
+            // The pool would retry a refused or unauthorized connection for ever: one connection
+            // of its own says at once why the database cannot be used.
+            try await storage.failing("cannot reach \(database)") {
+                let connection = try await PostgresConnection.connect(configuration: try database.connectionConfiguration(), id: 0, logger: logger)
+                try await connection.close()
+            }
+            try await storage.failing("cannot prepare \(database)") { try await storage.migrate() }
+            return try await body(storage)
+        }
+    }
+
+    // MARK: Schema
+
+    /// Each version's statements; append-only, never edit one that has shipped.
+    static let migrations: [[String]] = [
+        [
+            """
+            CREATE TABLE relay_stream (
+                circle UUID NOT NULL, stream TEXT NOT NULL, last_cursor BIGINT NOT NULL,
+                PRIMARY KEY (circle, stream))
+            """,
+            """
+            CREATE TABLE relay_record (
+                circle UUID NOT NULL, stream TEXT NOT NULL, cursor BIGINT NOT NULL, digest BYTEA NOT NULL, body BYTEA NOT NULL,
+                PRIMARY KEY (circle, stream, cursor), UNIQUE (circle, stream, digest))
+            """,
+            "CREATE TABLE relay_circle (circle UUID PRIMARY KEY, bytes BIGINT NOT NULL)",
+        ]
+    ]
+
+    /// The schema's version, in a table of its own.
+    static var schemaVersion: Int { migrations.count }
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // Relays starting together migrate one after the other.
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await connection.query("CREATE TABLE IF NOT EXISTS keyferry_relay_schema (version INTEGER NOT NULL)", logger: logger)
+            let version =
+                try await Self.first(
+                    Int.self, connection.query("SELECT COALESCE(MAX(version), 0)::INTEGER FROM keyferry_relay_schema", logger: logger)) ?? 0
+            guard version <= Self.schemaVersion else {
+                throw RelayStorageError(
+                    "its relay schema is version \(version), newer than this Keyferry's \(Self.schemaVersion): run a newer keyferry")
+            }
+            for (index, statements) in Self.migrations.enumerated() where index >= version {
+                for sql in statements { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                try await connection.query("INSERT INTO keyferry_relay_schema (version) VALUES (\(index + 1))", logger: logger)
+            }
+        }
+    }
+
+    /// An arbitrary constant naming the migration lock among the database's advisory locks.
+    private static let migrationLock: Int64 = 0x6b66_7279_6c61_7931
+
+    // MARK: RelayStorage
+
+    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) async throws -> Int {
+        try await failing("cannot append to circle \(circle)") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                let name = stream.rawValue
+                try await connection.query(
+                    "INSERT INTO relay_stream (circle, stream, last_cursor) VALUES (\(circle), \(name), 0) ON CONFLICT DO NOTHING", logger: logger)
+                var last =
+                    try await Self.first(
+                        Int64.self,
+                        connection.query(
+                            "SELECT last_cursor FROM relay_stream WHERE circle = \(circle) AND stream = \(name) FOR UPDATE", logger: logger)) ?? 0
+                if let expected, UInt64(last) != expected { throw RelayStorageConflict() }
+                var added = 0
+                var size = 0
+                for body in bodies {
+                    let inserted = try await Self.first(
+                        Int64.self,
+                        connection.query(
+                            """
+                            INSERT INTO relay_record (circle, stream, cursor, digest, body)
+                            VALUES (\(circle), \(name), \(last + 1), \(Data(ContentDigest.of(body))), \(Data(body)))
+                            ON CONFLICT (circle, stream, digest) DO NOTHING RETURNING cursor
+                            """, logger: logger))
+                    guard inserted != nil else { continue }
+                    last += 1
+                    added += 1
+                    size += body.count
+                }
+                guard added > 0 else { return 0 }
+                try await connection.query(
+                    "UPDATE relay_stream SET last_cursor = \(last) WHERE circle = \(circle) AND stream = \(name)", logger: logger)
+                try await connection.query(
+                    """
+                    INSERT INTO relay_circle (circle, bytes) VALUES (\(circle), \(Int64(size)))
+                    ON CONFLICT (circle) DO UPDATE SET bytes = relay_circle.bytes + excluded.bytes
+                    """, logger: logger)
+                return added
+            }
+        }
+    }
+
+    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+        try await failing("cannot read circle \(circle)") { [self] in
+            let rows = try await client.query(
+                """
+                SELECT cursor, body FROM relay_record WHERE circle = \(circle) AND stream = \(stream.rawValue) AND cursor > \(Int64(clamping: cursor))
+                ORDER BY cursor LIMIT \(Int64(limit))
+                """, logger: logger)
+            var records: [RelayRecord] = []
+            for try await (cursor, body) in rows.decode((Int64, ByteBuffer).self) {
+                records.append(RelayRecord(cursor: UInt64(cursor), body: Array(buffer: body)))
+            }
+            return records
+        }
+    }
+
+    public func byteCount(circle: UUID) async throws -> Int {
+        try await failing("cannot read circle \(circle)'s size") { [self] in
+            Int(try await Self.first(Int64.self, client.query("SELECT bytes FROM relay_circle WHERE circle = \(circle)", logger: logger)) ?? 0)
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func first<Value: PostgresDecodable>(_ type: Value.Type, _ rows: PostgresRowSequence) async throws -> Value? {
+        for try await value in rows.decode(Value.self) { return value }
+        return nil
+    }
+
+    /// Runs `work`, turning PostgreSQL's errors into a `RelayStorageError` that says what failed
+    /// and why (its own errors print a generic sentence, to keep data out of logs).
+    /// A call the database does not answer in this time fails (it may be down or restarting):
+    /// members back off and try again, rather than wait on a relay that waits.
+    static let patience = Duration.seconds(8)
+
+    private func failing<Result: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        do {
+            return try await withThrowingTaskGroup(of: Result?.self) { group in
+                group.addTask { try await work() }
+                group.addTask {
+                    try await Task.sleep(for: Self.patience)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let result = try await group.next() ?? nil else {
+                    throw RelayStorageError("no answer from the database in \(Self.patience.components.seconds) s")
+                }
+                return result
+            }
+        } catch {
+            var cause: any Error = error
+            if let transaction = error as? PostgresTransactionError {
+                cause = transaction.closureError ?? transaction.beginError ?? transaction.commitError ?? transaction.rollbackError ?? error
+            }
+            if cause is RelayStorageConflict { throw cause }
+            throw RelayStorageError("\(what): \(Self.reason(cause))")
+        }
+    }
+
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case let error as RelayStorageError:
+            return error.reason
+        case let error as PSQLError:
+            if let message = error.serverInfo?[.message] {
+                return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
+            }
+            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+            return "\(error.code)"
+        default:
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import KeyferryCrypto
+import Relay
+import RelayPostgres
+import SyncWire
+import Testing
+
+/// The PostgreSQL server `scripts/test` starts for these tests (scripts/postgres). Where it
+/// does not run, the suite says so and is skipped; under CI it must be there.
+enum TestPostgres {
+    static let url = ProcessInfo.processInfo.environment["KEYFERRY_TEST_POSTGRES"]
+    static let expected = url != nil || ProcessInfo.processInfo.environment["CI"] != nil
+
+    static func database() throws -> PostgresRelayDatabase {
+        let url = try #require(url, "KEYFERRY_TEST_POSTGRES is not set: run the tests with scripts/test, which starts PostgreSQL")
+        return try PostgresRelayDatabase(url: url, password: ProcessInfo.processInfo.environment[PostgresRelayDatabase.passwordVariable])
+    }
+}
+
+@Suite("Relay on PostgreSQL", .enabled(if: TestPostgres.expected, "needs the PostgreSQL server scripts/test starts"))
+struct PostgresRelayTests {
+    @Test("streams apart, each record once, cursors growing, a conditional append refused when the stream moved, sizes counted; a restart keeps it all")
+    func storage() async throws {
+        let database = try TestPostgres.database()
+        let (a, b) = (UUID(), UUID())
+        try await PostgresRelayStorage.withStorage(database) { storage in
+            #expect(try await storage.append([[1], [2], [3]], circle: a, stream: .envelopes) == 3)
+            #expect(try await storage.append([[2], [4]], circle: a, stream: .envelopes) == 1, "a retried record is not stored twice")
+            #expect(try await storage.append([[1]], circle: b, stream: .envelopes) == 1)
+            #expect(try await storage.append([[9]], circle: a, stream: .membership, ifLastIs: 0) == 1)
+            let last = try #require(try await storage.records(circle: a, stream: .membership, after: 0, limit: 10).last).cursor
+            await #expect(throws: RelayStorageConflict.self) { try await storage.append([[10]], circle: a, stream: .membership, ifLastIs: 0) }
+            #expect(try await storage.append([[10]], circle: a, stream: .membership, ifLastIs: last) == 1)
+            #expect(try await storage.records(circle: a, stream: .membership, after: 0, limit: 10).map(\.body) == [[9], [10]])
+            #expect(try await storage.byteCount(circle: a) == 6)
+        }
+        // Connecting again migrates nothing and finds everything.
+        try await PostgresRelayStorage.withStorage(database) { storage in
+            let all = try await storage.records(circle: a, stream: .envelopes, after: 0, limit: 100)
+            #expect(all.map(\.body) == [[1], [2], [3], [4]])
+            #expect(zip(all, all.dropFirst()).allSatisfy { $0.cursor < $1.cursor })
+            #expect(try await storage.records(circle: a, stream: .envelopes, after: all[1].cursor, limit: 1).map(\.body) == [[3]])
+            #expect(try await storage.records(circle: b, stream: .envelopes, after: 0, limit: 100).map(\.body) == [[1]])
+            #expect(try await storage.records(circle: b, stream: .keys, after: 0, limit: 100).isEmpty)
+        }
+    }
+
+    @Test("two relays on one database, four pushers at once: a reader pulling meanwhile gets every record exactly once, cursors only growing")
+    func twoRelays() async throws {
+        let one = OneMemberCircle()
+        let batches = try one.batches(120)
+        try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { first in
+            try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { second in
+                try await withRelay(storage: first) { relayA, _ in
+                    try await withRelay(storage: second) { relayB, _ in
+                        try await one.create(on: relayA)
+                        let relays = [relayA, relayB]
+                        let seen = try await withThrowingTaskGroup(of: [RelayRecord].self) { group in
+                            for pusher in 0..<4 {
+                                group.addTask {
+                                    for (n, batch) in batches.enumerated() where n % 4 == pusher {
+                                        _ = try await relays[n % 2].push([batch], circle: one.circle, stream: .envelopes, proof: one.proof([batch]))
+                                    }
+                                    return []
+                                }
+                            }
+                            // A reader that trusts cursors as members do: had a record committed
+                            // below one it already saw, it would never get it.
+                            group.addTask {
+                                var seen: [RelayRecord] = []
+                                let deadline = ContinuousClock.now + .seconds(60)
+                                while seen.count < batches.count, ContinuousClock.now < deadline {
+                                    let page = try await relays[seen.count % 2].pull(
+                                        circle: one.circle, stream: .envelopes, after: seen.last?.cursor ?? 0, limit: 7)
+                                    seen += page
+                                    if page.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+                                }
+                                return seen
+                            }
+                            return try await group.reduce(into: []) { $0 += $1 }
+                        }
+                        #expect(seen.count == batches.count)
+                        #expect(Set(seen.map(\.body)) == Set(batches))
+                        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.cursor < $1.cursor })
+                        let fromB = try await relayB.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000)
+                        #expect(fromB.map(\.cursor) == seen.map(\.cursor), "both relays answer the same log")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("two relays given rival membership entries at once: one is kept, the other refused as a conflict, and the log holds no rival")
+    func rivalMembership() async throws {
+        // Ten rounds, each a new circle: the two pushes land in either order, or at once.
+        try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { first in
+            try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { second in
+                let (relayA, relayB) = (LocalRelay(storage: first), LocalRelay(storage: second))
+                for _ in 0..<10 {
+                    let one = OneMemberCircle()
+                    let (x, y) = (
+                        DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()),
+                        DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+                    )
+                    let joinX = MembershipEntry(.join, subject: x.peer(named: "x"), after: one.history, signer: one.author)
+                    let joinY = MembershipEntry(.join, subject: y.peer(named: "y"), after: one.history, signer: one.author)
+                    _ = try await relayA.push(one.history.entries.map(\.bytes), circle: one.circle, stream: .membership, proof: nil)
+                    async let pushX = outcome { try await relayA.push([joinX.bytes], circle: one.circle, stream: .membership, proof: nil) }
+                    async let pushY = outcome { try await relayB.push([joinY.bytes], circle: one.circle, stream: .membership, proof: nil) }
+                    let outcomes = await [pushX, pushY]
+                    let kept = outcomes.filter { if case .success(1) = $0 { true } else { false } }
+                    let refused = outcomes.filter { if case .failure(RelayError.refused) = $0 { true } else { false } }
+                    #expect(kept.count == 1 && refused.count == 1, "\(outcomes)")
+                    let log = try await first.records(circle: one.circle, stream: .membership, after: 0, limit: 10)
+                    #expect(log.count == one.history.entries.count + 1)
+                }
+            }
+        }
+    }
+}
+
+private func outcome(_ push: () async throws -> Int) async -> Result<Int, any Error> {
+    do { return .success(try await push()) } catch { return .failure(error) }
+}
