@@ -112,8 +112,9 @@ struct RelayCommand: AsyncParsableCommand {
                 }
             }
             if let sqlite { return try await serve(sqlite) }
+            guard let postgres else { return }
             do {
-                try await PostgresRelayStorage.withStorage(postgres!, logger: logger) { try await serve($0) }
+                try await PostgresRelayStorage.withStorage(postgres, logger: logger) { try await serve($0) }
             } catch let error as RelayStorageError {
                 throw CommandFailure("\(error)")
             }
