@@ -19,7 +19,7 @@ extension Device {
     /// the device to `staging` and powers the copy on, unlocked with the class keys that check
     /// opened: one passcode derivation for both. `missingPasscode` is the refusal when the
     /// device has a passcode and none is given.
-    public static func unlockedCopy(
+    package static func unlockedCopy(
         of directory: URL, at staging: URL, passcode: String?, missingPasscode: @autoclosure () -> String
     ) throws -> Device {
         let original = try powerOn(at: directory)
