@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: ["Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore"]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
             name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],

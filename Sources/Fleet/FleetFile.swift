@@ -25,6 +25,9 @@ public struct FleetFile: Equatable, Sendable {
     /// created by the first. Port 0 (`relay: auto`) lets the first `up` pick a free port; the
     /// circle remembers it.
     public var relay: RelayAddress?
+    /// Whether the fleet starts and stops that relay itself (in `ROOT/relay`), or syncs
+    /// through one someone else runs: on another machine, or several relays on one database.
+    public var runsRelay: Bool
 
     /// One device of the fleet.
     public struct Member: Equatable, Sendable {
@@ -53,10 +56,11 @@ public struct FleetFile: Equatable, Sendable {
         }
     }
 
-    public init(name: String, members: [Member], relay: RelayAddress? = nil) {
+    public init(name: String, members: [Member], relay: RelayAddress? = nil, runsRelay: Bool = true) {
         self.name = name
         self.members = members
         self.relay = relay
+        self.runsRelay = runsRelay
     }
 
     /// Reads and checks a fleet file. Any problem is a `FleetFileError` naming the file (as
@@ -115,23 +119,31 @@ public struct FleetFile: Equatable, Sendable {
         guard !devices.isEmpty else { throw devicesField.failure("a fleet needs at least one device.") }
         members = try devices.map { id, field in try Member(id: id, field: field, catalog: catalog) }
 
+        runsRelay = true
         if let syncField = top["sync"] {
-            let sync = try syncField.fields(allowed: ["relay"])
+            let sync = try syncField.fields(allowed: ["relay", "start"])
             guard let relayField = sync["relay"] else {
-                throw syncField.failure("missing `relay:`, where the fleet's relay listens (auto, or HOST:PORT).")
+                throw syncField.failure("missing `relay:`, where the fleet's relay listens (auto, HOST:PORT, or an https:// relay it does not run).")
             }
             let text = try relayField.text()
+            let start = try sync["start"].map { try $0.bool() }
             if text == "auto" {
                 relay = RelayAddress(host: "127.0.0.1", port: 0)
+                if start == false { throw sync["start"]!.failure("`relay: auto` is a relay the fleet starts; name the relay to use instead.") }
             } else {
-                guard let address = RelayAddress(text), !address.secure else {
+                guard let address = RelayAddress(text), address.port != 0 || start != false else {
                     throw relayField.failure(
-                        "the relay listens on `auto` (a free port on 127.0.0.1) or HOST:PORT, such as 127.0.0.1:7700; "
-                            + "a fleet starts its own relay, over http.")
+                        "the relay is `auto` (one the fleet starts, on a free port of 127.0.0.1), HOST:PORT (one it starts there), "
+                            + "or https://HOST:PORT (one someone else runs, such as 10.0.0.5:7700 behind TLS).")
+                }
+                if address.secure && start == true {
+                    throw sync["start"]!.failure(
+                        "a fleet starts its own relay over http only; an https:// relay is one someone else runs (leave out `start:`).")
                 }
                 relay = address
+                runsRelay = start ?? !address.secure
             }
-            if members.contains(where: { $0.id == "relay" }) {
+            if runsRelay, members.contains(where: { $0.id == "relay" }) {
                 throw syncField.failure("a fleet that syncs keeps its relay in ROOT/relay; rename the device `relay`.")
             }
         }

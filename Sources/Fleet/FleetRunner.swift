@@ -143,13 +143,13 @@ public struct FleetRunner: Sendable {
         return arrivals
     }
 
-    /// Starts the fleet's relay unless it runs, where the circle's members know it (the
-    /// address a first `up` chose); the first member creates the circle unless it is in one,
-    /// and vouches for every other member that is in none.
+    /// Starts the fleet's relay unless it runs (or someone else runs it), where the circle's
+    /// members know it (the address a first `up` chose); the first member creates the circle
+    /// unless it is in one, and vouches for every other member that is in none.
     private func formCircle(relay file: RelayAddress) async throws -> UUID {
         let clients = fleet.members.map { NodeClient(directory: directory(of: $0)) }
         var circle: NodeAPI.CircleStatus = try await clients[0].get(.circleStatus)
-        var address = RelayAddress(host: file.host, port: relayPort ?? file.port)
+        var address = RelayAddress(host: file.host, port: relayPort ?? file.port, secure: file.secure)
         if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
             if let relayPort, relayPort != 0, relayPort != known.port {
                 throw NodeError(
@@ -158,7 +158,7 @@ public struct FleetRunner: Sendable {
             }
             address = known
         }
-        let relay = try await RelayLauncher.start(data: relayDirectory, listen: address, executable: executable)
+        let relay = fleet.runsRelay ? try await RelayLauncher.start(data: relayDirectory, listen: address, executable: executable) : address.url
         if circle.circle == nil {
             circle = try await clients[0].call(.circleCreate, NodeAPI.CircleCreate(relay: relay.absoluteString, name: fleet.members[0].id))
         }
@@ -276,7 +276,7 @@ public struct FleetRunner: Sendable {
             }
             var departures = [Departure](repeating: .notRunning, count: fleet.members.count)
             for try await (index, departure) in group { departures[index] = departure }
-            let relayStopped = try await RelayLauncher.stop(data: relayDirectory)
+            let relayStopped = fleet.runsRelay ? try await RelayLauncher.stop(data: relayDirectory) : false
             return Departures(members: zip(fleet.members, departures).map { ($0.id, $1) }, relayStopped: relayStopped)
         }
     }

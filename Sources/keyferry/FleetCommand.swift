@@ -28,8 +28,10 @@ struct FleetCommand: AsyncParsableCommand {
                 devices it created removed, and it says so. A fleet file with `sync: {relay: auto}` \
                 (or HOST:PORT) also gets its relay (ROOT/relay) and one circle of all its devices; \
                 `auto` and --relay-port 0 pick a free port, printed at the end, which the circle keeps \
-                for later `up`s. A fleet brought up with --root is remembered: `up`, `status` and \
-                `down` find it without --root.
+                for later `up`s. With `sync: {relay: https://HOST:PORT}` the devices join a circle \
+                through a relay someone else runs (set KEYFERRY_RELAY_CA for a private CA), which the \
+                fleet neither starts nor stops. A fleet brought up with --root is remembered: `up`, \
+                `status` and `down` find it without --root.
                 """)
         @OptionGroup var fleet: FleetArguments
         @Option(help: "The relay's port for a new circle, instead of the file's (0: any free port).", transform: { Int(try Checked.port($0)) })
@@ -40,6 +42,9 @@ struct FleetCommand: AsyncParsableCommand {
             var runner = try fleet.runner()
             if relayPort != nil, runner.fleet.relay == nil {
                 throw ValidationError("--relay-port is for a fleet that syncs; \(fleet.file) has no `sync:` section.")
+            }
+            if relayPort != nil, !runner.fleet.runsRelay {
+                throw ValidationError("--relay-port is for a relay the fleet starts; \(fleet.file) syncs through one someone else runs.")
             }
             runner.relayPort = relayPort
             try runner.rememberRoot()
@@ -57,7 +62,8 @@ struct FleetCommand: AsyncParsableCommand {
             for arrival in arrivals {
                 say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
             }
-            if let circle = arrivals.first?.circle, let relay = RelayLauncher.running(data: runner.relayDirectory) {
+            let relay = runner.fleet.runsRelay ? RelayLauncher.running(data: runner.relayDirectory) : runner.fleet.relay?.url
+            if let circle = arrivals.first?.circle, let relay {
                 print("every device is in circle \(circle), syncing through the relay at \(relay.absoluteString)")
             }
         }

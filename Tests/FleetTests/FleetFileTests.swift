@@ -1,6 +1,7 @@
 import Fleet
 import Foundation
 import KeychainStore
+import Relay
 import Testing
 
 @Suite("Fleet files")
@@ -78,7 +79,20 @@ struct FleetFileTests {
         ("fleet: f\nsync:\n  relay: 127.0.0.1:99999\ndevices:\n  phone: {}\n", 3, "sync.relay", "auto"),
         ("fleet: f\nsync:\n  relay: 127.0.0.1:7700\n  members: [a]\ndevices:\n  phone: {}\n", 4, "sync.members", "unknown field"),
         ("fleet: f\nsync:\n  relay: 127.0.0.1:7700\ndevices:\n  relay: {}\n", 3, "sync", "rename the device `relay`"),
+        ("fleet: f\nsync:\n  relay: https://10.0.0.5:7700\n  start: true\ndevices:\n  phone: {}\n", 4, "sync.start", "over http only"),
+        ("fleet: f\nsync:\n  relay: auto\n  start: false\ndevices:\n  phone: {}\n", 4, "sync.start", "name the relay"),
+        ("fleet: f\nsync:\n  relay: 10.0.0.5:7700\n  start: maybe\ndevices:\n  phone: {}\n", 4, "sync.start", "true or false"),
     ]
+
+    @Test("A relay the fleet does not run: an https:// address, or HOST:PORT with `start: false`; a device may then be called relay")
+    func externalRelay() throws {
+        let https = try FleetFile(yaml: "fleet: f\nsync: {relay: 'https://relay.example:7443'}\ndevices:\n  relay: {}\n", file: "f.yaml")
+        #expect(https.relay == RelayAddress(host: "relay.example", port: 7443, secure: true) && !https.runsRelay)
+        let plain = try FleetFile(yaml: "fleet: f\nsync: {relay: '10.0.0.5:7700', start: false}\ndevices:\n  phone: {}\n", file: "f.yaml")
+        #expect(plain.relay == RelayAddress(host: "10.0.0.5", port: 7700) && !plain.runsRelay)
+        let own = try FleetFile(yaml: "fleet: f\nsync: {relay: '127.0.0.1:7700'}\ndevices:\n  phone: {}\n", file: "f.yaml")
+        #expect(own.runsRelay)
+    }
 
     @Test("A malformed file names the file, the line and the field", arguments: malformed.indices)
     func malformedFile(index: Int) throws {

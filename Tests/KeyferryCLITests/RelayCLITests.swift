@@ -135,6 +135,50 @@ struct RelayCLITests {
         #expect(notPEM.status == 1 && notPEM.stderr.contains("not a readable PEM certificate chain"), "\(notPEM.stderr)")
     }
 
+    @Test("a fleet file naming an https:// relay someone else runs: its devices join one circle through it and sync; the fleet neither starts nor stops it")
+    func fleetOnExternalRelay() async throws {
+        let cli = try CLI()
+        let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
+        let (relay, line) = try cli.start([
+            "relay", "serve", "--data", cli.path("shared-relay"), "--listen", "127.0.0.1:0", "--json",
+            "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
+        ])
+        defer {
+            relay.terminate()
+            relay.waitUntilExit()
+        }
+        let url = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let file = cli.root.appendingPathComponent("remote.yaml")
+        try """
+        fleet: remote
+        sync:
+          relay: \(url)
+        apps:
+          com.example.mail: {team: ABCDE12345}
+        devices:
+          a: {apps: [com.example.mail]}
+          b: {apps: [com.example.mail]}
+        """.write(to: file, atomically: true, encoding: .utf8)
+        let root = ["--root", cli.path("fleet")]
+        let trust = ["KEYFERRY_RELAY_CA": pki.authority.path]
+        let up = try cli.ok(["fleet", "up", file.path] + root, environment: trust)
+        #expect(up.text.contains("syncing through the relay at \(url)"), "\(up.text)")
+        #expect(!FileManager.default.fileExists(atPath: cli.path("fleet") + "/relay"), "no relay of the fleet's own")
+        let (a, b) = (cli.path("fleet") + "/a", cli.path("fleet") + "/b")
+        let members = (try cli.ok(["circle", "status", a, "--json"]).object()["members"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(Set(members) == ["a", "b"])
+        try cli.ok(["item", "add", a, "--app", "com.example.mail", "--account", "shared", "--value", "v", "--sync"])
+        try cli.ok(["sync", "now", a])
+        try cli.ok(["sync", "now", b])
+        #expect(try cli.ok(["item", "get", b, "--app", "com.example.mail", "--account", "shared", "--sync", "yes"]).text == "v")
+
+        let down = try cli.ok(["fleet", "down", file.path, "--json"] + root).object()
+        #expect(down["relayStopped"] as? Bool == false)
+        #expect(relay.isRunning, "the relay someone else runs is left running")
+        let refused = try cli.run(["fleet", "up", file.path, "--relay-port", "0"] + root)
+        #expect(refused.status == 64 && refused.stderr.contains("someone else runs"), "\(refused.stderr)")
+    }
+
     @Test("a bad address, a data path that is a file, or a damaged database is refused, and the files are left as they were")
     func badInput() throws {
         let cli = try CLI()
