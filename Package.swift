@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "Sync", targets: ["Sync"]),
         .library(name: "Relay", targets: ["Relay"]),
+        .library(name: "RelayPostgres", targets: ["RelayPostgres"]),
         .library(name: "NodeControl", targets: ["NodeControl"]),
         .library(name: "Node", targets: ["Node"]),
         .library(name: "Survival", targets: ["Survival"]),

@@ -30,6 +30,7 @@ let package = Package(
                 .product(name: "SyncWire", package: keyferry),
                 .product(name: "Sync", package: keyferry),
                 .product(name: "Relay", package: keyferry),
+                .product(name: "RelayPostgres", package: keyferry),
                 .product(name: "NodeControl", package: keyferry),
                 .product(name: "Node", package: keyferry),
                 .product(name: "Survival", package: keyferry),

@@ -55,42 +55,57 @@ public actor SQLiteRelayStorage: RelayStorage {
 
     public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) throws -> Int {
         let circleBytes = Self.bytes(circle)
-        return try queue.write { db in
-            if let expected {
-                let last = try Int64.fetchOne(
-                    db, sql: "SELECT COALESCE(MAX(cursor), 0) FROM record WHERE circle = ? AND stream = ?", arguments: [circleBytes, stream.rawValue])
-                guard last.map(UInt64.init) == expected else { throw RelayStorageConflict() }
-            }
-            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO record (circle, stream, digest, body) VALUES (?, ?, ?, ?)")
-            var added = 0
-            var size = 0
-            for body in bodies {
-                try statement.execute(arguments: [circleBytes, stream.rawValue, Data(ContentDigest.of(body)), Data(body)])
-                if db.changesCount > 0 {
-                    added += 1
-                    size += body.count
+        return try failing {
+            try queue.write { db in
+                if let expected {
+                    let last = try Int64.fetchOne(
+                        db, sql: "SELECT COALESCE(MAX(cursor), 0) FROM record WHERE circle = ? AND stream = ?", arguments: [circleBytes, stream.rawValue])
+                    guard last.map(UInt64.init) == expected else { throw RelayStorageConflict() }
                 }
+                let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO record (circle, stream, digest, body) VALUES (?, ?, ?, ?)")
+                var added = 0
+                var size = 0
+                for body in bodies {
+                    try statement.execute(arguments: [circleBytes, stream.rawValue, Data(ContentDigest.of(body)), Data(body)])
+                    if db.changesCount > 0 {
+                        added += 1
+                        size += body.count
+                    }
+                }
+                try db.execute(
+                    sql: "INSERT INTO circle_size (circle, bytes) VALUES (?, ?) ON CONFLICT (circle) DO UPDATE SET bytes = bytes + excluded.bytes",
+                    arguments: [circleBytes, size])
+                return added
             }
-            try db.execute(
-                sql: "INSERT INTO circle_size (circle, bytes) VALUES (?, ?) ON CONFLICT (circle) DO UPDATE SET bytes = bytes + excluded.bytes",
-                arguments: [circleBytes, size])
-            return added
         }
     }
 
     public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
-        try queue.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
-                arguments: [Self.bytes(circle), stream.rawValue, Int64(clamping: cursor), limit]
-            )
-            .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
+        try failing {
+            try queue.read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
+                    arguments: [Self.bytes(circle), stream.rawValue, Int64(clamping: cursor), limit]
+                )
+                .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
+            }
         }
     }
 
     public func byteCount(circle: UUID) throws -> Int {
-        try queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [Self.bytes(circle)]) ?? 0
+        try failing {
+            try queue.read { db in
+                try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [Self.bytes(circle)]) ?? 0
+            }
+        }
+    }
+
+    /// SQLite's failures (a full disk, a damaged file) as the relay reports a storage's.
+    private func failing<Result>(_ work: () throws -> Result) throws -> Result {
+        do {
+            return try work()
+        } catch let error as DatabaseError {
+            throw RelayStorageError("\(error.message ?? "\(error.resultCode)") (SQLite \(error.resultCode))")
         }
     }
 

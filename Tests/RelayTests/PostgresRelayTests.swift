@@ -119,6 +119,87 @@ struct PostgresRelayTests {
     }
 }
 
+/// A PostgreSQL server of a test's own (scripts/postgres), which the test may stop and start.
+private struct PrivatePostgres {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-pg-\(UUID().uuidString.prefix(8))")
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts/postgres")
+
+    /// Starts it (again, on the same port) and returns its address.
+    func start() throws -> PostgresRelayDatabase {
+        try run("start")
+        // Read from the files it keeps: the server it leaves running holds whatever it inherited.
+        let port = try String(contentsOf: directory.appendingPathComponent("port"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let password = try String(contentsOf: directory.appendingPathComponent("password"), encoding: .utf8)
+        return try PostgresRelayDatabase(url: "postgres://keyferry@127.0.0.1:\(port)/keyferry?sslmode=disable", password: password)
+    }
+
+    func stop() throws { try run("stop") }
+
+    func remove() {
+        try? stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func run(_ command: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [Self.script.path, command, directory.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+        exited.wait()
+        try #require(process.terminationStatus == 0, "scripts/postgres \(command) failed")
+    }
+}
+
+extension PostgresRelayTests {
+    @Test(
+        "PostgreSQL stopped and started again while a member pushes: the relay answers 503 naming the database, the member backs off and catches up, nothing acknowledged is lost or doubled"
+    )
+    func databaseRestart() async throws {
+        _ = try TestPostgres.database()
+        let server = PrivatePostgres()
+        defer { server.remove() }
+        let database = try server.start()
+        let one = OneMemberCircle()
+        let batches = try one.batches(40)
+        try await PostgresRelayStorage.withStorage(database) { storage in
+            try await withRelay(storage: storage) { client, _ in
+                try await one.create(on: client)
+                let acknowledged = try await withThrowingTaskGroup(of: Int.self) { group in
+                    group.addTask {
+                        var acknowledged = 0
+                        for batch in batches {
+                            let proof = one.proof([batch])
+                            _ = try await client.retrying(until: .now + .seconds(60)) {
+                                try await $0.push([batch], circle: one.circle, stream: .envelopes, proof: proof)
+                            }
+                            acknowledged += 1
+                            try await Task.sleep(for: .milliseconds(20))
+                        }
+                        return acknowledged
+                    }
+                    try await Task.sleep(for: .milliseconds(200))
+                    try server.stop()
+                    let refusal = await #expect(throws: RelayError.self) {
+                        try await client.pull(circle: one.circle, stream: .envelopes, after: 0)
+                    }
+                    #expect("\(refusal.map { "\($0)" } ?? "")".contains("database"), "\(String(describing: refusal))")
+                    try await Task.sleep(for: .milliseconds(500))
+                    _ = try server.start()
+                    return try await group.reduce(0, +)
+                }
+                #expect(acknowledged == batches.count)
+                let held = try await client.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000)
+                #expect(held.map(\.body) == batches, "every batch once, in the order acknowledged")
+            }
+        }
+    }
+}
+
 private func outcome(_ push: () async throws -> Int) async -> Result<Int, any Error> {
     do { return .success(try await push()) } catch { return .failure(error) }
 }
