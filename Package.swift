@@ -159,9 +159,9 @@ let package = Package(
             name: "keyferry-fuzz",
             dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "Scenario", "SyncWire"]),
 
-        // Shared test support: a manual clock, seeded randomness, device fixtures.
+        // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.
         .target(
-            name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel"],
+            name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "SyncWire"],
             path: "Tests/KeychainTesting"),
 
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
@@ -182,7 +182,9 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting", .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
@@ -202,6 +204,7 @@ let package = Package(
             name: "KeyferryCLITests",
             dependencies: [
                 "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
+                "KeychainTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ]

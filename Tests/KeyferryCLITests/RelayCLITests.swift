@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import KeyferryCrypto
 import Node
 import NodeControl
@@ -177,6 +178,41 @@ struct RelayCLITests {
         #expect(relay.isRunning, "the relay someone else runs is left running")
         let refused = try cli.run(["fleet", "up", file.path, "--relay-port", "0"] + root)
         #expect(refused.status == 64 && refused.stderr.contains("someone else runs"), "\(refused.stderr)")
+    }
+
+    @Test("a relay killed with SIGKILL mid-push and started again on its port: the member's retries get through, nothing acknowledged is lost or doubled")
+    func killedMidPush() async throws {
+        let cli = try CLI()
+        let data = cli.path("relay")
+        let (first, line) = try cli.start(["relay", "serve", "--data", data, "--listen", "127.0.0.1:0", "--json"])
+        let url = try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["url"] as? String)
+        let client = RelayClient(url: try #require(URL(string: url)))
+        let one = OneMemberCircle()
+        try await one.create(on: client)
+        let batches = try one.batches(60)
+        let pusher = Task {
+            for batch in batches {
+                let proof = one.proof([batch])
+                _ = try await client.retrying(until: .now + .seconds(30)) { try await $0.push([batch], circle: one.circle, stream: .envelopes, proof: proof) }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(150))
+        let kill = Process()
+        kill.executableURL = URL(fileURLWithPath: "/bin/kill")
+        kill.arguments = ["-KILL", "\(first.processIdentifier)"]
+        try kill.run()
+        kill.waitUntilExit()
+        first.waitUntilExit()
+        #expect(first.terminationReason == .uncaughtSignal)
+        let (second, _) = try cli.start(["relay", "serve", "--data", data, "--listen", url])
+        defer {
+            second.terminate()
+            second.waitUntilExit()
+        }
+        try await pusher.value
+        let held = try await client.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000)
+        #expect(held.map(\.body) == batches, "every batch once, in the order pushed")
     }
 
     @Test("a bad address, a data path that is a file, or a damaged database is refused, and the files are left as they were")

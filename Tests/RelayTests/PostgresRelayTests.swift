@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import KeyferryCrypto
 import Relay
 import RelayPostgres

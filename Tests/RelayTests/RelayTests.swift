@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeychainTesting
 import KeyferryCrypto
 import Logging
 import Relay
@@ -25,45 +26,6 @@ func withRelay<T>(storage: any RelayStorage, port: Int = 0, _ body: (RelayClient
 
 func temporaryDirectory() -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-relay-\(UUID().uuidString)")
-}
-
-/// A circle of one on a relay: its creator, its history, and the creator's signature on pushes.
-struct OneMemberCircle {
-    let creator = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
-    let history: CircleHistory
-
-    init() { history = CircleHistory(creator: creator, name: "phone") }
-
-    var circle: UUID { history.circle }
-    var author: SigningKey { creator.signingKey }
-
-    func proof(_ bodies: [[UInt8]], _ stream: RelayStream = .envelopes, by key: SigningKey? = nil) -> PushProof {
-        PushProof(signing: bodies, circle: circle, stream: stream, key: key ?? author)
-    }
-
-    /// `count` batches of one envelope each, chained, of items whose attributes and secrets
-    /// carry marker strings.
-    func batches(_ count: Int, by author: SigningKey? = nil) throws -> [[UInt8]] {
-        let author = author ?? self.author
-        let keys = CircleKeys(circle: circle, epoch: 1)
-        var link = BatchLink.start
-        return try (0..<count).map { i in
-            let item = SyncedItem(
-                version: HybridTimestamp(milliseconds: UInt64(1_000 + i)), isTombstone: false,
-                record: ItemRecord(
-                    itemClass: .genericPassword, uuid: UUID(), accessGroup: "MARKER-GROUP", protection: .afterFirstUnlock,
-                    synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
-                    attributes: [.account: .string("MARKER-ACCOUNT-\(i)")], data: Data("MARKER-SECRET-\(i)".utf8)))
-            let batch = EnvelopeBatch([try SealedEnvelope.seal(item, keys: keys, author: author.publicKey)], circle: circle, author: author, after: link)
-            link = batch.link
-            return batch.bytes
-        }
-    }
-
-    /// Puts the circle on the relay.
-    func create(on client: RelayClient) async throws {
-        try await client.push(history.entries.map(\.bytes), circle: circle, stream: .membership, proof: nil)
-    }
 }
 
 @Suite("Relay")
@@ -244,5 +206,90 @@ struct RelayTests {
         let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
         #expect(pushed == 3)
         #expect(try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10).map(\.body) == sealed)
+    }
+}
+
+/// A small tmpfs of the test's own, to fill a relay's disk; mounting needs root.
+private struct SmallFilesystem {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-full-\(UUID().uuidString.prefix(8))")
+
+    static let available: Bool = {
+        guard let probe = try? SmallFilesystem(kilobytes: 64) else { return false }
+        probe.remove()
+        return true
+    }()
+
+    init(kilobytes: Int) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", url.path]) else {
+            try? FileManager.default.removeItem(at: url)
+            throw CocoaError(.fileWriteNoPermission)
+        }
+    }
+
+    var freeBytes: Int {
+        ((try? FileManager.default.attributesOfFileSystem(forPath: url.path))?[.systemFreeSize] as? NSNumber)?.intValue ?? 0
+    }
+
+    func remove() {
+        _ = Self.run("/bin/umount", [url.path])
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        guard (try? process.run()) != nil else { return false }
+        exited.wait()
+        return process.terminationStatus == 0
+    }
+}
+
+extension RelayTests {
+    @Test(
+        "the SQLite relay's disk fills: a push is answered 503 naming it, nothing acknowledged is lost, and once there is room the member's retry gets through",
+        .enabled(if: SmallFilesystem.available, "needs root, to mount a small tmpfs"))
+    func diskFull() async throws {
+        let disk = try SmallFilesystem(kilobytes: 2048)
+        defer { disk.remove() }
+        let storage = try SQLiteRelayStorage(directory: disk.url.appendingPathComponent("relay"))
+        let one = OneMemberCircle()
+        let batches = try one.batches(400)
+        try await withRelay(storage: storage) { client, _ in
+            try await one.create(on: client)
+            // All the room but 64 KiB goes to a file of someone else's.
+            let filler = disk.url.appendingPathComponent("filler")
+            try Data(count: max(0, disk.freeBytes - (64 << 10))).write(to: filler)
+            var acknowledged: [[UInt8]] = []
+            var refusal: RelayError?
+            for batch in batches {
+                do {
+                    _ = try await client.push([batch], circle: one.circle, stream: .envelopes, proof: one.proof([batch]))
+                    acknowledged.append(batch)
+                } catch let error as RelayError {
+                    refusal = error
+                    break
+                }
+            }
+            let failed = try #require(refusal, "the disk never filled")
+            guard case .unreachable(let why) = failed else {
+                Issue.record("a full disk is a passing fault, retried: \(failed)")
+                return
+            }
+            #expect(why.contains("full"), "\(why)")
+            #expect(try await client.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000).map(\.body) == acknowledged)
+
+            try FileManager.default.removeItem(at: filler)
+            let next = batches[acknowledged.count]
+            _ = try await client.retrying(until: .now + .seconds(10)) {
+                try await $0.push([next], circle: one.circle, stream: .envelopes, proof: one.proof([next]))
+            }
+            #expect(try await client.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000).map(\.body) == acknowledged + [next])
+        }
     }
 }
