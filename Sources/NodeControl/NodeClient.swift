@@ -75,7 +75,9 @@ extension NodeClient {
     /// unlock); the sponsor then signs an entry admitting it and seals it a share of the keys,
     /// publishing nothing; this node checks both against the relay and publishes the entry.
     /// A join that fails anywhere leaves the circle as it was.
-    public func joinCircle(sponsor: NodeClient, name: String? = nil) async throws -> NodeAPI.CircleStatus {
+    /// `relay`: the relay this node syncs through, when not the sponsor's: another relay
+    /// serving the same database (`relay serve --database`), nearer this node.
+    public func joinCircle(sponsor: NodeClient, name: String? = nil, relay: String? = nil) async throws -> NodeAPI.CircleStatus {
         var peer: NodeAPI.Peer = try await get(.circleIdentity)
         if let name {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
@@ -83,7 +85,8 @@ extension NodeClient {
             }
             peer.name = name
         }
-        let voucher: NodeAPI.Voucher = try await sponsor.call(.circleVouch, NodeAPI.Vouch(peer: peer))
+        var voucher: NodeAPI.Voucher = try await sponsor.call(.circleVouch, NodeAPI.Vouch(peer: peer))
+        if let relay { voucher.relay = relay }
         let joined: NodeAPI.CircleStatus = try await call(.circleJoin, voucher)
         // The joiner published its entry; the sponsor reads it now rather than at its next pass.
         let _: NodeAPI.Empty? = try? await sponsor.call(.syncNow, NodeAPI.Empty())

@@ -37,15 +37,19 @@ struct CircleCommand: AsyncParsableCommand {
                 Both nodes must be running on this machine, and this one unlocked since it was powered on. \
                 The sponsor signs an entry admitting this node and seals it the circle's keys; this node \
                 checks both against the relay and only then publishes the entry. A join that fails \
-                changes nothing, on either side.
+                changes nothing, on either side. With --relay this node syncs through another relay than \
+                the sponsor's: one serving the same database (`relay serve --database`).
                 """)
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The device directory of a member that vouches for this node.", completion: .directory) var sponsor: String
         @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
+        @Option(help: "Sync through this relay instead of the sponsor's: another relay on the same database.", transform: Checked.relayAddress)
+        var relay: RelayAddress?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status = try await device.client.joinCircle(sponsor: NodeClient(directory: URL(fileURLWithPath: sponsor)), name: name)
+            let status = try await device.client.joinCircle(
+                sponsor: NodeClient(directory: URL(fileURLWithPath: sponsor)), name: name, relay: relay?.url.absoluteString)
             try present(status, json: output.json)
         }
     }

@@ -10,6 +10,7 @@ import Logging
 import Node
 import NodeControl
 import Relay
+import RelayPostgres
 import Scenario
 import Sync
 import SyncWire
@@ -208,6 +209,55 @@ struct DemoCommand: AsyncParsableCommand {
         try await scenario(tour)
     }
 
+    /// The demo's relays: one on SQLite in the fleet's root; or, when scripts/demo started a
+    /// PostgreSQL server (`KEYFERRY_DEMO_POSTGRES`, `PGPASSWORD`), two relays sharing its
+    /// database. The task serves them until cancelled.
+    private func serveRelays(root: URL) async throws -> (Task<Void, any Error>, [Int], any RelayStorage) {
+        let environment = ProcessInfo.processInfo.environment
+        let (announced, announce) = AsyncStream<(Int, any RelayStorage)>.makeStream()
+        let logger = Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() }
+        let serve: @Sendable (any RelayStorage) async throws -> Void = { storage in
+            try await RelayServer.run(storage: storage, host: "127.0.0.1", port: 0, logger: logger) { announce.yield(($0, storage)) }
+        }
+        let relays: Int
+        let task: Task<Void, any Error>
+        if let url = environment["KEYFERRY_DEMO_POSTGRES"] {
+            let database = try PostgresRelayDatabase(url: url, password: environment[PostgresRelayDatabase.passwordVariable])
+            relays = 2
+            task = Task {
+                defer { announce.finish() }
+                try await PostgresRelayStorage.withStorage(database) { first in
+                    try await PostgresRelayStorage.withStorage(database) { second in
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask { try await serve(first) }
+                            group.addTask { try await serve(second) }
+                            try await group.waitForAll()
+                        }
+                    }
+                }
+            }
+        } else {
+            let storage = try SQLiteRelayStorage(directory: root.appendingPathComponent("relay"))
+            relays = 1
+            task = Task {
+                defer { announce.finish() }
+                try await serve(storage)
+            }
+        }
+        var ports: [Int] = []
+        var storage: (any RelayStorage)?
+        for await (port, served) in announced {
+            ports.append(port)
+            storage = served
+            if ports.count == relays { break }
+        }
+        guard ports.count == relays, let storage else {
+            try await task.value
+            throw CommandFailure("the demo's relay did not start")
+        }
+        return (task, ports, storage)
+    }
+
     /// One scenario of the library on fresh devices, as CI runs it (`keyferry scenario run`).
     private func scenario(_ tour: Tour) async throws {
         let file = URL(fileURLWithPath: fleet).deletingLastPathComponent().appendingPathComponent("scenarios/new-phone-restore.yaml")
@@ -222,25 +272,27 @@ struct DemoCommand: AsyncParsableCommand {
         tour.say(result.passed ? "every expectation holds (\(String(format: "%.1f", result.seconds)) s)" : "the scenario failed")
     }
 
-    /// The other devices join the phone's circle through a relay the demo runs (returned, to be
-    /// stopped at the end), and sync.
+    /// The other devices join the phone's circle through the relays the demo runs (returned,
+    /// to be stopped at the end), and sync.
     private func circle(phone: NodeClient, runner: FleetRunner, tour: Tour) async throws -> Task<Void, any Error> {
-        let storage = try SQLiteRelayStorage(directory: runner.root.appendingPathComponent("relay"))
-        let (ports, announce) = AsyncStream<Int>.makeStream()
-        let relay = Task {
-            try await RelayServer.run(storage: storage, host: "127.0.0.1", port: 0, logger: Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() }) {
-                announce.yield($0)
-            }
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CommandFailure("the demo's relay did not start") }
+        let (relay, ports, storage) = try await serveRelays(root: runner.root)
         let others = runner.fleet.members.filter { $0.id != "phone" }
-        tour.heading("The phone forms a circle with \(others.map(\.deviceName).joined(separator: " and ")), through a relay at 127.0.0.1:\(port)")
+        let port = ports[0]
+        let names = others.map(\.deviceName).joined(separator: " and ")
+        if ports.count == 1 {
+            tour.heading("The phone forms a circle with \(names), through a relay at 127.0.0.1:\(port)")
+        } else {
+            tour.heading(
+                "The phone forms a circle with \(names), through two relays sharing one PostgreSQL database "
+                    + "(127.0.0.1:\(ports[0]) and 127.0.0.1:\(ports[1]))")
+        }
         _ = try await phone.call(.circleCreate, NodeAPI.CircleCreate(relay: "http://127.0.0.1:\(port)", name: nil)) as NodeAPI.CircleStatus
         let clients = others.map { NodeClient(directory: runner.directory(of: $0)) }
-        for (member, client) in zip(others, clients) {
-            let status = try await client.joinCircle(sponsor: phone)
-            tour.say("\(member.deviceName) joins, vouched for by the phone: \(status.members.count) members")
+        for (index, (member, client)) in zip(others, clients).enumerated() {
+            // With two relays, members alternate: the first to join syncs through the second.
+            let own = ports[(index + 1) % ports.count]
+            let status = try await client.joinCircle(sponsor: phone, relay: "http://127.0.0.1:\(own)")
+            tour.say("\(member.deviceName) joins, vouched for by the phone, syncing through 127.0.0.1:\(own): \(status.members.count) members")
         }
         for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
         let status: NodeAPI.SyncStatus = try await phone.get(.syncStatus)
@@ -258,7 +310,7 @@ struct DemoCommand: AsyncParsableCommand {
             let batches = try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).map { try EnvelopeBatch(bytes: $0.body) }
             let held = batches.reduce(0) { $0 + $1.envelopes.count }
             tour.say(
-                "the relay holds \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them"
+                "\(ports.count == 1 ? "the relay holds" : "the database behind both relays holds") \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them"
             )
             // What a stranger who can reach the relay gets: nothing written, so nothing to stop the circle.
             let stranger = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
