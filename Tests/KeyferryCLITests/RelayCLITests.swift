@@ -37,7 +37,7 @@ struct RelayCLITests {
     }
 
     @Test(
-        "two relays on one PostgreSQL database serve one log; the password comes from a file or the environment, never the address, and a wrong one is named",
+        "two relays on one PostgreSQL database serve one log and one circle, each device syncing through its own; the password comes from a file or the environment, never the address, and a wrong one is named",
         .enabled(if: RelayCLITests.postgres != nil || ProcessInfo.processInfo.environment["CI"] != nil, "needs the PostgreSQL server scripts/test starts"))
     func postgresRelays() async throws {
         let cli = try CLI()
@@ -74,6 +74,23 @@ struct RelayCLITests {
         #expect(
             try await b.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership, proof: nil) == 0,
             "held already, whichever relay took it")
+
+        // Two devices of one circle, each syncing through its own relay of the database.
+        let (phone, tablet) = (cli.path("phone"), cli.path("tablet"))
+        for device in [phone, tablet] {
+            try cli.ok(["device", "init", device, "--name", URL(fileURLWithPath: device).lastPathComponent])
+            try cli.ok(["node", "start", device])
+            try cli.ok(["app", "install", device, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+        }
+        try cli.ok(["circle", "create", phone, "--relay", a.base.absoluteString])
+        try cli.ok(["circle", "join", tablet, "--sponsor", phone, "--relay", b.base.absoluteString])
+        #expect(try cli.ok(["circle", "status", tablet, "--json"]).object()["relay"] as? String == b.base.absoluteString)
+        try cli.ok(["item", "add", phone, "--app", "com.example.mail", "--account", "from-phone", "--value", "p", "--sync"])
+        try cli.ok(["item", "add", tablet, "--app", "com.example.mail", "--account", "from-tablet", "--value", "t", "--sync"])
+        for device in [phone, tablet, phone] { try cli.ok(["sync", "now", device]) }
+        #expect(try cli.ok(["item", "get", tablet, "--app", "com.example.mail", "--account", "from-phone", "--sync", "yes"]).text == "p")
+        #expect(try cli.ok(["item", "get", phone, "--app", "com.example.mail", "--account", "from-tablet", "--sync", "yes"]).text == "t")
+        for device in [phone, tablet] { try cli.ok(["node", "stop", device]) }
         for process in [first, second] {
             process.terminate()
             process.waitUntilExit()
