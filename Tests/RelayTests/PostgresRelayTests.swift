@@ -129,7 +129,7 @@ private struct PrivatePostgres {
     /// Starts it (again, on the same port) and returns its address.
     func start() throws -> PostgresRelayDatabase {
         try run("start")
-        // Read from the files it keeps: the server it leaves running holds whatever it inherited.
+        // Its output is discarded: the address is read from the files it keeps.
         let port = try String(contentsOf: directory.appendingPathComponent("port"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let password = try String(contentsOf: directory.appendingPathComponent("password"), encoding: .utf8)
         return try PostgresRelayDatabase(url: "postgres://keyferry@127.0.0.1:\(port)/keyferry?sslmode=disable", password: password)
@@ -143,16 +143,7 @@ private struct PrivatePostgres {
     }
 
     private func run(_ command: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [Self.script.path, command, directory.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        exited.wait()
-        try #require(process.terminationStatus == 0, "scripts/postgres \(command) failed")
+        try #require(runQuietly("/bin/bash", [Self.script.path, command, directory.path]), "scripts/postgres \(command) failed")
     }
 }
 

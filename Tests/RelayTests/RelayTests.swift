@@ -221,7 +221,7 @@ private struct SmallFilesystem {
 
     init(kilobytes: Int) throws {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", url.path]) else {
+        guard runQuietly("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", url.path]) else {
             try? FileManager.default.removeItem(at: url)
             throw CocoaError(.fileWriteNoPermission)
         }
@@ -232,22 +232,25 @@ private struct SmallFilesystem {
     }
 
     func remove() {
-        _ = Self.run("/bin/umount", [url.path])
+        _ = runQuietly("/bin/umount", [url.path])
         try? FileManager.default.removeItem(at: url)
     }
+}
 
-    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        guard (try? process.run()) != nil else { return false }
-        exited.wait()
-        return process.terminationStatus == 0
-    }
+/// Runs a tool to its end, its output discarded; true when it succeeded. Waits through the
+/// termination handler, so a server the tool leaves running cannot hold the wait.
+func runQuietly(_ tool: String, _ arguments: [String]) -> Bool {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
+    guard (try? process.run()) != nil else { return false }
+    exited.wait()
+    return process.terminationStatus == 0
 }
 
 extension RelayTests {
