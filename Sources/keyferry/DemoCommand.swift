@@ -210,7 +210,7 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     /// The demo's relays: one on SQLite in the fleet's root; or, when scripts/demo started a
-    /// PostgreSQL server (`KEYFERRY_DEMO_POSTGRES`, `PGPASSWORD`), two relays sharing its
+    /// PostgreSQL server (`KEYFERRY_POSTGRES`, `PGPASSWORD`), two relays sharing its
     /// database. The task serves them until cancelled.
     private func serveRelays(root: URL) async throws -> (Task<Void, any Error>, [Int], any RelayStorage) {
         let environment = ProcessInfo.processInfo.environment
@@ -221,7 +221,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let relays: Int
         let task: Task<Void, any Error>
-        if let url = environment["KEYFERRY_DEMO_POSTGRES"] {
+        if let url = environment["KEYFERRY_POSTGRES"] {
             let database = try PostgresRelayDatabase(url: url, password: environment[PostgresRelayDatabase.passwordVariable])
             relays = 2
             task = Task {

@@ -41,7 +41,7 @@ struct RelayCLITests {
         .enabled(if: RelayCLITests.postgres != nil || ProcessInfo.processInfo.environment["CI"] != nil, "needs the PostgreSQL server scripts/test starts"))
     func postgresRelays() async throws {
         let cli = try CLI()
-        let database = try #require(Self.postgres, "KEYFERRY_TEST_POSTGRES is not set: run the tests with scripts/test")
+        let database = try #require(Self.postgres, "KEYFERRY_POSTGRES is not set: run the tests with scripts/test")
         let password = try #require(ProcessInfo.processInfo.environment["PGPASSWORD"])
         let inAddress = try cli.run([
             "relay", "serve", "--data", cli.path("r"), "--database", database.replacingOccurrences(of: "keyferry@", with: "keyferry:\(password)@"),
@@ -99,7 +99,7 @@ struct RelayCLITests {
         #expect(!FileManager.default.fileExists(atPath: cli.path("r1") + "/relay.sqlite"), "the records are in PostgreSQL, not beside the log")
     }
 
-    static let postgres = ProcessInfo.processInfo.environment["KEYFERRY_TEST_POSTGRES"]
+    static let postgres = ProcessInfo.processInfo.environment["KEYFERRY_POSTGRES"]
 
     @Test("a relay killed outright leaves its announcement; a live process under that pid is never taken for it, nor signalled")
     func killedRelay() async throws {

@@ -9,11 +9,11 @@ import Testing
 /// The PostgreSQL server `scripts/test` starts for these tests (scripts/postgres). Where it
 /// does not run, the suite says so and is skipped; under CI it must be there.
 enum TestPostgres {
-    static let url = ProcessInfo.processInfo.environment["KEYFERRY_TEST_POSTGRES"]
+    static let url = ProcessInfo.processInfo.environment["KEYFERRY_POSTGRES"]
     static let expected = url != nil || ProcessInfo.processInfo.environment["CI"] != nil
 
     static func database() throws -> PostgresRelayDatabase {
-        let url = try #require(url, "KEYFERRY_TEST_POSTGRES is not set: run the tests with scripts/test, which starts PostgreSQL")
+        let url = try #require(url, "KEYFERRY_POSTGRES is not set: run the tests with scripts/test, which starts PostgreSQL")
         return try PostgresRelayDatabase(url: url, password: ProcessInfo.processInfo.environment[PostgresRelayDatabase.passwordVariable])
     }
 }

@@ -20,7 +20,7 @@ struct RelaysBench: AsyncParsableCommand {
             and the relays (HTTP on 127.0.0.1) run in this process; with two relays, members \
             alternate between them. Items per second count deliveries (items times receiving \
             members). Target: two PostgreSQL relays at least 0.8x one SQLite relay. --database \
-            (or KEYFERRY_TEST_POSTGRES, with PGPASSWORD) names the database; scripts/bench relays \
+            (or KEYFERRY_POSTGRES, with PGPASSWORD) names the database; scripts/bench relays \
             starts a private one.
             """)
 
@@ -37,7 +37,7 @@ struct RelaysBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let url = database ?? ProcessInfo.processInfo.environment["KEYFERRY_TEST_POSTGRES"] else {
+        guard let url = database ?? ProcessInfo.processInfo.environment["KEYFERRY_POSTGRES"] else {
             throw ValidationError("give --database postgres://… (or run scripts/bench relays, which starts a private PostgreSQL).")
         }
         let postgres = try PostgresRelayDatabase(url: url, password: ProcessInfo.processInfo.environment[PostgresRelayDatabase.passwordVariable])
