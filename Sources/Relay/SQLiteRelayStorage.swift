@@ -72,6 +72,7 @@ public actor SQLiteRelayStorage: RelayStorage {
                         size += body.count
                     }
                 }
+                guard added > 0 else { return 0 }
                 try db.execute(
                     sql: "INSERT INTO circle_size (circle, bytes) VALUES (?, ?) ON CONFLICT (circle) DO UPDATE SET bytes = bytes + excluded.bytes",
                     arguments: [circleBytes, size])

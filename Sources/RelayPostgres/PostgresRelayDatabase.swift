@@ -55,6 +55,9 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
     /// The address without any secret, for logs and messages.
     public var description: String { "postgres://\(user)@\(host):\(port)/\(database)?sslmode=\(sslMode.rawValue)" }
 
+    /// How long a connection may take to open, for the pool's connections and the first check alike.
+    static let connectTimeout = Duration.seconds(5)
+
     /// For one connection of its own, opened to check the database answers at all.
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS =
@@ -64,7 +67,7 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
             case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
             }
         var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = TimeAmount.seconds(Int64(Self.connectTimeout.components.seconds))
         return configuration
     }
 
@@ -76,7 +79,7 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
             case .require: .require(.makeClientConfiguration())
             }
         var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = Self.connectTimeout
         return configuration
     }
 }
