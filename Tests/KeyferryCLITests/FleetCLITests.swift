@@ -244,3 +244,27 @@ struct DemoCLITests {
         #expect(statuses.allSatisfy { ($0["device"] as? [String: Any])?["poweredOn"] as? Bool == false })
     }
 }
+
+@Suite("the README's quick start")
+struct QuickStartTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test("the README opens with its quick start: two commands, the demo and the test suite CI runs")
+    func quickStart() throws {
+        let readme = try String(contentsOf: Self.repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first == "# Keyferry")
+        let quickStart = try #require(lines.firstIndex(of: "## Quick start"))
+        #expect(!lines[..<quickStart].contains { $0.hasPrefix("## ") || $0.hasPrefix("|") }, "nothing but the title and its line comes before the quick start")
+        let open = try #require(lines[quickStart...].firstIndex(of: "```sh"))
+        let close = try #require(lines[(open + 1)...].firstIndex(of: "```"))
+        let commands = lines[(open + 1)..<close].map { $0.split(separator: "#")[0].trimmingCharacters(in: .whitespaces) }
+        #expect(commands == ["./scripts/demo", "./scripts/test"])
+        for command in commands {
+            #expect(
+                FileManager.default.isExecutableFile(atPath: Self.repository.appendingPathComponent(command).path), "\(command) is a script of the repository")
+        }
+        let ci = try String(contentsOf: Self.repository.appendingPathComponent(".ci/run"), encoding: .utf8)
+        #expect(ci.split(separator: "\n").last == "./scripts/test", ".ci/run runs the quick start's test command")
+    }
+}
