@@ -43,6 +43,10 @@ let package = Package(
         .target(name: "KeyferryCrypto", dependencies: ["CSodium"]),
         .target(name: "KeyferryCompression", dependencies: ["CZstd"]),
 
+        // The system's own C library (file locks, signals, processes, the terminal), reached from
+        // this one module as libsodium and libzstd are from theirs.
+        .target(name: "KeyferrySystem"),
+
         // Where blocking and CPU-bound work runs: threads and queues beside the cooperative pool.
         .target(name: "KeyferryThreads"),
 
@@ -53,12 +57,12 @@ let package = Package(
         .target(
             name: "KeychainStore",
             dependencies: [
-                "KeychainModel", "KeyferryCrypto", "KeyferryThreads",
+                "KeychainModel", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
         // Backup archives: the sealed, compressed container; what goes in it and back out.
-        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferryThreads"]),
+        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferrySystem", "KeyferryThreads"]),
 
         // What members and relays exchange, knowing no device: replicated item versions,
         // hybrid clocks, the circle's signed history and keys, sealed and signed envelopes.
@@ -80,7 +84,7 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeyferryHTTP",
+                "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads", "KeyferryHTTP",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -108,7 +112,7 @@ let package = Package(
         .target(
             name: "NodeControl",
             dependencies: [
-                "KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "KeyferryHTTP",
+                "KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "KeyferryHTTP", "KeyferrySystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
 
@@ -118,7 +122,7 @@ let package = Package(
         .target(
             name: "Node",
             dependencies: [
-                "NodeControl", "KeychainStore", "KeychainModel", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay", "Survival",
+                "NodeControl", "KeychainStore", "KeychainModel", "KeyferrySystem", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay", "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -135,7 +139,7 @@ let package = Package(
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.
-        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "NodeControl"]),
+        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "KeyferrySystem", "NodeControl"]),
 
         // For users' own test suites: a simulated device in a temporary directory, its apps,
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.
@@ -146,8 +150,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "RelayPostgres", "Sync", "SyncWire", "KeyferryThreads",
-                "Survival",
+                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "RelayPostgres", "Sync", "SyncWire", "KeyferrySystem",
+                "KeyferryThreads", "Survival",
                 "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -166,6 +170,7 @@ let package = Package(
 
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
         .testTarget(name: "KeyferryCompressionTests", dependencies: ["KeyferryCompression"]),
+        .testTarget(name: "KeyferrySystemTests", dependencies: ["KeyferrySystem"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainStoreTests",
@@ -204,7 +209,7 @@ let package = Package(
             name: "KeyferryCLITests",
             dependencies: [
                 "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
-                "KeychainTesting",
+                "KeyferrySystem", "KeychainTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ]

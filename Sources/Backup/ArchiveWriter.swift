@@ -2,6 +2,7 @@ import Foundation
 import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
+import KeyferrySystem
 import KeyferryThreads
 
 /// Writes one archive: the header at once, sections as they come, the manifest last. Everything
@@ -115,24 +116,17 @@ public final class ArchiveWriter {
         return manifest
     }
 
-    /// link(2), unlike rename(2), fails when anything is at the destination: an archive never
-    /// replaces what appeared there while it was written. A file system without hard links gets
-    /// a rename after one more look.
+    /// An archive never replaces what appeared at its path while it was written.
     private func putInPlace() throws {
-        if link(temporary.path, destination.path) == 0 {
-            unlink(temporary.path)
-            return
+        do {
+            try Placement.moveFile(temporary, to: destination)
+        } catch {
+            abandonFile()
+            throw ArchiveError.cannotWrite(
+                error.isOccupied
+                    ? "\(destination.path) appeared while the backup was written; it was left as it is, and no archive was written"
+                    : "cannot put the finished archive at \(destination.path): \(error.reason)")
         }
-        var reason = errno
-        if reason == EPERM || reason == EOPNOTSUPP, (try? FileManager.default.attributesOfItem(atPath: destination.path)) == nil {
-            if rename(temporary.path, destination.path) == 0 { return }
-            reason = errno
-        }
-        abandonFile()
-        throw ArchiveError.cannotWrite(
-            reason == EEXIST
-                ? "\(destination.path) appeared while the backup was written; it was left as it is, and no archive was written"
-                : "cannot put the finished archive at \(destination.path): \(String(cString: strerror(reason)))")
     }
 
     /// Drops the unfinished archive (also what happens when the writer is released unfinished).
@@ -143,7 +137,7 @@ public final class ArchiveWriter {
         abandonFile()
     }
 
-    private func abandonFile() { unlink(temporary.path) }
+    private func abandonFile() { try? FileManager.default.removeItem(at: temporary) }
 
     private func appendSection(_ section: CompressedSection) throws {
         let (kind, compressed) = (section.kind, section.compressed)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import KeychainModel
 import KeyferryCrypto
+import KeyferrySystem
 import Synchronization
 
 /// One simulated Apple device: a directory at rest, and while powered on the class keys in
@@ -105,14 +106,14 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.io, "could not create the device in \(directory.path): \(Self.describe(error)).")
         }
-        // rename(2) takes the place of a missing or empty directory and fails on a non-empty
-        // one: of several creations racing for one directory, exactly one wins.
-        guard rename(staging.path, directory.path) == 0 else {
-            let reason = errno
-            if reason == ENOTEMPTY || reason == EEXIST {
+        // Of several creations racing for one directory, exactly one wins.
+        do {
+            try Placement.moveDirectory(staging, to: directory)
+        } catch {
+            if error.isOccupied {
                 throw DeviceError(.alreadyExists, "\(directory.path) already holds a device (made at the same moment); choose a new directory for the device.")
             }
-            throw DeviceError(.io, "could not move the new device into \(directory.path): \(String(cString: strerror(reason))).")
+            throw DeviceError(.io, "could not move the new device into \(directory.path): \(error.reason).")
         }
         let device = try powerOn(at: directory, clock: clock, entropy: entropy)
         if let passcode = options.passcode { try device.unlock(passcode: passcode) }
@@ -177,9 +178,9 @@ public final class Device: Sendable {
     /// A file system failure as a user reads it, without Foundation's wording.
     static func describe(_ error: any Error) -> String {
         if let error = error as? CocoaError, let underlying = error.userInfo[NSUnderlyingErrorKey] as? POSIXError {
-            return String(cString: strerror(underlying.code.rawValue)).lowercased()
+            return SystemError.reason(underlying.code.rawValue)
         }
-        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)).lowercased() }
+        if let error = error as? POSIXError { return SystemError.reason(error.code.rawValue) }
         return (error as? CocoaError).map { "file system error \($0.code.rawValue)" } ?? "\(error)"
     }
 

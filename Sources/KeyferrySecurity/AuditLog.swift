@@ -1,6 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 
 /// The traps recorded on one device: `audit.jsonl` in its directory, one JSON record per line.
 /// Every process calling Keychain Services on the device appends to it (lines are appended
@@ -27,10 +28,9 @@ public struct AuditLog: Sendable {
             guard let line = try? encoder.encode(record) else { continue }
             lines += line + Data("\n".utf8)
         }
-        let descriptor = open(file.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        guard let size = try? handle.seekToEnd(), size + UInt64(lines.count) <= UInt64(Self.capacity) else { return }
+        guard let handle = try? Placement.appending(to: file), let size = try? handle.seekToEnd(), size + UInt64(lines.count) <= UInt64(Self.capacity) else {
+            return
+        }
         try? handle.write(contentsOf: lines)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainStore
+import KeyferrySystem
 import NodeControl
 
 /// A device powered on in this process rather than by a node, such as for Keychain Services

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeyferrySystem
 import Logging
 import Synchronization
 
@@ -37,12 +38,9 @@ public struct FileLogHandler: LogHandler {
         static func open(_ url: URL) -> SharedFile {
             opened.withLock { files in
                 if let file = files[url] { return file }
-                if !FileManager.default.fileExists(atPath: url.path) {
-                    _ = FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600])
-                }
-                let handle = try? FileHandle(forWritingTo: url)
-                _ = try? handle?.seekToEnd()
-                let file = SharedFile(handle)
+                // Appended to (O_APPEND), as the launcher's redirect of the process's standard
+                // error is: neither overwrites the other's lines.
+                let file = SharedFile(try? Placement.appending(to: url))
                 files[url] = file
                 return file
             }

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainStore
+import KeyferrySystem
 import NodeControl
 
 /// Starts and stops node processes: `keyferry node start|stop DIR`.
@@ -17,7 +18,8 @@ public enum NodeLauncher {
         process.arguments = ["node", "run", "--detach", paths.directory.path]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = try logHandle(paths)
+        // Appended to, as the node's own logger does: neither overwrites the other's lines.
+        process.standardError = try Placement.appending(to: paths.log)
         do {
             try process.run()
         } catch {
@@ -52,11 +54,11 @@ public enum NodeLauncher {
         try Device.requireDevice(at: paths.directory)
         guard NodeLock.isHeld(paths) else { return false }
         let pid = try await NodeClient(directory: directory).status().pid
-        ProcessControl.terminate(pid)
+        ProcessControl.send(.terminate, to: pid)
         let deadline = ContinuousClock.now + timeout
         while ProcessControl.isAlive(pid) || NodeLock.isHeld(paths) {
             if ContinuousClock.now >= deadline {
-                ProcessControl.forceKill(pid)
+                ProcessControl.send(.kill, to: pid)
                 try await Task.sleep(for: .milliseconds(100))
                 break
             }
@@ -83,15 +85,6 @@ public enum NodeLauncher {
     /// Called first thing by `keyferry node run --detach`: leaves the launching shell's
     /// session, so closing the terminal does not power the node off.
     public static func detach() { ProcessControl.detachFromTerminal() }
-
-    private static func logHandle(_ paths: NodePaths) throws -> FileHandle {
-        if !FileManager.default.fileExists(atPath: paths.log.path) {
-            _ = FileManager.default.createFile(atPath: paths.log.path, contents: nil, attributes: [.posixPermissions: 0o600])
-        }
-        let handle = try FileHandle(forWritingTo: paths.log)
-        try handle.seekToEnd()
-        return handle
-    }
 
     /// What the node wrote to its log since `offset`: why it could not start.
     private static func logTail(_ paths: NodePaths, from offset: Int) -> String {

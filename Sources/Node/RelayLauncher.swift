@@ -1,4 +1,5 @@
 import Foundation
+import KeyferrySystem
 import NodeControl
 import Relay
 
@@ -15,7 +16,13 @@ public enum RelayLauncher {
     /// Held by the relay serving `data` for its life (`relay serve`): a second relay on the
     /// same data is refused, and a launcher signals only the process that holds it.
     public static func holdServingLock(data: URL) throws -> ProcessLock {
-        guard let lock = try ProcessLock.acquire(lockFile(data)) else {
+        let held: ProcessLock?
+        do {
+            held = try ProcessLock.acquire(lockFile(data))
+        } catch {
+            throw NodeError(.unusablePath, "\(error).")
+        }
+        guard let lock = held else {
             let who = RelayAnnouncement.read(from: data).map { " (\($0.url), pid \($0.pid))" } ?? ""
             throw NodeError(.alreadyRunning, "a relay already serves \(data.path)\(who); stop it first, or give another --data.")
         }
@@ -41,12 +48,8 @@ public enum RelayLauncher {
         process.standardOutput = FileHandle.nullDevice
         // Its errors go to its log: a pipe would outlive whoever started it.
         let log = data.appendingPathComponent("relay.log")
-        if !FileManager.default.fileExists(atPath: log.path) {
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil, attributes: [.posixPermissions: 0o600])
-        }
-        let logStart = (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
-        let handle = try FileHandle(forWritingTo: log)
-        try handle.seekToEnd()
+        let handle = try Placement.appending(to: log)
+        let logStart = Int(try handle.seekToEnd())
         process.standardError = handle
         do {
             try process.run()
@@ -73,11 +76,11 @@ public enum RelayLauncher {
     @discardableResult
     public static func stop(data: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         guard ProcessLock.isHeld(lockFile(data)), let announced = RelayAnnouncement.read(from: data) else { return false }
-        ProcessControl.terminate(announced.pid)
+        ProcessControl.send(.terminate, to: announced.pid)
         let deadline = ContinuousClock.now + timeout
         while ProcessLock.isHeld(lockFile(data)) {
             if ContinuousClock.now >= deadline {
-                ProcessControl.forceKill(announced.pid)
+                ProcessControl.send(.kill, to: announced.pid)
                 break
             }
             try await Task.sleep(for: .milliseconds(10))

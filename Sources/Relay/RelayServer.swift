@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTLS
+import KeyferrySystem
 import Logging
 import NIOCore
 import NIOSSL
@@ -30,9 +31,9 @@ public enum RelayServer {
         do {
             try await app.runService()
         } catch let error as IOError {
-            let reason = String(cString: strerror(error.errnoCode)).lowercased()
-            let hint = error.errnoCode == EADDRINUSE ? "; choose another port, or port 0 for a free one" : ""
-            throw RelayError.cannotListen("\(host):\(port): \(reason)\(hint).")
+            let failure = SystemError(code: error.errnoCode)
+            let hint = failure.isAddressInUse ? "; choose another port, or port 0 for a free one" : ""
+            throw RelayError.cannotListen("\(host):\(port): \(failure.reason)\(hint).")
         } catch is SocketAddressError.UnknownHost {
             throw RelayError.cannotListen("\(host):\(port): no such host; give an IP address or a name this machine resolves, such as 127.0.0.1.")
         }

@@ -3,6 +3,7 @@ import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 import Node
 import NodeControl
 

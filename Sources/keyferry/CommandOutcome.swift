@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
+import KeyferrySystem
 
 /// How a failed command ends, the same for every command: exit 3 with `errSecName (-NNNNN):
 /// sentence` for a keychain status; 64 with the sentence and the command's usage for a usage
@@ -151,7 +152,7 @@ func userMessage(for error: any Error) -> String {
         default: return "a file operation failed\(subject): code \(error.code.rawValue)."
         }
     case let error as POSIXError:
-        return String(cString: strerror(error.code.rawValue)).lowercased() + "."
+        return SystemError.reason(error.code.rawValue) + "."
     default:
         return "\(error)"
     }

@@ -5,6 +5,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferrySecurity
+import KeyferrySystem
 import KeyferryThreads
 import Logging
 import Node

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 import Node
 import NodeControl
 

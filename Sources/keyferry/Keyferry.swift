@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyferrySystem
 
 /// Every command names itself (`commandName:`): otherwise ArgumentParser derives each name
 /// through `String(describing:)`, whose dynamic casts scan every protocol conformance in this
@@ -60,7 +61,7 @@ struct Keyferry: AsyncParsableCommand {
     static func main() async {
         // What Keyferry writes (keychains, sandboxes, archives, staging copies, logs) is its
         // owner's alone, from the moment it is created.
-        umask(0o077)
+        ProcessControl.restrictNewFilesToOwner()
         let arguments = Array(CommandLine.arguments.dropFirst())
         let json = arguments.contains("--json")
         let command: any ParsableCommand

@@ -2,6 +2,7 @@ import ArgumentParser
 import Backup
 import Foundation
 import KeychainModel
+import KeyferrySystem
 import Node
 import NodeControl
 import Synchronization

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyferrySystem
 import Node
 import NodeControl
 import Survival

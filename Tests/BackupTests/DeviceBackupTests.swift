@@ -125,13 +125,13 @@ struct DeviceBackupTests {
                     // here (30 s at most) for three rounds of calls to the device to be answered.
                     guard !state.started.exchange(true, ordering: .relaxed) else { return }
                     let deadline = Date().addingTimeInterval(30)
-                    while state.answered.load(ordering: .relaxed) < 3, Date() < deadline { usleep(5_000) }
+                    while state.answered.load(ordering: .relaxed) < 3, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
                 }
             } catch {
                 state.failure.withLock { $0 = "\(error)" }
             }
         }.start()
-        while !state.started.load(ordering: .relaxed), !state.done.load(ordering: .relaxed) { usleep(2_000) }
+        while !state.started.load(ordering: .relaxed), !state.done.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 0.002) }
         var slowest: TimeInterval = 0
         while !state.done.load(ordering: .relaxed) {
             let start = Date()
@@ -143,7 +143,7 @@ struct DeviceBackupTests {
                 state.answered.add(1, ordering: .relaxed)
                 slowest = max(slowest, took)
             }
-            usleep(5_000)
+            Thread.sleep(forTimeInterval: 0.005)
         }
         #expect(state.failure.withLock { $0 } == nil)
         #expect(state.answered.load(ordering: .relaxed) >= 3, "the device answered while the backup's read was open")

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 import Node
 import NodeControl
 import Testing
@@ -228,7 +229,7 @@ extension CLI {
     /// root (the work is under way), signals it and returns its exit status and stderr. With
     /// `frozen`, that process (the node doing the work) is stopped from then until the command
     /// says it was interrupted, so the work cannot finish before the signal has been acted on.
-    func signal(_ signal: Int32, _ arguments: [String], once prefix: String, frozen: Int32? = nil) throws -> (status: Int32, stderr: String) {
+    func signal(_ signal: ProcessControl.Signal, _ arguments: [String], once prefix: String, frozen: Int32? = nil) throws -> (status: Int32, stderr: String) {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -239,9 +240,9 @@ extension CLI {
         process.standardError = err
         try process.run()
         let deadline = Date().addingTimeInterval(30)
-        while try entries(startingWith: prefix).isEmpty, process.isRunning, Date() < deadline { usleep(1000) }
-        if let frozen { kill(frozen, SIGSTOP) }
-        kill(process.processIdentifier, signal)
+        while try entries(startingWith: prefix).isEmpty, process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        if let frozen { ProcessControl.send(.stop, to: frozen) }
+        ProcessControl.send(signal, to: process.processIdentifier)
         var stderr = Data()
         if let frozen {
             while !String(decoding: stderr, as: UTF8.self).contains("interrupted") {
@@ -249,7 +250,7 @@ extension CLI {
                 if chunk.isEmpty { break }
                 stderr += chunk
             }
-            kill(frozen, SIGCONT)
+            ProcessControl.send(.resume, to: frozen)
         }
         stderr += err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -269,7 +270,7 @@ struct RestoreKillTests {
 
         let node = try #require(try cli.ok(["node", "status", source, "--json"]).object()["pid"] as? Int)
         let backup = try cli.signal(
-            SIGINT, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-",
+            .interrupt, ["backup", "create", source, "--out", archive, "--unencrypted"], once: ".big.kfbackup.partial-",
             frozen: Int32(node))
         #expect(backup.status == 130, "\(backup.stderr)")
         #expect(backup.stderr.contains("interrupted: no archive was written"), "\(backup.stderr)")
@@ -278,7 +279,7 @@ struct RestoreKillTests {
         try cli.ok(["backup", "create", source, "--out", archive, "--unencrypted"])
         try cli.ok(["item", "add", source, "--app", "com.example.mail", "--account", "after-backup", "--value", "x"])
         try cli.ok(["node", "stop", source])
-        let restore = try cli.signal(SIGINT, ["restore", archive, "--to", source, "--passcode", "123456"], once: ".phone.restoring-")
+        let restore = try cli.signal(.interrupt, ["restore", archive, "--to", source, "--passcode", "123456"], once: ".phone.restoring-")
         #expect(restore.status == 130, "\(restore.stderr)")
         #expect(restore.stderr.contains("interrupted: nothing was restored; \(source) is as it was"), "\(restore.stderr)")
         #expect(try cli.entries(startingWith: ".phone.").isEmpty)
@@ -320,7 +321,7 @@ struct RestoreKillTests {
             restore.standardError = FileHandle.nullDevice
             try restore.run()
             Thread.sleep(forTimeInterval: Double(delay) / 1000)
-            kill(restore.processIdentifier, SIGKILL)
+            ProcessControl.send(.kill, to: restore.processIdentifier)
             restore.waitUntilExit()
             let count = try #require(try itemCount())
             #expect(count == 1501 || count == 1500, "after a kill at \(delay) ms the device holds \(count) items")

@@ -1,4 +1,5 @@
 import Foundation
+import KeyferrySystem
 import Testing
 
 /// `keyferry fleet up|status|down` against fleets in a temporary root (the test's own, so
@@ -194,7 +195,7 @@ extension FleetCLITests {
         // Should up finish before the signal lands, its nodes still go when the test does.
         defer { _ = try? cli.run(["fleet", "down", file, "--root", root.path]) }
         #expect(firstLine.hasPrefix("big fleet in"))
-        kill(process.processIdentifier, SIGINT)
+        ProcessControl.send(.interrupt, to: process.processIdentifier)
         process.waitUntilExit()
         #expect(process.terminationStatus == 130)
         for name in ["d1", "d2", "d3", "d4"] {

@@ -1,4 +1,5 @@
 import Foundation
+import KeyferrySystem
 import Testing
 
 /// The seed scenarios and the node lifecycle, through the command line only.
@@ -232,7 +233,7 @@ struct NodeCLITests {
         // Polled from this thread, not a task: the other tests keep the cooperative pool busy.
         let deadline = Date().addingTimeInterval(60)
         while confirmed().count < 10 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        kill(Int32(pid), SIGKILL)
+        ProcessControl.send(.kill, to: Int32(pid))
         writer.terminate()
         writer.waitUntilExit()
         let survivors = confirmed()

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainTesting
 import KeyferryCrypto
+import KeyferrySystem
 import Node
 import NodeControl
 import Relay
@@ -106,7 +107,7 @@ struct RelayCLITests {
         let cli = try CLI()
         let data = URL(fileURLWithPath: cli.path("relay"))
         let (process, _) = try cli.start(["relay", "serve", "--data", data.path, "--listen", "127.0.0.1:0", "--json"])
-        kill(process.processIdentifier, SIGKILL)
+        ProcessControl.send(.kill, to: process.processIdentifier)
         process.waitUntilExit()
         // The pid reused by another process: this test's own.
         let stale = RelayAnnouncement(url: "http://127.0.0.1:9", pid: ProcessInfo.processInfo.processIdentifier)

@@ -1,4 +1,5 @@
 import Foundation
+import KeyferrySystem
 import Testing
 
 /// `keyferry scenario run`: the shipped library, failures, malformed files.
@@ -110,7 +111,7 @@ struct ScenarioCLITests {
             stdout += chunk
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).contains { $0.hasPrefix("keyferry-scenario-") })
-        kill(process.processIdentifier, SIGINT)
+        ProcessControl.send(.interrupt, to: process.processIdentifier)
         stdout += out.fileHandleForReading.readDataToEndOfFile()
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -1,4 +1,5 @@
 import Foundation
+import KeyferrySystem
 import Testing
 
 @Suite("keyferry circle and sync")
@@ -182,8 +183,8 @@ struct SyncCLITests {
         #expect(try await arrival(cli, phone, "from-tablet") == "t")
 
         let pid = try #require(try cli.ok(["node", "status", tablet, "--json"]).object()["pid"] as? Int)
-        kill(Int32(pid), SIGKILL)
-        while kill(Int32(pid), 0) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        ProcessControl.send(.kill, to: Int32(pid))
+        while ProcessControl.isAlive(Int32(pid)) { try await Task.sleep(for: .milliseconds(10)) }
         try cli.ok(["node", "start", tablet])
         try cli.ok(["device", "unlock", tablet, "--passcode", "123456"])
         try cli.ok(["item", "add", tablet, "--app", "com.example.mail", "--account", "after-kill", "--value", "k", "--sync"])

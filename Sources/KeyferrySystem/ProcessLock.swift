@@ -11,12 +11,10 @@ import Foundation
 public struct ProcessLock: Sendable {
     private let descriptor: Int32
 
-    /// The lock, or nil when another process holds it.
-    package static func acquire(_ file: URL) throws -> ProcessLock? {
+    /// The lock, or nil when another process holds it; throws when the file cannot be opened.
+    public static func acquire(_ file: URL) throws(SystemError) -> ProcessLock? {
         let fd = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw NodeError(.unusablePath, "cannot open \(file.path): \(String(cString: strerror(errno))).")
-        }
+        guard fd >= 0 else { throw .last("cannot open \(file.path)") }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
             return nil
@@ -31,7 +29,7 @@ public struct ProcessLock: Sendable {
     }
 
     /// Whether some process holds the lock right now.
-    package static func isHeld(_ file: URL) -> Bool {
+    public static func isHeld(_ file: URL) -> Bool {
         let fd = open(file.path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -39,14 +37,4 @@ public struct ProcessLock: Sendable {
         flock(fd, LOCK_UN)
         return false
     }
-}
-
-/// A node's lock, `node.lock` in its device directory: a second start of the device fails on it.
-package enum NodeLock {
-    package static func acquire(_ paths: NodePaths) throws -> ProcessLock {
-        guard let lock = try ProcessLock.acquire(paths.lock) else { throw NodeError.alreadyRunning(paths.directory) }
-        return lock
-    }
-
-    package static func isHeld(_ paths: NodePaths) -> Bool { ProcessLock.isHeld(paths.lock) }
 }

@@ -27,7 +27,7 @@ private final class Interrupts: Sendable {
 
     private init() {
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { fatalError("cannot create the pipe that carries interrupt signals: \(String(cString: strerror(errno)))") }
+        guard pipe(&ends) == 0 else { fatalError("cannot create the pipe that carries interrupt signals: \(SystemError.last())") }
         readEnd = ends[0]
         interruptPipeWriteEnd = ends[1]
         Thread.detachNewThread { [self] in

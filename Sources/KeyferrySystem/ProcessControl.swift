@@ -1,0 +1,54 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Processes, signals and the terminal, as the launchers and the command line need them.
+public enum ProcessControl {
+    /// The signals Keyferry sends.
+    public enum Signal: Sendable {
+        /// Ask to stop (SIGTERM), as `node stop` does first.
+        case terminate
+        /// Ctrl-C (SIGINT).
+        case interrupt
+        /// Stop at once, with no chance to clean up (SIGKILL).
+        case kill
+        /// Freeze, and thaw (SIGSTOP, SIGCONT): a process that stops answering.
+        case stop, resume
+
+        var number: Int32 {
+            switch self {
+            case .terminate: SIGTERM
+            case .interrupt: SIGINT
+            case .kill: SIGKILL
+            case .stop: SIGSTOP
+            case .resume: SIGCONT
+            }
+        }
+    }
+
+    /// Sends `signal` to the process `pid`; false when there is no such process to signal.
+    @discardableResult
+    public static func send(_ signal: Signal, to pid: Int32) -> Bool { pid > 0 && kill(pid, signal.number) == 0 }
+
+    public static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
+
+    /// Leaves the terminal's session, so a Ctrl-C there no longer reaches this process.
+    public static func detachFromTerminal() { _ = setsid() }
+
+    /// Makes every file and directory this process creates its owner's alone.
+    public static func restrictNewFilesToOwner() { umask(0o077) }
+
+    /// Whether standard error is a terminal: progress is shown there, and only there.
+    public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+    /// Whether standard output is a terminal, where a secret printed alone gets a newline.
+    public static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// A line typed at the terminal without echo, after `prompt`; nil when standard input is
+    /// not a terminal (a script must say where its secret comes from).
+    public static func askHidden(_ prompt: String) -> String? {
+        guard isatty(STDIN_FILENO) == 1, let line = getpass(prompt) else { return nil }
+        return String(cString: line)
+    }
+}
