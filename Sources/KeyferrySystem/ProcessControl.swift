@@ -45,6 +45,10 @@ public enum ProcessControl {
     /// Whether standard output is a terminal, where a secret printed alone gets a newline.
     public static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
+    /// Writes out what `print` holds in its buffer, so it comes before whatever is written next
+    /// (a line on standard error, or into a pipe whose reader is waiting for it).
+    public static func flushPrinted() { fflush(nil) }
+
     /// A line typed at the terminal without echo, after `prompt`; nil when standard input is
     /// not a terminal (a script must say where its secret comes from).
     public static func askHidden(_ prompt: String) -> String? {

@@ -46,13 +46,12 @@ struct BackupCommand: AsyncParsableCommand {
             // A large device takes longer than a call's usual minute; progress shows it moving.
             let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
             // On a terminal, the node's progress while it writes.
+            let line = ProgressLine()
             let progress = Task {
-                guard !output.json, ProcessControl.standardErrorIsTerminal else { return }
+                guard line.isShown else { return }
                 while !Task.isCancelled {
                     try await Task.sleep(for: .milliseconds(300))
-                    if let step = try await client.status().backupProgress {
-                        printError("\u{1B}[2K\rbacking up \(step.done)/\(step.total)", newline: false)
-                    }
+                    if let step = try await client.status().backupProgress { line.show("backing up \(step.done)/\(step.total)") }
                 }
             }
             defer { progress.cancel() }
@@ -66,10 +65,8 @@ struct BackupCommand: AsyncParsableCommand {
                 // it has, so that no partial archive is left for whoever looks next. Watched on
                 // disk: asking the node would queue behind the backup's read of the store.
                 progress.cancel()
-                if Verbosity.current >= .normal {
-                    // Over the progress line on a terminal; a line of its own in a log.
-                    printError((ProcessControl.standardErrorIsTerminal ? "\u{1B}[2K\r" : "") + "interrupted: waiting for the node to drop the backup ...")
-                }
+                line.clear()
+                if Verbosity.current >= .normal { printError("interrupted: waiting for the node to drop the backup ...") }
                 for _ in 0..<600 where ArchiveWriter.isWriting(destination) {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
@@ -81,7 +78,7 @@ struct BackupCommand: AsyncParsableCommand {
                             : "no archive was written"))
             }
             progress.cancel()
-            if !output.json, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
+            line.clear()
             if output.json {
                 try printJSON(encodable: manifest)
                 return

@@ -62,7 +62,27 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// A line on stdout at once, even into a pipe: progress a CI log shows as it happens.
 func printNow(_ line: String) {
     print(line)
-    fflush(nil)
+    ProcessControl.flushPrinted()
+}
+
+/// A line of progress on stderr, drawn over itself: only on a terminal, and neither with
+/// --quiet nor --json.
+struct ProgressLine: Sendable {
+    let isShown: Bool
+
+    init() { isShown = Verbosity.current >= .normal && ProcessControl.standardErrorIsTerminal }
+
+    /// Draws `text` over the line; `last` ends the line there.
+    func show(_ text: String, last: Bool = false) {
+        if isShown { printError(Self.erase + text, newline: last) }
+    }
+
+    /// Wipes the line, so that what comes next starts at the left.
+    func clear() {
+        if isShown { printError(Self.erase, newline: false) }
+    }
+
+    private static let erase = "\u{1B}[2K\r"
 }
 
 /// Runs `body` in a task that SIGINT or SIGTERM cancels, instead of killing the process, so
@@ -99,7 +119,7 @@ struct Interrupted: Error, CustomStringConvertible {
 
 /// A line on stderr, after whatever stdout holds, so that the two read in order in one log.
 func printError(_ line: String, newline: Bool = true) {
-    fflush(nil)
+    ProcessControl.flushPrinted()
     FileHandle.standardError.write(Data((line + (newline ? "\n" : "")).utf8))
 }
 

@@ -34,7 +34,7 @@ struct RestoreCommand: AsyncParsableCommand {
         try password.refuseForUnencrypted(header, file)
         let passcode = try target.read()
         let secret = header.mode == .encrypted ? try password.read(required: true) : nil
-        let showProgress = Verbosity.current >= .normal && ProcessControl.standardErrorIsTerminal
+        let line = ProgressLine()
         // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and
         // the copy being built is removed.
         let interrupted = Mutex(false)
@@ -46,8 +46,8 @@ struct RestoreCommand: AsyncParsableCommand {
             report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
                 try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
                     if interrupted.withLock({ $0 }) { throw CancellationError() }
-                    if showProgress, done != shown, done == total || done % 500 == 0 {
-                        printError("\u{1B}[2K\rrestoring \(done)/\(total)", newline: done == total)
+                    if done != shown, done == total || done % 500 == 0 {
+                        line.show("restoring \(done)/\(total)", last: done == total)
                         shown = done
                     }
                 }

@@ -35,11 +35,10 @@ struct SurvivalCommand: AsyncParsableCommand {
         // Every path on a large device takes longer than a call's usual minute.
         let client = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
         let passcode = try passcodeInput.read()
-        if Verbosity.current >= .normal, ProcessControl.standardErrorIsTerminal {
-            printError("running \(SurvivalPath.allCases.count) paths on scratch devices ...", newline: false)
-        }
+        let line = ProgressLine()
+        line.show("running \(SurvivalPath.allCases.count) paths on scratch devices ...")
         let matrix = try await interruptibly { try await client.survival(app: app, passcode: passcode) }
-        if Verbosity.current >= .normal, ProcessControl.standardErrorIsTerminal { printError("\u{1B}[2K\r", newline: false) }
+        line.clear()
         if let html {
             do {
                 try Data(matrix.html().utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
