@@ -227,3 +227,8 @@ public struct SelectedAttributes: Sendable {
         selection.keys.firstIndex(of: key).flatMap { values[$0] }
     }
 }
+
+extension UUID {
+    /// The sixteen bytes, as the store, archives and relays keep a UUID.
+    public var bytes: Data { withUnsafeBytes(of: uuid) { Data($0) } }
+}

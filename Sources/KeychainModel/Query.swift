@@ -59,7 +59,7 @@ public struct PersistentReference: Hashable, Sendable, Codable {
         out.append(Self.version)
         out.append(contentsOf: itemClass.rawValue.utf8.prefix(4))
         while out.count < 9 { out.append(0x20) }
-        withUnsafeBytes(of: uuid.uuid) { out.append(contentsOf: $0) }
+        out.append(contentsOf: uuid.bytes)
         return Data(out)
     }
 

@@ -81,7 +81,7 @@ enum ItemTable {
             if filter.synchronizable.count == 1 { values.append(filter.synchronizable[0]) }
         }
         if let protection = filter.protection { values.append(protection.rawValue) }
-        if let uuid = filter.uuid { values.append(UUIDBytes.bytes(uuid)) }
+        if let uuid = filter.uuid { values.append(uuid.bytes) }
         let arguments = StatementArguments(values)
         // The same query shapes repeat endlessly; compiling each once is most of the speed.
         let statement = try db.cachedStatement(sql: Shape(filter).sql)
@@ -162,7 +162,7 @@ enum ItemTable {
         )
         // Ten arguments for ten placeholders, always: GRDB's check of them is skipped.
         statement.setUncheckedArguments([
-            UUIDBytes.bytes(h.uuid), h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
+            h.uuid.bytes, h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
             Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence,
         ])
         try statement.execute()
@@ -191,7 +191,7 @@ enum ItemTable {
     /// replicated item does before it takes their place.
     static func giveWay(_ db: Database, uuid: UUID, primaryKeyHash: [UInt8]) throws {
         let statement = try db.cachedStatement(sql: "DELETE FROM item WHERE uuid = ? OR pk_hash = ?")
-        statement.setUncheckedArguments([UUIDBytes.bytes(uuid), Data(primaryKeyHash)])
+        statement.setUncheckedArguments([uuid.bytes, Data(primaryKeyHash)])
         try statement.execute()
     }
 

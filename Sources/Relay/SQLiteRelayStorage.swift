@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import KeychainModel
 import KeyferryCrypto
 import KeyferryThreads
 import SyncWire
@@ -54,7 +55,7 @@ public actor SQLiteRelayStorage: RelayStorage {
     }
 
     public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) throws -> Int {
-        let circleBytes = Self.bytes(circle)
+        let circleBytes = circle.bytes
         return try failing {
             try queue.write { db in
                 if let expected {
@@ -86,7 +87,7 @@ public actor SQLiteRelayStorage: RelayStorage {
             try queue.read { db in
                 try Row.fetchAll(
                     db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
-                    arguments: [Self.bytes(circle), stream.rawValue, Int64(clamping: cursor), limit]
+                    arguments: [circle.bytes, stream.rawValue, Int64(clamping: cursor), limit]
                 )
                 .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
             }
@@ -96,7 +97,7 @@ public actor SQLiteRelayStorage: RelayStorage {
     public func byteCount(circle: UUID) throws -> Int {
         try failing {
             try queue.read { db in
-                try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [Self.bytes(circle)]) ?? 0
+                try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0
             }
         }
     }
@@ -110,5 +111,4 @@ public actor SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    private static func bytes(_ uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
 }
