@@ -12,38 +12,13 @@ public enum NodeLauncher {
         try Device.requireDevice(at: paths.directory)
         guard !NodeLock.isHeld(paths) else { throw NodeError.alreadyRunning(paths.directory) }
         try paths.requireSocketPathFits()
-        let logStart = (try? FileManager.default.attributesOfItem(atPath: paths.log.path)[.size] as? Int) ?? 0
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["node", "run", "--detach", paths.directory.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        // Appended to, as the node's own logger does: neither overwrites the other's lines.
-        process.standardError = try Placement.appending(to: paths.log)
-        do {
-            try process.run()
-        } catch {
-            throw NodeError(.launchFailed, "cannot run \(executable.path): \(error.localizedDescription).")
-        }
         // Asked every few milliseconds while it starts: a node that is not up yet must not hold
         // one probe for a whole call's timeout.
         let client = NodeClient(directory: directory, timeout: .seconds(2))
-        let deadline = ContinuousClock.now + timeout
-        do {
-            while ContinuousClock.now < deadline {
-                if let status = try? await client.status() { return status }
-                if !process.isRunning {
-                    throw NodeError(.launchFailed, "the node for \(paths.directory.path) stopped at once: \(logTail(paths, from: logStart))")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            throw NodeError(.launchFailed, "the node for \(paths.directory.path) did not answer within \(timeout); see \(paths.log.path).")
-        } catch {
-            // Cancelled (Ctrl-C on `fleet up`) or given up on: the half-started node goes too.
-            // A later `stop` would miss it if it had not taken its lock yet.
-            process.terminate()
-            throw error
-        }
+        return try await Daemon.launch(
+            executable, ["node", "run", "--detach", paths.directory.path], log: paths.log,
+            name: "the node for \(paths.directory.path)", timeout: timeout
+        ) { try? await client.status() }
     }
 
     /// Powers the node off (SIGTERM, then SIGKILL if it will not go) and waits until it is
@@ -54,16 +29,7 @@ public enum NodeLauncher {
         try Device.requireDevice(at: paths.directory)
         guard NodeLock.isHeld(paths) else { return false }
         let pid = try await NodeClient(directory: directory).status().pid
-        ProcessControl.send(.terminate, to: pid)
-        let deadline = ContinuousClock.now + timeout
-        while ProcessControl.isAlive(pid) || NodeLock.isHeld(paths) {
-            if ContinuousClock.now >= deadline {
-                ProcessControl.send(.kill, to: pid)
-                try await Task.sleep(for: .milliseconds(100))
-                break
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await Daemon.stop(pid, timeout: timeout) { ProcessControl.isAlive(pid) || NodeLock.isHeld(paths) }
         return true
     }
 
@@ -86,9 +52,4 @@ public enum NodeLauncher {
     /// session, so closing the terminal does not power the node off.
     public static func detach() { ProcessControl.detachFromTerminal() }
 
-    /// What the node wrote to its log since `offset`: why it could not start.
-    private static func logTail(_ paths: NodePaths, from offset: Int) -> String {
-        guard let data = FileManager.default.contents(atPath: paths.log.path), data.count > offset else { return "no reason given." }
-        return String(decoding: data.dropFirst(offset), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
 }

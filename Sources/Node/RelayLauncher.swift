@@ -41,34 +41,10 @@ public enum RelayLauncher {
         // Left by a relay that was killed.
         try? FileManager.default.removeItem(at: RelayAnnouncement.file(in: data))
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["relay", "serve", "--detach", "--data", data.path, "--listen", listen.description]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        // Its errors go to its log: a pipe would outlive whoever started it.
-        let log = data.appendingPathComponent("relay.log")
-        let handle = try Placement.appending(to: log)
-        let logStart = Int(try handle.seekToEnd())
-        process.standardError = handle
-        do {
-            try process.run()
-        } catch {
-            throw NodeError(.launchFailed, "cannot run \(executable.path): \(error.localizedDescription).")
-        }
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let url = running(data: data) { return url }
-            if !process.isRunning {
-                let written = FileManager.default.contents(atPath: log.path)?.dropFirst(logStart) ?? Data()
-                var said = String(decoding: written, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                if said.hasPrefix("error: ") { said.removeFirst(7) }
-                throw NodeError(.launchFailed, "the relay for \(data.path) stopped at once: \(said)")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        process.terminate()
-        throw NodeError(.launchFailed, "the relay for \(data.path) did not come up within \(timeout); see \(data.path)/relay.log.")
+        return try await Daemon.launch(
+            executable, ["relay", "serve", "--detach", "--data", data.path, "--listen", listen.description],
+            log: data.appendingPathComponent("relay.log"), name: "the relay for \(data.path)", timeout: timeout
+        ) { running(data: data) }
     }
 
     /// Stops the relay running on `data` (SIGTERM, then SIGKILL) and waits until it is gone.
@@ -76,15 +52,7 @@ public enum RelayLauncher {
     @discardableResult
     public static func stop(data: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         guard ProcessLock.isHeld(lockFile(data)), let announced = RelayAnnouncement.read(from: data) else { return false }
-        ProcessControl.send(.terminate, to: announced.pid)
-        let deadline = ContinuousClock.now + timeout
-        while ProcessLock.isHeld(lockFile(data)) {
-            if ContinuousClock.now >= deadline {
-                ProcessControl.send(.kill, to: announced.pid)
-                break
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await Daemon.stop(announced.pid, timeout: timeout) { ProcessLock.isHeld(lockFile(data)) }
         try? FileManager.default.removeItem(at: RelayAnnouncement.file(in: data))
         return true
     }
