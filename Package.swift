@@ -139,7 +139,7 @@ let package = Package(
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.
-        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "KeyferrySystem", "NodeControl"]),
+        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem", "NodeControl"]),
 
         // For users' own test suites: a simulated device in a temporary directory, its apps,
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.

@@ -2,8 +2,9 @@ import Foundation
 
 /// Apple's `SecAccessControlCreateFlags`, with Apple's bit values.
 public struct AccessControlFlags: OptionSet, Hashable, Sendable, Codable {
-    public let rawValue: UInt64
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// `UInt`, as Apple's `CFOptionFlags`, so code that builds the flags from a raw value compiles.
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
 
     public static let userPresence = AccessControlFlags(rawValue: 1 << 0)
     public static let biometryAny = AccessControlFlags(rawValue: 1 << 1)

@@ -79,7 +79,7 @@ extension ByteWriter {
         guard let accessControl else { return uint8(0) }
         uint8(1)
         string(accessControl.protection.rawValue)
-        uint64(accessControl.flags.rawValue)
+        uint64(UInt64(accessControl.flags.rawValue))
     }
 
     /// Seconds since 2001 as the IEEE 754 bit pattern.
@@ -148,7 +148,7 @@ extension ByteReader {
     public mutating func accessControl() throws -> AccessControl? {
         guard try uint8() == 1 else { return nil }
         guard let protection = ProtectionClass(rawValue: try string()) else { throw Malformed() }
-        return try AccessControl(protection: protection, flags: AccessControlFlags(rawValue: try uint64()))
+        return try AccessControl(protection: protection, flags: AccessControlFlags(rawValue: UInt(truncatingIfNeeded: try uint64())))
     }
 
     public mutating func date() throws -> Date { Date(timeIntervalSinceReferenceDate: Double(bitPattern: try uint64())) }

@@ -374,8 +374,9 @@ public struct Keychain: Sendable {
     /// many items went (an identity counts as one).
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
-        guard query.matchLimit == nil else {
-            throw KeychainError(.param, "SecItemDelete deletes every match; remove kSecMatchLimit.")
+        // Apple's server takes kSecMatchLimitAll, which says what a delete does anyway.
+        guard query.matchLimit == nil || query.matchLimit == .all else {
+            throw KeychainError(.param, "SecItemDelete deletes every match; kSecMatchLimit may only be kSecMatchLimitAll there.")
         }
         guard query.returning.isEmpty else { throw KeychainError(.param, "SecItemDelete returns nothing; remove the kSecReturn keys.") }
         if query.itemClass == .identity {

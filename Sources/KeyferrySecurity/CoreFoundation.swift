@@ -17,6 +17,8 @@ public typealias CFArray = [Any]
 public typealias CFBoolean = Bool
 public typealias CFNumber = NSNumber
 public typealias CFIndex = Int
+/// The raw value of option sets such as `SecAccessControlCreateFlags`.
+public typealias CFOptionFlags = UInt
 
 public let kCFBooleanTrue: CFBoolean! = true
 public let kCFBooleanFalse: CFBoolean! = false
@@ -48,3 +50,11 @@ public final class CFError: Error, CustomStringConvertible, Sendable {
 public typealias NSErrorPointer = UnsafeMutablePointer<NSError?>?
 
 public func CFErrorGetCode(_ error: CFError) -> CFIndex { CFIndex(error.code) }
+
+/// `NSOSStatusErrorDomain`: every error Keychain Services hands back carries an `OSStatus`.
+public func CFErrorGetDomain(_ error: CFError) -> CFString { "NSOSStatusErrorDomain" }
+
+/// The error's user info: its description under `NSLocalizedDescription`.
+public func CFErrorCopyUserInfo(_ error: CFError) -> CFDictionary! { [NSLocalizedDescriptionKey: error.message] }
+
+public func CFErrorCopyDescription(_ error: CFError) -> CFString! { error.message }

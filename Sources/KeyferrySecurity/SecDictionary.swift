@@ -133,10 +133,7 @@ package enum SecDictionary {
             case kSecValueRef:
                 throw KeychainError(.unimplemented, "kSecValueRef: Keyferry has no SecKey or SecCertificate objects; use attributes and kSecValueData.")
             case kSecMatchLimit:
-                guard operation == .copy || operation == .update else {
-                    throw KeychainError(
-                        .param, operation == .delete ? "SecItemDelete deletes every match; remove kSecMatchLimit." : "kSecMatchLimit cannot appear in an add.")
-                }
+                guard operation != .add else { throw KeychainError(.param, "kSecMatchLimit cannot appear in an add.") }
                 matchLimit = try Convert.matchLimit(value)
             case kSecReturnData, kSecReturnAttributes, kSecReturnPersistentRef, kSecReturnRef:
                 guard operation == .add || operation == .copy else {
@@ -188,7 +185,8 @@ package enum SecDictionary {
     /// What `SecItemCopyMatching` (or `SecItemAdd` with return keys) hands back: nil without
     /// return keys; one value for a single match; an array for a match limit above one.
     package static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) -> Any? {
-        guard !returning.isEmpty else { return nil }
+        // A password has no ref object: asked for nothing else, Apple's client hands back none.
+        guard !returning.isEmpty, returning != .ref else { return nil }
         let values = records.map { value($0, returning) }
         return matchLimit == .one ? values.first : values
     }
@@ -196,10 +194,24 @@ package enum SecDictionary {
     private static func value(_ record: ItemRecord, _ returning: ReturnOptions) -> Any {
         if returning == .data { return record.data ?? Data() }
         if returning == .persistentRef { return record.persistentReference.data }
-        var dictionary = returning.contains(.attributes) ? attributes(of: record) : [:]
-        if returning.contains(.data) { dictionary[kSecValueData] = record.data ?? Data() }
+        // What Apple's server sends for a ref (class, attributes and data) stays in the
+        // dictionary when no ref object can be made of it, as for every password.
+        let withRef = returning.contains(.ref)
+        var dictionary = returning.contains(.attributes) || withRef ? attributes(of: record) : [:]
+        if returning.contains(.data) || withRef { dictionary[kSecValueData] = record.data ?? Data() }
         if returning.contains(.persistentRef) { dictionary[kSecValuePersistentRef] = record.persistentReference.data }
         return dictionary
+    }
+
+    /// What to ask the store for. `kSecReturnRef` on a password makes Apple's server send its
+    /// class, attributes and secret, of which the client makes no object; on a key, certificate or
+    /// identity it needs `SecKey` and `SecCertificate` objects, which do not exist here.
+    package static func storeReturning(_ returning: ReturnOptions, itemClass: ItemClass) throws(KeychainError) -> ReturnOptions {
+        guard returning.contains(.ref) else { return returning }
+        guard itemClass == .genericPassword || itemClass == .internetPassword else {
+            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey, SecCertificate or SecIdentity objects; ask for data or attributes.")
+        }
+        return returning.subtracting(.ref).union([.data, .attributes])
     }
 
     /// An item's attributes keyed as `kSecReturnAttributes` returns them.

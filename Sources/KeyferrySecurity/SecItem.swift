@@ -11,12 +11,11 @@ public func SecItemAdd(
     file: StaticString = #fileID, line: UInt = #line
 ) -> OSStatus {
     perform(.add, attributes, file: file, line: line) { context, attributes, _ in
-        let item = try SecDictionary.newItem(attributes)
-        if item.returning.contains(.ref) {
-            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects.")
-        }
+        var item = try SecDictionary.newItem(attributes)
+        let returning = item.returning
+        item.returning = try SecDictionary.storeReturning(returning, itemClass: item.itemClass)
         let record = try context.backend.add(item, app: context.app)
-        result?.pointee = SecDictionary.result([record], returning: item.returning, matchLimit: .one).map { $0 as AnyObject }
+        result?.pointee = SecDictionary.result([record], returning: returning, matchLimit: .one).map { $0 as AnyObject }
     }
 }
 
@@ -28,8 +27,10 @@ public func SecItemCopyMatching(
     perform(.copyMatching, query, file: file, line: line) { context, query, _ in
         var parsed = try SecDictionary.query(query, for: .copy)
         parsed.authentication = context.authentication(parsed.authentication)
+        let returning = parsed.returning
+        parsed.returning = try SecDictionary.storeReturning(returning, itemClass: parsed.itemClass)
         let records = try context.backend.copy(parsed, app: context.app)
-        result?.pointee = SecDictionary.result(records, returning: parsed.returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
+        result?.pointee = SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
     }
 }
 

@@ -24,6 +24,6 @@ struct SecDictionaryTests {
         #expect(key.attributes[.type] == .number(42))
         #expect(throws: KeychainError(.param, "the dictionary has no kSecClass.")) { try SecDictionary.query([:], for: .copy) }
         #expect(throws: KeychainError.self) { try SecDictionary.changes([kSecReturnData: true], itemClass: .genericPassword) }
-        #expect(throws: KeychainError.self) { try SecDictionary.query([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne], for: .delete) }
+        #expect(throws: KeychainError.self) { try SecDictionary.query([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne], for: .add) }
     }
 }

@@ -55,14 +55,22 @@ struct SecItemTests {
         #expect((two as? [Any])?.count == 2)
     }
 
-    @Test("an under-specified delete removes every match; a match limit on delete is errSecParam")
+    @Test("an under-specified delete removes every match; a match limit on delete other than kSecMatchLimitAll is errSecParam")
     func deleteTouchesAll() {
         #expect(add([kSecAttrAccount: "a"]) == errSecSuccess)
         #expect(add([kSecAttrAccount: "b"]) == errSecSuccess)
         #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne]) == errSecParam)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: 1]) == errSecParam)
+        #expect(copy([kSecMatchLimit: kSecMatchLimitAll]).0 == errSecSuccess, "a refused delete removed nothing")
         #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword]) == errSecSuccess)
         #expect(copy([:]).0 == errSecItemNotFound)
         #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword]) == errSecItemNotFound)
+
+        // As Apple's server does: kSecMatchLimitAll says what a delete does anyway.
+        #expect(add([kSecAttrAccount: "c"]) == errSecSuccess)
+        #expect(add([kSecAttrAccount: "d"]) == errSecSuccess)
+        #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll]) == errSecSuccess)
+        #expect(copy([:]).0 == errSecItemNotFound)
     }
 
     @Test("a search without kSecAttrSynchronizable sees only local items; SynchronizableAny sees both")
@@ -100,7 +108,39 @@ struct SecItemTests {
         // No return keys: success with no result, the "success but nil" trap of seed 004.
         let (bare, nothing) = copy([kSecAttrAccount: "a"])
         #expect(bare == errSecSuccess && nothing == nil)
-        #expect(copy([kSecReturnRef: true]).0 == errSecUnimplemented)
+    }
+
+    @Test(
+        "kSecReturnRef on a password, as Apple's server answers it: no ref object, nil alone, attributes and secret beside other return keys; on a key, errSecUnimplemented"
+    )
+    func returnRef() throws {
+        #expect(add([kSecAttrAccount: "a", kSecAttrLabel: "Label", kSecValueData: Data("s".utf8)]) == errSecSuccess)
+        let (alone, nothing) = copy([kSecAttrAccount: "a", kSecReturnRef: true])
+        #expect(alone == errSecSuccess && nothing == nil)
+        let (status, result) = copy([kSecAttrAccount: "a", kSecReturnRef: true, kSecReturnPersistentRef: true])
+        #expect(status == errSecSuccess)
+        let dictionary = try #require(result as? [String: Any])
+        #expect(dictionary[kSecAttrLabel] as? String == "Label")
+        #expect(dictionary[kSecValueData] as? Data == Data("s".utf8))
+        #expect(dictionary[kSecValuePersistentRef] is Data)
+        #expect(dictionary[kSecValueRef] == nil)
+
+        var added: CFTypeRef?
+        let item: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecValueData: Data("t".utf8), kSecReturnRef: true]
+        #expect(app.SecItemAdd(item, &added) == errSecSuccess)
+        #expect(added == nil)
+
+        let key: [String: Any] = [
+            kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrApplicationTag: Data("k".utf8), kSecValueData: Data("key".utf8),
+        ]
+        #expect(app.SecItemAdd(key, nil) == errSecSuccess)
+        var found: CFTypeRef?
+        #expect(app.SecItemCopyMatching([kSecClass: kSecClassKey, kSecReturnRef: true], &found) == errSecUnimplemented)
+        #expect(found == nil)
+
+        // The item is opened for a ref, so a locked device refuses it as it refuses the data.
+        try t.device.lock(immediately: true)
+        #expect(copy([kSecAttrAccount: "a", kSecReturnRef: true]).0 == errSecInteractionNotAllowed)
     }
 
     @Test("errSecParam rules: both accessibility and access control, return keys in updates, class in updates")
