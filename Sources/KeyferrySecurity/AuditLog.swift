@@ -28,7 +28,7 @@ public struct AuditLog: Sendable {
             guard let line = try? encoder.encode(record) else { continue }
             lines += line + Data("\n".utf8)
         }
-        guard let handle = try? Placement.appending(to: file), let size = try? handle.seekToEnd(), size + UInt64(lines.count) <= UInt64(Self.capacity) else {
+        guard let handle = try? FileHandle.appending(to: file), let size = try? handle.seekToEnd(), size + UInt64(lines.count) <= UInt64(Self.capacity) else {
             return
         }
         try? handle.write(contentsOf: lines)

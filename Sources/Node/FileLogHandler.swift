@@ -40,7 +40,7 @@ public struct FileLogHandler: LogHandler {
                 if let file = files[url] { return file }
                 // Appended to (O_APPEND), as the launcher's redirect of the process's standard
                 // error is: neither overwrites the other's lines.
-                let file = SharedFile(try? Placement.appending(to: url))
+                let file = SharedFile(try? FileHandle.appending(to: url))
                 files[url] = file
                 return file
             }

@@ -18,8 +18,8 @@ struct KeyferrySystemTests {
     func appending() throws {
         defer { cleanUp() }
         let log = root.appendingPathComponent("node.log")
-        let logger = try Placement.appending(to: log)
-        let standardError = try Placement.appending(to: log)
+        let logger = try FileHandle.appending(to: log)
+        let standardError = try FileHandle.appending(to: log)
         try logger.write(contentsOf: Data("one\n".utf8))
         try standardError.write(contentsOf: Data("two\n".utf8))
         try logger.write(contentsOf: Data("three\n".utf8))
@@ -28,7 +28,7 @@ struct KeyferrySystemTests {
         #expect(try String(contentsOf: log, encoding: .utf8) == "one\ntwo\nthree\n")
         let permissions = try FileManager.default.attributesOfItem(atPath: log.path)[.posixPermissions] as? Int
         #expect(permissions == 0o600, "a log is its owner's alone")
-        #expect(throws: SystemError.self) { try Placement.appending(to: root.appendingPathComponent("missing/node.log")) }
+        #expect(throws: SystemError.self) { try FileHandle.appending(to: root.appendingPathComponent("missing/node.log")) }
     }
 
     @Test("a finished file never replaces what is at its path: the move is refused and both files stay as they were")
