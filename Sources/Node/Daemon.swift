@@ -21,7 +21,12 @@ enum Daemon {
         process.standardOutput = FileHandle.nullDevice
         // Into its log, appended to as its own logger does, so neither overwrites the other's
         // lines: a pipe would outlive whoever started it.
-        let handle = try FileHandle.appending(to: log)
+        let handle: FileHandle
+        do {
+            handle = try FileHandle.appending(to: log)
+        } catch {
+            throw NodeError(error)
+        }
         let logStart = Int(try handle.seekToEnd())
         process.standardError = handle
         do {

@@ -20,7 +20,7 @@ public enum RelayLauncher {
         do {
             held = try ProcessLock.acquire(lockFile(data))
         } catch {
-            throw NodeError(.unusablePath, "\(error).")
+            throw NodeError(error)
         }
         guard let lock = held else {
             let who = RelayAnnouncement.read(from: data).map { " (\($0.url), pid \($0.pid))" } ?? ""

@@ -8,11 +8,16 @@ package enum NodeLock {
         do {
             lock = try ProcessLock.acquire(paths.lock)
         } catch {
-            throw NodeError(.unusablePath, "\(error).")
+            throw NodeError(error)
         }
         guard let lock else { throw NodeError.alreadyRunning(paths.directory) }
         return lock
     }
 
     package static func isHeld(_ paths: NodePaths) -> Bool { ProcessLock.isHeld(paths.lock) }
+}
+
+extension NodeError {
+    /// A file a node or relay needs (its lock, its log) that the system would not open.
+    package init(_ failure: SystemError) { self.init(.unusablePath, "\(failure).") }
 }
