@@ -14,7 +14,8 @@ public enum SynchronizableMatch: Hashable, Sendable, Codable {
     }
 }
 
-/// `kSecMatchLimit`: copy defaults to one; update and delete always touch every match.
+/// `kSecMatchLimit`: copy defaults to one match, update to every match; a delete always
+/// touches every match.
 public enum MatchLimit: Hashable, Sendable, Codable {
     case one
     case all

@@ -300,7 +300,9 @@ public struct Keychain: Sendable {
 
     // MARK: SecItemUpdate
 
-    /// Applies `changes` to every match, in one transaction: all change or none. Primary-key
+    /// Applies `changes` to every match, in one transaction: all change or none. A match limit
+    /// in the query takes the first matches in the order they were added, as Apple's server
+    /// selects them (`LIMIT` on its query). Primary-key
     /// attributes may change (Apple's behaviour); a collision is `errSecDuplicateItem`. Empty
     /// changes are not refused (Apple does not check them): they touch every match, whose
     /// modification date moves on. The query's return options are not used (`SecItemUpdate`
@@ -318,7 +320,7 @@ public struct Keychain: Sendable {
         let keys = try device.availableKeys()
         let now = device.clock.now()
         return try device.database.write { db in
-            let rows = try find(query, db, limit: nil)
+            let rows = try find(query, db, limit: query.matchLimit?.maximum)
             guard !rows.isEmpty else { throw notFound(query) }
             var written = Set<[UInt8]>()
             for row in rows {

@@ -55,6 +55,19 @@ struct SecItemTests {
         #expect((two as? [Any])?.count == 2)
     }
 
+    @Test("an update touches every match, or with a match limit the first ones added, as Apple's server selects them")
+    func updateMatchLimit() {
+        for account in ["a", "b", "c"] { #expect(add([kSecAttrAccount: account, kSecValueData: Data("old".utf8)]) == errSecSuccess) }
+        let one: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne]
+        #expect(app.SecItemUpdate(one, [kSecValueData: Data("one".utf8)]) == errSecSuccess)
+        func value(_ account: String) -> String? {
+            (copy([kSecAttrAccount: account, kSecReturnData: true]).1 as? Data).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect([value("a"), value("b"), value("c")] == ["one", "old", "old"])
+        #expect(app.SecItemUpdate([kSecClass: kSecClassGenericPassword], [kSecValueData: Data("all".utf8)]) == errSecSuccess)
+        #expect([value("a"), value("b"), value("c")] == ["all", "all", "all"])
+    }
+
     @Test("an under-specified delete removes every match; a match limit on delete other than kSecMatchLimitAll is errSecParam")
     func deleteTouchesAll() {
         #expect(add([kSecAttrAccount: "a"]) == errSecSuccess)
