@@ -40,14 +40,15 @@ let package = Package(
         .systemLibrary(
             name: "CZstd", pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
-        .target(name: "KeyferryCrypto", dependencies: ["CSodium"]),
+        .target(name: "KeyferryCrypto", dependencies: ["CSodium", "KeyferryThreads"]),
         .target(name: "KeyferryCompression", dependencies: ["CZstd"]),
 
         // The system's own C library (file locks, signals, processes, the terminal), reached from
         // this one module as libsodium and libzstd are from theirs.
-        .target(name: "KeyferrySystem"),
+        .target(name: "KeyferrySystem", dependencies: ["KeyferryThreads"]),
 
-        // Where blocking and CPU-bound work runs: threads and queues beside the cooperative pool.
+        // Where blocking and CPU-bound work runs (threads and queues beside the cooperative pool),
+        // and the one lock every module uses (`Locked`).
         .target(name: "KeyferryThreads"),
 
         // Pure values: what a keychain item, a query and a status are.
@@ -139,13 +140,15 @@ let package = Package(
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.
-        .target(name: "KeyferrySecurity", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem", "NodeControl"]),
+        .target(
+            name: "KeyferrySecurity",
+            dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads", "NodeControl"]),
 
         // For users' own test suites: a simulated device in a temporary directory, its apps,
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.
         .target(
             name: "KeyferryTesting",
-            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "Backup", "Sync", "SyncWire", "Relay"]),
+            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
 
         .executableTarget(
             name: "keyferry",
@@ -171,6 +174,8 @@ let package = Package(
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
         .testTarget(name: "KeyferryCompressionTests", dependencies: ["KeyferryCompression"]),
         .testTarget(name: "KeyferrySystemTests", dependencies: ["KeyferrySystem"]),
+        // Reproduction/ is a program of its own, compiled optimized by LockedTests.
+        .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads"], exclude: ["Reproduction"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainStoreTests",
@@ -184,7 +189,7 @@ let package = Package(
         // Written as a user's own test suite would be: only KeyferryTesting, and app code that
         // compiles unchanged for Apple's platforms (Samples/).
         .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting"]),
-        .testTarget(name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting"]),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",
             dependencies: [
@@ -193,7 +198,7 @@ let package = Package(
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
-            name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeychainStore", "KeychainModel", "KeychainTesting"],
+            name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeyferryThreads", "KeychainStore", "KeychainModel", "KeychainTesting"],
             exclude: ["Format1"]),
         // The node's and the relay's routes, in process: the real routers, no socket, no binary.
         .testTarget(
@@ -209,7 +214,7 @@ let package = Package(
             name: "KeyferryCLITests",
             dependencies: [
                 "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
-                "KeyferrySystem", "KeychainTesting",
+                "KeyferrySystem", "KeyferryThreads", "KeychainTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ]

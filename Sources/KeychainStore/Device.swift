@@ -3,7 +3,7 @@ import GRDB
 import KeychainModel
 import KeyferryCrypto
 import KeyferrySystem
-import Synchronization
+import KeyferryThreads
 
 /// One simulated Apple device: a directory at rest, and while powered on the class keys in
 /// memory and the lock-state machine. Thread-safe; every method may be called from any task.
@@ -19,13 +19,13 @@ public final class Device: Sendable {
     /// of its unencrypted archives.
     package let backupKeys: DeviceBackupKeys
     /// nil while powered off.
-    private let power: Mutex<LockStateMachine?>
+    private let power: Locked<LockStateMachine?>
     /// Installed apps as last read, with their keychains' group hashes: every app's call looks
     /// its app up, and only this device's install and uninstall change them (each moves the
     /// generation on, so a read that raced with one is not kept).
-    let appCache = Mutex(AppCache())
+    let appCache = Locked(AppCache())
     /// Passcode attempts made inside another transaction (access control), written once it ends.
-    private let unsavedAttempts = Mutex<PasscodeAttempts?>(nil)
+    private let unsavedAttempts = Locked<PasscodeAttempts?>(nil)
 
     public var directory: URL { layout.root }
 
@@ -49,7 +49,7 @@ public final class Device: Sendable {
         self.backupKeys = DeviceBackupKeys(deviceID: info.id, hardwareUID: uid)
         self.clock = clock
         self.entropy = entropy
-        self.power = Mutex(machine)
+        self.power = Locked(machine)
     }
 
     // MARK: Creating and powering

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeyferryThreads
 
 /// The device's notion of now. Injected so grace periods and modification dates are testable.
 public protocol DeviceClock: Sendable {
@@ -13,10 +13,10 @@ public struct SystemClock: DeviceClock {
 
 /// A clock that moves only when told to: for tests and scripted scenarios.
 public final class ManualClock: DeviceClock {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     public init(_ start: Date = Date(timeIntervalSinceReferenceDate: 800_000_000)) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     public func now() -> Date { current.withLock { $0 } }
@@ -31,7 +31,7 @@ public final class ManualClock: DeviceClock {
 /// It never goes back, as time on a device does not.
 public final class AdvancingClock: DeviceClock {
     private let base: any DeviceClock
-    private let offset = Mutex<TimeInterval>(0)
+    private let offset = Locked<TimeInterval>(0)
 
     public init(_ base: any DeviceClock = SystemClock()) {
         self.base = base

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
-import Synchronization
+import KeyferryThreads
 
 /// One row of the `item` table as read back: the sealed row plus its bookkeeping.
 struct StoredRow: Sendable {
@@ -111,7 +111,7 @@ enum ItemTable {
             byUUID = filter.uuid != nil
         }
 
-        private static let cache = Mutex<[Shape: String]>([:])
+        private static let cache = Locked<[Shape: String]>([:])
 
         /// Arguments bind in this order: primary-key hashes, or else class, group hashes and
         /// sync; then protection, UUID.

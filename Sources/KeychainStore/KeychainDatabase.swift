@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import Synchronization
+import KeyferryThreads
 
 /// The device's SQLite database: keybag, items, installed apps. One `DatabaseQueue` in WAL mode
 /// with `synchronous = NORMAL`: a killed process loses no committed transaction.
@@ -13,8 +13,8 @@ struct KeychainDatabase: Sendable {
     private let changeCounter: ChangeCounter
 
     final class ChangeCounter: Sendable {
-        let value: Mutex<Int64>
-        init(_ start: Int64) { value = Mutex(start) }
+        let value: Locked<Int64>
+        init(_ start: Int64) { value = Locked(start) }
     }
 
     init(path: String) throws {

@@ -1,6 +1,6 @@
 internal import CSodium
 import Foundation
-import Synchronization
+import KeyferryThreads
 
 /// Where keys, nonces and salts come from. Injected so tests and test vectors are repeatable.
 public protocol EntropySource: Sendable {
@@ -23,7 +23,7 @@ public struct SystemEntropy: EntropySource {
 /// the same sequence.
 public final class SeededEntropy: EntropySource {
     private let seed: [UInt8]
-    private let counter = Mutex<UInt64>(0)
+    private let counter = Locked<UInt64>(0)
 
     public init(seed: UInt64) {
         _ = Sodium.ready

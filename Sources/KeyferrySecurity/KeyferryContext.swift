@@ -1,8 +1,8 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 import NodeControl
-import Synchronization
 
 /// The device and the app that Keychain Services calls act as. On a device the calling app is
 /// implicit; here a context names it, found in this order:
@@ -24,7 +24,7 @@ public final class KeyferryContext: Sendable {
     /// Where the traps its calls fall into are recorded: the device's audit log.
     public let audit: AuditLog
     private let local: LocalDevice?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     struct State {
         var user = SimulatedUser()
@@ -82,7 +82,7 @@ public final class KeyferryContext: Sendable {
     // MARK: Which context
 
     @TaskLocal private static var scoped: KeyferryContext?
-    private static let processWide = Mutex<KeyferryContext?>(nil)
+    private static let processWide = Locked<KeyferryContext?>(nil)
 
     /// Runs `body` with this context for its calls and the tasks it starts.
     public func run<T>(_ body: () throws -> T) rethrows -> T {

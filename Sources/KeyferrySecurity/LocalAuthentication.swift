@@ -1,7 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainStore
-import Synchronization
+import KeyferryThreads
 
 // The LocalAuthentication names keychain code uses beside Security. The user is the current
 // `KeyferryContext`'s simulated one: what they do at a prompt is set by the test.
@@ -63,7 +63,7 @@ public struct LAError: Error, Equatable, Sendable, CustomNSError, CustomStringCo
 /// device.
 open class LAContext: @unchecked Sendable {
     private let keyferry: KeyferryContext?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var interactionNotAllowed = false

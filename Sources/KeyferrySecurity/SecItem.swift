@@ -1,6 +1,6 @@
 import Foundation
 import KeychainModel
-import Synchronization
+import KeyferryThreads
 
 // Keychain Services' four calls, with Apple's signatures. The device and app are the current
 // `KeyferryContext`'s. `file` and `line` default to the caller's, so sources compile unchanged.
@@ -108,7 +108,7 @@ extension KeyferryContext {
         return context
     }
 
-    private static let reported = Mutex(false)
+    private static let reported = Locked(false)
 
     /// Says once, on standard error, why calls fail with no context: a status alone would
     /// leave a user guessing.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeyferryThreads
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +22,7 @@ extension ProcessControl {
 private final class Interrupts: Sendable {
     static let shared = Interrupts()
 
-    private let handlers = Mutex<(next: Int, all: [Int: @Sendable () -> Void])>((0, [:]))
+    private let handlers = Locked<(next: Int, all: [Int: @Sendable () -> Void])>((0, [:]))
     private let readEnd: Int32
 
     private init() {

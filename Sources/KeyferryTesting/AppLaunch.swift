@@ -1,6 +1,6 @@
 import Foundation
 import KeyferrySecurity
-import Synchronization
+import KeyferryThreads
 
 /// What became of one launch of an app's code.
 public enum LaunchOutcome<Value: Sendable>: Sendable {
@@ -30,7 +30,7 @@ extension KeyferryContext {
     ) async throws -> LaunchOutcome<Value> {
         let thread = LaunchThread()
         let outcome = Once<Result<LaunchOutcome<Value>, any Error>>()
-        let calls = Mutex(0)
+        let calls = Locked(0)
         beforeEachCall { _ in
             let made = calls.withLock { count in
                 defer { count += 1 }
@@ -115,7 +115,7 @@ final class LaunchThread: TaskExecutor, @unchecked Sendable {
 
 /// A value set once, and the one waiter told of it.
 final class Once<Value: Sendable>: Sendable {
-    private let state = Mutex<(value: Value?, waiter: (@Sendable (Value) -> Void)?)>((nil, nil))
+    private let state = Locked<(value: Value?, waiter: (@Sendable (Value) -> Void)?)>((nil, nil))
 
     func resolve(_ value: Value) {
         let waiter: (@Sendable (Value) -> Void)? = state.withLock { state in

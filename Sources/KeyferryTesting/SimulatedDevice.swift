@@ -4,7 +4,7 @@ import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 @_exported import KeyferrySecurity
-import Synchronization
+import KeyferryThreads
 
 /// A simulated iPhone for a test: a fresh device in a temporary directory, unlocked, with a
 /// manual clock and the cheapest passcode hashing, removed when the value goes away.
@@ -26,7 +26,7 @@ public final class SimulatedDevice: Sendable {
     public let clock: ManualClock
     package let device: Device
     private let root: URL
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var passcode: String?
@@ -52,7 +52,7 @@ public final class SimulatedDevice: Sendable {
         self.clock = clock
         self.device = device
         directory = device.directory
-        state = Mutex(State(passcode: passcode))
+        state = Locked(State(passcode: passcode))
     }
 
     private static func temporaryRoot() -> URL {

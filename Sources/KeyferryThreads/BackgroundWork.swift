@@ -1,11 +1,10 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// One piece of work started at once on a thread of its own, whose result (or error) the
 /// starter collects later: enough to overlap reading the next batch with handling this one.
 package final class BackgroundWork<Result: Sendable>: Sendable {
-    private let outcome = Mutex<Swift.Result<Result, any Error>?>(nil)
+    private let outcome = Locked<Swift.Result<Result, any Error>?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
     package init(_ work: @escaping @Sendable () throws -> Result) {

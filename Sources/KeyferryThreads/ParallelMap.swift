@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// `map` over all cores for independent, CPU-bound work (sealing rows). Results keep the
 /// input's order; the first error wins and the rest of the work is abandoned.
@@ -22,8 +21,8 @@ package enum ParallelMap {
         guard inputs.count >= 2 * minimumChunk, cores > 1 else { return [try transform(inputs[...])] }
         let chunkCount = min(cores * 4, inputs.count / minimumChunk)
         let chunkSize = (inputs.count + chunkCount - 1) / chunkCount
-        let results = Mutex<[Int: Output]>([:])
-        let failure = Mutex<(any Error)?>(nil)
+        let results = Locked<[Int: Output]>([:])
+        let failure = Locked<(any Error)?>(nil)
         DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
             let range = min(inputs.count, chunk * chunkSize)..<min(inputs.count, (chunk + 1) * chunkSize)
             guard !range.isEmpty, failure.withLock({ $0 == nil }) else { return }

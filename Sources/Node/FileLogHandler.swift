@@ -1,8 +1,8 @@
 import Foundation
 import KeychainModel
 import KeyferrySystem
+import KeyferryThreads
 import Logging
-import Synchronization
 
 /// Appends one line per message to a log file (a node's, the relay's): timestamp, level,
 /// message, metadata. Control characters are escaped, so that text from outside (a relay's
@@ -30,10 +30,10 @@ public struct FileLogHandler: LogHandler {
 
     /// One handle per log file, shared by every logger of the process.
     final class SharedFile: Sendable {
-        private let handle: Mutex<FileHandle?>
-        private init(_ handle: FileHandle?) { self.handle = Mutex(handle) }
+        private let handle: Locked<FileHandle?>
+        private init(_ handle: FileHandle?) { self.handle = Locked(handle) }
 
-        private static let opened = Mutex<[URL: SharedFile]>([:])
+        private static let opened = Locked<[URL: SharedFile]>([:])
 
         static func open(_ url: URL) -> SharedFile {
             opened.withLock { files in

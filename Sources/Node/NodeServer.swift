@@ -76,7 +76,7 @@ public enum NodeServer {
             post(router, route, body, logger) { request in try await calls.run { try work(request) } }
         }
         // How far a backup in progress has come, for `status` to report while it runs.
-        let backupProgress = Mutex<API.Progress?>(nil)
+        let backupProgress = Locked<API.Progress?>(nil)
         router.get(path(.status)) { _, _ in
             try await reply(logger, .status) {
                 API.NodeStatus(

@@ -2,12 +2,12 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
+import KeyferryThreads
 import Logging
 import NodeControl
 import Relay
 import Sync
 import SyncWire
-import Synchronization
 
 /// The node's side of sync: the device's member engine when it is in a circle, the loop that
 /// pushes and pulls on its own while the node runs, and what `sync status` reports.
@@ -26,7 +26,7 @@ final class NodeSync: Sendable {
 
     private let device: Device
     private let logger: Logger
-    private let progress: Mutex<Progress>
+    private let progress: Locked<Progress>
 
     /// Reads the member's state, never its secrets, so a device powered on before first
     /// unlock starts with its sync sealed. A state it cannot read does not stop the node
@@ -41,7 +41,7 @@ final class NodeSync: Sendable {
             start.lastError = "\(error)"
             logger.error("sync state unreadable", metadata: ["error": "\(error)"])
         }
-        progress = Mutex(start)
+        progress = Locked(start)
     }
 
     private var engine: SyncEngine? { progress.withLock { $0.engine } }

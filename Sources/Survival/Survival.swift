@@ -6,7 +6,6 @@ import KeyferryThreads
 import Relay
 import Sync
 import SyncWire
-import Synchronization
 
 /// Runs every `SurvivalPath` for real and reads each secret afterwards: on copies of the device
 /// (`Device.fork`) for what happens to it, and on new scratch devices for what reaches another
@@ -220,8 +219,8 @@ final class Archives: Sendable {
     typealias Archive = (url: URL, password: Data?)
     private let device: Device
     private let directory: URL
-    private let encrypted = Mutex<Archive?>(nil)
-    private let unencrypted = Mutex<Archive?>(nil)
+    private let encrypted = Locked<Archive?>(nil)
+    private let unencrypted = Locked<Archive?>(nil)
 
     init(of device: Device, in directory: URL) {
         self.device = device

@@ -3,9 +3,9 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferrySystem
+import KeyferryThreads
 import Node
 import NodeControl
-import Synchronization
 
 /// The device directory argument every device, node, app and item command takes.
 struct DeviceDirectory: ParsableArguments {
@@ -32,7 +32,7 @@ struct OutputOptions: ParsableArguments {
 enum Verbosity: Int, Sendable, Comparable {
     case quiet, normal, verbose
 
-    private static let level = Mutex(Verbosity.normal)
+    private static let level = Locked(Verbosity.normal)
     static var current: Verbosity {
         get { level.withLock { $0 } }
         set { level.withLock { $0 = newValue } }
@@ -89,7 +89,7 @@ struct ProgressLine: Sendable {
 /// that the work can undo what it did; a signal that comes before the task exists counts too.
 /// A body that fails once interrupted fails with `Interrupted` (exit status 130).
 func interruptibly<Success: Sendable>(_ body: @escaping @Sendable () async throws -> Success) async throws -> Success {
-    let state = Mutex<(requested: Bool, task: Task<Success, any Error>?)>((false, nil))
+    let state = Locked<(requested: Bool, task: Task<Success, any Error>?)>((false, nil))
     let handler = ProcessControl.onInterrupt {
         state.withLock {
             $0.requested = true

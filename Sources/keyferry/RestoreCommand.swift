@@ -3,9 +3,9 @@ import Backup
 import Foundation
 import KeychainModel
 import KeyferrySystem
+import KeyferryThreads
 import Node
 import NodeControl
-import Synchronization
 
 struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,7 +37,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let line = ProgressLine()
         // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and
         // the copy being built is removed.
-        let interrupted = Mutex(false)
+        let interrupted = Locked(false)
         let handler = ProcessControl.onInterrupt { interrupted.withLock { $0 = true } }
         defer { withExtendedLifetime(handler) {} }
         let report: RestoreReport

@@ -1,11 +1,11 @@
 import ArgumentParser
 import Foundation
 import KeychainStore
+import KeyferryThreads
 import Node
 import NodeControl
 import Sync
 import SyncWire
-import Synchronization
 
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -78,7 +78,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     /// Why the relay last failed to answer, for the message that gives up on it.
     private final class LastFailure: Sendable {
-        let message = Mutex<String?>(nil)
+        let message = Locked<String?>(nil)
     }
 
     struct Status: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
+import KeyferryThreads
 import Synchronization
 import Testing
 
@@ -154,7 +155,7 @@ struct DeviceBackupTests {
         let started = Atomic(false)
         let answered = Atomic(0)
         let done = Atomic(false)
-        let failure = Mutex<String?>(nil)
+        let failure = Locked<String?>(nil)
     }
 
     @Test("a locked device is refused and no archive is written")

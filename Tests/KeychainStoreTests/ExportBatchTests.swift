@@ -3,7 +3,6 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryThreads
-import Synchronization
 import Testing
 
 @Suite("Export in batches")
@@ -52,7 +51,7 @@ struct ExportBatchTests {
     @Test("an error in either step ends the read at once and reaches the caller")
     func errorsStopTheRead() throws {
         let t = try populated(40)
-        let transformed = Mutex(0)
+        let transformed = Locked(0)
         #expect(throws: Stop.self) {
             try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) { items in
                 let n = transformed.withLock {

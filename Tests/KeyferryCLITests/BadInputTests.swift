@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeyferryThreads
 import Testing
 
 /// Every bad input gets a clear error and the documented exit status, and changes nothing.
@@ -170,7 +170,7 @@ struct BadInputTests {
     func racingInit() throws {
         let cli = try CLI()
         let dir = cli.path("raced")
-        let results = Mutex<[Int32]>([])
+        let results = Locked<[Int32]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { index in
             let status = (try? cli.run(["device", "init", dir, "--passcode", "100\(index)"]))?.status ?? -1
             results.withLock { $0.append(status) }

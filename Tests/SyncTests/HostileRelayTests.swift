@@ -3,7 +3,7 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
-import Synchronization
+import KeyferryThreads
 import Testing
 
 @testable import Sync
@@ -13,7 +13,7 @@ import Testing
 /// to one member and not the others.
 final class WithholdingRelay: RelayTransport {
     let relay: MemoryRelay
-    let hidden = Mutex<Set<[UInt8]>>([])
+    let hidden = Locked<Set<[UInt8]>>([])
 
     init(_ relay: MemoryRelay) { self.relay = relay }
 
@@ -46,7 +46,7 @@ final class EndlessRelay: RelayTransport {
 /// A relay that counts the pulls of each stream, to see what a member asks for.
 final class CountingRelay: RelayTransport {
     let relay: MemoryRelay
-    let pulls = Mutex<[RelayStream: Int]>([:])
+    let pulls = Locked<[RelayStream: Int]>([:])
 
     init(_ relay: MemoryRelay) { self.relay = relay }
 

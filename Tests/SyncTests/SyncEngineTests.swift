@@ -3,7 +3,7 @@ import KeychainModel
 import KeychainStore
 import KeychainTesting
 import KeyferryCrypto
-import Synchronization
+import KeyferryThreads
 import Testing
 
 @testable import Sync
@@ -12,7 +12,7 @@ import Testing
 /// A relay held in memory: logs per circle and stream, each record once, as `RelayStorage`
 /// keeps them.
 final class MemoryRelay: RelayTransport {
-    private let logs = Mutex<[String: [[UInt8]]]>([:])
+    private let logs = Locked<[String: [[UInt8]]]>([:])
 
     func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof? = nil) async throws -> Int {
         logs.withLock { logs in
@@ -43,7 +43,7 @@ final class MemoryRelay: RelayTransport {
 /// if another member's change had not reached this one yet. The next pull sees everything.
 final class LaggingRelay: RelayTransport {
     let relay: MemoryRelay
-    let lagging = Mutex(false)
+    let lagging = Locked(false)
 
     init(_ relay: MemoryRelay) { self.relay = relay }
 
