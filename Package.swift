@@ -173,9 +173,9 @@ let package = Package(
 
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
         .testTarget(name: "KeyferryCompressionTests", dependencies: ["KeyferryCompression"]),
-        .testTarget(name: "KeyferrySystemTests", dependencies: ["KeyferrySystem"]),
+        .testTarget(name: "KeyferrySystemTests", dependencies: ["KeyferrySystem", "KeychainTesting"]),
         // Reproduction/ is a program of its own, compiled optimized by LockedTests.
-        .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads"], exclude: ["Reproduction"]),
+        .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads", "KeychainTesting"], exclude: ["Reproduction"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainStoreTests",

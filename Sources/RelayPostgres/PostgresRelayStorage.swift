@@ -161,22 +161,11 @@ public final class PostgresRelayStorage: RelayStorage {
     /// and why (its own errors print a generic sentence, to keep data out of logs).
     /// A call the database does not answer in this time fails (it may be down or restarting):
     /// members back off and try again, rather than wait on a relay that waits.
-    static let patience = Duration.seconds(8)
+    package static let patience = Duration.seconds(8)
 
     private func failing<Result: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> Result) async throws -> Result {
         do {
-            return try await withThrowingTaskGroup(of: Result?.self) { group in
-                group.addTask { try await work() }
-                group.addTask {
-                    try await Task.sleep(for: Self.patience)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let result = try await group.next() ?? nil else {
-                    throw RelayStorageError("no answer from the database in \(Self.patience.components.seconds) s")
-                }
-                return result
-            }
+            return try await Self.withPatience(work)
         } catch {
             var cause: any Error = error
             if let transaction = error as? PostgresTransactionError {
@@ -185,6 +174,35 @@ public final class PostgresRelayStorage: RelayStorage {
             if cause is RelayStorageConflict { throw cause }
             throw RelayStorageError("\(what): \(Self.reason(cause))")
         }
+    }
+
+    /// `work`'s outcome, or a `RelayStorageError` once `patience` has passed without one. The
+    /// work is then cancelled but not waited for: a database call that ignores cancellation (the
+    /// pool waiting on a server that went away) must not hold the relay's answer, nor its caller,
+    /// for ever.
+    package static func withPatience<Result: Sendable>(
+        within patience: Duration = PostgresRelayStorage.patience, _ work: @escaping @Sendable () async throws -> Result
+    ) async throws -> Result {
+        // The first to finish the stream decides; what comes after is dropped.
+        let (outcome, decide) = AsyncThrowingStream<Result, any Error>.makeStream()
+        let worker = Task {
+            do {
+                decide.yield(try await work())
+                decide.finish()
+            } catch {
+                decide.finish(throwing: error)
+            }
+        }
+        let timer = Task {
+            try await Task.sleep(for: patience)
+            decide.finish(throwing: RelayStorageError("no answer from the database in \(patience.components.seconds) s"))
+        }
+        defer {
+            worker.cancel()
+            timer.cancel()
+        }
+        for try await result in outcome { return result }
+        throw CancellationError()
     }
 
     static func reason(_ error: any Error) -> String {

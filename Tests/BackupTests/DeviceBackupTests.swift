@@ -100,7 +100,7 @@ struct DeviceBackupTests {
         #expect(defaults.count == 1 && defaults[0].contents.range(of: Data("marker-defaults".utf8)) != nil)
     }
 
-    @Test("the device answers status, reads and writes while a backup of 50,000 items runs")
+    @Test("the device answers status, reads and writes while a backup of 50,000 items runs", .blocking)
     func answersDuringBackup() throws {
         let fixture = try TestDevice()
         let group = "\(TestDevice.teamID).\(TestDevice.appID)"

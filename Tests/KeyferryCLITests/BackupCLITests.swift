@@ -1,13 +1,14 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeychainTesting
 import KeyferrySystem
 import Node
 import NodeControl
 import Testing
 
 /// `keyferry backup create|inspect|verify` against a running node.
-@Suite("keyferry backup")
+@Suite("keyferry backup", .blocking)
 struct BackupCLITests {
     @Test("create both kinds, inspect without the password, verify with it; the encrypted file holds no marker")
     func createInspectVerify() throws {
@@ -101,7 +102,7 @@ struct BackupCLITests {
 }
 
 /// `keyferry restore` onto the same and onto a new device.
-@Suite("keyferry restore")
+@Suite("keyferry restore", .blocking)
 struct RestoreCLITests {
     @Test("a new phone from an encrypted backup: migratable back, ThisDeviceOnly dropped with its reason; the same device gets all")
     func newPhone() throws {
@@ -260,7 +261,7 @@ extension CLI {
 
 /// Stopping a restore or a backup at any moment leaves the target either as it was or fully
 /// restored, and no archive or half of one.
-@Suite("keyferry restore and backup, stopped")
+@Suite("keyferry restore and backup, stopped", .blocking)
 struct RestoreKillTests {
     @Test("Ctrl-C during backup create or restore: exit 130, no archive, the target as it was, nothing left beside")
     func interrupted() throws {

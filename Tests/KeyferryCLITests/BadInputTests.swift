@@ -1,9 +1,10 @@
 import Foundation
+import KeychainTesting
 import KeyferryThreads
 import Testing
 
 /// Every bad input gets a clear error and the documented exit status, and changes nothing.
-@Suite("keyferry CLI bad input")
+@Suite("keyferry CLI bad input", .blocking)
 struct BadInputTests {
     @Test("usage errors exit 64 before touching any device")
     func usageErrors() throws {

@@ -42,17 +42,22 @@ final class CLI: @unchecked Sendable {
         try? FileManager.default.removeItem(at: root)
     }
 
-    /// The binary beside the test bundle (`swift build` puts both in the same directory), or
-    /// `KEYFERRY_BIN`.
+    /// `KEYFERRY_BIN`, the binary a user installs (scripts/test sets it to the one
+    /// `scripts/install` builds); without it, the debug build beside the test bundle.
     static func locateBinary() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["KEYFERRY_BIN"] { return URL(fileURLWithPath: path) }
+        return try locateBuilt("keyferry")
+    }
+
+    /// An executable of this package that `swift build` put beside the test bundle.
+    static func locateBuilt(_ name: String) throws -> URL {
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("keyferry")
+            let candidate = directory.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             directory.deleteLastPathComponent()
         }
-        Issue.record("the keyferry binary was not found beside \(CommandLine.arguments[0]); run `swift build` first or set KEYFERRY_BIN.")
+        Issue.record("\(name) was not found beside \(CommandLine.arguments[0]); run `swift build` first.")
         throw CancellationError()
     }
 

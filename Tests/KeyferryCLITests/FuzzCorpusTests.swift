@@ -1,9 +1,10 @@
 import Foundation
+import KeychainTesting
 import Testing
 
 /// The fuzzers' seed corpus and the crashes they found, replayed through every reader on each
 /// run: `keyferry-fuzz TARGET FILE...` built without libFuzzer (scripts/fuzz builds it with).
-@Suite("Fuzz corpus")
+@Suite("Fuzz corpus", .blocking)
 struct FuzzCorpusTests {
     static let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     static let targets = ["archive", "envelope", "batch", "membership", "keys", "fleet", "scenario", "request"]
@@ -27,7 +28,7 @@ struct FuzzCorpusTests {
 
     @Test("every input of the corpus goes through its reader with an error or a value, never a crash", arguments: targets)
     func replay(target: String) throws {
-        let binary = try CLI.locateBinary().deletingLastPathComponent().appendingPathComponent("keyferry-fuzz")
+        let binary = try CLI.locateBuilt("keyferry-fuzz")
         let inputs = try Self.inputs(target)
         #expect(!inputs.isEmpty, "the \(target) corpus has seeds")
         let process = Process()

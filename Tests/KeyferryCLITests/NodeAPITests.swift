@@ -1,12 +1,13 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeychainTesting
 import Node
 import NodeControl
 import Testing
 
 /// The control API itself, through `NodeClient`, against a node of the built binary.
-@Suite("Node control API")
+@Suite("Node control API", .blocking)
 struct NodeAPITests {
     @Test("the backup route never replaces what is at its path: a directory there stays, with its files")
     func backupNeverReplaces() async throws {

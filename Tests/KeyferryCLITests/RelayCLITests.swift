@@ -8,7 +8,7 @@ import Relay
 import SyncWire
 import Testing
 
-@Suite("keyferry relay")
+@Suite("keyferry relay", .blocking)
 struct RelayCLITests {
     @Test("relay serve announces its address, serves pulls, keeps its data, and stops on SIGTERM")
     func serves() async throws {

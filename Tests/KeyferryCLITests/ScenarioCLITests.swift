@@ -1,9 +1,10 @@
 import Foundation
+import KeychainTesting
 import KeyferrySystem
 import Testing
 
 /// `keyferry scenario run`: the shipped library, failures, malformed files.
-@Suite("keyferry scenario run")
+@Suite("keyferry scenario run", .blocking)
 struct ScenarioCLITests {
     /// The repository's `Peers/scenarios`, found from this source file.
     static let library = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,10 +1,11 @@
 import Foundation
+import KeychainTesting
 import KeyferrySecurity
 import Testing
 
 /// Keychain Services calls against devices the command line made: through a running node, and
 /// in this process when no node runs.
-@Suite("KeyferrySecurity on device directories")
+@Suite("KeyferrySecurity on device directories", .blocking)
 struct SecurityCLITests {
     static func add(_ account: String, _ value: String) -> OSStatus {
         SecItemAdd(
@@ -61,7 +62,7 @@ struct SecurityCLITests {
     }
 }
 
-@Suite("keyferry audit")
+@Suite("keyferry audit", .blocking)
 struct AuditCLITests {
     @Test("lists the traps code fell into through a node, with file, line, count and why; --strict fails; --clear empties")
     func listsTraps() throws {
@@ -103,7 +104,7 @@ struct AuditCLITests {
     }
 }
 
-@Suite("Passcodes out of argv")
+@Suite("Passcodes out of argv", .blocking)
 struct PasscodeInputCLITests {
     @Test("device unlock takes the passcode from a file's or standard input's first line; without one, it says how to give it")
     func unlockFromFileAndStdin() throws {

@@ -1,8 +1,9 @@
 import Foundation
+import KeychainTesting
 import Testing
 
 /// `keyferry survival`, `transfer` and `device clock` against real nodes.
-@Suite("keyferry survival, transfer and device clock")
+@Suite("keyferry survival, transfer and device clock", .blocking)
 struct SurvivalCLITests {
     static let app = ["--app", "com.example.mail"]
 

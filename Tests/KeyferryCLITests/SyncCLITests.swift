@@ -1,8 +1,9 @@
 import Foundation
+import KeychainTesting
 import KeyferrySystem
 import Testing
 
-@Suite("keyferry circle and sync")
+@Suite("keyferry circle and sync", .blocking)
 struct SyncCLITests {
     /// Every synchronizable item a node's app sees: account and secret.
     private func synced(_ cli: CLI, _ dir: String) throws -> [String: String] {
@@ -122,12 +123,7 @@ struct SyncCLITests {
         #expect(up.count == 2 && circles.count == 1)
         try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "otp", "--value", "123456", "--sync"])
         // No `sync now`: the nodes sync every second on their own.
-        var arrived = ""
-        for _ in 0..<50 where arrived.isEmpty {
-            try await Task.sleep(for: .milliseconds(100))
-            arrived = try cli.run(["item", "get", root + "/two", "--app", "com.example.mail", "--account", "otp", "--sync", "yes"]).text
-        }
-        #expect(arrived == "123456")
+        #expect(try await arrival(cli, root + "/two", "otp") == "123456")
         let again = try cli.ok(["fleet", "up", file.path, "--root", root]).text
         #expect(again.contains("every device is in circle \(circles.first ?? "")"))
         try cli.ok(["fleet", "down", file.path, "--root", root])
@@ -143,13 +139,25 @@ struct SyncCLITests {
         try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "from-one", "--value", "1", "--sync"])
         #expect(try await arrival(cli, root + "/one", "from-two") == "2")
         #expect(try await arrival(cli, root + "/two", "from-one") == "1")
+
+        // A node killed outright: `fleet up` starts it again, unlocks it, and it syncs both ways.
+        let pid = try #require(try cli.ok(["node", "status", root + "/two", "--json"]).object()["pid"] as? Int)
+        ProcessControl.send(.kill, to: Int32(pid))
+        while ProcessControl.isAlive(Int32(pid)) { try await Task.sleep(for: .milliseconds(10)) }
+        let repaired = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
+        #expect(repaired.map { $0["started"] as? Bool } == [false, true] && Set(repaired.compactMap { $0["circle"] as? String }) == circles)
+        try cli.ok(["item", "add", root + "/two", "--app", "com.example.mail", "--account", "after-kill", "--value", "k", "--sync"])
+        try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "to-killed", "--value", "q", "--sync"])
+        #expect(try await arrival(cli, root + "/one", "after-kill") == "k")
+        #expect(try await arrival(cli, root + "/two", "to-killed") == "q")
         try cli.ok(["fleet", "down", file.path, "--root", root])
     }
 
-    /// The secret of `account` once the node at `dir` holds it (nodes sync every second), or
-    /// "" after five seconds.
+    /// The secret of `account` once the node at `dir` holds it (nodes sync every second on their
+    /// own), or "" if it has not come in a minute, however loaded the machine.
     private func arrival(_ cli: CLI, _ dir: String, _ account: String) async throws -> String {
-        for _ in 0..<50 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             let found = try cli.run(["item", "get", dir, "--app", "com.example.mail", "--account", account, "--sync", "yes"])
             if found.status == 0 { return found.text }
             try await Task.sleep(for: .milliseconds(100))

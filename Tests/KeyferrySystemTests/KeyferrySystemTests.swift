@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import KeyferrySystem
 import Testing
 
@@ -84,7 +85,7 @@ struct KeyferrySystemTests {
         #expect(unusable.description == "cannot open \(root.path)/missing/node.lock: no such file or directory")
     }
 
-    @Test("a signal reaches the process it names, and a dead process is seen as dead")
+    @Test("a signal reaches the process it names, and a dead process is seen as dead", .blocking)
     func signals() throws {
         defer { cleanUp() }
         let sleeper = Process()

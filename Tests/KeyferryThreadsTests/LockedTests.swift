@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import KeyferryThreads
 import Testing
 
@@ -35,7 +36,7 @@ struct LockedTests {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    @Test("a lock taken after an actor's throwing call returns, compiled -O: Mutex stops the process, Locked holds")
+    @Test("a lock taken after an actor's throwing call returns, compiled -O: Mutex stops the process, Locked holds", .blocking)
     func lockAfterHop() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-locked-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

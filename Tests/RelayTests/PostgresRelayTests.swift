@@ -149,8 +149,8 @@ private struct PrivatePostgres {
 
 extension PostgresRelayTests {
     @Test(
-        "PostgreSQL stopped and started again while a member pushes: the relay answers 503 naming the database, the member backs off and catches up, nothing acknowledged is lost or doubled"
-    )
+        "PostgreSQL stopped and started again while a member pushes: the relay answers 503 naming the database, the member backs off and catches up, nothing acknowledged is lost or doubled",
+        .blocking)
     func databaseRestart() async throws {
         _ = try TestPostgres.database()
         let server = PrivatePostgres()
@@ -194,4 +194,24 @@ extension PostgresRelayTests {
 
 private func outcome(_ push: () async throws -> Int) async -> Result<Int, any Error> {
     do { return .success(try await push()) } catch { return .failure(error) }
+}
+
+@Suite("Relay on PostgreSQL, its patience")
+struct PostgresPatienceTests {
+    @Test("a database call that ignores cancellation still fails once the patience has passed, naming why", .timeLimit(.minutes(1)))
+    func ignoredCancellation() async throws {
+        // A call that returns only when released, whatever cancels it: as the pool's wait for a
+        // server that went away once did.
+        let (released, release) = AsyncStream<Void>.makeStream()
+        let holdout = Task.detached { for await _ in released {} }
+        let error = await #expect(throws: RelayStorageError.self) {
+            try await PostgresRelayStorage.withPatience(within: .milliseconds(50)) {
+                await holdout.value  // deaf to cancellation
+                return 1
+            }
+        }
+        #expect(error?.reason == "no answer from the database in 0 s")
+        release.finish()
+        #expect(try await PostgresRelayStorage.withPatience(within: .seconds(60)) { 7 } == 7, "an answer in time is the answer")
+    }
 }

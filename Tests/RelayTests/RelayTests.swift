@@ -256,7 +256,7 @@ func runQuietly(_ tool: String, _ arguments: [String]) -> Bool {
 extension RelayTests {
     @Test(
         "the SQLite relay's disk fills: a push is answered 503 naming it, nothing acknowledged is lost, and once there is room the member's retry gets through",
-        .enabled(if: SmallFilesystem.available, "needs root, to mount a small tmpfs"))
+        .enabled(if: SmallFilesystem.available, "needs root, to mount a small tmpfs"), .blocking)
     func diskFull() async throws {
         let disk = try SmallFilesystem(kilobytes: 2048)
         defer { disk.remove() }
