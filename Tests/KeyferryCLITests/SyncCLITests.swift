@@ -135,10 +135,7 @@ struct SyncCLITests {
         // by the fleet, and syncs both ways.
         let back = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
         #expect(back.map { $0["started"] as? Bool } == [true, true] && Set(back.compactMap { $0["circle"] as? String }) == circles)
-        try cli.ok(["item", "add", root + "/two", "--app", "com.example.mail", "--account", "from-two", "--value", "2", "--sync"])
-        try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "from-one", "--value", "1", "--sync"])
-        #expect(try await arrival(cli, root + "/one", "from-two") == "2")
-        #expect(try await arrival(cli, root + "/two", "from-one") == "1")
+        try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "up-again")
 
         // A node killed outright: `fleet up` starts it again, unlocks it, and it syncs both ways.
         let pid = try #require(try cli.ok(["node", "status", root + "/two", "--json"]).object()["pid"] as? Int)
@@ -146,11 +143,19 @@ struct SyncCLITests {
         while ProcessControl.isAlive(Int32(pid)) { try await Task.sleep(for: .milliseconds(10)) }
         let repaired = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
         #expect(repaired.map { $0["started"] as? Bool } == [false, true] && Set(repaired.compactMap { $0["circle"] as? String }) == circles)
-        try cli.ok(["item", "add", root + "/two", "--app", "com.example.mail", "--account", "after-kill", "--value", "k", "--sync"])
-        try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "to-killed", "--value", "q", "--sync"])
-        #expect(try await arrival(cli, root + "/one", "after-kill") == "k")
-        #expect(try await arrival(cli, root + "/two", "to-killed") == "q")
+        try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "kill")
         try cli.ok(["fleet", "down", file.path, "--root", root])
+    }
+
+    /// Each device adds a synchronizable item named after the event; each then holds the other's.
+    private func expectSyncBothWays(
+        _ cli: CLI, _ one: String, _ two: String, after event: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        for (dir, value) in [(one, "1"), (two, "2")] {
+            try cli.ok(["item", "add", dir, "--app", "com.example.mail", "--account", "\(event)-\(value)", "--value", value, "--sync"])
+        }
+        #expect(try await arrival(cli, one, "\(event)-2") == "2", "after \(event)", sourceLocation: sourceLocation)
+        #expect(try await arrival(cli, two, "\(event)-1") == "1", "after \(event)", sourceLocation: sourceLocation)
     }
 
     /// The secret of `account` once the node at `dir` holds it (nodes sync every second on their
