@@ -198,19 +198,12 @@ struct BadInputTests {
                 && result.stderr.contains("nothing is listening there"), "\(result.stderr)")
 
         // As in CI, where the relay may still be starting: it comes up while sync now waits.
-        let waiting = DispatchGroup()
-        nonisolated(unsafe) var late: CLI.Result?
-        waiting.enter()
-        Thread.detachNewThread {
-            late = try? cli.run(["sync", "now", phone, "--timeout", "60"])
-            waiting.leave()
-        }
-        Thread.sleep(forTimeInterval: 1)
+        let (late, output) = try cli.start(["sync", "now", phone, "--timeout", "60"], whenItSays: "waiting for the relay")
         let listen = String(url.dropFirst("http://".count))
         _ = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", listen])
-        waiting.wait()
-        let answer = try #require(late)
-        #expect(answer.status == 0 && answer.text.contains("pushed"), "\(answer.stderr)")
+        let printed = String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
+        late.waitUntilExit()
+        #expect(late.terminationStatus == 0 && printed.contains("pushed"), "\(printed)")
     }
 
     @Test("a malformed request to the control API is refused without changing the device")

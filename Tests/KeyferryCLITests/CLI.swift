@@ -18,7 +18,7 @@ final class CLI: @unchecked Sendable {
     let root: URL
     let binary: URL
     /// Long-running commands started by `start`, terminated on the way out.
-    private var servers: [(process: Process, output: Pipe)] = []
+    private var servers: [(process: Process, pipes: [Pipe])] = []
 
     init() throws {
         root = URL(fileURLWithPath: "/tmp").appendingPathComponent("kf-\(UUID().uuidString.prefix(8))")
@@ -32,7 +32,7 @@ final class CLI: @unchecked Sendable {
                 server.process.terminate()
                 server.process.waitUntilExit()
             }
-            server.output.closeBothEnds()
+            server.pipes.forEach { $0.closeBothEnds() }
         }
         // Every device directory under root whose node still holds its lock gets stopped.
         let devices = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -108,7 +108,7 @@ final class CLI: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        servers.append((process, out))
+        servers.append((process, [out]))
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = out.fileHandleForReading.availableData
@@ -116,6 +116,30 @@ final class CLI: @unchecked Sendable {
             line += chunk
         }
         return (process, String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Starts a command and returns once its standard error has printed `marker` (or it has
+    /// exited), for a test that acts while the command waits: the caller then waits for the
+    /// process and reads its standard output. It is terminated when this CLI goes, if not before.
+    func start(_ arguments: [String], whenItSays marker: String) throws -> (process: Process, stdout: FileHandle) {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": stateHome.path]) { $1 }
+        let (out, err) = (Pipe(), Pipe())
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        servers.append((process, [out, err]))
+        var said = Data()
+        while !String(decoding: said, as: UTF8.self).contains(marker) {
+            let chunk = err.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said += chunk
+        }
+        // What it says later is read and dropped, so it never blocks on a full pipe.
+        err.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+        return (process, out.fileHandleForReading)
     }
 
     /// Runs and expects success, recording stderr when it fails.
@@ -151,6 +175,7 @@ extension Pipe {
     /// A Pipe's descriptors outlive the process that used them unless closed: a suite of a
     /// thousand commands once held a thousand pipes open, and the test process crashed.
     func closeBothEnds() {
+        fileHandleForReading.readabilityHandler = nil
         try? fileHandleForReading.close()
         try? fileHandleForWriting.close()
     }

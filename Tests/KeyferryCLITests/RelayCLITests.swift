@@ -6,6 +6,7 @@ import Node
 import NodeControl
 import Relay
 import SyncWire
+import Synchronization
 import Testing
 
 @Suite("keyferry relay", .blocking)
@@ -208,14 +209,17 @@ struct RelayCLITests {
         let one = OneMemberCircle()
         try await one.create(on: client)
         let batches = try one.batches(60)
+        let acknowledged = Acknowledged()
         let pusher = Task {
             for batch in batches {
                 let proof = one.proof([batch])
                 _ = try await client.retrying(until: .now + .seconds(30)) { try await $0.push([batch], circle: one.circle, stream: .envelopes, proof: proof) }
+                acknowledged.count.add(1, ordering: .relaxed)
                 try await Task.sleep(for: .milliseconds(10))
             }
         }
-        try await Task.sleep(for: .milliseconds(150))
+        // Killed mid-push: once the relay has acknowledged a few batches, however long that takes.
+        while acknowledged.count.load(ordering: .relaxed) < 5 { try await Task.sleep(for: .milliseconds(5)) }
         let kill = Process()
         kill.executableURL = URL(fileURLWithPath: "/bin/kill")
         kill.arguments = ["-KILL", "\(first.processIdentifier)"]
@@ -231,6 +235,10 @@ struct RelayCLITests {
         try await pusher.value
         let held = try await client.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000)
         #expect(held.map(\.body) == batches, "every batch once, in the order pushed")
+    }
+
+    final class Acknowledged: Sendable {
+        let count = Atomic(0)
     }
 
     @Test("a bad address, a data path that is a file, or a damaged database is refused, and the files are left as they were")
