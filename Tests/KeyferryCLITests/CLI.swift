@@ -101,20 +101,8 @@ final class CLI: @unchecked Sendable {
     /// Starts a command that serves until stopped (`relay serve`) and returns it with the first
     /// line it printed, once it has. It is terminated when this CLI goes, if not before.
     func start(_ arguments: [String]) throws -> (process: Process, firstLine: String) {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        servers.append((process, [out]))
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
+        let (process, out) = try launch(arguments, errors: nil)
+        let line = Self.read(out) { $0.contains(UInt8(ascii: "\n")) }
         return (process, String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
@@ -122,24 +110,40 @@ final class CLI: @unchecked Sendable {
     /// exited), for a test that acts while the command waits: the caller then waits for the
     /// process and reads its standard output. It is terminated when this CLI goes, if not before.
     func start(_ arguments: [String], whenItSays marker: String) throws -> (process: Process, stdout: FileHandle) {
+        let errors = Pipe()
+        let (process, out) = try launch(arguments, errors: errors, environment: ["XDG_STATE_HOME": stateHome.path])
+        _ = Self.read(errors) { String(decoding: $0, as: UTF8.self).contains(marker) }
+        // What it says later is read and dropped, so it never blocks on a full pipe.
+        errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+        return (process, out.fileHandleForReading)
+    }
+
+    /// Runs the binary with its standard output on a pipe and its standard error on `errors`
+    /// (or nowhere), remembered so that it is terminated when this CLI goes.
+    private func launch(
+        _ arguments: [String], errors: Pipe?, environment: [String: String] = [:]
+    ) throws -> (process: Process, stdout: Pipe) {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": stateHome.path]) { $1 }
-        let (out, err) = (Pipe(), Pipe())
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let out = Pipe()
         process.standardOutput = out
-        process.standardError = err
+        process.standardError = errors ?? FileHandle.nullDevice
         try process.run()
-        servers.append((process, [out, err]))
-        var said = Data()
-        while !String(decoding: said, as: UTF8.self).contains(marker) {
-            let chunk = err.fileHandleForReading.availableData
+        servers.append((process, [out] + (errors.map { [$0] } ?? [])))
+        return (process, out)
+    }
+
+    /// What `pipe` gives until `enough` holds of it, or until it ends.
+    private static func read(_ pipe: Pipe, until enough: (Data) -> Bool) -> Data {
+        var data = Data()
+        while !enough(data) {
+            let chunk = pipe.fileHandleForReading.availableData
             if chunk.isEmpty { break }
-            said += chunk
+            data += chunk
         }
-        // What it says later is read and dropped, so it never blocks on a full pipe.
-        err.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
-        return (process, out.fileHandleForReading)
+        return data
     }
 
     /// Runs and expects success, recording stderr when it fails.
