@@ -56,6 +56,10 @@ public struct FleetFile: Equatable, Sendable {
         }
     }
 
+    /// Each device is a node process and an Argon2id passcode hash at creation: a file that
+    /// asks for more is a mistake, or someone else's idea of a test.
+    public static let maximumDevices = 32
+
     public init(name: String, members: [Member], relay: RelayAddress? = nil, runsRelay: Bool = true) {
         self.name = name
         self.members = members
@@ -67,28 +71,12 @@ public struct FleetFile: Equatable, Sendable {
     /// `displayName`, default the path given), the line and the field.
     public static func load(_ url: URL, displayName: String? = nil) throws -> FleetFile {
         let file = displayName ?? url.relativePath
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw FleetFileError(file: file, problem: "cannot read the fleet file: there is no such file.")
-        }
-        guard !isDirectory.boolValue else { throw FleetFileError(file: file, problem: "cannot read the fleet file: it is a directory.") }
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw FleetFileError(file: file, problem: "cannot read the fleet file (\(error.localizedDescription)).")
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw FleetFileError(file: file, problem: "not UTF-8 text; a fleet file is YAML.")
-        }
-        return try FleetFile(yaml: text, file: file)
+        return try FleetFile(yaml: try YAMLFile.text(of: url, file: file, kind: "fleet file"), file: file)
     }
 
     /// Parses fleet YAML; `file` names it in errors.
     public init(yaml: String, file: String) throws {
-        guard let document = try YAMLField.document(yaml, file: file) else {
-            throw FleetFileError(file: file, line: 1, problem: "the file is empty; a fleet file needs `fleet:` (its name) and `devices:`.")
-        }
+        let document = try YAMLFile.top(yaml, file: file, kind: "fleet file", needs: "`fleet:` (its name) and `devices:`")
         let top = try document.fields(allowed: ["fleet", "apps", "devices", "sync"])
         guard let nameField = top["fleet"] else { throw document.failure("missing `fleet:`, the fleet's name.") }
         let name = try nameField.text()
@@ -117,6 +105,9 @@ public struct FleetFile: Equatable, Sendable {
         guard let devicesField = top["devices"] else { throw document.failure("missing `devices:`, the fleet's devices by directory name.") }
         let devices = try devicesField.entries()
         guard !devices.isEmpty else { throw devicesField.failure("a fleet needs at least one device.") }
+        guard devices.count <= Self.maximumDevices else {
+            throw devicesField.failure("\(devices.count) devices; a fleet holds at most \(Self.maximumDevices), each a node process.")
+        }
         members = try devices.map { id, field in try Member(id: id, field: field, catalog: catalog) }
 
         runsRelay = true
@@ -128,7 +119,7 @@ public struct FleetFile: Equatable, Sendable {
             let text = try relayField.text()
             let start = try sync["start"].map { try $0.bool() }
             if text == "auto" {
-                relay = RelayAddress(host: "127.0.0.1", port: 0)
+                relay = .loopback(port: 0)
                 if start == false { throw sync["start"]!.failure("`relay: auto` is a relay the fleet starts; name the relay to use instead.") }
             } else {
                 guard let address = RelayAddress(text), address.port != 0 || start != false else {

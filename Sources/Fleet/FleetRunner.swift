@@ -95,6 +95,10 @@ public struct FleetRunner: Sendable {
         public var circle: UUID?
     }
 
+    /// How many members come up together: each creation hashes a passcode with 64 MiB of
+    /// Argon2id and each start is a process, so a large fleet queues rather than piles up.
+    static let membersAtOnce = 4
+
     /// Creates missing devices, starts every node, unlocks each and installs the apps it lacks.
     /// Nothing starts unless every member's directory is usable. If any member fails, or the
     /// task is cancelled (Ctrl-C), the apps this call installed are uninstalled, the nodes it
@@ -105,7 +109,9 @@ public struct FleetRunner: Sendable {
     public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> [Arrival] {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
-            for (index, member) in fleet.members.enumerated() {
+            var waiting = Array(fleet.members.enumerated()).makeIterator()
+            func bringUpNext() {
+                guard let (index, member) = waiting.next() else { return }
                 group.addTask {
                     var arrival = Arrival(member: member.id, directory: directory(of: member).path)
                     do {
@@ -116,10 +122,12 @@ public struct FleetRunner: Sendable {
                     }
                 }
             }
+            for _ in 0..<Self.membersAtOnce { bringUpNext() }
             var outcomes: [(Int, Arrival, (any Error)?)] = []
             for await outcome in group {
                 if outcome.2 == nil { progress(outcome.1) }
                 outcomes.append(outcome)
+                if !Task.isCancelled { bringUpNext() }
             }
             return outcomes.sorted { $0.0 < $1.0 }
         }
@@ -149,7 +157,9 @@ public struct FleetRunner: Sendable {
     private func formCircle(relay file: RelayAddress) async throws -> UUID {
         let clients = fleet.members.map { NodeClient(directory: directory(of: $0)) }
         var circle: NodeAPI.CircleStatus = try await clients[0].get(.circleStatus)
-        var address = RelayAddress(host: file.host, port: relayPort ?? file.port, secure: file.secure)
+        guard var address = file.on(port: relayPort ?? file.port) else {
+            throw NodeError(.invalidRequest, "\(relayPort ?? file.port) is not a port; give the relay one from 0 to 65535.")
+        }
         if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
             if let relayPort, relayPort != 0, relayPort != known.port {
                 throw NodeError(
@@ -263,22 +273,43 @@ public struct FleetRunner: Sendable {
         public var stoppedAny: Bool { relayStopped || members.contains { $0.departure == .stopped } }
     }
 
-    /// Stops every member's node and the fleet's relay; members that are off or absent are left alone.
+    /// Stops every member's node and the fleet's relay; members that are off or absent are left
+    /// alone. A member that cannot be stopped (its node hung) does not keep the others or the
+    /// relay running: every stop is tried, then the failures are thrown together.
     public func down() async throws -> Departures {
         try checkDirectories()
-        return try await withThrowingTaskGroup(of: (Int, Departure).self) { group in
+        let outcomes = await withTaskGroup(of: (Int, Result<Departure, any Error>).self) { group in
             for (index, member) in fleet.members.enumerated() {
                 group.addTask {
                     let directory = directory(of: member)
-                    guard FileManager.default.fileExists(atPath: directory.path) else { return (index, .notCreated) }
-                    return (index, try await NodeLauncher.stop(directory: directory) ? .stopped : .notRunning)
+                    guard FileManager.default.fileExists(atPath: directory.path) else { return (index, .success(.notCreated)) }
+                    do {
+                        return (index, .success(try await NodeLauncher.stop(directory: directory) ? .stopped : .notRunning))
+                    } catch {
+                        return (index, .failure(error))
+                    }
                 }
             }
-            var departures = [Departure](repeating: .notRunning, count: fleet.members.count)
-            for try await (index, departure) in group { departures[index] = departure }
-            let relayStopped = fleet.runsRelay ? try await RelayLauncher.stop(data: relayDirectory) : false
-            return Departures(members: zip(fleet.members, departures).map { ($0.id, $1) }, relayStopped: relayStopped)
+            var outcomes = [Result<Departure, any Error>](repeating: .success(.notRunning), count: fleet.members.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes
         }
+        var failures: [(String, any Error)] = []
+        var relayStopped = false
+        do {
+            relayStopped = fleet.runsRelay ? try await RelayLauncher.stop(data: relayDirectory) : false
+        } catch {
+            failures.append(("relay", error))
+        }
+        var departures: [(member: String, departure: Departure)] = []
+        for (member, outcome) in zip(fleet.members, outcomes) {
+            switch outcome {
+            case .success(let departure): departures.append((member.id, departure))
+            case .failure(let error): failures.append((member.id, error))
+            }
+        }
+        if !failures.isEmpty { throw FleetError(failures: failures) }
+        return Departures(members: departures, relayStopped: relayStopped)
     }
 
     /// Every member's directory is either absent or a device, and short enough for a socket:

@@ -5,32 +5,43 @@ import Foundation
 /// `relay serve` prints it) or `https://HOST:PORT` (a relay serving TLS); the port from 0 (any
 /// free one) to 65535.
 public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
+    public let host: String
+    public let port: Int
     /// Reached over TLS (`https://`), its certificate verified.
-    public var secure: Bool
+    public let secure: Bool
+    /// What a member connects to: `http://HOST:PORT` or `https://HOST:PORT`.
+    public let url: URL
 
-    public init(host: String, port: Int, secure: Bool = false) {
+    /// nil for a host that is not a DNS name, an IPv4 address or a bracketed IPv6 address (a
+    /// space, a slash, a user@), or a port outside 0...65535.
+    public init?(host: String, port: Int, secure: Bool = false) {
+        let name = #"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"#
+        let ipv6 = #"^\[[0-9A-Fa-f:.]{2,45}\]$"#
+        guard host.range(of: name, options: .regularExpression) != nil || host.range(of: ipv6, options: .regularExpression) != nil,
+            (0...65_535).contains(port),
+            let url = URL(string: "\(secure ? "https" : "http")://\(host):\(port)")
+        else { return nil }
         self.host = host
         self.port = port
         self.secure = secure
+        self.url = url
     }
 
     public init?(_ text: String) {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces))
-        secure = rest.hasPrefix("https://")
+        let secure = rest.hasPrefix("https://")
         if rest.hasPrefix("http://") { rest = rest.dropFirst(7) }
         if rest.hasPrefix("https://") { rest = rest.dropFirst(8) }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard let colon = rest.lastIndex(of: ":"), colon > rest.startIndex, !rest[..<colon].contains("/"),
-            let port = Int(rest[rest.index(after: colon)...]), (0...65_535).contains(port)
-        else { return nil }
-        host = String(rest[..<colon])
-        self.port = port
+        guard let colon = rest.lastIndex(of: ":"), colon > rest.startIndex, let port = Int(rest[rest.index(after: colon)...]) else { return nil }
+        self.init(host: String(rest[..<colon]), port: port, secure: secure)
     }
 
-    /// What a member connects to: `http://HOST:PORT` or `https://HOST:PORT`.
-    public var url: URL { URL(string: "\(secure ? "https" : "http")://\(host):\(port)")! }
+    /// 127.0.0.1 on `port`: a constant host and a port in range, which every check passes.
+    public static func loopback(port: UInt16) -> RelayAddress { RelayAddress(host: "127.0.0.1", port: Int(port))! }
+
+    /// The same relay on another port (a fleet's `--relay-port`).
+    public func on(port: Int) -> RelayAddress? { RelayAddress(host: host, port: port, secure: secure) }
 
     public var description: String { secure ? "https://\(host):\(port)" : "\(host):\(port)" }
 

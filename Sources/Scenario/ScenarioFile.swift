@@ -142,24 +142,13 @@ public struct Scenario: Sendable {
     /// Reads and checks a scenario file; `displayName` names it in errors (default: the path).
     public static func load(_ url: URL, displayName: String? = nil) throws -> Scenario {
         let file = displayName ?? url.relativePath
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw FleetFileError(file: file, problem: "cannot read the scenario file: there is no such file.")
-        }
-        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: url.path) else {
-            throw FleetFileError(file: file, problem: "cannot read the scenario file: it is a directory or unreadable.")
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw FleetFileError(file: file, problem: "not UTF-8 text; a scenario file is YAML.")
-        }
+        let text = try YAMLFile.text(of: url, file: file, kind: "scenario file")
         return try Scenario(yaml: text, file: file, directory: url.deletingLastPathComponent())
     }
 
     /// Parses scenario YAML; a `fleet:` path is read relative to `directory`.
     public init(yaml: String, file: String, directory: URL) throws {
-        guard let document = try YAMLField.document(yaml, file: file) else {
-            throw FleetFileError(file: file, line: 1, problem: "the file is empty; a scenario needs `scenario:` (its name) and `steps:`.")
-        }
+        let document = try YAMLFile.top(yaml, file: file, kind: "scenario file", needs: "`scenario:` (its name) and `steps:`")
         let top = try document.fields(allowed: ["scenario", "source", "fleet", "apps", "devices", "sync", "items", "steps"])
         guard let nameField = top["scenario"] else { throw document.failure("missing `scenario:`, the scenario's name.") }
         name = try nameField.text()
@@ -170,7 +159,7 @@ public struct Scenario: Sendable {
                 throw top[inline]!.keyFailure("give the devices either inline or as a `fleet:` file, not both.")
             }
             let path = try fleetField.text()
-            let url = URL(fileURLWithPath: path, relativeTo: directory)
+            let url = try Self.fleetFile(path, in: directory, field: fleetField)
             do {
                 fleet = try FleetFile.load(url, displayName: path)
             } catch let error as FleetFileError {
@@ -185,9 +174,36 @@ public struct Scenario: Sendable {
             steps.append(try parser.step("add", item, line: item.line))
         }
         guard let stepsField = top["steps"] else { throw document.failure("missing `steps:`, what happens and what must hold.") }
-        for item in try stepsField.list() { steps.append(try parser.step(item)) }
+        let listed = try stepsField.list()
+        guard steps.count + listed.count <= Self.maximumSteps else {
+            throw stepsField.failure("\(steps.count + listed.count) items and steps; a scenario holds at most \(Self.maximumSteps).")
+        }
+        for item in listed { steps.append(try parser.step(item)) }
         try parser.checkReferences()
         self.steps = steps
+    }
+}
+
+extension Scenario {
+    /// Far more than a scenario a person reads; bounds what a shared file can make a run do.
+    public static let maximumSteps = 2_000
+
+    /// `fleet:` names a YAML file beside or below the scenario: a relative path without `..`,
+    /// ending in `.yaml` or `.yml`, still inside the scenario's directory once symbolic links
+    /// are followed. Anything else, such as a credential file, is never opened.
+    static func fleetFile(_ path: String, in directory: URL, field: YAMLField) throws -> URL {
+        guard !path.hasPrefix("/"), !path.split(separator: "/").contains(".."),
+            path.hasSuffix(".yaml") || path.hasSuffix(".yml")
+        else {
+            throw field.failure("a fleet file is a .yaml or .yml file beside or below the scenario, named by a relative path without '..'.")
+        }
+        let base = directory.resolvingSymlinksInPath().standardizedFileURL.path
+        let url = directory.appendingPathComponent(path)
+        let resolved = url.resolvingSymlinksInPath().standardizedFileURL.path
+        guard resolved.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+            throw field.failure("the fleet file leads outside the scenario's directory through a symbolic link.")
+        }
+        return url
     }
 }
 

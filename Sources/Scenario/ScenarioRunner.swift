@@ -184,9 +184,14 @@ actor RunState {
                 for device in devices { let _: SyncReport = try await client(device).call(.syncNow, NodeAPI.Empty()) }
             }
         case .backup(let device, let name, let encrypted):
-            let url = fleet.root.appendingPathComponent("archives/\(name)")
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try? FileManager.default.removeItem(at: url)
+            // The parser allows plain file names only; the archive goes nowhere else, and an
+            // existing file is the node's to refuse, never ours to remove.
+            let directory = fleet.root.appendingPathComponent("archives", isDirectory: true)
+            let url = directory.appendingPathComponent(name)
+            guard url.deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path else {
+                throw ExpectationFailure("archive '\(name)' would leave the scenario's directory")
+            }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let password = encrypted ? String(decoding: ScenarioRunner.archivePassword, as: UTF8.self) : nil
             let _: ArchiveManifest = try await client(device, patient: true).call(.backup, NodeAPI.Backup(path: url.path, password: password))
             archives[name] = (url, encrypted)

@@ -135,8 +135,15 @@ struct StepParser {
             return (.sync(devices), "sync \(devices.joined(separator: ", "))")
         case "backup":
             let (device, fields) = try deviceAnd(value, allowed: ["device", "archive", "encrypted"], required: ["archive"])
-            let archive = try fields["archive"]!.text()
-            archives.insert(archive)
+            let archiveField = fields["archive"]!
+            let archive = try archiveField.text()
+            guard archive.range(of: #"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"#, options: .regularExpression) != nil else {
+                throw archiveField.failure(
+                    "'\(archive)' cannot name an archive: it is a file of the scenario's own directory, named with letters, digits, '.', '-' and '_' (no '/').")
+            }
+            guard archives.insert(archive).inserted else {
+                throw archiveField.failure("an earlier `backup:` step already makes archive '\(archive)'; give this one a name of its own.")
+            }
             let encrypted = try fields["encrypted"]?.bool() ?? true
             return (
                 .backup(device: device, archive: archive, encrypted: encrypted),

@@ -37,7 +37,7 @@ struct RelayCommand: AsyncParsableCommand {
         @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
         var data: String
         @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
-        var listen = RelayAddress(host: "127.0.0.1", port: 7700)
+        var listen = RelayAddress.loopback(port: 7700)
         @Option(
             help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); pushes past it are refused (507).",
             transform: Checked.byteSize)

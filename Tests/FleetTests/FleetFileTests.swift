@@ -50,6 +50,9 @@ struct FleetFileTests {
     /// Each malformed file, with the line, column and field its error must name.
     static let malformed: [(yaml: String, line: Int, field: String?, mentions: String)] = [
         ("fleet: f\ndevices:\n  phone:\n    passcod: '1'\n", 4, "devices.phone.passcod", "unknown field"),
+        ("fleet: f\ndevices:\n" + (0...32).map { "  d\($0): {}\n" }.joined(), 3, "devices", "at most 32"),
+        ("TOKEN-1234\n", 1, nil, "not a fleet file"),
+        ("sync:\n  relay: \"https://a b:443\"\nfleet: f\ndevices:\n  phone: {}\n", 2, "sync.relay", "the relay is `auto`"),
         ("fleet: f\ndevices:\n  phone:\n    passcode: '1'\n    biometry: often\n", 5, "devices.phone.biometry", "true or false"),
         ("fleet: f\ndevices:\n  phone:\n    biometry: true\n", 4, "devices.phone.biometry", "needs a passcode"),
         ("fleet: f\ndevices:\n  phone:\n    grace: -3\n", 4, "devices.phone.grace", "zero or more"),
@@ -116,5 +119,26 @@ struct FleetFileTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let binary = try #require(throws: FleetFileError.self) { try FleetFile.load(file, displayName: "fleet.yaml") }
         #expect(binary.problem.contains("UTF-8"))
+        let large = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString).yaml")
+        try Data(repeating: 0x20, count: (1 << 20) + 1).write(to: large)
+        defer { try? FileManager.default.removeItem(at: large) }
+        let tooLarge = try #require(throws: FleetFileError.self) { try FleetFile.load(large, displayName: "fleet.yaml") }
+        #expect(tooLarge.problem.contains("larger than 1 MiB"), "\(tooLarge)")
+    }
+
+    @Test("A non-mapping file is not quoted back: a token named by mistake stays out of the error")
+    func notQuoted() throws {
+        let error = try #require(throws: FleetFileError.self) { try FleetFile(yaml: "TOKEN-1234\n", file: "fleet.yaml") }
+        #expect(!error.description.contains("TOKEN"), "\(error)")
+    }
+
+    @Test("Relay addresses: hosts that are no URL host are refused, never trapped on")
+    func relayAddresses() {
+        for bad in ["https://a b:443", "a/b:80", "user@host:80", ":80", "host:65536", "host:-1", "[zz]:80"] {
+            #expect(RelayAddress(bad) == nil, "\(bad)")
+        }
+        #expect(RelayAddress("relay.example:7443")?.url.absoluteString == "http://relay.example:7443")
+        #expect(RelayAddress("https://[::1]:7443")?.url.absoluteString == "https://[::1]:7443")
+        #expect(RelayAddress.loopback(port: 7700).on(port: 0)?.description == "127.0.0.1:0")
     }
 }

@@ -186,6 +186,44 @@ extension FleetCLITests {
         try cli.ok(["fleet", "down", file] + root)
     }
 
+    @Test("down stops the other members and the relay when one member's node does not answer, and names it")
+    func downPastAHungMember() throws {
+        let cli = try CLI()
+        let file = try write(
+            cli,
+            """
+            fleet: hung
+            sync: { relay: auto }
+            apps:
+              com.example.mail: { team: ABCDE12345 }
+            devices:
+              one: { apps: [com.example.mail] }
+              two: { apps: [com.example.mail] }
+            """, as: "hung.yaml")
+        let root = cli.root.appendingPathComponent("hung")
+        try cli.ok(["fleet", "up", file, "--root", root.path])
+        let one = root.appendingPathComponent("one").path
+        let pid = Int32(try #require(try cli.ok(["node", "status", one, "--json"]).object()["pid"] as? Int))
+        let announcement = try Data(contentsOf: root.appendingPathComponent("relay/relay.json"))
+        let announced = try #require(try JSONSerialization.jsonObject(with: announcement) as? [String: Any])
+        let relay = Int32(try #require(announced["pid"] as? Int))
+        // Frozen with its control socket gone: alive and holding its lock, answering nothing
+        // (as a node is while it traps and writes its backtrace).
+        #expect(ProcessControl.send(.stop, to: pid))
+        defer {
+            _ = ProcessControl.send(.kill, to: pid)
+            _ = ProcessControl.send(.resume, to: pid)
+        }
+        try FileManager.default.removeItem(atPath: one + "/node.sock")
+        let down = try cli.run(["fleet", "down", file, "--root", root.path])
+        #expect(down.status != 0 && down.stderr.contains("one:"), "\(down.stderr)")
+        #expect(try cli.ok(["node", "status", root.appendingPathComponent("two").path, "--json"]).object()["pid"] == nil, "two is stopped")
+        // It lets go of its lock, and so of its data, just before it exits.
+        let deadline = Date().addingTimeInterval(30)
+        while ProcessControl.isAlive(relay), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(!ProcessControl.isAlive(relay), "the relay is stopped")
+    }
+
     @Test("Ctrl-C during up rolls back what it did and says so")
     func interruptedUp() throws {
         let cli = try CLI()

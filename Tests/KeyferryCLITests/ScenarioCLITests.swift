@@ -158,6 +158,14 @@ struct ScenarioCLITests {
                 "'sometimes' is not a file protection class"
             ),
             ("steps:\n  - expect-file: {device: phone, app: com.example.mail, path: a, text: b, absent: true}\n", "expect exactly one of `text:`"),
+            ("steps:\n  - backup: {device: phone, archive: ../../victim}\n", "9:38: steps[0].backup.archive: '../../victim' cannot name an archive"),
+            ("steps:\n  - backup: {device: phone, archive: /tmp/victim}\n", "cannot name an archive"),
+            ("steps:\n  - backup: {device: phone, archive: ..}\n", "cannot name an archive"),
+            (
+                "steps:\n  - backup: {device: phone, archive: a.kfb}\n  - backup: {device: phone, archive: a.kfb}\n",
+                "already makes archive 'a.kfb'"
+            ),
+            ("steps: " + String(repeating: "[", count: 5000) + "\n", "not valid YAML"),
         ])
     func malformed(tail: String, problem: String) throws {
         let cli = try CLI()
@@ -169,6 +177,27 @@ struct ScenarioCLITests {
         #expect(run.stderr.contains("\(file):"), "names the file: \(run.stderr)")
         #expect(run.stderr.contains(problem), "\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: keep), "nothing started, not even the good file")
+    }
+
+    @Test(
+        "`fleet:` opens only YAML beside or below the scenario, and an error quotes none of the file",
+        arguments: ["/etc/hostname", "../secret.yaml", "sub/../../secret.yaml", "out/secret.yaml", "secret.txt", "token.yaml"])
+    func fleetFiles(path: String) throws {
+        let cli = try CLI()
+        let scenarios = cli.root.appendingPathComponent("scenarios")
+        try FileManager.default.createDirectory(at: scenarios, withIntermediateDirectories: true)
+        let secret = "TOKEN-\(UUID().uuidString)"
+        try "\(secret)\n".write(to: cli.root.appendingPathComponent("secret.yaml"), atomically: true, encoding: .utf8)
+        try "\(secret)\n".write(to: scenarios.appendingPathComponent("secret.txt"), atomically: true, encoding: .utf8)
+        try "\(secret)\n".write(to: scenarios.appendingPathComponent("token.yaml"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(at: scenarios.appendingPathComponent("out"), withDestinationURL: cli.root)
+        let file = try Self.file(cli, "scenarios/s.yaml", "scenario: s\nfleet: \(path)\nsteps:\n  - lock: phone\n")
+        for json in [false, true] {
+            let run = try cli.run(["scenario", "run", file] + (json ? ["--json"] : []))
+            #expect(run.status == 64)
+            #expect(run.stderr.contains("\(file):"), "\(run.stderr)")
+            #expect(!run.text.contains(secret) && !run.stderr.contains(secret), "the file's content is quoted: \(run.stderr)\(run.text)")
+        }
     }
 
     @Test("a missing file is a clear error")
