@@ -44,8 +44,10 @@ let package = Package(
         .target(name: "KeyferryCompression", dependencies: ["CZstd"]),
 
         // The system's own C library (file locks, signals, processes, the terminal), reached from
-        // this one module as libsodium and libzstd are from theirs.
-        .target(name: "KeyferrySystem", dependencies: ["KeyferryThreads"]),
+        // this one module as libsodium and libzstd are from theirs; CProcess holds the calls
+        // Glibc's module leaves out (prctl).
+        .systemLibrary(name: "CProcess"),
+        .target(name: "KeyferrySystem", dependencies: ["CProcess", "KeyferryThreads"]),
 
         // Where blocking and CPU-bound work runs (threads and queues beside the cooperative pool),
         // and the one lock every module uses (`Locked`).

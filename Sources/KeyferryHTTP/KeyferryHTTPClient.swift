@@ -7,13 +7,17 @@ extension HTTPClient {
     /// The client of every call Keyferry makes, one per process. A refused connection fails at
     /// once: the shared client would retry it until the call's deadline, holding `circle leave`
     /// for 30 s when the relay is down, while Keyferry's callers retry on their own terms
-    /// (`RelayClient.retrying`, a node's next pass). An `https://` relay's certificate is
-    /// verified against the system's roots, and the certificates of the PEM file
-    /// `KEYFERRY_RELAY_CA` names (a relay whose certificate a private CA signed).
+    /// (`RelayClient.retrying`, a node's next pass). Redirects are not followed. An `https://`
+    /// relay speaks TLS 1.2 or later, its certificate verified against the system's roots and
+    /// the certificates of the PEM file `KEYFERRY_RELAY_CA` names (for a private CA).
     public static let keyferry: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
+        // A relay that answers 3xx is refused, not followed: a redirect would carry a signed
+        // push (body and signature headers) to any address it names.
+        configuration.redirectConfiguration = .disallow
         var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
         if let authority = ProcessInfo.processInfo.environment[relayAuthorityVariable], !authority.isEmpty {
             tls.additionalTrustRoots = [.file(authority)]
         }

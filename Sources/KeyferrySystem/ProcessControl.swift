@@ -1,3 +1,4 @@
+import CProcess
 import Foundation
 
 #if canImport(Glibc)
@@ -39,6 +40,16 @@ public enum ProcessControl {
 
     /// Makes every file and directory this process creates its owner's alone.
     public static func restrictNewFilesToOwner() { umask(0o077) }
+
+    /// Keeps this process's memory (class keys, secrets in buffers) out of core files and away
+    /// from other processes of the same user: no core dump (`RLIMIT_CORE` 0, inherited by
+    /// children) and not dumpable, so neither ptrace nor `/proc/PID/mem` nor a crash backtracer
+    /// can read it. A crash then reports only the runtime's fatal error message.
+    public static func keepMemoryPrivate() {
+        var none = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none)
+        _ = keyferry_forbid_dumping()
+    }
 
     /// Whether standard error is a terminal: progress is shown there, and only there.
     public static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }

@@ -130,6 +130,14 @@ public struct RelayTLS: Sendable {
         do { key = try NIOSSLPrivateKey(file: privateKey.path, format: .pem) } catch {
             throw RelayError.cannotListen("https with the key \(privateKey.path): it is not a readable PEM private key (\(error))")
         }
-        configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        // TLS 1.2 with forward secrecy and an AEAD only (TLS 1.3's suites are all that).
+        configuration.cipherSuiteValues = [
+            .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+            .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        ]
+        self.configuration = configuration
     }
 }

@@ -4,15 +4,20 @@ import PostgresNIO
 import Relay
 
 /// Where a relay's PostgreSQL database is: `postgres://USER@HOST[:PORT]/DATABASE`, with
-/// `?sslmode=disable|prefer|require` (prefer by default, as libpq does). The password never
-/// travels in the address, since a command line is visible to every user of the machine: it
-/// comes from a file or the environment.
+/// `?sslmode=disable|prefer|require` and `&sslrootcert=FILE` (a PEM file of authorities the
+/// database's certificate may chain to, besides the system's). TLS is required by default,
+/// unless the host is this machine's loopback: `prefer` lets whoever answers on the address say
+/// "no TLS" and ask for the password in clear. The password never travels in the address, since
+/// a command line is visible to every user of the machine: it comes from a file or the
+/// environment.
 public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
     public var host: String
     public var port: Int
     public var user: String
     public var database: String
     public var sslMode: SSLMode
+    /// Extra certificate authorities for the database's certificate.
+    public var sslRootCertificate: String?
     public var password: String?
 
     public enum SSLMode: String, Sendable, CaseIterable {
@@ -35,14 +40,16 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         guard let user = url.user, !user.isEmpty else { throw RelayStorageError("'\(text)' names no user (postgres://USER@HOST/DATABASE)") }
         let database = String(url.path.dropFirst())
         guard !database.isEmpty, !database.contains("/") else { throw RelayStorageError("'\(text)' names no database (postgres://USER@HOST/DATABASE)") }
-        var sslMode = SSLMode.prefer
+        var sslMode = Self.isLoopback(host) ? SSLMode.prefer : .require
         for item in url.queryItems ?? [] {
-            guard item.name == "sslmode", let mode = item.value.flatMap(SSLMode.init(rawValue:)) else {
+            switch (item.name, item.value) {
+            case ("sslmode", let value?) where SSLMode(rawValue: value) != nil: sslMode = SSLMode(rawValue: value)!
+            case ("sslrootcert", let value?) where !value.isEmpty: sslRootCertificate = value
+            default:
                 throw RelayStorageError(
-                    "'\(item.name)=\(item.value ?? "")' in the database address: only sslmode=\(SSLMode.allCases.map(\.rawValue).joined(separator: "|")) is understood"
-                )
+                    "'\(item.name)=\(item.value ?? "")' in the database address: only sslmode=\(SSLMode.allCases.map(\.rawValue).joined(separator: "|")) "
+                        + "and sslrootcert=FILE are understood")
             }
-            sslMode = mode
         }
         self.host = host
         self.port = url.port ?? 5432
@@ -52,19 +59,32 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         self.password = password
     }
 
+    /// 127.0.0.0/8, ::1 and localhost: a database on this machine, where no one sits on the path.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
     /// The address without any secret, for logs and messages.
     public var description: String { "postgres://\(user)@\(host):\(port)/\(database)?sslmode=\(sslMode.rawValue)" }
 
     /// How long a connection may take to open, for the pool's connections and the first check alike.
     static let connectTimeout = Duration.seconds(5)
 
+    /// The database's certificate verified against the system's authorities and `sslrootcert`.
+    private var tlsConfiguration: TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let sslRootCertificate { tls.additionalTrustRoots = [.file(sslRootCertificate)] }
+        return tls
+    }
+
     /// For one connection of its own, opened to check the database answers at all.
     func connectionConfiguration() throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS =
             switch sslMode {
             case .disable: .disable
-            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .prefer: .prefer(try NIOSSLContext(configuration: tlsConfiguration))
+            case .require: .require(try NIOSSLContext(configuration: tlsConfiguration))
             }
         var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
         configuration.options.connectTimeout = TimeAmount.seconds(Int64(Self.connectTimeout.components.seconds))
@@ -75,8 +95,8 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         let tls: PostgresClient.Configuration.TLS =
             switch sslMode {
             case .disable: .disable
-            case .prefer: .prefer(.makeClientConfiguration())
-            case .require: .require(.makeClientConfiguration())
+            case .prefer: .prefer(tlsConfiguration)
+            case .require: .require(tlsConfiguration)
             }
         var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
         configuration.options.connectTimeout = Self.connectTimeout

@@ -62,6 +62,10 @@ struct Keyferry: AsyncParsableCommand {
         // What Keyferry writes (keychains, sandboxes, archives, staging copies, logs) is its
         // owner's alone, from the moment it is created.
         ProcessControl.restrictNewFilesToOwner()
+        // Every command may hold class keys or secrets (a node, a restore, a backup made
+        // offline); none of it goes into a core file. KEYFERRY_DEBUG_CRASHES=1 keeps cores and
+        // full backtraces for whoever debugs Keyferry itself, knowing they may hold secrets.
+        if ProcessInfo.processInfo.environment["KEYFERRY_DEBUG_CRASHES"] != "1" { ProcessControl.keepMemoryPrivate() }
         let arguments = Array(CommandLine.arguments.dropFirst())
         let json = arguments.contains("--json")
         let command: any ParsableCommand

@@ -48,7 +48,7 @@ struct RelayCommand: AsyncParsableCommand {
         var tlsKey: String?
         @Option(
             help: ArgumentHelp(
-                "Keep the records in this PostgreSQL database, postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require].",
+                "Keep the records in this PostgreSQL database, postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require][&sslrootcert=FILE]; TLS is required unless the host is loopback.",
                 valueName: "url"))
         var database: String?
         @Option(help: "A file holding the database's password (its first line); or set PGPASSWORD.", completion: .file())

@@ -25,6 +25,32 @@ struct NodeAPITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.hasPrefix(".Documents") }.isEmpty)
     }
 
+    @Test("a relay address no URL can hold is a refused request, and the node runs on")
+    func unusableRelayAddress() async throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let client = NodeClient(directory: URL(fileURLWithPath: dir))
+        for relay in ["a b:80", "https://a b:443", "user@host:80"] {
+            let refusal = await #expect(throws: (any Error).self) {
+                let _: NodeAPI.CircleStatus = try await client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay, name: "phone"))
+            }
+            #expect(String(describing: refusal).contains("is not a relay address"), "\(String(describing: refusal))")
+        }
+        #expect(try cli.status(dir)["lockState"] != nil, "the node still answers")
+    }
+
+    // Not dumpable is set too, but cannot be seen from outside by root (CI's user), for whom
+    // every /proc file stays readable.
+    @Test("a node's memory stays out of core files: its core size limit is 0, soft and hard")
+    func memoryPrivate() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let pid = try #require(try cli.ok(["node", "status", dir, "--json"]).object()["pid"] as? Int)
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+        #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
+    }
+
     /// Enough of a manifest to decode the backup route's answer.
     struct ArchiveManifestProbe: Decodable { var sectionCount: Int }
 

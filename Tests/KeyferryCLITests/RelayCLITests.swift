@@ -157,6 +157,24 @@ struct RelayCLITests {
         #expect(notPEM.status == 1 && notPEM.stderr.contains("not a readable PEM certificate chain"), "\(notPEM.stderr)")
     }
 
+    @Test("the relay's TLS is 1.2 or later with forward-secret AEAD suites: TLS 1.1 and RSA key exchange are refused (openssl s_client)")
+    func tlsVersions() throws {
+        let cli = try CLI()
+        let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"), rsa: true)
+        let (_, line) = try cli.start([
+            "relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
+            "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
+        ])
+        let announced = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let port = try #require((announced["url"] as? String)?.split(separator: ":").last.map(String.init))
+        // SECLEVEL=0 lets this client offer what the relay must refuse.
+        #expect(try TestAuthority.negotiated(port: port, ["-tls1_1", "-cipher", "ALL:@SECLEVEL=0"]) == nil, "TLS 1.1 accepted")
+        #expect(try TestAuthority.negotiated(port: port, ["-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0"]) == nil, "RSA key exchange accepted")
+        #expect(try TestAuthority.negotiated(port: port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA:@SECLEVEL=0"]) == nil, "a CBC suite accepted")
+        #expect(try TestAuthority.negotiated(port: port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"]) == "ECDHE-RSA-AES128-GCM-SHA256")
+        #expect(try TestAuthority.negotiated(port: port, ["-tls1_3"]) != nil)
+    }
+
     @Test("a fleet file naming an https:// relay someone else runs: its devices join one circle through it and sync; the fleet neither starts nor stops it")
     func fleetOnExternalRelay() async throws {
         let cli = try CLI()
@@ -280,7 +298,8 @@ struct TestAuthority {
     let certificate: URL
     let key: URL
 
-    init(in directory: URL) throws {
+    /// `rsa`: an RSA relay key, which could also do RSA key exchange (the relay must not).
+    init(in directory: URL, rsa: Bool = false) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         authority = directory.appendingPathComponent("ca.pem")
@@ -289,11 +308,28 @@ struct TestAuthority {
         try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: directory.appendingPathComponent("san.ext"))
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try Self.openssl(["req", "-x509"] + curve + ["-keyout", path("ca.key"), "-out", authority.path, "-days", "2", "-subj", "/CN=Keyferry test CA"])
-        try Self.openssl(["req"] + curve + ["-keyout", key.path, "-out", path("relay.csr"), "-subj", "/CN=127.0.0.1"])
+        let relayKey = rsa ? ["-newkey", "rsa:2048", "-nodes"] : curve
+        try Self.openssl(["req"] + relayKey + ["-keyout", key.path, "-out", path("relay.csr"), "-subj", "/CN=127.0.0.1"])
         try Self.openssl([
             "x509", "-req", "-in", path("relay.csr"), "-CA", authority.path, "-CAkey", path("ca.key"), "-CAcreateserial",
             "-out", certificate.path, "-days", "2", "-extfile", path("san.ext"),
         ])
+    }
+
+    /// The cipher a TLS handshake with `openssl s_client` settles on, or nil when it fails.
+    static func negotiated(port: String, _ options: [String]) throws -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "s_client", "-connect", "127.0.0.1:\(port)"] + options
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let cipher = text.split(separator: "\n").first { $0.contains("Cipher is ") }.map { String($0.split(separator: " ").last ?? "") }
+        return cipher == "(NONE)" ? nil : cipher
     }
 
     private static func openssl(_ arguments: [String]) throws {

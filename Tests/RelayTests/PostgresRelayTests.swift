@@ -215,3 +215,21 @@ struct PostgresPatienceTests {
         #expect(try await PostgresRelayStorage.withPatience(within: .seconds(60)) { 7 } == 7, "an answer in time is the answer")
     }
 }
+
+@Suite("PostgreSQL database addresses")
+struct PostgresAddressTests {
+    @Test("TLS is required by default, unless the database is on this machine's loopback; an explicit sslmode is kept")
+    func tlsByDefault() throws {
+        for host in ["db.example", "10.0.0.5", "[2001:db8::1]"] {
+            #expect(try PostgresRelayDatabase(url: "postgres://keyferry@\(host)/relay", password: nil).sslMode == .require, "\(host)")
+        }
+        for host in ["127.0.0.1", "localhost", "[::1]"] {
+            #expect(try PostgresRelayDatabase(url: "postgres://keyferry@\(host):5432/relay", password: nil).sslMode == .prefer, "\(host)")
+        }
+        #expect(try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslmode=disable", password: nil).sslMode == .disable)
+        let withAuthority = try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslrootcert=/etc/db-ca.pem", password: nil)
+        #expect(withAuthority.sslRootCertificate == "/etc/db-ca.pem" && withAuthority.sslMode == .require)
+        let unknown = #expect(throws: RelayStorageError.self) { try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslmode=allow", password: nil) }
+        #expect(unknown.map { "\($0)" }?.contains("only sslmode=") == true)
+    }
+}
