@@ -169,7 +169,8 @@ struct RelayCLITests {
         let port = try #require((announced["url"] as? String)?.split(separator: ":").last.map(String.init))
         // SECLEVEL=0 lets this client offer what the relay must refuse.
         #expect(try TestAuthority.negotiated(port: port, ["-tls1_1", "-cipher", "ALL:@SECLEVEL=0"]) == nil, "TLS 1.1 accepted")
-        #expect(try TestAuthority.negotiated(port: port, ["-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0"]) == nil, "RSA key exchange accepted")
+        let rsaKeyExchange = ["-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0"]
+        #expect(try TestAuthority.negotiated(port: port, rsaKeyExchange) == nil, "RSA key exchange accepted")
         #expect(try TestAuthority.negotiated(port: port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA:@SECLEVEL=0"]) == nil, "a CBC suite accepted")
         #expect(try TestAuthority.negotiated(port: port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"]) == "ECDHE-RSA-AES128-GCM-SHA256")
         #expect(try TestAuthority.negotiated(port: port, ["-tls1_3"]) != nil)

@@ -229,7 +229,9 @@ struct PostgresAddressTests {
         #expect(try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslmode=disable", password: nil).sslMode == .disable)
         let withAuthority = try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslrootcert=/etc/db-ca.pem", password: nil)
         #expect(withAuthority.sslRootCertificate == "/etc/db-ca.pem" && withAuthority.sslMode == .require)
-        let unknown = #expect(throws: RelayStorageError.self) { try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslmode=allow", password: nil) }
+        let unknown = #expect(throws: RelayStorageError.self) {
+            try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslmode=allow", password: nil)
+        }
         #expect(unknown.map { "\($0)" }?.contains("only sslmode=") == true)
     }
 }
