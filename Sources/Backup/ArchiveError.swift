@@ -22,6 +22,9 @@ public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConve
     case inconsistent(String)
     case unreadable(String)
     case cannotWrite(String)
+    /// An archive that claims to be the target's own and that nothing can authenticate (format
+    /// 1, unencrypted): anyone can write one, so it is restored only when asked by name.
+    case unauthenticated(String)
 
     public var description: String {
         switch self {
@@ -47,6 +50,8 @@ public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConve
             "cannot read the archive: \(detail)."
         case .cannotWrite(let detail):
             "cannot write the archive: \(detail)."
+        case .unauthenticated(let detail):
+            "the archive cannot be authenticated: \(detail)."
         }
     }
 }

@@ -51,7 +51,11 @@ public struct ArchivedItem: Sendable, Equatable {
     func open(with key: SymmetricKey, binding: ItemBinding) throws -> ItemRecord {
         let bytes = try AEAD.open(sealed, key: key, associatedData: binding.associatedData(uuid, protection, wrapping))
         guard let record = try? ItemRecord(archiveBytes: bytes) else { throw CryptoError.authenticationFailed }
-        guard record.uuid == uuid, record.protection == protection, record.itemClass == itemClass else {
+        // The group and the sync flag in view decide what a restore does with the item (the
+        // device's own group is never restored): a sealed record must agree with them.
+        guard record.uuid == uuid, record.protection == protection, record.itemClass == itemClass,
+            record.accessGroup == accessGroup, record.synchronizable == synchronizable
+        else {
             throw CryptoError.authenticationFailed
         }
         return record

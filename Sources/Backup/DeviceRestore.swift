@@ -14,15 +14,18 @@ public enum DeviceRestore {
     /// `passcode` is the target's own (its class keys are needed to store the items).
     /// `progress` hears each item and file as it is done, and once more just before the swap;
     /// it may throw to stop the restore (an interruption): the target is left as it was and
-    /// the copy being built is removed.
+    /// the copy being built is removed. `acceptingUnauthenticated` lets a format 1 unencrypted
+    /// archive claiming the target's identity through (see `requireAuthenticatable`).
     public static func restore(
-        _ archive: URL, password: Data?, to target: URL, passcode: String?,
+        _ archive: URL, password: Data?, to target: URL, passcode: String?, acceptingUnauthenticated: Bool = false,
         progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         // Everything that can be refused is refused before the target is touched.
         let reader = try ArchiveReader(contentsOf: archive)
         // Reading the target's backup keys also requires it to be a device.
-        let keys = try reader.sectionKeys(password: password, device: try Device.backupKeys(at: target))
+        let targetKeys = try Device.backupKeys(at: target)
+        if !acceptingUnauthenticated { try requireAuthenticatable(reader, target: targetKeys) }
+        let keys = try reader.sectionKeys(password: password, device: targetKeys)
         Device.removeAbandonedStaging(for: target)
 
         let staging = Device.stagingDirectory(for: target)
@@ -45,7 +48,20 @@ public enum DeviceRestore {
         _ archive: URL, password: Data?, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         let reader = try ArchiveReader(contentsOf: archive)
+        try requireAuthenticatable(reader, target: device.backupKeys)
         return try restore(reader, keys: try reader.sectionKeys(password: password, device: device.backupKeys), into: device, progress: progress)
+    }
+
+    /// Refuses the downgrade: a format 2 unencrypted archive that claims the target's identity
+    /// is authenticated by the target's own key, so a forgery fails; format 1 carried no such
+    /// key, and its checksums are anyone's to write. Unencrypted archives of other devices
+    /// prove nothing in either format, and say so in the report.
+    static func requireAuthenticatable(_ reader: ArchiveReader, target: DeviceBackupKeys) throws {
+        guard reader.version < 2, reader.header.mode == .unencrypted, reader.header.deviceID == target.deviceID else { return }
+        throw ArchiveError.unauthenticated(
+            "it is an unencrypted archive in format \(reader.version), which claims to come from this device but carries nothing "
+                + "only this device could write; anyone can make one. Make a new backup (format \(ArchiveFormat.version) is authenticated), "
+                + "or restore it with --accept-unauthenticated if you know where it comes from")
     }
 
     private static func restore(

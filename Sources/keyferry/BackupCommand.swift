@@ -213,13 +213,19 @@ struct BackupPassword: ParsableArguments {
         return password
     }
 
-    /// An unencrypted archive takes no password. One given for it is refused: the archive the
-    /// user meant, encrypted, may have been replaced by one anyone could write.
+    /// An unencrypted archive takes no password. One given for it, by file or environment, is
+    /// refused: the archive the user meant, encrypted, may have been replaced by one anyone
+    /// could write.
     func refuseForUnencrypted(_ header: ArchiveHeader, _ file: String) throws {
-        guard header.mode == .unencrypted, passwordFile != nil else { return }
+        guard header.mode == .unencrypted else { return }
+        let given =
+            passwordFile != nil
+            ? ("--password-file", "leave the option out")
+            : ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"].map { _ in ("KEYFERRY_BACKUP_PASSWORD", "unset it") }
+        guard let (source, fix) = given else { return }
         throw CommandFailure(
-            "\(file) is unencrypted, so --password-file means nothing for it; if you expected an encrypted archive, it may have been replaced. Leave the option out to use it as it is."
-        )
+            "\(file) is unencrypted, so \(source) means nothing for it; if you expected an encrypted archive, it may have been replaced. "
+                + "To use it as it is, \(fix).")
     }
 }
 

@@ -26,6 +26,12 @@ struct RestoreCommand: AsyncParsableCommand {
     var to: String
     @OptionGroup var target: PasscodeInput
     @OptionGroup var password: BackupPassword
+    @Flag(
+        help: """
+            Restore a format 1 unencrypted archive that claims to be the target's own: nothing in it proves \
+            that, so anyone could have written its apps, access groups, defaults and files.
+            """)
+    var acceptUnauthenticated = false
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
@@ -44,7 +50,10 @@ struct RestoreCommand: AsyncParsableCommand {
         var shown = -1
         do {
             report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
-                try DeviceRestore.restore(archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode) { done, total in
+                try DeviceRestore.restore(
+                    archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode,
+                    acceptingUnauthenticated: acceptUnauthenticated
+                ) { done, total in
                     if interrupted.withLock({ $0 }) { throw CancellationError() }
                     if done != shown, done == total || done % 500 == 0 {
                         line.show("restoring \(done)/\(total)", last: done == total)
@@ -76,7 +85,7 @@ extension RestoreReport {
     private var authenticityNote: [String] {
         guard authenticity == .checksums else { return [] }
         return [
-            "  not authenticated: an unencrypted archive is checked against damage only away from the device that wrote it; its apps and files could have been written by anyone"
+            "  not authenticated: nothing proves who wrote this unencrypted archive (another device's, or format 1), only that it is undamaged; its apps and files could have been written by anyone"
         ]
     }
 

@@ -209,4 +209,21 @@ struct DeviceBackupTests {
         archived[0].sealed = archived[1].sealed
         #expect(throws: CryptoError.authenticationFailed) { try archived[0].open(with: fixture.device.backupKeys.items, binding: binding(url)) }
     }
+
+    @Test("a sealed record whose group or sync flag is not its entry's does not open: the device's own group hides behind no other")
+    func boundToGroupAndSync() throws {
+        let fixture = try device()
+        let url = archive()
+        defer { try? FileManager.default.removeItem(at: url) }
+        try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted)
+        let key = fixture.device.backupKeys.items
+        let genuine = try #require(try items(url, password: nil).first)
+        #expect(try genuine.open(with: key, binding: binding(url)).accessGroup == genuine.accessGroup)
+        var regrouped = genuine
+        regrouped.accessGroup = "ABCDE12345.elsewhere"
+        #expect(throws: CryptoError.authenticationFailed) { try regrouped.open(with: key, binding: binding(url)) }
+        var resynced = genuine
+        resynced.synchronizable.toggle()
+        #expect(throws: CryptoError.authenticationFailed) { try resynced.open(with: key, binding: binding(url)) }
+    }
 }

@@ -233,6 +233,35 @@ struct DeviceRestoreTests {
         #expect(try snapshot(target.directory) == before)
     }
 
+    @Test("a format 1 unencrypted archive claiming the target's identity is refused before the target is touched, unless accepted by name")
+    func formatOneDowngradeRefused() throws {
+        let target = try TestDevice(seed: 8)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        let url = target.directory.deletingLastPathComponent().appendingPathComponent("own.kfbackup")
+        try DeviceBackup.create(from: target.device, to: url, mode: .unencrypted)
+        target.device.powerOff()
+        // The same header in format 1: its digest is public, so anyone can rewrite it.
+        var bytes = [UInt8](try Data(contentsOf: url))
+        bytes[9] = 1
+        let headerEnd = 14 + Int(bytes[10..<14].reduce(0) { $0 << 8 | UInt32($1) })
+        let digest = KeyedHash.digest(of: Array(bytes[..<headerEnd]), key: ArchiveFormat.headerDigestKey)
+        bytes.replaceSubrange(headerEnd..<(headerEnd + 32), with: digest)
+        try Data(bytes).write(to: url)
+        #expect(try ArchiveReader(contentsOf: url).version == 1)
+        let before = try snapshot(target.directory)
+        let refusal = #expect(throws: ArchiveError.self) {
+            try DeviceRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        }
+        guard case .unauthenticated(let why)? = refusal else { Issue.record("\(String(describing: refusal))"); return }
+        #expect(why.contains("--accept-unauthenticated"))
+        #expect(try snapshot(target.directory) == before)
+        // Accepted by name, it is read as format 1 (whose sections this one's are not).
+        #expect(throws: ArchiveError.self) {
+            try DeviceRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: true)
+        }
+        #expect(try snapshot(target.directory) == before)
+    }
+
     /// An unencrypted archive whose sandbox sections each carry one piece of a file of zeros,
     /// 4 MiB before compression and a few hundred bytes after.
     func zeros(pieces: Int, beside target: TestDevice) throws -> URL {

@@ -50,6 +50,13 @@ struct BackupCLITests {
         #expect(refused.status == 1 && refused.stderr.contains("is unencrypted, so --password-file means nothing"))
         let refusedRestore = try cli.run(["restore", plain, "--to", dir, "--passcode", "123456", "--password-file", passwordFile.path])
         #expect(refusedRestore.status == 1 && refusedRestore.stderr.contains("is unencrypted, so --password-file means nothing"), "\(refusedRestore.stderr)")
+        // The same from the environment.
+        let fromEnvironment = ["KEYFERRY_BACKUP_PASSWORD": "expected encrypted"]
+        let refusedByEnvironment = try cli.run(["restore", plain, "--to", dir, "--passcode", "123456"], environment: fromEnvironment)
+        #expect(
+            refusedByEnvironment.status == 1 && refusedByEnvironment.stderr.contains("so KEYFERRY_BACKUP_PASSWORD means nothing for it")
+                && refusedByEnvironment.stderr.contains("unset it"), "\(refusedByEnvironment.stderr)")
+        #expect(try cli.run(["backup", "verify", plain], environment: fromEnvironment).status == 1)
 
         let bytes = try Data(contentsOf: URL(fileURLWithPath: encrypted))
         for marker in ["marker-secret", "marker-account", "marker-defaults"] {
