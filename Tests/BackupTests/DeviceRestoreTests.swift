@@ -252,7 +252,10 @@ struct DeviceRestoreTests {
         let refusal = #expect(throws: ArchiveError.self) {
             try DeviceRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
         }
-        guard case .unauthenticated(let why)? = refusal else { Issue.record("\(String(describing: refusal))"); return }
+        guard case .unauthenticated(let why)? = refusal else {
+            Issue.record("\(String(describing: refusal))")
+            return
+        }
         #expect(why.contains("--accept-unauthenticated"))
         #expect(try snapshot(target.directory) == before)
         // Accepted by name, it is read as format 1 (whose sections this one's are not).
