@@ -229,7 +229,7 @@ public final class Device: Sendable {
     /// The class keys in memory right now.
     func availableKeys() throws -> [ProtectionClass: ClassKeys] { try withPower { $0.keys } }
 
-    func passcodeIsSet() throws -> Bool { try withPower { $0.passcodeSet } }
+    public func passcodeIsSet() throws -> Bool { try withPower { $0.passcodeSet } }
 
     /// Fails with `errSecNotAvailable` while the device is off.
     private func requirePower() throws { try withPower { _ in } }
@@ -246,27 +246,42 @@ public final class Device: Sendable {
         try withPower { $0.unlocked(with: keys) }
     }
 
+    /// Checks a passcode without unlocking anything, counted and delayed as an unlock is: for
+    /// whoever is about to use it elsewhere (the survival matrix answers prompts on copies of
+    /// the device with it). `errSecAuthFailed` when wrong or while the device waits.
+    public func checkPasscode(_ passcode: String) throws {
+        _ = try verifyPasscode(passcode)
+    }
+
     /// The one check of a passcode outside other transactions (unlock, passcode changes): the
     /// class keys it opens, or `errSecAuthFailed`, counted as `PasscodeAttempts` says. While the
-    /// device waits after failed attempts, nothing is tried.
+    /// device waits after failed attempts, nothing is tried. The check and its record are one
+    /// write transaction, so concurrent checks run one after another, each seeing the failures
+    /// recorded before it: no more guesses than the schedule allows.
     private func verifyPasscode(_ passcode: String) throws -> [ProtectionClass: ClassKeys] {
         try saveAttempts()
-        let now = clock.now()
-        let attempts = try database.unsafeRead { db in try Keybag.Settings.load(db).attempts }
-        if let wait = attempts.retryAfter(at: now) { throw KeychainError(.authFailed, attempts.disabledMessage(wait)) }
-        let hash = keybag.attemptHash(passcode)
-        if hash != attempts.lastWrong, let keys = try? database.unsafeRead({ db in try keybag.unwrap(db, passcode: passcode) }) {
-            if attempts != PasscodeAttempts() { try database.write { db in try Keybag.save(PasscodeAttempts(), db) } }
-            return keys
+        let now = attemptClock.now()
+        let outcome = try database.write { db -> Result<[ProtectionClass: ClassKeys], KeychainError> in
+            let settings = try Keybag.Settings.load(db)
+            var attempts = settings.attempts
+            if let wait = attempts.retryAfter(at: now) { return .failure(KeychainError(.authFailed, attempts.disabledMessage(wait))) }
+            let key = try keybag.passcodeKey(passcode, settings: settings)
+            let hash = keybag.attemptHash(key)
+            if hash != attempts.lastWrong, let keys = try? keybag.unwrap(db, passcodeKey: key) {
+                if attempts != PasscodeAttempts() { try Keybag.save(PasscodeAttempts(), db) }
+                return .success(keys)
+            }
+            let counted = attempts.recordWrong(hash, at: now)
+            try Keybag.save(attempts, db)
+            return .failure(KeychainError(.authFailed, attempts.wrongPasscodeMessage(counted: counted, at: now)))
         }
-        let (recorded, counted) = try database.write { db in
-            var recorded = try Keybag.Settings.load(db).attempts
-            let counted = recorded.recordWrong(hash, at: now)
-            try Keybag.save(recorded, db)
-            return (recorded, counted)
-        }
-        throw KeychainError(.authFailed, recorded.wrongPasscodeMessage(counted: counted, at: now))
+        return try outcome.get()
     }
+
+    /// The clock passcode back-off is timed on: the device clock without what
+    /// `device clock --advance` added (real time, for a node), so that moving the clock, which
+    /// needs no passcode, never shortens a wait.
+    var attemptClock: any DeviceClock { (clock as? AdvancingClock)?.base ?? clock }
 
     /// Locks the screen. Class A keys leave memory when the grace period ends, or at once with
     /// `immediately` ("require passcode immediately" and pressing the side button).
@@ -295,7 +310,7 @@ public final class Device: Sendable {
             protectedDataAvailable: snapshot?.1 ?? false, graceRemaining: snapshot?.2,
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
             biometryDomainState: settings.biometryEnrollment.map { Data(ContentDigest.of(Data("keyferry biometry domain".utf8) + $0)) },
-            failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: now),
+            failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: attemptClock.now()),
             itemCount: itemCount)
     }
 
@@ -356,13 +371,13 @@ public final class Device: Sendable {
     /// transaction is over (a read cannot write, and a failed update rolls back).
     func isCorrectPasscode(_ passcode: String, _ db: Database) -> Bool {
         guard let settings = try? Keybag.Settings.load(db), settings.passcodeSet else { return false }
-        let now = clock.now()
+        let now = attemptClock.now()
         return unsavedAttempts.withLock { unsaved in
             var attempts = unsaved ?? settings.attempts
             defer { if attempts != (unsaved ?? settings.attempts) { unsaved = attempts } }
-            guard attempts.retryAfter(at: now) == nil else { return false }
-            let hash = keybag.attemptHash(passcode)
-            if hash != attempts.lastWrong, (try? keybag.unwrap(db, passcode: passcode)) != nil {
+            guard attempts.retryAfter(at: now) == nil, let key = try? keybag.passcodeKey(passcode, settings: settings) else { return false }
+            let hash = keybag.attemptHash(key)
+            if hash != attempts.lastWrong, (try? keybag.unwrap(db, passcodeKey: key)) != nil {
                 attempts = PasscodeAttempts()
                 return true
             }

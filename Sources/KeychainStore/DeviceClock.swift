@@ -30,7 +30,8 @@ public final class ManualClock: DeviceClock {
 /// `keyferry device clock --advance` so grace periods and 30-day windows pass without waiting.
 /// It never goes back, as time on a device does not.
 public final class AdvancingClock: DeviceClock {
-    private let base: any DeviceClock
+    /// The clock it follows, which `advance` does not move.
+    public let base: any DeviceClock
     private let offset = Locked<TimeInterval>(0)
 
     public init(_ base: any DeviceClock = SystemClock()) {

@@ -58,7 +58,12 @@ struct Keybag: Sendable {
     }
 
     /// What identifies a passcode among wrong ones tried, and nothing more.
-    func attemptHash(_ passcode: String) -> [UInt8] { KeyedHash.digest(of: Array(passcode.utf8), key: attemptKey, length: 16) }
+    /// What identifies a passcode among wrong ones tried, and nothing more: a hash of its
+    /// stretched key, so that checking a candidate against it costs the same Argon2id as trying
+    /// the candidate on the keybag (a copy of the device directory learns nothing cheaper).
+    func attemptHash(_ passcodeKey: SymmetricKey) -> [UInt8] {
+        passcodeKey.withUnsafeBytes { KeyedHash.digest(of: $0, key: attemptKey, length: 16) }
+    }
 
     // MARK: Wrapping
 
@@ -114,7 +119,11 @@ struct Keybag: Sendable {
     /// `errSecAuthFailed` when a passcode-wrapped key does not open.
     func unwrap(_ db: Database, passcode: String?) throws -> [ProtectionClass: ClassKeys] {
         let settings = try Settings.load(db)
-        let passcodeKey = try passcode.map { try self.passcodeKey($0, settings: settings) }
+        return try unwrap(db, passcodeKey: try passcode.map { try self.passcodeKey($0, settings: settings) })
+    }
+
+    /// `unwrap` with the passcode already stretched (`passcodeKey`).
+    func unwrap(_ db: Database, passcodeKey: SymmetricKey?) throws -> [ProtectionClass: ClassKeys] {
         var keys = [ProtectionClass: ClassKeys]()
         for row in try Row.fetchAll(db, sql: "SELECT * FROM class_key") {
             guard let protection = ProtectionClass(rawValue: row["class"]), let kind = Wrapping(rawValue: row["wrapping"]) else {

@@ -4,10 +4,12 @@ import Foundation
 /// the same wrong passcode entered again does not count again, and from the fifth failed
 /// attempt on, the device waits longer after each failure before it tries any passcode; while
 /// it waits, even the right passcode is refused with the time left. A value: the keybag keeps
-/// it, so neither a reboot nor a killed node resets it.
+/// it, so neither a reboot nor a killed node resets it. Times are on `Device.attemptClock`,
+/// which `device clock --advance` does not move.
 struct PasscodeAttempts: Equatable, Sendable {
     var failed = 0
-    /// A keyed hash of the last wrong passcode (under a key of the hardware UID), never the passcode.
+    /// A keyed hash of the last wrong passcode's stretched key (`Keybag.attemptHash`), never
+    /// the passcode.
     var lastWrong: [UInt8]?
     var lastFailure: Date?
 

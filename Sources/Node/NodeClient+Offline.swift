@@ -25,30 +25,51 @@ extension NodeClient {
     }
 
     /// The survival matrix: from the node when it runs; otherwise of a copy of the powered-off
-    /// device (held meanwhile, so no node starts), powered on in this process and unlocked
-    /// with `passcode`. The device itself is not even opened.
+    /// device (held meanwhile, so no node starts), made inside its directory, powered on in this
+    /// process and unlocked with `passcode`. A passcode that does not unlock the copy is checked
+    /// on the device itself, where it counts and waits as any unlock does; the right one leaves
+    /// the device byte for byte as it was.
     public func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
         do {
             return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
         } catch let error as NodeError where error.code == .notRunning {
             let lock = try NodeLock.acquire(paths)
             defer { lock.release() }
-            let scratch = FileManager.default.temporaryDirectory
-            let copy = scratch.appendingPathComponent("keyferry-survival-\(UUID().uuidString)")
+            Device.removeAbandonedStaging(for: paths.directory)
+            let scratch = Survival.scratch(of: paths.directory)
+            Survival.removeScratch(of: paths.directory)
+            defer { Survival.removeScratch(of: paths.directory) }
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            let copy = scratch.appendingPathComponent("at-rest")
             try Device.copyAtRest(paths.directory, to: copy)
-            defer { try? FileManager.default.removeItem(at: copy) }
             let device = try Device.powerOn(at: copy)
             defer { device.powerOff() }
-            if try device.status().passcodeSet {
+            if try device.passcodeIsSet() {
                 guard let passcode else {
                     throw DeviceError(
                         .protectedDataUnavailable,
                         "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
                     )
                 }
-                try device.unlock(passcode: passcode)
+                let earlierFailures = try device.status().failedPasscodeAttempts
+                do {
+                    try device.unlock(passcode: passcode)
+                } catch let refusal as KeychainError where refusal.status == .authFailed {
+                    try checkOnDevice(passcode)
+                    throw refusal
+                }
+                // The right passcode after wrong ones clears the device's count, as it would there.
+                if earlierFailures > 0 { try checkOnDevice(passcode) }
             }
             return try await Survival.matrix(of: device, options: .init(app: app, passcode: passcode, scratch: scratch))
         }
+    }
+
+    /// Checks `passcode` on the powered-off device itself (held by the caller): counted, and
+    /// refused while it waits.
+    private func checkOnDevice(_ passcode: String) throws {
+        let device = try Device.powerOn(at: paths.directory)
+        defer { device.powerOff() }
+        try device.checkPasscode(passcode)
     }
 }

@@ -20,6 +20,8 @@ public enum NodeServer {
         defer { lock.release() }
         // What a restore killed outright left beside the device (held now, so none is running).
         Device.removeAbandonedStaging(for: directory)
+        // And what a survival matrix cut short left inside it.
+        Survival.removeScratch(of: directory)
         let logger = Logger(label: "keyferry.node") { _ in FileLogHandler(url: paths.log) }
 
         // Real time, until `device clock --advance` moves it on.
@@ -193,7 +195,7 @@ public enum NodeServer {
             return report
         }
         post(router, .survival, API.SurvivalOptions.self, logger) { request in
-            let scratch = FileManager.default.temporaryDirectory
+            let scratch = Survival.scratch(of: device.directory)
             return try await Survival.matrix(of: device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
         }
         call(.clock, API.Clock.self) { request in

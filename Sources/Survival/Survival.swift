@@ -14,10 +14,11 @@ public enum Survival {
     public struct Options: Sendable {
         /// Only the secrets this app can read: its entitled groups and its sandbox.
         public var app: String?
-        /// The device's passcode, when the caller knows it: it answers access-control prompts
-        /// and removes the passcode as a user would. New scratch devices get it too.
+        /// The device's passcode, when the caller knows it: checked once on the device itself,
+        /// counted and delayed like any unlock, then it answers access-control prompts and
+        /// removes the passcode on copies of the device, as a user would.
         public var passcode: String?
-        /// Where scratch devices are made; all of them are removed at the end.
+        /// Where scratch devices are made (`scratch(of:)`); all of them are removed at the end.
         public var scratch: URL
 
         public init(app: String? = nil, passcode: String? = nil, scratch: URL) {
@@ -25,6 +26,17 @@ public enum Survival {
             self.passcode = passcode
             self.scratch = scratch
         }
+    }
+
+    /// Where the matrix of the device in `directory` makes its scratch devices: inside the
+    /// device's own directory, so its hardware UID is copied nowhere else, and removed whole by
+    /// `removeScratch` whenever the device is held and no matrix runs (a node starting).
+    public static func scratch(of directory: URL) -> URL { directory.appendingPathComponent("survival-scratch", isDirectory: true) }
+
+    /// Removes what a matrix cut short (its node killed) left in the device's directory. Only
+    /// for whoever holds the device, when no matrix can be running.
+    public static func removeScratch(of directory: URL) {
+        try? FileManager.default.removeItem(at: scratch(of: directory))
     }
 
     /// The matrix of `device`, which must be powered on and unlocked. Paths run side by side,
@@ -36,16 +48,19 @@ public enum Survival {
                 "\(device.info.name) is locked, so its secrets cannot be read; unlock it first (`keyferry device unlock DIR --passcode ...`).")
         }
         if let app = options.app { _ = try device.app(app) }
+        // Guesses count here, on the device, never only on its copies.
+        let passcode = try device.passcodeIsSet() ? options.passcode : nil
+        if let passcode { try await onThreadOfItsOwn { _ in try device.checkPasscode(passcode) } }
         let work = options.scratch.appendingPathComponent("survival-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: work) }
 
         let (now, secrets, status) = try await onThreadOfItsOwn { _ in
             let now = try device.fork(to: work.appendingPathComponent("now"))
-            return (now, try Secret.all(on: now, app: options.app, passcode: options.passcode), try now.status())
+            return (now, try Secret.all(on: now, app: options.app, passcode: passcode), try now.status())
         }
         let runner = PathRunner(
-            now: now, work: work, secrets: secrets, passcode: options.passcode,
+            now: now, work: work, secrets: secrets, passcode: passcode,
             passcodeSet: status.passcodeSet, biometryEnrolled: status.biometryEnrolled,
             archives: Archives(of: now, in: work))
         var cells: [SurvivalPath: [SurvivalCell]] = [:]
@@ -184,10 +199,11 @@ struct PathRunner: Sendable {
         Target(device: try now.fork(to: work.appendingPathComponent(name ?? path.rawValue)), passcode: passcode)
     }
 
-    /// A new phone as its owner sets it up: a passcode if the old one had one (the same, when
-    /// known), and biometry likewise.
+    /// A new phone as its owner sets it up: a passcode if the old one had one (a random one:
+    /// hashed at the cheapest cost, the real one would be easy to recover from it), and
+    /// biometry likewise.
     private func newDevice(_ path: SurvivalPath) throws -> Target {
-        let newPasscode = passcodeSet ? (passcode ?? "keyferry-new-device") : nil
+        let newPasscode = passcodeSet ? UUID().uuidString : nil
         let options = DeviceOptions(
             name: "new device", passcode: newPasscode, enrollBiometry: biometryEnrolled && newPasscode != nil,
             gracePeriod: now.info.gracePeriod, passcodeHashing: .minimum)

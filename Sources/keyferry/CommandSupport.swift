@@ -53,6 +53,20 @@ func warn(_ line: String) {
     printError("warning: \(line)")
 }
 
+/// Warns, once per command however many it takes, that a passcode was given on the command
+/// line, where every user of the machine can read it (`ps`, /proc/PID/cmdline).
+func warnPasscodeInArgv(_ option: String, instead: String) {
+    let first = passcodeInArgvWarned.withLock { warned in
+        let first = !warned
+        warned = true
+        return first
+    }
+    guard first else { return }
+    warn("\(option) puts the passcode on the command line, where every user of this machine can read it; prefer \(instead).")
+}
+
+private let passcodeInArgvWarned = Locked(false)
+
 /// A failure that is only a sentence naming the fix (exit status 1).
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
@@ -201,7 +215,10 @@ struct PasscodeInput: ParsableArguments {
 
     /// The passcode given, nil when none was.
     func read() throws -> String? {
-        if let passcode { return passcode }
+        if let passcode {
+            warnPasscodeInArgv("--passcode", instead: "--passcode-file F or --passcode-stdin")
+            return passcode
+        }
         guard passcodeFile != nil || passcodeStdin else { return nil }
         return try Self.read(file: passcodeFile)
     }

@@ -143,6 +143,8 @@ struct DeviceCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
+            if set != nil { warnPasscodeInArgv("--set", instead: "--set-file F") }
+            if current != nil { warnPasscodeInArgv("--current", instead: "--current-file F, or leaving it out to be asked") }
             let hasPasscode = try await device.client.deviceStatus().passcodeSet
             let given = current != nil || currentFile != nil
             if !hasPasscode && given { throw ValidationError("this device has no passcode; leave --current out.") }

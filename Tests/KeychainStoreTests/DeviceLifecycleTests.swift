@@ -1,8 +1,10 @@
 import Foundation
 import KeychainModel
-import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import Testing
+
+@testable import KeychainStore
 
 @Suite("Device lifecycle")
 struct DeviceLifecycleTests {
@@ -61,6 +63,60 @@ struct DeviceLifecycleTests {
         t.clock.advance(by: 60)
         #expect(attempt(TestDevice.defaultPasscode) == nil)
         #expect(try state().failed == 0 && state().wait == nil && t.device.lockState == .unlocked)
+    }
+
+    @Test("the back-off follows real time: moving the device's clock, which needs no passcode, shortens no wait")
+    func backOffIgnoresAdvancedClock() throws {
+        let real = ManualClock()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let options = DeviceOptions(name: "Test iPhone", passcode: TestDevice.defaultPasscode, passcodeHashing: .minimum)
+        try Device.create(at: root, options: options).powerOff()
+        let device = try Device.powerOn(at: root, clock: AdvancingClock(real))
+        defer { device.powerOff() }
+        for wrong in ["000001", "000002", "000003", "000004", "000005"] { #expect(status { try device.unlock(passcode: wrong) } == .authFailed) }
+        #expect(try device.status().passcodeRetryAfter == 60)
+        try device.advanceClock(by: 2 * 3600)
+        #expect(try device.status().passcodeRetryAfter == 60, "two hours on the device's clock, none in real time")
+        let refused = #expect(throws: KeychainError.self) { try device.unlock(passcode: TestDevice.defaultPasscode) }
+        #expect(refused?.message.contains("try again in 1 min") == true, "\(String(describing: refused))")
+        real.advance(by: 60)
+        try device.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(try device.status().failedPasscodeAttempts == 0)
+    }
+
+    @Test("concurrent wrong unlocks cannot race the check: from zero, exactly five are tried before the wait")
+    func concurrentUnlocks() async throws {
+        let t = try TestDevice()
+        try t.device.reboot()
+        let device = t.device
+        let outcomes = await withTaskGroup(of: String.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    do {
+                        try device.unlock(passcode: String(format: "9%05d", index))
+                        return "unlocked"
+                    } catch {
+                        return (error as? KeychainError)?.message ?? "\(error)"
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(try t.device.status().failedPasscodeAttempts == 5)
+        #expect(outcomes.filter { $0.contains("no passcode is tried") }.count == 7, "\(outcomes)")
+    }
+
+    @Test("the last wrong passcode is kept as a hash of its stretched key: checking a guess against it costs the key derivation")
+    func lastWrongCostsTheDerivation() throws {
+        let t = try TestDevice()
+        try t.device.reboot()
+        #expect(status { try t.device.unlock(passcode: "246810") } == .authFailed)
+        let settings = try t.device.database.unsafeRead { try Keybag.Settings.load($0) }
+        let stored = try #require(settings.attempts.lastWrong)
+        let keybag = t.device.keybag
+        #expect(stored == keybag.attemptHash(try keybag.passcodeKey("246810", settings: settings)), "the recorded wrong passcode is the one tried")
+        #expect(stored != KeyedHash.digest(of: Array("246810".utf8), key: keybag.attemptKey, length: 16), "a hash under the UID alone")
     }
 
     @Test("every check of a passcode counts: a passcode change and an item's devicePasscode prompt, the same wrong one once, one per request")

@@ -106,6 +106,20 @@ struct AuditCLITests {
 
 @Suite("Passcodes out of argv", .blocking)
 struct PasscodeInputCLITests {
+    @Test("a passcode on the command line works, with one warning on stderr that says why and what to use instead")
+    func argvWarning() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["device", "lock", dir, "--now"])
+        let unlocked = try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
+        #expect(unlocked.stderr.components(separatedBy: "warning: --passcode puts the passcode on the command line").count == 2, "\(unlocked.stderr)")
+        #expect(unlocked.stderr.contains("--passcode-file F or --passcode-stdin"))
+        let fromFile = cli.root.appendingPathComponent("passcode.txt")
+        try "123456\n".write(to: fromFile, atomically: true, encoding: .utf8)
+        try cli.ok(["device", "lock", dir, "--now"])
+        #expect(!(try cli.ok(["device", "unlock", dir, "--passcode-file", fromFile.path]).stderr.contains("warning")))
+    }
+
     @Test("device unlock takes the passcode from a file's or standard input's first line; without one, it says how to give it")
     func unlockFromFileAndStdin() throws {
         let cli = try CLI()

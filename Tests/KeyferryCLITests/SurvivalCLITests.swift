@@ -70,6 +70,38 @@ struct SurvivalCLITests {
         #expect(after.filter { before[$0.key] != $0.value }.keys.sorted() == [])
     }
 
+    @Test("survival --passcode guesses count on the device, node running or stopped: five wrong ones, then the wait", arguments: [true, false])
+    func passcodeGuessesCount(running: Bool) throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        if !running { try cli.ok(["node", "stop", dir]) }
+        for guess in ["000001", "000002", "000003", "000004", "000005"] {
+            let wrong = try cli.run(["survival", dir, "--passcode", guess])
+            #expect(wrong.status != 0 && wrong.stderr.contains("the passcode is not correct"), "\(wrong.stderr)")
+        }
+        #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 5)
+        let waiting = try cli.run(["survival", dir, "--passcode", "123456"])
+        #expect(waiting.status != 0 && waiting.stderr.contains("no passcode is tried until then"), "\(waiting.stderr)")
+        // Moving the device's clock does not shorten the wait.
+        if running {
+            try cli.ok(["device", "clock", dir, "--advance", "2h"])
+            #expect(try cli.run(["device", "unlock", dir, "--passcode", "123456"]).stderr.contains("no passcode is tried until then"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir + "/survival-scratch"), "no scratch is left behind")
+    }
+
+    @Test("what a matrix cut short left in the device's directory goes when its node starts; none of it ever was in the temporary directory")
+    func scratchCleanedAtStart() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["survival", dir, "--json"])
+        try cli.ok(["node", "stop", dir])
+        let stale = URL(fileURLWithPath: dir).appendingPathComponent("survival-scratch/survival-killed")
+        try FileManager.default.createDirectory(at: stale, withIntermediateDirectories: true)
+        try cli.ok(["node", "start", dir])
+        #expect(!FileManager.default.fileExists(atPath: stale.deletingLastPathComponent().path))
+    }
+
     @Test("a locked device, an unknown app and a bad HTML path are clear errors")
     func refusals() throws {
         let cli = try CLI()
