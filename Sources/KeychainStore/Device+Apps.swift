@@ -191,7 +191,8 @@ public struct Sandbox: Sendable {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw DeviceError(.noSuchFile, "\(bundleID) has no file Documents/\(name).")
         }
-        let protection = recorded.flatMap(FileProtection.init(rawValue:)) ?? .completeUntilFirstUserAuthentication
+        // A file no write recorded (put there from outside) gets the strictest class.
+        let protection = recorded.flatMap(FileProtection.init(rawValue:)) ?? .complete
         guard try available(protection) else {
             throw DeviceError(.protectedDataUnavailable, "\(name) is \(protection.rawValue) and cannot be read in the device's current lock state.")
         }
@@ -264,10 +265,16 @@ public struct Sandbox: Sendable {
         try handle.write(contentsOf: piece)
     }
 
+    /// Where a file under Documents is. Only the one spelling of a path is accepted (no empty,
+    /// `.` or `..` component, no NUL): the protection recorded for `notes/secret.txt` is then
+    /// the protection of every way to reach that file (`notes//secret.txt` is refused, not
+    /// another name for it).
     private func documentURL(_ name: String) throws -> URL {
-        let parts = name.split(separator: "/")
-        guard !name.isEmpty, !name.hasPrefix("/"), !parts.contains(".."), !parts.contains(".") else {
-            throw DeviceError(.invalidArgument, "'\(name)' is not a path inside Documents.")
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard !name.contains("\0"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+            throw DeviceError(
+                .invalidArgument,
+                "'\(name)' is not a path inside Documents; write it as NAME or DIR/NAME, without empty, '.' or '..' components.")
         }
         return device.layout.documents(bundleID).appendingPathComponent(name)
     }

@@ -261,6 +261,35 @@ struct DeviceLifecycleTests {
         #expect(throws: DeviceError.self) { try sandbox.writeFile("../escape", Data()) }
     }
 
+    @Test(
+        "a protected file has one spelling: every other way to write its path is refused, locked or unlocked, never read past its class",
+        arguments: ["notes//secret.txt", "notes/./secret.txt", "notes/secret.txt/", "./notes/secret.txt", "/notes/secret.txt", "notes/x/../secret.txt", ""])
+    func pathAliases(alias: String) throws {
+        let t = try TestDevice()
+        let sandbox = try t.device.sandbox(for: TestDevice.appID)
+        try sandbox.writeFile("notes/secret.txt", Data("classified".utf8), protection: .complete)
+        for locked in [false, true] {
+            if locked { try t.device.lock(immediately: true) }
+            let refusal = #expect(throws: DeviceError.self) { try sandbox.readFile(alias) }
+            #expect(refusal?.code == .invalidArgument, "\(String(describing: refusal))")
+            #expect(throws: DeviceError.self) { try sandbox.writeFile(alias, Data("other".utf8), protection: .none) }
+            #expect(throws: DeviceError.self) { try sandbox.removeFile(alias) }
+        }
+        #expect(try sandbox.files().map(\.path) == ["notes/secret.txt"])
+    }
+
+    @Test("a file under Documents that no write recorded gets the strictest class: unreadable while locked")
+    func unrecordedFileIsStrict() throws {
+        let t = try TestDevice()
+        let sandbox = try t.device.sandbox(for: TestDevice.appID)
+        try sandbox.writeFile("known.txt", Data("k".utf8))
+        let documents = t.directory.appendingPathComponent("apps/\(TestDevice.appID)/Documents")
+        try Data("planted".utf8).write(to: documents.appendingPathComponent("planted.txt"))
+        #expect(try sandbox.readFile("planted.txt") == Data("planted".utf8))
+        try t.device.lock(immediately: true)
+        #expect(throws: DeviceError.self) { try sandbox.readFile("planted.txt") }
+    }
+
     @Test("UserDefaults refuses a value a property list cannot hold and keeps what it had")
     func defaultsRefuseNonPlistValues() throws {
         let t = try TestDevice()
