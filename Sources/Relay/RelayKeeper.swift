@@ -28,7 +28,7 @@ public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible 
 /// since every entry is public and signed: it keeps a membership entry only when it extends the
 /// history, and `keys` and `envelopes` records only from a member (a push signed by one,
 /// `PushProof`), so a stranger cannot write to a circle at all, and each circle's bytes stay
-/// within a quota.
+/// within the relay's `RelayLimits`.
 public actor RelayKeeper {
     /// Signature checks and history verification are CPU work: they run on a queue of the
     /// keeper's own, so a burst of pushes does not hold up the process's other tasks.
@@ -44,33 +44,33 @@ public actor RelayKeeper {
     }
 
     public let storage: any RelayStorage
-    /// The most bytes of records one circle may hold.
-    public let quota: Int
-    private var circles: [UUID: KnownCircle] = [:]
+    public let limits: RelayLimits
+    /// Circles recently pushed to, with when each was last used: at most `cachedCircles`, the
+    /// least recently used going first (it is read again from storage when next pushed to), so
+    /// memory does not grow with the circles a relay has seen.
+    private var circles: [UUID: (known: KnownCircle, used: UInt64)] = [:]
+    private var uses: UInt64 = 0
+    private let cachedCircles: Int
 
-    public static let defaultQuota = 1 << 30
-
-    public init(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota) {
+    public init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), cachedCircles: Int = 1_024) {
         self.storage = storage
-        self.quota = quota
+        self.limits = limits
+        self.cachedCircles = cachedCircles
     }
+
+    /// How many circles' memberships are held in memory.
+    package var cachedCircleCount: Int { circles.count }
 
     /// Checks and keeps a push; returns how many records were new. A membership push is
     /// appended only if no entry arrived since it was checked (another relay of the same
     /// storage may have admitted one); then it is checked again.
     public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
-        if let big = bodies.first(where: { $0.count > RelayWire.maximumRecordBytes }) {
-            throw RelayRefusal(kind: .malformed, reason: "a record of \(big.count) bytes exceeds the \(RelayWire.maximumRecordBytes)-byte limit")
+        let limit = stream == .membership ? RelayWire.maximumMembershipRecordBytes : RelayWire.maximumRecordBytes
+        if let big = bodies.first(where: { $0.count > limit }) {
+            throw RelayRefusal(kind: .malformed, reason: "a \(stream.rawValue) record of \(big.count) bytes exceeds the \(limit)-byte limit")
         }
-        let size = bodies.reduce(0) { $0 + $1.count }
         for _ in 0..<Self.membershipAttempts {
             var known = try await self.known(circle)
-            if known != nil {
-                let held = try await storage.byteCount(circle: circle)
-                if held + size > quota {
-                    throw RelayRefusal(kind: .full, reason: "circle \(circle) holds \(held) bytes and may hold \(quota); nothing more is kept for it")
-                }
-            }
             switch stream {
             case .membership:
                 known = try admitEntries(bodies, circle: circle, known: known)
@@ -79,11 +79,14 @@ public actor RelayKeeper {
                 try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
             }
             do {
-                let added = try await storage.append(bodies, circle: circle, stream: stream, ifLastIs: stream == .membership ? known?.cursor ?? 0 : nil)
-                if stream == .membership, let known { circles[circle] = known }
+                let added = try await storage.append(
+                    bodies, circle: circle, stream: stream, ifLastIs: stream == .membership ? known?.cursor ?? 0 : nil, within: limits)
+                if stream == .membership, let known { remember(circle, known) }
                 return added
             } catch is RelayStorageConflict {
                 continue
+            } catch let full as RelayStorageFull {
+                throw RelayRefusal(kind: .full, reason: full.reason)
             }
         }
         throw RelayRefusal(kind: .conflict, reason: "circle \(circle)'s membership kept changing while the push was checked; pull it and push again")
@@ -99,7 +102,7 @@ public actor RelayKeeper {
     /// The circle as held: its history read from the stored log (what does not extend it is
     /// passed over, as members pass it over). Nil when the relay holds none of it.
     private func known(_ circle: UUID) async throws -> KnownCircle? {
-        var known = circles[circle]
+        var known = circles[circle]?.known
         var cursor = known?.cursor ?? 0
         var read: [[UInt8]] = []
         while true {
@@ -116,8 +119,16 @@ public actor RelayKeeper {
             known = KnownCircle(history: history, cursor: cursor)
         }
         // Another push may have moved the cache further meanwhile: the newest read wins.
-        if let known, known.cursor >= circles[circle]?.cursor ?? 0 { circles[circle] = known }
+        if let known, known.cursor >= circles[circle]?.known.cursor ?? 0 { remember(circle, known) }
         return known
+    }
+
+    private func remember(_ circle: UUID, _ known: KnownCircle) {
+        uses += 1
+        circles[circle] = (known, uses)
+        if circles.count > cachedCircles, let oldest = circles.min(by: { $0.value.used < $1.value.used })?.key {
+            circles[oldest] = nil
+        }
     }
 
     /// Every entry must extend the history (or be one it holds already); the first of a new

@@ -14,11 +14,11 @@ public enum RelayServer {
     /// Serves until SIGTERM or SIGINT, over TLS with `tls`. `onRunning` hears the bound port
     /// (useful with port 0).
     public static func run(
-        storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota, tls: RelayTLS? = nil, host: String, port: Int,
+        storage: any RelayStorage, limits: RelayLimits = RelayLimits(), tls: RelayTLS? = nil, host: String, port: Int,
         logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let router = Router()
-        routes(router, keeper: RelayKeeper(storage: storage, quota: quota), logger: logger)
+        routes(router, keeper: RelayKeeper(storage: storage, limits: limits), logger: logger)
         let app = Application(
             router: router, server: try tls.map { try .tls(.http1(), tlsConfiguration: $0.configuration) } ?? .http1(),
             configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),

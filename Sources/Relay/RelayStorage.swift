@@ -13,8 +13,11 @@ public protocol RelayStorage: Sendable {
     /// and returns how many were new. With `ifLastIs`, it appends only while the stream's
     /// newest record is still at that cursor (0: the stream is empty), and otherwise throws
     /// `RelayStorageConflict` having stored nothing: what the caller checked the records against
-    /// has changed (another relay of the same database wrote first).
-    func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) async throws -> Int
+    /// has changed (another relay of the same database wrote first). With `limits`, an append
+    /// that would take the circle or the relay past them throws `RelayStorageFull` having
+    /// stored nothing: checked in the same transaction as the append, so concurrent pushes
+    /// cannot pass a limit together.
+    func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int
 
     /// The records after `cursor`, oldest first, at most `limit`.
     func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord]
@@ -24,15 +27,61 @@ public protocol RelayStorage: Sendable {
 }
 
 extension RelayStorage {
-    /// Appends whatever the stream holds meanwhile.
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream) async throws -> Int {
-        try await append(bodies, circle: circle, stream: stream, ifLastIs: nil)
+    /// Appends whatever the stream holds meanwhile, with no limit.
+    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64? = nil) async throws -> Int {
+        try await append(bodies, circle: circle, stream: stream, ifLastIs: expected, within: nil)
     }
+}
+
+/// What a relay holds at most, so that no one, member or stranger, fills its disk: a relay
+/// creates circles for anyone whose first entry is self-signed.
+public struct RelayLimits: Sendable, Equatable {
+    /// Bytes of one circle's records, past which it takes no more envelopes. Membership entries
+    /// and key records are not held back by it, so a full circle can still remove a member,
+    /// admit one and hand out the new generation's keys; they count towards `totalBytes`.
+    public var circleBytes: Int
+    /// Bytes of every circle's records together.
+    public var totalBytes: Int
+    /// Circles the relay holds; creating one more is refused.
+    public var circles: Int
+
+    public init(circleBytes: Int = 1 << 30, totalBytes: Int = 64 << 30, circles: Int = 10_000) {
+        self.circleBytes = circleBytes
+        self.totalBytes = totalBytes
+        self.circles = circles
+    }
+
+    /// Whether `stream`'s records are held back by `circleBytes`.
+    public static func countsTowardsCircle(_ stream: RelayStream) -> Bool { stream == .envelopes }
 }
 
 /// A conditional append found the stream moved on since the caller read it.
 public struct RelayStorageConflict: Error, Sendable {
     public init() {}
+}
+
+/// An append that would take a circle or the relay past its `RelayLimits`; nothing was stored.
+public struct RelayStorageFull: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+
+    /// The checks every storage makes inside its append, given what it holds: `held` bytes of
+    /// the circle (nil: a circle it does not hold yet, when `circles` says how many it holds),
+    /// `total` bytes in all, and `adding` new bytes.
+    public static func check(
+        _ limits: RelayLimits, circle: UUID, stream: RelayStream, held: Int?, circles: Int?, total: Int, adding: Int
+    ) throws {
+        if held == nil, let circles, circles >= limits.circles {
+            throw RelayStorageFull("this relay holds \(limits.circles) circles, its most; it creates no more")
+        }
+        if RelayLimits.countsTowardsCircle(stream), (held ?? 0) + adding > limits.circleBytes {
+            throw RelayStorageFull("circle \(circle) holds \(held ?? 0) bytes and may hold \(limits.circleBytes); nothing more is kept for it")
+        }
+        if total + adding > limits.totalBytes {
+            throw RelayStorageFull("this relay holds \(total) bytes of records and may hold \(limits.totalBytes); nothing more is kept")
+        }
+    }
 }
 
 /// The relay's database failed (it is down, full, or refused a statement): the push or pull
@@ -49,8 +98,8 @@ public struct RelayStorageError: Error, Sendable, CustomStringConvertible {
 public struct LocalRelay: RelayTransport {
     private let keeper: RelayKeeper
 
-    public init(storage: any RelayStorage, quota: Int = RelayKeeper.defaultQuota) {
-        keeper = RelayKeeper(storage: storage, quota: quota)
+    public init(storage: any RelayStorage, limits: RelayLimits = RelayLimits()) {
+        keeper = RelayKeeper(storage: storage, limits: limits)
     }
 
     public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {

@@ -14,6 +14,9 @@ public enum RelayWire {
     public static let maximumPullBytes = 32 << 20
     /// The largest record the relay keeps: an envelope of a large item, with room to spare.
     public static let maximumRecordBytes = 4 << 20
+    /// The largest membership entry a relay keeps: an entry is a name of at most 64 bytes, two
+    /// keys and a signature, a few hundred bytes; every member and the relay keep them all.
+    public static let maximumMembershipRecordBytes = 4 << 10
 
     /// `(u32 length | bytes)*`
     public static func encodePush(_ bodies: [[UInt8]]) -> [UInt8] {

@@ -54,7 +54,7 @@ public actor SQLiteRelayStorage: RelayStorage {
         return migrator
     }
 
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) throws -> Int {
+    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) throws -> Int {
         let circleBytes = circle.bytes
         return try failing {
             try queue.write { db in
@@ -74,6 +74,13 @@ public actor SQLiteRelayStorage: RelayStorage {
                     }
                 }
                 guard added > 0 else { return 0 }
+                if let limits {
+                    let held = try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [circleBytes])
+                    try RelayStorageFull.check(
+                        limits, circle: circle, stream: stream, held: held,
+                        circles: held == nil ? try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM circle_size") : nil,
+                        total: try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM circle_size") ?? 0, adding: size)
+                }
                 try db.execute(
                     sql: "INSERT INTO circle_size (circle, bytes) VALUES (?, ?) ON CONFLICT (circle) DO UPDATE SET bytes = bytes + excluded.bytes",
                     arguments: [circleBytes, size])

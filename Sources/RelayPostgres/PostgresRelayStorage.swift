@@ -88,7 +88,7 @@ public final class PostgresRelayStorage: RelayStorage {
 
     // MARK: RelayStorage
 
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?) async throws -> Int {
+    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int {
         try await failing("cannot append to circle \(circle)") { [self] in
             try await client.withTransaction(logger: logger) { connection in
                 let name = stream.rawValue
@@ -117,6 +117,17 @@ public final class PostgresRelayStorage: RelayStorage {
                     size += body.count
                 }
                 guard added > 0 else { return 0 }
+                if let limits {
+                    // The circle's size row, held until the commit: appends to one circle check
+                    // its quota one after another, on every relay of the database.
+                    let held = try await Self.first(
+                        Int64.self, connection.query("SELECT bytes FROM relay_circle WHERE circle = \(circle) FOR UPDATE", logger: logger))
+                    let circles = held == nil ? try await Self.first(Int64.self, connection.query("SELECT COUNT(*) FROM relay_circle", logger: logger)) : nil
+                    let total = try await Self.first(Int64.self, connection.query("SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM relay_circle", logger: logger))
+                    try RelayStorageFull.check(
+                        limits, circle: circle, stream: stream, held: held.map(Int.init), circles: circles.map(Int.init), total: Int(total ?? 0),
+                        adding: size)
+                }
                 try await connection.query(
                     "UPDATE relay_stream SET last_cursor = \(last) WHERE circle = \(circle) AND stream = \(name)", logger: logger)
                 try await connection.query(
@@ -171,7 +182,7 @@ public final class PostgresRelayStorage: RelayStorage {
             if let transaction = error as? PostgresTransactionError {
                 cause = transaction.closureError ?? transaction.beginError ?? transaction.commitError ?? transaction.rollbackError ?? error
             }
-            if cause is RelayStorageConflict { throw cause }
+            if cause is RelayStorageConflict || cause is RelayStorageFull { throw cause }
             throw RelayStorageError("\(what): \(Self.reason(cause))")
         }
     }

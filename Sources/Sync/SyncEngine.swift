@@ -167,6 +167,7 @@ public actor SyncEngine {
     /// Creates a circle with this device as its only member, and publishes its membership and
     /// first key generation.
     public static func create(device: Device, name: String, relay: URL, transport: any RelayTransport) async throws -> SyncEngine {
+        try PeerIdentity.check(name: name)
         try requireNoCircle(device)
         let identity = try SyncSecrets.identity(of: device)
         let history = CircleHistory(creator: identity, name: name)
@@ -259,7 +260,7 @@ public actor SyncEngine {
         let identity = try identity()
         try await pullMembership()
         try requireMembership(identity)
-        guard !peer.name.isEmpty else { throw CircleError(.invalidName, "a member needs a name the others can read") }
+        try PeerIdentity.check(name: peer.name)
         guard let keys = generations[history.epoch] else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
         return Voucher(

@@ -13,6 +13,18 @@ public struct PeerIdentity: Hashable, Sendable {
         self.signing = signing
         self.sealing = sealing
     }
+
+    /// The longest name a member may have, in UTF-8 bytes: every member and the relay keep
+    /// every name, so a name is no place for megabytes.
+    public static let maximumNameBytes = 64
+
+    /// A name others can read: not empty, at most `maximumNameBytes`.
+    public static func check(name: String) throws {
+        guard !name.isEmpty else { throw CircleError(.invalidName, "a member needs a name the others can read") }
+        guard name.utf8.count <= maximumNameBytes else {
+            throw CircleError(.invalidName, "a member's name is at most \(maximumNameBytes) bytes; this one is \(name.utf8.count)")
+        }
+    }
 }
 
 /// The private side of a device identity, made from two 32-byte seeds that the device keeps
@@ -107,6 +119,9 @@ public struct MembershipEntry: Hashable, Sendable {
             signer = try SigningPublicKey(bytes: Array(try r.raw(32)))
             signature = Array(try r.raw(SigningKey.signatureByteCount))
             guard r.isAtEnd else { throw ByteReader.Malformed() }
+            guard subject.name.utf8.count <= PeerIdentity.maximumNameBytes else {
+                throw CircleError(.invalidHistory, "a membership entry names a member in more than \(PeerIdentity.maximumNameBytes) bytes")
+            }
         } catch is ByteReader.Malformed {
             throw CircleError(.invalidHistory, "a membership entry is truncated or malformed")
         } catch is CryptoError {

@@ -89,6 +89,12 @@ enum Checked {
         return bytes
     }
 
+    /// A count from 1, such as `--max-circles 500`.
+    static func count(_ text: String) throws -> Int {
+        guard let count = Int(text), count > 0 else { throw ValidationError("a count is a whole number from 1, such as 500; not '\(text)'.") }
+        return count
+    }
+
     /// `--limit`: one, all, or a number from 1.
     static func matchLimit(_ text: String) throws -> MatchLimit {
         switch text {

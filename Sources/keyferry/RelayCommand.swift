@@ -22,7 +22,10 @@ struct RelayCommand: AsyncParsableCommand {
                 membership entries and sealed key shares, in SQLite under --data. It holds no key: it can \
                 read, alter or forge nothing. It keeps a membership entry only when it extends the circle's \
                 history, and keys and envelopes only when a member signed the push, so a stranger cannot \
-                write to a circle; each circle's records stay within --quota. Its log is DATA/relay.log.
+                write to a circle. Limits keep anyone from filling its disk: each circle's envelopes stay \
+                within --quota (membership entries and keys still fit in a full circle, so a member can \
+                always be removed), all records within --total-quota, and at most --max-circles circles are \
+                created. Its log is DATA/relay.log.
 
                 With --database postgres://USER@HOST[:PORT]/DATABASE it keeps the records in PostgreSQL \
                 instead (creating or migrating its tables on start), and several relays given the same \
@@ -39,9 +42,13 @@ struct RelayCommand: AsyncParsableCommand {
         @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
         var listen = RelayAddress.loopback(port: 7700)
         @Option(
-            help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); pushes past it are refused (507).",
+            help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); envelopes past it are refused (507).",
             transform: Checked.byteSize)
-        var quota = RelayKeeper.defaultQuota
+        var quota = RelayLimits().circleBytes
+        @Option(help: "The most bytes every circle's records may take together (64G by default); pushes past it are refused (507).", transform: Checked.byteSize)
+        var totalQuota = RelayLimits().totalBytes
+        @Option(help: "The most circles the relay holds (10000 by default); creating one more is refused (507).", transform: Checked.count)
+        var maxCircles = RelayLimits().circles
         @Option(help: "Serve https:// with this PEM certificate chain (the relay's certificate first); needs --tls-key.", completion: .file())
         var tlsCertificate: String?
         @Option(help: "The PEM private key of --tls-certificate.", completion: .file())
@@ -95,8 +102,9 @@ struct RelayCommand: AsyncParsableCommand {
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }
-            let serve: @Sendable (any RelayStorage) async throws -> Void = { [quota] storage in
-                try await RelayServer.run(storage: storage, quota: quota, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
+            let limits = RelayLimits(circleBytes: quota, totalBytes: totalQuota, circles: maxCircles)
+            let serve: @Sendable (any RelayStorage) async throws -> Void = { storage in
+                try await RelayServer.run(storage: storage, limits: limits, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
                     // Unbuffered, so whoever started the relay sees it is up at once.
                     let url = "\(tls == nil ? "http" : "https")://\(address.host):\(bound)"
                     try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))

@@ -46,6 +46,29 @@ struct PostgresRelayTests {
         }
     }
 
+    @Test("two relays on one database, pushing at once into one circle: together they never take it past its quota")
+    func quotaAcrossRelays() async throws {
+        let one = OneMemberCircle()
+        let quota = 8 << 10
+        let pushes = try (0..<16).map { _ in try one.batches(4) }
+        try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { first in
+            try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { second in
+                let relays = [first, second].map { LocalRelay(storage: $0, limits: RelayLimits(circleBytes: quota)) }
+                try await one.create(on: relays[0])
+                let refused = await withTaskGroup(of: Bool.self) { group in
+                    for (index, batch) in pushes.enumerated() {
+                        group.addTask {
+                            (try? await relays[index % 2].push(batch, circle: one.circle, stream: .envelopes, proof: one.proof(batch))) == nil
+                        }
+                    }
+                    return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                #expect(refused > 0, "the pushes were meant to overflow the quota")
+                #expect(try await first.byteCount(circle: one.circle) <= quota)
+            }
+        }
+    }
+
     @Test("two relays on one database, four pushers at once: a reader pulling meanwhile gets every record exactly once, cursors only growing")
     func twoRelays() async throws {
         let one = OneMemberCircle()

@@ -99,7 +99,7 @@ struct RelayTests {
         let one = OneMemberCircle()
         let circle = one.circle
         let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
-        let relay = LocalRelay(storage: storage, quota: 64 << 10)
+        let relay = LocalRelay(storage: storage, limits: RelayLimits(circleBytes: 64 << 10))
         func refusal(_ push: () async throws -> Int) async -> String? {
             do {
                 _ = try await push()
@@ -153,6 +153,121 @@ struct RelayTests {
         #expect(try await storage.byteCount(circle: circle) <= 64 << 10)
         #expect(try await storage.records(circle: circle, stream: .membership, after: 0, limit: 100).count == 3)
         #expect(try await storage.records(circle: circle, stream: .keys, after: 0, limit: 100).count == 1)
+    }
+
+    /// Pushes, turning a refusal into its sentence.
+    func refusal(_ push: () async throws -> Int) async -> String? {
+        do {
+            _ = try await push()
+            return nil
+        } catch { return "\(error)" }
+    }
+
+    @Test("a circle full of envelopes still changes its membership: a member is removed, another joins, the new keys are kept")
+    func fullCircleChangesMembership() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let one = OneMemberCircle()
+        let relay = LocalRelay(storage: storage, limits: RelayLimits(circleBytes: 16 << 10))
+        var history = one.history
+        let insider = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let join = MembershipEntry(.join, subject: insider.peer(named: "insider"), after: history, signer: one.author)
+        try history.append(join)
+        _ = try await relay.push(history.entries.map(\.bytes), circle: one.circle, stream: .membership, proof: nil)
+        // The insider fills the circle.
+        var full: String?
+        for _ in 0..<1_000 where full == nil {
+            let more = try one.batches(1, by: insider.signingKey)
+            full = await refusal { try await relay.push(more, circle: one.circle, stream: .envelopes, proof: one.proof(more, by: insider.signingKey)) }
+        }
+        #expect(full?.contains("may hold 16384") == true, "\(full ?? "never refused")")
+        // The owner removes it, a new device joins, and the new generation's keys are kept.
+        let remove = MembershipEntry(.remove, subject: insider.peer(named: "insider"), after: history, signer: one.author)
+        try history.append(remove)
+        let newcomer = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let welcome = MembershipEntry(.join, subject: newcomer.peer(named: "tablet"), after: history, signer: one.author)
+        try history.append(welcome)
+        #expect(try await relay.push([remove.bytes, welcome.bytes], circle: one.circle, stream: .membership, proof: nil) == 2)
+        let keys = CircleKeys(circle: one.circle, epoch: history.epoch)
+        let records = [KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: one.author)).bytes]
+        #expect(try await relay.push(records, circle: one.circle, stream: .keys, proof: one.proof(records, .keys)) == 1)
+        let more = try one.batches(1)
+        #expect(await refusal { try await relay.push(more, circle: one.circle, stream: .envelopes, proof: one.proof(more)) }?.contains("may hold") == true)
+    }
+
+    @Test("a relay creates at most its number of circles and holds at most its total bytes, whoever asks")
+    func relayWideLimits() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let relay = LocalRelay(storage: storage, limits: RelayLimits(circleBytes: 1 << 20, totalBytes: 24 << 10, circles: 2))
+        let circles = [OneMemberCircle(), OneMemberCircle(), OneMemberCircle()]
+        try await circles[0].create(on: relay)
+        try await circles[1].create(on: relay)
+        let third = circles[2]
+        let entries = third.history.entries.map(\.bytes)
+        #expect(await refusal { try await relay.push(entries, circle: third.circle, stream: .membership, proof: nil) }?.contains("holds 2 circles, its most") == true)
+        var full: String?
+        for index in 0..<1_000 where full == nil {
+            let one = circles[index % 2]
+            let more = try one.batches(1)
+            full = await refusal { try await relay.push(more, circle: one.circle, stream: .envelopes, proof: one.proof(more)) }
+        }
+        #expect(full?.contains("this relay holds") == true && full?.contains("may hold 24576") == true, "\(full ?? "never refused")")
+        let held = try await storage.byteCount(circle: circles[0].circle) + storage.byteCount(circle: circles[1].circle)
+        #expect(held <= 24 << 10)
+    }
+
+    @Test("concurrent pushes never take a circle past its quota: the check is part of the append")
+    func quotaUnderConcurrency() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let one = OneMemberCircle()
+        let quota = 8 << 10
+        let relay = LocalRelay(storage: storage, limits: RelayLimits(circleBytes: quota))
+        try await one.create(on: relay)
+        let pushes = try (0..<24).map { _ in try one.batches(4) }
+        let refused = await withTaskGroup(of: Bool.self) { group in
+            for batch in pushes {
+                group.addTask { (try? await relay.push(batch, circle: one.circle, stream: .envelopes, proof: one.proof(batch))) == nil }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(refused > 0, "the pushes were meant to overflow the quota")
+        #expect(try await storage.byteCount(circle: one.circle) <= quota)
+    }
+
+    @Test("the relay holds a bounded number of circles' memberships in memory; one it let go is read again when pushed to")
+    func boundedCache() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keeper = RelayKeeper(storage: try SQLiteRelayStorage(directory: directory), cachedCircles: 4)
+        let circles = (0..<12).map { _ in OneMemberCircle() }
+        for one in circles {
+            _ = try await keeper.push(one.history.entries.map(\.bytes), circle: one.circle, stream: .membership, proof: nil)
+        }
+        #expect(await keeper.cachedCircleCount == 4)
+        let first = circles[0]
+        let batch = try first.batches(1)
+        #expect(try await keeper.push(batch, circle: first.circle, stream: .envelopes, proof: first.proof(batch)) == 1)
+        #expect(await keeper.cachedCircleCount == 4)
+    }
+
+    @Test("membership entries with long names are refused by the relay; members refuse to make them")
+    func boundedNames() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let relay = LocalRelay(storage: try SQLiteRelayStorage(directory: directory))
+        let one = OneMemberCircle()
+        try await one.create(on: relay)
+        let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let long = MembershipEntry(.join, subject: stranger.peer(named: String(repeating: "n", count: 65)), after: one.history, signer: one.author)
+        #expect(await refusal { try await relay.push([long.bytes], circle: one.circle, stream: .membership, proof: nil) }?.contains("64 bytes") == true)
+        #expect(throws: CircleError.self) { try PeerIdentity.check(name: String(repeating: "n", count: 65)) }
+        #expect(throws: CircleError.self) { try PeerIdentity.check(name: "") }
+        try PeerIdentity.check(name: String(repeating: "n", count: 64))
     }
 
     @Test("the relay's files hold none of the items' attributes, groups or secrets")
