@@ -45,7 +45,9 @@ struct RelayCommand: AsyncParsableCommand {
             help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); envelopes past it are refused (507).",
             transform: Checked.byteSize)
         var quota = RelayLimits().circleBytes
-        @Option(help: "The most bytes every circle's records may take together (64G by default); pushes past it are refused (507).", transform: Checked.byteSize)
+        @Option(
+            help: "The most bytes every circle's records may take together (64G by default); pushes past it are refused (507).",
+            transform: Checked.byteSize)
         var totalQuota = RelayLimits().totalBytes
         @Option(help: "The most circles the relay holds (10000 by default); creating one more is refused (507).", transform: Checked.count)
         var maxCircles = RelayLimits().circles
