@@ -273,6 +273,14 @@ struct RelayCLITests {
             let result = try cli.run(["relay", "serve", "--data", cli.path("relay"), "--quota", quota])
             #expect(result.status == 64 && result.stderr.contains("such as 500M"), "\(quota): \(result.stderr)")
         }
+        for quota in ["0", "12X", "M"] {
+            let total = try cli.run(["relay", "serve", "--data", cli.path("relay"), "--total-quota", quota])
+            #expect(total.status == 64 && total.stderr.contains("such as 500M"), "\(quota): \(total.stderr)")
+        }
+        for count in ["0", "many"] {
+            let result = try cli.run(["relay", "serve", "--data", cli.path("relay"), "--max-circles", count])
+            #expect(result.status == 64 && result.stderr.contains("a count is a whole number from 1"), "\(count): \(result.stderr)")
+        }
         #expect(!FileManager.default.fileExists(atPath: cli.path("relay")), "a usage error touches nothing")
         let file = cli.path("not-a-directory")
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
