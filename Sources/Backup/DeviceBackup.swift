@@ -72,7 +72,10 @@ public enum DeviceBackup {
             manifest.warnings.append("\(never) whenPasscodeSetThisDeviceOnly item\(never == 1 ? " is" : "s are") never exported and will not come back.")
         }
         try progress(itemCount + files.count, itemCount + files.count)
-        return try writer.finish(manifest)
+        let finished = try writer.finish(manifest)
+        // The archive is in place; forgetting when it was made costs only the freshness warning.
+        try? device.recordBackup(created: writer.header.created)
+        return finished
     }
 
     /// An encrypted archive under a one-time random key, which is returned and never written:

@@ -73,7 +73,10 @@ public enum DeviceRestore {
             device: device, keys: keys,
             report: RestoreReport(
                 sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
-                authenticity: reader.authenticity(device: device.backupKeys)))
+                authenticity: reader.authenticity(device: device.backupKeys), archiveCreated: reader.header.created,
+                newerBackupOnDevice: device.lastBackupCreated.flatMap { last in
+                    reader.header.deviceID == device.info.id && last > reader.header.created ? last : nil
+                }))
         try progress(0, expected)
         // Whatever stops the restore, no section is still being opened when it returns.
         defer { importer.abandon() }
@@ -266,6 +269,11 @@ public struct RestoreReport: Codable, Sendable {
     /// wrote an unencrypted archive), or nothing but checksums (an unencrypted archive from
     /// another device, whose apps and files anyone could have written).
     public var authenticity: ArchiveAuthenticity
+    /// When the archive was made (by its own header).
+    public var archiveCreated: Date?
+    /// When the target last backed itself up, if that is later than this archive of it: an
+    /// older archive restores older secrets, and may have been put in place of the newest.
+    public var newerBackupOnDevice: Date?
     public var items: [ItemOutcome] = []
     /// Items the source never exported, by `CLASS.PROTECTION`: they are not in the archive.
     public var neverExported: [String: Int] = [:]

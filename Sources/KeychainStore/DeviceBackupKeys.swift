@@ -34,3 +34,27 @@ extension Device {
         return try SymmetricKey(bytes: data)
     }
 }
+
+extension Device {
+    /// When this device last made a backup of itself; nil when it never did (or before
+    /// Keyferry recorded it). A restore of an older archive of this device is reported, since
+    /// archives carry no freshness of their own: an older genuine one put in place of the
+    /// newest verifies just as well.
+    public var lastBackupCreated: Date? {
+        let data = FileManager.default.contents(atPath: layout.lastBackup.path) ?? Data()
+        return (try? JSONDecoder().decode(BackupRecord.self, from: data)).map { Date(timeIntervalSinceReferenceDate: $0.created) }
+    }
+
+    /// Records a backup this device made, created at `created`, unless it knows a newer one.
+    public func recordBackup(created: Date) throws {
+        if let last = lastBackupCreated, last >= created { return }
+        let record = BackupRecord(created: created.timeIntervalSinceReferenceDate)
+        try JSONEncoder().encode(record).write(to: layout.lastBackup, options: .atomic)
+    }
+}
+
+/// `last-backup.json`: seconds since 2001 to the full precision of the archive's header, so two
+/// backups made within a second still tell which came last.
+private struct BackupRecord: Codable {
+    var created: Double
+}

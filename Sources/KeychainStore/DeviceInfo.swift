@@ -42,6 +42,8 @@ struct DeviceLayout: Sendable {
     /// The simulated hardware UID: 32 random bytes, owner-only, never copied anywhere.
     var hardwareUID: URL { root.appendingPathComponent("hardware-uid") }
     var database: URL { root.appendingPathComponent("keychain.db") }
+    /// When the device last made a backup of itself (`Device.recordBackup`).
+    var lastBackup: URL { root.appendingPathComponent("last-backup.json") }
     var apps: URL { root.appendingPathComponent("apps") }
 
     func sandbox(_ bundleID: String) -> URL { apps.appendingPathComponent(bundleID) }

@@ -156,9 +156,13 @@ struct BackupCommand: AsyncParsableCommand {
             let manifest = try reader.read(password: secret.map { Data($0.utf8) }, device: keys) { _, _ in sections += 1 }
             let authenticity = reader.authenticity(device: keys)
             if output.json {
-                printJSON(["verified": true, "authenticated": authenticity != .checksums, "authenticity": authenticity.rawValue, "sections": sections + 1])
+                printJSON([
+                    "verified": true, "authenticated": authenticity != .checksums, "authenticity": authenticity.rawValue, "sections": sections + 1,
+                    "created": reader.header.created.formatted(.iso8601),
+                ])
                 return
             }
+            defer { print("made \(reader.header.created.formatted(.iso8601)) by \(reader.header.deviceName.escapingControlCharacters)") }
             switch authenticity {
             case .password:
                 print("\(file): every byte authenticated under its password (\(sections + 1) sections); \(manifest.summary)")

@@ -81,12 +81,21 @@ extension RestoreReport {
             + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"
     }
 
-    /// A warning when nothing proved the archive genuine.
+    /// When the archive was made; warnings when nothing proved it genuine, or when it is older
+    /// than the target's own last backup.
     private var authenticityNote: [String] {
-        guard authenticity == .checksums else { return [] }
-        return [
-            "  not authenticated: nothing proves who wrote this unencrypted archive (another device's, or format 1), only that it is undamaged; its apps and files could have been written by anyone"
-        ]
+        var lines = archiveCreated.map { ["  archive made \($0.formatted(.iso8601))"] } ?? []
+        if authenticity == .checksums {
+            lines.append(
+                "  not authenticated: nothing proves who wrote this unencrypted archive (another device's, or format 1), only that it is undamaged; its apps and files could have been written by anyone"
+            )
+        }
+        if let newer = newerBackupOnDevice {
+            lines.append(
+                "  older than this device's last backup (\(newer.formatted(.iso8601))): it brings back its secrets as they were then; if you meant the newest, it may have been replaced"
+            )
+        }
+        return lines
     }
 
     /// What a restore prints by default, however many items: the headline, then how many

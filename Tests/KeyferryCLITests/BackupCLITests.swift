@@ -147,6 +147,25 @@ struct RestoreCLITests {
         #expect(same.hasPrefix("restored 2 of 2 keychain items") && same.contains("the same device"))
     }
 
+    @Test("an older genuine archive of the device says so on restore, with both dates; verify shows when an archive was made")
+    func olderArchiveReported() throws {
+        let cli = try CLI()
+        let dir = try cli.backupSource()
+        let older = cli.path("older.kfbackup")
+        let newer = cli.path("newer.kfbackup")
+        try cli.ok(["backup", "create", dir, "--out", older, "--unencrypted"])
+        try cli.ok(["backup", "create", dir, "--out", newer, "--unencrypted"])
+        let verified = try cli.ok(["backup", "verify", older, "--json"]).object()
+        #expect((verified["created"] as? String)?.hasPrefix("20") == true, "\(verified)")
+        #expect(try cli.ok(["backup", "verify", older]).text.contains("made 20"))
+        try cli.ok(["node", "stop", dir])
+        let fresh = try cli.ok(["restore", newer, "--to", dir, "--passcode", "123456"]).text
+        #expect(fresh.contains("archive made") && !fresh.contains("older than this device's last backup"), "\(fresh)")
+        let stale = try cli.ok(["restore", older, "--to", dir, "--passcode", "123456", "--json"]).object()
+        #expect(stale["newerBackupOnDevice"] != nil && stale["archiveCreated"] != nil, "\(stale)")
+        #expect(try cli.ok(["restore", older, "--to", dir, "--passcode", "123456"]).text.contains("older than this device's last backup"))
+    }
+
     @Test("everything keyferry writes is its owner's alone: devices, their keychains and sandboxes, archives, a restored device")
     func ownerOnly() throws {
         let cli = try CLI()
@@ -178,7 +197,8 @@ struct RestoreCLITests {
         try cli.ok(["device", "init", newPhone, "--passcode", "2468"])
 
         let wrongPasscode = try cli.run(["restore", archive, "--to", newPhone, "--passcode", "0000"])
-        #expect(wrongPasscode.status == 3 && wrongPasscode.stderr.hasPrefix("errSecAuthFailed (-25293)"))
+        // After the warning that --passcode is visible to every user of the machine.
+        #expect(wrongPasscode.status == 3 && wrongPasscode.stderr.contains("\nerrSecAuthFailed (-25293)"), "\(wrongPasscode.stderr)")
         let notADevice = try cli.run(["restore", archive, "--to", cli.path("nowhere")])
         #expect(notADevice.status == 1 && notADevice.stderr.contains("not a Keyferry device"))
         #expect(!FileManager.default.fileExists(atPath: cli.path("nowhere")))

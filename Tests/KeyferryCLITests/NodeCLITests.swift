@@ -22,7 +22,8 @@ struct NodeCLITests {
 
         let wrong = try cli.run(["device", "unlock", dir, "--passcode", "000000", "--json"])
         #expect(wrong.status == 3)
-        #expect(wrong.stderr.hasPrefix("errSecAuthFailed (-25293): "))
+        #expect(wrong.stderr.hasPrefix("warning: --passcode puts the passcode on the command line"))
+        #expect(wrong.stderr.contains("\nerrSecAuthFailed (-25293): "), "\(wrong.stderr)")
         #expect(try wrong.object()["status"] as? Int == -25293)
         #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 1)
         try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
