@@ -290,9 +290,9 @@ public struct FleetRunner: Sendable {
                     }
                 }
             }
-            var outcomes = [Result<Departure, any Error>](repeating: .success(.notRunning), count: fleet.members.count)
-            for await (index, outcome) in group { outcomes[index] = outcome }
-            return outcomes
+            var outcomes: [(Int, Result<Departure, any Error>)] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes.sorted { $0.0 < $1.0 }.map(\.1)
         }
         var failures: [(String, any Error)] = []
         var relayStopped = false
