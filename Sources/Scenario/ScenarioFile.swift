@@ -186,7 +186,7 @@ public struct Scenario: Sendable {
 
 extension Scenario {
     /// Far more than a scenario a person reads; bounds what a shared file can make a run do.
-    public static let maximumSteps = 2_000
+    public static let maximumSteps = 10_000
 
     /// `fleet:` names a YAML file beside or below the scenario: a relative path without `..`,
     /// ending in `.yaml` or `.yml`, still inside the scenario's directory once symbolic links

@@ -166,6 +166,7 @@ struct ScenarioCLITests {
                 "already makes archive 'a.kfb'"
             ),
             ("steps: " + String(repeating: "[", count: 5000) + "\n", "not valid YAML"),
+            ("steps:\n" + String(repeating: "  - lock: phone\n", count: 10_000), "a scenario holds at most 10000"),
         ])
     func malformed(tail: String, problem: String) throws {
         let cli = try CLI()
