@@ -220,6 +220,10 @@ public final class PostgresRelayStorage: RelayStorage {
         switch error {
         case let error as RelayStorageError:
             return error.reason
+        case let error as PSQLError where error.code == .sslUnsupported:
+            return "the server answered that it speaks no TLS, which sslmode=require (the default for a database on another "
+                + "machine) needs; someone between the two may have answered for it. Give the server a certificate, or add "
+                + "sslmode=disable to the address only on a network you trust"
         case let error as PSQLError:
             if let message = error.serverInfo?[.message] {
                 return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")

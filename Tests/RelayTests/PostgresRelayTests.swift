@@ -46,6 +46,18 @@ struct PostgresRelayTests {
         }
     }
 
+    @Test("with TLS required, a server that answers \"no TLS\" (as a stripping attacker does) is refused before any password is sent")
+    func requiredTLSIsNotStripped() async throws {
+        // The test server speaks no TLS: to the SSLRequest it answers "N", as an attacker would.
+        let url = try #require(TestPostgres.url).replacingOccurrences(of: "sslmode=disable", with: "sslmode=require")
+        let database = try PostgresRelayDatabase(url: url, password: ProcessInfo.processInfo.environment[PostgresRelayDatabase.passwordVariable])
+        #expect(database.sslMode == .require)
+        let refusal = await #expect(throws: RelayStorageError.self) {
+            try await PostgresRelayStorage.withStorage(database) { _ in }
+        }
+        #expect(refusal.map { "\($0)" }?.contains("speaks no TLS") == true, "\(String(describing: refusal))")
+    }
+
     @Test("two relays on one database, pushing at once into one circle: together they never take it past its quota")
     func quotaAcrossRelays() async throws {
         let one = OneMemberCircle()
