@@ -6,6 +6,17 @@ import NodeControl
 /// its standard error appended to its log, waited for until it answers, and stopped with
 /// SIGTERM, then SIGKILL.
 enum Daemon {
+    /// This process's environment, for a daemon: should it trap, Swift's backtracer writes no
+    /// register dumps into its log, where they would show 16 bytes of memory at each register
+    /// (secrets, in a node). KEYFERRY_DEBUG_CRASHES=1 leaves the backtracer as it is.
+    static func environment() -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        guard environment["KEYFERRY_DEBUG_CRASHES"] != "1" else { return environment }
+        let chosen = environment["SWIFT_BACKTRACE"].map { $0.isEmpty ? "" : $0 + "," } ?? ""
+        environment["SWIFT_BACKTRACE"] = chosen + "registers=none"
+        return environment
+    }
+
     /// Runs `executable ARGUMENTS` in the background and polls `ready` until it gives a value.
     /// A process that exits first, or one still not ready at `timeout`, fails with what it
     /// wrote to `log` meanwhile; on any failure, cancellation included, the process goes too
@@ -19,6 +30,7 @@ enum Daemon {
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
+        process.environment = environment()
         // Into its log, appended to as its own logger does, so neither overwrites the other's
         // lines: a pipe would outlive whoever started it.
         let handle: FileHandle

@@ -41,7 +41,7 @@ struct NodeAPITests {
 
     // Not dumpable is set too, but cannot be seen from outside by root (CI's user), for whom
     // every /proc file stays readable.
-    @Test("a node's memory stays out of core files: its core size limit is 0, soft and hard")
+    @Test("a node's memory stays out of core files and its log: core size limit 0, soft and hard; no register dump on a trap")
     func memoryPrivate() throws {
         let cli = try CLI()
         let dir = try cli.poweredDevice("phone")
@@ -49,6 +49,14 @@ struct NodeAPITests {
         let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
         let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
         #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
+        // Its environment: closed to its own user (not dumpable), or, to root, showing that a
+        // trap's backtrace writes no register dump into node.log.
+        if let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ") {
+            let variables = String(decoding: environment, as: UTF8.self).split(separator: "\0")
+            #expect(variables.contains { $0.hasPrefix("SWIFT_BACKTRACE=") && $0.hasSuffix("registers=none") }, "\(variables.filter { $0.hasPrefix("SWIFT") })")
+        } else {
+            #expect(getuid() != 0, "root reads every environment")
+        }
     }
 
     /// Enough of a manifest to decode the backup route's answer.
