@@ -42,10 +42,11 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         guard !database.isEmpty, !database.contains("/") else { throw RelayStorageError("'\(text)' names no database (postgres://USER@HOST/DATABASE)") }
         var sslMode = Self.isLoopback(host) ? SSLMode.prefer : .require
         for item in url.queryItems ?? [] {
-            switch (item.name, item.value) {
-            case ("sslmode", let value?) where SSLMode(rawValue: value) != nil: sslMode = SSLMode(rawValue: value)!
-            case ("sslrootcert", let value?) where !value.isEmpty: sslRootCertificate = value
-            default:
+            if item.name == "sslmode", let mode = item.value.flatMap(SSLMode.init(rawValue:)) {
+                sslMode = mode
+            } else if item.name == "sslrootcert", let file = item.value, !file.isEmpty {
+                sslRootCertificate = file
+            } else {
                 throw RelayStorageError(
                     "'\(item.name)=\(item.value ?? "")' in the database address: only sslmode=\(SSLMode.allCases.map(\.rawValue).joined(separator: "|")) "
                         + "and sslrootcert=FILE are understood")
@@ -60,8 +61,11 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
     }
 
     /// 127.0.0.0/8, ::1 and localhost: a database on this machine, where no one sits on the path.
+    /// (`127.example.com` is a name like any other.)
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        let ipv4Loopback = octets.count == 4 && octets.first == "127" && octets.allSatisfy { UInt8($0) != nil }
+        return ipv4Loopback || host == "localhost" || host == "::1" || host == "[::1]"
     }
 
     /// The address without any secret, for logs and messages.

@@ -255,7 +255,7 @@ struct PostgresPatienceTests {
 struct PostgresAddressTests {
     @Test("TLS is required by default, unless the database is on this machine's loopback; an explicit sslmode is kept")
     func tlsByDefault() throws {
-        for host in ["db.example", "10.0.0.5", "[2001:db8::1]"] {
+        for host in ["db.example", "10.0.0.5", "[2001:db8::1]", "127.example.com", "127.0.0.1.example"] {
             #expect(try PostgresRelayDatabase(url: "postgres://keyferry@\(host)/relay", password: nil).sslMode == .require, "\(host)")
         }
         for host in ["127.0.0.1", "localhost", "[::1]"] {
