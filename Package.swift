@@ -56,6 +56,10 @@ let package = Package(
         // Pure values: what a keychain item, a query and a status are.
         .target(name: "KeychainModel"),
 
+        // Apple's property lists as an iOS backup carries them: binary plists (with a keyed
+        // archive's UIDs) and the DER plists of its keychain. Pure values and codecs.
+        .target(name: "PropertyLists"),
+
         // One device: keybag, lock states, apps and sandboxes, the encrypted item store.
         .target(
             name: "KeychainStore",
@@ -166,7 +170,7 @@ let package = Package(
         // inputs, which the tests do with the corpus in Tests/FuzzCorpus.
         .executableTarget(
             name: "keyferry-fuzz",
-            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "Scenario", "SyncWire"]),
+            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "PropertyLists", "Scenario", "SyncWire"]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.
         .target(
@@ -179,6 +183,7 @@ let package = Package(
         // Reproduction/ is a program of its own, compiled optimized by LockedTests.
         .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads", "KeychainTesting"], exclude: ["Reproduction"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
+        .testTarget(name: "PropertyListsTests", dependencies: ["PropertyLists"]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: [

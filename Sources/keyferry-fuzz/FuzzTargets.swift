@@ -5,6 +5,7 @@ import KeychainStore
 import KeyferryCrypto
 import Node
 import NodeControl
+import PropertyLists
 import Scenario
 import SyncWire
 
@@ -13,7 +14,7 @@ import SyncWire
 /// libFuzzer (`scripts/fuzz`); every input of `Tests/FuzzCorpus/TARGET/` is replayed by the
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
-    case archive, envelope, batch, membership, keys, fleet, scenario, request
+    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -40,6 +41,15 @@ enum FuzzTarget: String, CaseIterable {
         case .scenario:
             _ = try? Scenario(yaml: String(decoding: bytes, as: UTF8.self), file: "fuzz.yaml", directory: FileManager.default.temporaryDirectory)
         case .request: Self.requests(Data(bytes))
+        case .bplist:
+            // What it reads, it writes again and reads back the same.
+            if let value = try? BinaryPropertyList.decode(Data(bytes)) {
+                precondition((try? BinaryPropertyList.decode(BinaryPropertyList.encode(value))) == value || value.containsNaN)
+            }
+        case .derplist:
+            if let value = try? DERPropertyList.decode(Data(bytes)), let encoded = try? DERPropertyList.encode(value) {
+                precondition((try? DERPropertyList.decode(encoded)) != nil)
+            }
         }
     }
 
@@ -139,3 +149,16 @@ enum FuzzTarget: String, CaseIterable {
         }
     }
 #endif
+
+extension PropertyList {
+    /// NaN is unequal to itself, so a value holding one never compares equal after a round trip.
+    fileprivate var containsNaN: Bool {
+        switch self {
+        case .real(let number): number.isNaN
+        case .date(let date): date.timeIntervalSinceReferenceDate.isNaN
+        case .array(let elements): elements.contains { $0.containsNaN }
+        case .dictionary(let entries): entries.values.contains { $0.containsNaN }
+        default: false
+        }
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+
+/// Apple's binary property lists (`bplist00`), as CoreFoundation lays them out
+/// (swift-corelibs-foundation, `CFBinaryPList.c`): a header, the objects, an offset table, and a
+/// 32-byte trailer. Foundation on Linux reads and writes them too, but hides a keyed archive's
+/// UIDs and cannot name an archived class `MBFile`; this codec does both.
+public enum BinaryPropertyList {
+    static let magic = Array("bplist00".utf8)
+
+    // MARK: Writing
+
+    /// `value` as a binary plist. Dictionaries are written with their keys sorted, so the same
+    /// value always gives the same bytes.
+    public static func encode(_ value: PropertyList) -> Data {
+        var objects: [[UInt8]] = []
+        var pending: [(index: Int, value: PropertyList)] = []
+        // Every object is numbered before it is written: a collection's references need the
+        // numbers of its members.
+        func number(_ value: PropertyList) -> Int {
+            objects.append([])
+            pending.append((objects.count - 1, value))
+            return objects.count - 1
+        }
+        _ = number(value)
+        var references: [Int: [Int]] = [:]
+        var cursor = 0
+        while cursor < pending.count {
+            let (index, value) = pending[cursor]
+            cursor += 1
+            switch value {
+            case .array(let elements): references[index] = elements.map(number)
+            case .dictionary(let entries):
+                let keys = entries.keys.sorted()
+                references[index] = keys.map { number(.string($0)) } + keys.map { number(entries[$0]!) }
+            default: break
+            }
+        }
+        let referenceSize = byteCount(for: UInt64(objects.count))
+        for (index, value) in pending {
+            objects[index] = object(value, references: references[index] ?? [], referenceSize: referenceSize)
+        }
+        var bytes = magic
+        var offsets: [UInt64] = []
+        for object in objects {
+            offsets.append(UInt64(bytes.count))
+            bytes += object
+        }
+        let tableOffset = UInt64(bytes.count)
+        let offsetSize = byteCount(for: tableOffset)
+        for offset in offsets { bytes += bigEndian(offset, size: offsetSize) }
+        bytes += [UInt8](repeating: 0, count: 6) + [UInt8(offsetSize), UInt8(referenceSize)]
+        bytes += bigEndian(UInt64(objects.count), size: 8) + bigEndian(0, size: 8) + bigEndian(tableOffset, size: 8)
+        return Data(bytes)
+    }
+
+    private static func object(_ value: PropertyList, references: [Int], referenceSize: Int) -> [UInt8] {
+        switch value {
+        case .boolean(let flag): return [flag ? 0x09 : 0x08]
+        case .integer(let number): return integer(number)
+        case .real(let number): return [0x23] + bigEndian(number.bitPattern, size: 8)
+        case .date(let date): return [0x33] + bigEndian(date.timeIntervalSinceReferenceDate.bitPattern, size: 8)
+        case .data(let data): return marker(0x40, count: data.count) + Array(data)
+        case .string(let text):
+            if text.utf8.allSatisfy({ $0 < 0x80 }) { return marker(0x50, count: text.utf8.count) + Array(text.utf8) }
+            let units = Array(text.utf16)
+            return marker(0x60, count: units.count) + units.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+        case .uid(let number):
+            let size = byteCount(for: number)
+            return [0x80 | UInt8(size - 1)] + bigEndian(number, size: size)
+        case .array: return marker(0xA0, count: references.count) + references.flatMap { bigEndian(UInt64($0), size: referenceSize) }
+        case .dictionary: return marker(0xD0, count: references.count / 2) + references.flatMap { bigEndian(UInt64($0), size: referenceSize) }
+        case .null: return [0x00]
+        }
+    }
+
+    /// A non-negative integer in the fewest of 1, 2 or 4 bytes, else (and any negative one) 8.
+    private static func integer(_ number: Int64) -> [UInt8] {
+        guard number >= 0 else { return [0x13] + bigEndian(UInt64(bitPattern: number), size: 8) }
+        let size = byteCount(for: UInt64(number))
+        return [0x10 | UInt8(size.trailingZeroBitCount)] + bigEndian(UInt64(number), size: size)
+    }
+
+    /// A collection's marker: the count in its low nibble, or `F` and an integer object.
+    private static func marker(_ kind: UInt8, count: Int) -> [UInt8] {
+        count < 15 ? [kind | UInt8(count)] : [kind | 0x0F] + integer(Int64(count))
+    }
+
+    /// 1, 2, 4 or 8: the fewest bytes that hold `number`.
+    private static func byteCount(for number: UInt64) -> Int {
+        number <= 0xFF ? 1 : number <= 0xFFFF ? 2 : number <= 0xFFFF_FFFF ? 4 : 8
+    }
+
+    private static func bigEndian(_ number: UInt64, size: Int) -> [UInt8] {
+        (0..<size).map { UInt8(truncatingIfNeeded: number >> (8 * UInt64(size - 1 - $0))) }
+    }
+
+    // MARK: Reading
+
+    /// The value of a binary plist. Every offset, count and reference is checked against the
+    /// bytes there are, nesting is bounded and cycles are refused, so no input makes the
+    /// reader trap, loop or allocate more than a small multiple of its size.
+    public static func decode(_ data: Data) throws -> PropertyList {
+        var reader = try Reader(Array(data))
+        return try reader.value(reader.top, depth: 0)
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        let offsets: [Int]
+        let referenceSize: Int
+        let top: Int
+        /// Objects being read, from the top down to the current one: a reference back to one of
+        /// them is a cycle.
+        var open: Set<Int> = []
+        /// Values still to be made: objects may be shared, and a few shared many times over,
+        /// level after level, would otherwise expand a small file into billions of values.
+        var budget: Int
+
+        init(_ bytes: [UInt8]) throws {
+            guard bytes.count >= 8 + 32, Array(bytes.prefix(6)) == Array(BinaryPropertyList.magic.prefix(6)) else {
+                throw PropertyListError("not a binary property list (no bplist header, or shorter than its trailer)")
+            }
+            let trailer = bytes.count - 32
+            let offsetSize = Int(bytes[trailer + 6])
+            referenceSize = Int(bytes[trailer + 7])
+            let count = Self.number(bytes, at: trailer + 8, size: 8)
+            let top = Self.number(bytes, at: trailer + 16, size: 8)
+            let table = Self.number(bytes, at: trailer + 24, size: 8)
+            guard [1, 2, 4, 8].contains(offsetSize), [1, 2, 4, 8].contains(referenceSize) else {
+                throw PropertyListError("its trailer gives offsets of \(offsetSize) bytes and references of \(referenceSize)")
+            }
+            guard count > 0, top < count, table >= 8, table <= UInt64(trailer),
+                count <= (UInt64(trailer) - table) / UInt64(offsetSize)
+            else {
+                throw PropertyListError("its trailer does not fit the file (\(count) objects, top \(top), offset table at \(table))")
+            }
+            self.bytes = bytes
+            self.top = Int(top)
+            budget = max(1 << 16, 8 * Int(count))
+            offsets = try (0..<Int(count)).map { index in
+                let offset = Self.number(bytes, at: Int(table) + index * offsetSize, size: offsetSize)
+                guard offset >= 8, offset < table else { throw PropertyListError("object \(index) is said to be at \(offset), outside the objects") }
+                return Int(offset)
+            }
+        }
+
+        static func number(_ bytes: [UInt8], at offset: Int, size: Int) -> UInt64 {
+            bytes[offset..<offset + size].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+
+        mutating func value(_ index: Int, depth: Int) throws -> PropertyList {
+            guard depth < maximumPropertyListDepth else { throw PropertyListError("nested deeper than \(maximumPropertyListDepth) levels") }
+            guard index >= 0, index < offsets.count else { throw PropertyListError("a reference to object \(index) of \(offsets.count)") }
+            guard open.insert(index).inserted else { throw PropertyListError("object \(index) contains itself") }
+            budget -= 1
+            guard budget >= 0 else { throw PropertyListError("its shared objects expand to more values than a property list of its size holds") }
+            defer { open.remove(index) }
+            var at = offsets[index]
+            let marker = bytes[at]
+            at += 1
+            let low = Int(marker & 0x0F)
+            switch marker >> 4 {
+            case 0x0:
+                switch marker {
+                case 0x00: return .null
+                case 0x08: return .boolean(false)
+                case 0x09: return .boolean(true)
+                default: throw PropertyListError("object \(index) has the unknown marker \(String(marker, radix: 16))")
+                }
+            case 0x1:
+                return .integer(try integer(at: &at, sizeLog2: low, index))
+            case 0x2, 0x3:
+                guard low == 2 || low == 3, let raw = take(1 << low, at: &at) else {
+                    throw PropertyListError("object \(index) is a number of \(1 << low) bytes, or runs past the objects")
+                }
+                let number = low == 3 ? Double(bitPattern: raw) : Double(Float(bitPattern: UInt32(raw)))
+                return marker >> 4 == 0x3 ? .date(Date(timeIntervalSinceReferenceDate: number)) : .real(number)
+            case 0x4:
+                let count = try self.count(low, at: &at, index)
+                guard let range = span(count, at: at) else { throw PropertyListError("object \(index), data of \(count) bytes, runs past the objects") }
+                return .data(Data(bytes[range]))
+            case 0x5:
+                let count = try self.count(low, at: &at, index)
+                guard let range = span(count, at: at), let text = String(bytes: bytes[range], encoding: .ascii) else {
+                    throw PropertyListError("object \(index) is not an ASCII string of \(count) bytes")
+                }
+                return .string(text)
+            case 0x6:
+                let count = try self.count(low, at: &at, index)
+                guard count <= Int.max / 2, let range = span(count * 2, at: at) else {
+                    throw PropertyListError("object \(index), a string of \(count) UTF-16 units, runs past the objects")
+                }
+                let units = stride(from: range.lowerBound, to: range.upperBound, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
+                return .string(String(decoding: units, as: UTF16.self))
+            case 0x8:
+                guard low < 8, let number = take(low + 1, at: &at) else { throw PropertyListError("object \(index), a UID, runs past the objects") }
+                return .uid(number)
+            case 0xA:
+                let count = try self.count(low, at: &at, index)
+                return .array(try references(count, at: at, index).map { try value($0, depth: depth + 1) })
+            case 0xD:
+                let count = try self.count(low, at: &at, index)
+                guard count <= Int.max / 2 else { throw PropertyListError("object \(index) claims \(count) entries") }
+                let all = try references(count * 2, at: at, index)
+                var entries: [String: PropertyList] = [:]
+                for (key, item) in zip(all.prefix(count), all.suffix(count)) {
+                    guard case .string(let name) = try value(key, depth: depth + 1) else {
+                        throw PropertyListError("object \(index) is a dictionary with a key that is not a string")
+                    }
+                    entries[name] = try value(item, depth: depth + 1)
+                }
+                return .dictionary(entries)
+            default:
+                throw PropertyListError("object \(index) has the unknown marker \(String(marker, radix: 16))")
+            }
+        }
+
+        /// An integer object's value: 1, 2 or 4 bytes unsigned, 8 signed (16-byte ones, which
+        /// CoreFoundation writes for large unsigned values, are refused).
+        func integer(at offset: inout Int, sizeLog2: Int, _ index: Int) throws -> Int64 {
+            guard sizeLog2 <= 3, let raw = take(1 << sizeLog2, at: &offset) else {
+                throw PropertyListError("object \(index) is an integer of \(1 << min(sizeLog2, 7)) bytes, or runs past the objects")
+            }
+            return Int64(bitPattern: raw)
+        }
+
+        /// A collection's count: the marker's nibble, or the integer object after it.
+        func count(_ nibble: Int, at offset: inout Int, _ index: Int) throws -> Int {
+            guard nibble == 0x0F else { return nibble }
+            guard offset < bytes.count, bytes[offset] >> 4 == 0x1 else { throw PropertyListError("object \(index) has no count") }
+            let sizeLog2 = Int(bytes[offset] & 0x0F)
+            offset += 1
+            let count = try integer(at: &offset, sizeLog2: sizeLog2, index)
+            guard count >= 0, count <= bytes.count else { throw PropertyListError("object \(index) claims \(count) members, more than the file holds") }
+            return Int(count)
+        }
+
+        func references(_ count: Int, at offset: Int, _ index: Int) throws -> [Int] {
+            guard count <= Int.max / referenceSize, let range = span(count * referenceSize, at: offset) else {
+                throw PropertyListError("object \(index), a collection of \(count), runs past the objects")
+            }
+            return stride(from: range.lowerBound, to: range.upperBound, by: referenceSize).map {
+                Int(clamping: Self.number(bytes, at: $0, size: referenceSize))
+            }
+        }
+
+        /// `count` bytes from `offset`, when they are all there.
+        func span(_ count: Int, at offset: Int) -> Range<Int>? {
+            guard count >= 0, offset <= bytes.count, count <= bytes.count - offset else { return nil }
+            return offset..<offset + count
+        }
+
+        func take(_ size: Int, at offset: inout Int) -> UInt64? {
+            guard size <= 8, let range = span(size, at: offset) else { return nil }
+            offset = range.upperBound
+            return Self.number(bytes, at: range.lowerBound, size: size)
+        }
+    }
+}
