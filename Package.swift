@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // The two C libraries, each reached from exactly one Swift wrapper module.
@@ -56,9 +57,12 @@ let package = Package(
         // Pure values: what a keychain item, a query and a status are.
         .target(name: "KeychainModel"),
 
-        // Apple's property lists as an iOS backup carries them: binary plists (with a keyed
-        // archive's UIDs) and the DER plists of its keychain. Pure values and codecs.
-        .target(name: "PropertyLists"),
+        // What Apple's iOS backups are made of that no library provides, written once, with
+        // vectors: binary plists (with a keyed archive's UIDs), the keychain's DER plists, and
+        // AES-GCM with an empty IV. Pure values and codecs.
+        .target(
+            name: "AppleFormats",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
 
         // One device: keybag, lock states, apps and sandboxes, the encrypted item store.
         .target(
@@ -170,7 +174,7 @@ let package = Package(
         // inputs, which the tests do with the corpus in Tests/FuzzCorpus.
         .executableTarget(
             name: "keyferry-fuzz",
-            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "PropertyLists", "Scenario", "SyncWire"]),
+            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire"]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.
         .target(
@@ -183,7 +187,9 @@ let package = Package(
         // Reproduction/ is a program of its own, compiled optimized by LockedTests.
         .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads", "KeychainTesting"], exclude: ["Reproduction"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
-        .testTarget(name: "PropertyListsTests", dependencies: ["PropertyLists"]),
+        .testTarget(
+            name: "AppleFormatsTests",
+            dependencies: ["AppleFormats", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import AppleFormats
 import Backup
 import Fleet
 import Foundation
@@ -5,7 +6,6 @@ import KeychainStore
 import KeyferryCrypto
 import Node
 import NodeControl
-import PropertyLists
 import Scenario
 import SyncWire
 

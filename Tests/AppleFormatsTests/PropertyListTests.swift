@@ -1,5 +1,5 @@
+import AppleFormats
 import Foundation
-import PropertyLists
 import Testing
 
 @Suite("DER property lists")
