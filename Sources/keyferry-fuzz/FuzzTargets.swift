@@ -14,7 +14,7 @@ import SyncWire
 /// libFuzzer (`scripts/fuzz`); every input of `Tests/FuzzCorpus/TARGET/` is replayed by the
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
-    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist
+    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -46,6 +46,9 @@ enum FuzzTarget: String, CaseIterable {
             if let value = try? BinaryPropertyList.decode(Data(bytes)) {
                 precondition((try? BinaryPropertyList.decode(BinaryPropertyList.encode(value))) == value || value.containsNaN)
             }
+        case .keybag:
+            // Reading only: a keybag that parses never costs its rounds here.
+            if let keybag = try? BackupKeybag(tlv: Data(bytes)) { precondition((try? BackupKeybag(tlv: keybag.tlv)) == keybag) }
         case .derplist:
             if let value = try? DERPropertyList.decode(Data(bytes)), let encoded = try? DERPropertyList.encode(value) {
                 precondition((try? DERPropertyList.decode(encoded)) != nil)

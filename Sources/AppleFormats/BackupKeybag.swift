@@ -1,0 +1,193 @@
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// The keybag of an encrypted iOS backup (`Manifest.plist`'s `BackupKeyBag`): TLVs of a 4-byte
+/// ASCII tag, a big-endian u32 length and the value (four-byte values are integers). A header,
+/// then one block of five TLVs per protection class. The password opens it in two PBKDF2 steps;
+/// each class key is an RFC 3394 wrap under the result. (`IOS-BACKUP.md`, sections 3 and 4.)
+public struct BackupKeybag: Equatable, Sendable {
+    public var version: UInt32 = 4
+    public var type: UInt32 = 1
+    public var uuid: [UInt8]
+    public var hmacKey: [UInt8]
+    public var wrap: UInt32 = 0
+    /// PBKDF2-SHA1's salt and rounds (the second step).
+    public var salt: [UInt8]
+    public var iterations: UInt32
+    public var dpwt: UInt32 = 1
+    /// PBKDF2-SHA256's rounds and salt (the first step).
+    public var dataProtectionIterations: UInt32
+    public var dataProtectionSalt: [UInt8]
+    public var classes: [ClassKey]
+
+    public struct ClassKey: Equatable, Sendable {
+        public var uuid: [UInt8]
+        /// 1–5 for files, 6–11 for keychain items.
+        public var protectionClass: UInt32
+        /// Bit 1: tangled with the device's own key (only that device opens it); bit 2: wrapped
+        /// under the password's key.
+        public var wrap: UInt32
+        public var keyType: UInt32 = 0
+        public var wrappedKey: [UInt8]
+
+        public static let deviceWrap: UInt32 = 1
+        public static let passwordWrap: UInt32 = 2
+
+        public init(uuid: [UInt8], protectionClass: UInt32, wrap: UInt32, keyType: UInt32 = 0, wrappedKey: [UInt8]) {
+            self.uuid = uuid
+            self.protectionClass = protectionClass
+            self.wrap = wrap
+            self.keyType = keyType
+            self.wrappedKey = wrappedKey
+        }
+    }
+
+    /// The most PBKDF2 rounds a keybag may ask of its reader, as iphone-backup-decrypt bounds
+    /// them: a phone uses 10,000,000 and 10,000.
+    public static let maximumDataProtectionIterations: UInt32 = 20_000_000
+    public static let maximumIterations: UInt32 = 1_000_000
+
+    public init(
+        uuid: [UInt8], hmacKey: [UInt8], salt: [UInt8], iterations: UInt32, dataProtectionIterations: UInt32, dataProtectionSalt: [UInt8],
+        classes: [ClassKey]
+    ) {
+        self.uuid = uuid
+        self.hmacKey = hmacKey
+        self.salt = salt
+        self.iterations = iterations
+        self.dataProtectionIterations = dataProtectionIterations
+        self.dataProtectionSalt = dataProtectionSalt
+        self.classes = classes
+    }
+
+    // MARK: TLV
+
+    /// Reads a keybag: lengths checked against what remains, integers where integers belong,
+    /// class blocks of the five TLVs in order, Curve25519 keys (never in backups) refused.
+    public init(tlv data: Data) throws {
+        let bytes = Array(data)
+        var offset = 0
+        var header: [String: [UInt8]] = [:]
+        var classes: [ClassKey] = []
+        var block: [String: [UInt8]]?
+        func closeBlock() throws {
+            guard let open = block else { return }
+            for tag in ["UUID", "CLAS", "WRAP", "KTYP", "WPKY"] where open[tag] == nil {
+                throw BackupKeybagError.malformed("a class block has no \(tag)")
+            }
+            let keyType = try Self.integer(open["KTYP"]!, "KTYP")
+            guard keyType == 0 else { throw BackupKeybagError.malformed("a class key of type \(keyType) (only AES keys are in backups)") }
+            let wrapped = open["WPKY"]!
+            guard wrapped.count == 40 else { throw BackupKeybagError.malformed("a wrapped class key of \(wrapped.count) bytes, not 40") }
+            classes.append(
+                ClassKey(
+                    uuid: open["UUID"]!, protectionClass: try Self.integer(open["CLAS"]!, "CLAS"), wrap: try Self.integer(open["WRAP"]!, "WRAP"),
+                    keyType: keyType, wrappedKey: wrapped))
+            block = nil
+        }
+        while offset < bytes.count {
+            guard bytes.count - offset >= 8 else { throw BackupKeybagError.malformed("it ends inside a tag") }
+            let tag = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
+            let length = Int(bytes[offset + 4..<offset + 8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            offset += 8
+            guard length <= bytes.count - offset else { throw BackupKeybagError.malformed("\(tag) claims \(length) bytes, more than remain") }
+            let value = Array(bytes[offset..<offset + length])
+            offset += length
+            if tag == "UUID", header["UUID"] != nil {
+                try closeBlock()
+                block = ["UUID": value]
+            } else if block != nil {
+                guard block![tag] == nil else { throw BackupKeybagError.malformed("a class block repeats \(tag)") }
+                block![tag] = value
+            } else {
+                header[tag] = value
+            }
+        }
+        try closeBlock()
+        for tag in ["VERS", "TYPE", "UUID", "SALT", "ITER", "DPIC", "DPSL"] where header[tag] == nil {
+            throw BackupKeybagError.malformed("its header has no \(tag)")
+        }
+        version = try Self.integer(header["VERS"]!, "VERS")
+        type = try Self.integer(header["TYPE"]!, "TYPE") & ~0xC000_0000
+        guard type <= 3 else { throw BackupKeybagError.malformed("a keybag of type \(type)") }
+        uuid = header["UUID"]!
+        hmacKey = header["HMCK"] ?? []
+        wrap = try header["WRAP"].map { try Self.integer($0, "WRAP") } ?? 0
+        salt = header["SALT"]!
+        iterations = try Self.integer(header["ITER"]!, "ITER")
+        dpwt = try header["DPWT"].map { try Self.integer($0, "DPWT") } ?? 1
+        dataProtectionIterations = try Self.integer(header["DPIC"]!, "DPIC")
+        dataProtectionSalt = header["DPSL"]!
+        self.classes = classes
+        guard (1...Self.maximumIterations).contains(iterations), (1...Self.maximumDataProtectionIterations).contains(dataProtectionIterations) else {
+            throw BackupKeybagError.malformed(
+                "it asks for \(dataProtectionIterations) and \(iterations) rounds of key derivation (at most \(Self.maximumDataProtectionIterations) and \(Self.maximumIterations))"
+            )
+        }
+    }
+
+    /// The keybag as a phone writes it: the header in its order, then each class block.
+    public var tlv: Data {
+        func field(_ tag: String, _ value: [UInt8]) -> [UInt8] { Array(tag.utf8) + Self.bigEndian(UInt32(value.count)) + value }
+        var bytes = field("VERS", Self.bigEndian(version)) + field("TYPE", Self.bigEndian(type)) + field("UUID", uuid)
+        bytes += field("HMCK", hmacKey) + field("WRAP", Self.bigEndian(wrap)) + field("SALT", salt) + field("ITER", Self.bigEndian(iterations))
+        bytes += field("DPWT", Self.bigEndian(dpwt)) + field("DPIC", Self.bigEndian(dataProtectionIterations)) + field("DPSL", dataProtectionSalt)
+        for key in classes {
+            bytes += field("UUID", key.uuid) + field("CLAS", Self.bigEndian(key.protectionClass)) + field("WRAP", Self.bigEndian(key.wrap))
+            bytes += field("KTYP", Self.bigEndian(key.keyType)) + field("WPKY", key.wrappedKey)
+        }
+        return Data(bytes)
+    }
+
+    private static func integer(_ value: [UInt8], _ tag: String) throws -> UInt32 {
+        guard value.count == 4 else { throw BackupKeybagError.malformed("\(tag) holds \(value.count) bytes, not a 4-byte integer") }
+        return value.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    private static func bigEndian(_ number: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: number >> (24 - 8 * $0)) } }
+
+    // MARK: Keys
+
+    /// The key that unwraps the class keys: PBKDF2-SHA256 over the password with `DPSL` and
+    /// `DPIC` rounds, then PBKDF2-SHA1 over that with `SALT` and `ITER` rounds. Seconds of work
+    /// at a phone's 10,000,000 rounds.
+    public func passwordKey(_ password: some DataProtocol) throws -> SymmetricKey {
+        let stretched = try KDF.Insecure.PBKDF2.deriveKey(
+            from: password, salt: dataProtectionSalt, using: .sha256, outputByteCount: 32, unsafeUncheckedRounds: Int(dataProtectionIterations))
+        return try stretched.withUnsafeBytes { bytes in
+            try KDF.Insecure.PBKDF2.deriveKey(from: bytes, salt: salt, using: .insecureSHA1, outputByteCount: 32, unsafeUncheckedRounds: Int(iterations))
+        }
+    }
+
+    /// The class keys the password's key opens, by class. Classes also tangled with a device's
+    /// own key are not opened here (`sealedToDevice`): off that device they cannot be. A key
+    /// that does not unwrap means a wrong password.
+    public func classKeys(with passwordKey: SymmetricKey) throws -> [UInt32: SymmetricKey] {
+        var keys: [UInt32: SymmetricKey] = [:]
+        for key in classes where key.wrap & ClassKey.passwordWrap != 0 && key.wrap & ClassKey.deviceWrap == 0 {
+            do {
+                keys[key.protectionClass] = try AES.KeyWrap.unwrap(key.wrappedKey, using: passwordKey)
+            } catch {
+                throw BackupKeybagError.wrongPassword
+            }
+        }
+        return keys
+    }
+
+    /// Classes whose keys only the device that made the backup can open.
+    public var sealedToDevice: Set<UInt32> { Set(classes.filter { $0.wrap & ClassKey.deviceWrap != 0 }.map(\.protectionClass)) }
+}
+
+/// Why a backup keybag cannot be used.
+public enum BackupKeybagError: Error, Equatable, Sendable, CustomStringConvertible {
+    case malformed(String)
+    case wrongPassword
+
+    public var description: String {
+        switch self {
+        case .malformed(let detail): "the backup's keybag is malformed: \(detail)"
+        case .wrongPassword: "wrong password: it does not open the backup's keybag"
+        }
+    }
+}
