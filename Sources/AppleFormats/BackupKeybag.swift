@@ -89,7 +89,7 @@ public struct BackupKeybag: Equatable, Sendable {
         while offset < bytes.count {
             guard bytes.count - offset >= 8 else { throw BackupKeybagError.malformed("it ends inside a tag") }
             let tag = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
-            let length = Int(bytes[offset + 4..<offset + 8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let length = Int(BigEndian.number(bytes[offset + 4..<offset + 8]))
             offset += 8
             guard length <= bytes.count - offset else { throw BackupKeybagError.malformed("\(tag) claims \(length) bytes, more than remain") }
             let value = Array(bytes[offset..<offset + length])
@@ -142,10 +142,10 @@ public struct BackupKeybag: Equatable, Sendable {
 
     private static func integer(_ value: [UInt8], _ tag: String) throws -> UInt32 {
         guard value.count == 4 else { throw BackupKeybagError.malformed("\(tag) holds \(value.count) bytes, not a 4-byte integer") }
-        return value.reduce(0) { $0 << 8 | UInt32($1) }
+        return UInt32(BigEndian.number(value))
     }
 
-    private static func bigEndian(_ number: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: number >> (24 - 8 * $0)) } }
+    private static func bigEndian(_ number: UInt32) -> [UInt8] { BigEndian.bytes(UInt64(number), count: 4) }
 
     // MARK: Keys
 

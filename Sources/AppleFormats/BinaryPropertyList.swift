@@ -47,9 +47,9 @@ public enum BinaryPropertyList {
         }
         let tableOffset = UInt64(bytes.count)
         let offsetSize = byteCount(for: tableOffset)
-        for offset in offsets { bytes += bigEndian(offset, size: offsetSize) }
+        for offset in offsets { bytes += BigEndian.bytes(offset, count: offsetSize) }
         bytes += [UInt8](repeating: 0, count: 6) + [UInt8(offsetSize), UInt8(referenceSize)]
-        bytes += bigEndian(UInt64(objects.count), size: 8) + bigEndian(0, size: 8) + bigEndian(tableOffset, size: 8)
+        bytes += BigEndian.bytes(UInt64(objects.count), count: 8) + BigEndian.bytes(0, count: 8) + BigEndian.bytes(tableOffset, count: 8)
         return Data(bytes)
     }
 
@@ -57,8 +57,8 @@ public enum BinaryPropertyList {
         switch value {
         case .boolean(let flag): return [flag ? 0x09 : 0x08]
         case .integer(let number): return integer(number)
-        case .real(let number): return [0x23] + bigEndian(number.bitPattern, size: 8)
-        case .date(let date): return [0x33] + bigEndian(date.timeIntervalSinceReferenceDate.bitPattern, size: 8)
+        case .real(let number): return [0x23] + BigEndian.bytes(number.bitPattern, count: 8)
+        case .date(let date): return [0x33] + BigEndian.bytes(date.timeIntervalSinceReferenceDate.bitPattern, count: 8)
         case .data(let data): return marker(0x40, count: data.count) + Array(data)
         case .string(let text):
             if text.utf8.allSatisfy({ $0 < 0x80 }) { return marker(0x50, count: text.utf8.count) + Array(text.utf8) }
@@ -66,18 +66,18 @@ public enum BinaryPropertyList {
             return marker(0x60, count: units.count) + units.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
         case .uid(let number):
             let size = byteCount(for: number)
-            return [0x80 | UInt8(size - 1)] + bigEndian(number, size: size)
-        case .array: return marker(0xA0, count: references.count) + references.flatMap { bigEndian(UInt64($0), size: referenceSize) }
-        case .dictionary: return marker(0xD0, count: references.count / 2) + references.flatMap { bigEndian(UInt64($0), size: referenceSize) }
+            return [0x80 | UInt8(size - 1)] + BigEndian.bytes(number, count: size)
+        case .array: return marker(0xA0, count: references.count) + references.flatMap { BigEndian.bytes(UInt64($0), count: referenceSize) }
+        case .dictionary: return marker(0xD0, count: references.count / 2) + references.flatMap { BigEndian.bytes(UInt64($0), count: referenceSize) }
         case .null: return [0x00]
         }
     }
 
     /// A non-negative integer in the fewest of 1, 2 or 4 bytes, else (and any negative one) 8.
     private static func integer(_ number: Int64) -> [UInt8] {
-        guard number >= 0 else { return [0x13] + bigEndian(UInt64(bitPattern: number), size: 8) }
+        guard number >= 0 else { return [0x13] + BigEndian.bytes(UInt64(bitPattern: number), count: 8) }
         let size = byteCount(for: UInt64(number))
-        return [0x10 | UInt8(size.trailingZeroBitCount)] + bigEndian(UInt64(number), size: size)
+        return [0x10 | UInt8(size.trailingZeroBitCount)] + BigEndian.bytes(UInt64(number), count: size)
     }
 
     /// A collection's marker: the count in its low nibble, or `F` and an integer object.
@@ -88,10 +88,6 @@ public enum BinaryPropertyList {
     /// 1, 2, 4 or 8: the fewest bytes that hold `number`.
     private static func byteCount(for number: UInt64) -> Int {
         number <= 0xFF ? 1 : number <= 0xFFFF ? 2 : number <= 0xFFFF_FFFF ? 4 : 8
-    }
-
-    private static func bigEndian(_ number: UInt64, size: Int) -> [UInt8] {
-        (0..<size).map { UInt8(truncatingIfNeeded: number >> (8 * UInt64(size - 1 - $0))) }
     }
 
     // MARK: Reading
@@ -145,7 +141,7 @@ public enum BinaryPropertyList {
         }
 
         static func number(_ bytes: [UInt8], at offset: Int, size: Int) -> UInt64 {
-            bytes[offset..<offset + size].reduce(0) { $0 << 8 | UInt64($1) }
+            BigEndian.number(bytes[offset..<offset + size])
         }
 
         mutating func value(_ index: Int, depth: Int) throws -> PropertyList {

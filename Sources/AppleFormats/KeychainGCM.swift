@@ -98,13 +98,11 @@ public enum KeychainGCM {
         init(_ bytes: some Collection<UInt8>) {
             var padded = Array(bytes)
             padded += [UInt8](repeating: 0, count: 16 - padded.count)
-            high = padded[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
-            low = padded[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+            high = BigEndian.number(padded[0..<8])
+            low = BigEndian.number(padded[8..<16])
         }
 
-        var bytes: [UInt8] {
-            [high, low].flatMap { half in (0..<8).map { UInt8(truncatingIfNeeded: half >> (56 - 8 * $0)) } }
-        }
+        var bytes: [UInt8] { BigEndian.bytes(high, count: 8) + BigEndian.bytes(low, count: 8) }
 
         /// Multiplication in GF(2^128) with GCM's polynomial and bit order (SP 800-38D, 6.3).
         func times(_ other: Block) -> Block {

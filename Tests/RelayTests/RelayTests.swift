@@ -100,13 +100,6 @@ struct RelayTests {
         let circle = one.circle
         let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
         let relay = LocalRelay(storage: storage, limits: RelayLimits(circleBytes: 64 << 10))
-        func refusal(_ push: () async throws -> Int) async -> String? {
-            do {
-                _ = try await push()
-                return nil
-            } catch { return "\(error)" }
-        }
-
         let early = try one.batches(1)
         #expect(
             await refusal { try await relay.push(early, circle: circle, stream: .envelopes, proof: one.proof(early)) }?
