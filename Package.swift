@@ -14,6 +14,7 @@ let package = Package(
         // (Benchmarks/, a package of their own so the shipped binary carries none of them).
         .library(name: "KeyferryCrypto", targets: ["KeyferryCrypto"]),
         .library(name: "Backup", targets: ["Backup"]),
+        .library(name: "PhoneBackup", targets: ["PhoneBackup"]),
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "Sync", targets: ["Sync"]),
         .library(name: "Relay", targets: ["Relay"]),
@@ -75,6 +76,15 @@ let package = Package(
         // Backup archives: the sealed, compressed container; what goes in it and back out.
         .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferrySystem", "KeyferryThreads"]),
 
+        // A device as a phone's own backup (a Finder or iTunes folder), written and read: what
+        // moves between Keyferry and real iPhones, by Backup's restore rules.
+        .target(
+            name: "PhoneBackup",
+            dependencies: [
+                "AppleFormats", "Backup", "KeychainModel", "KeychainStore", "KeyferryThreads",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+
         // What members and relays exchange, knowing no device: replicated item versions,
         // hybrid clocks, the circle's signed history and keys, sealed and signed envelopes.
         .target(name: "SyncWire", dependencies: ["KeychainModel", "KeyferryCrypto"]),
@@ -133,7 +143,8 @@ let package = Package(
         .target(
             name: "Node",
             dependencies: [
-                "NodeControl", "KeychainStore", "KeychainModel", "KeyferrySystem", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay", "Survival",
+                "NodeControl", "KeychainStore", "KeychainModel", "KeyferrySystem", "KeyferryThreads", "Backup", "PhoneBackup", "Sync", "SyncWire", "Relay",
+                "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -163,7 +174,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "Relay", "RelayPostgres", "Sync", "SyncWire", "KeyferrySystem",
+                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "PhoneBackup", "Relay", "RelayPostgres", "Sync", "SyncWire",
+                "KeyferrySystem",
                 "KeyferryThreads", "Survival",
                 "Scenario", "KeyferrySecurity",
                 .product(name: "Logging", package: "swift-log"),
@@ -190,6 +202,12 @@ let package = Package(
         .testTarget(
             name: "AppleFormatsTests",
             dependencies: ["AppleFormats", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
+        .testTarget(
+            name: "PhoneBackupTests",
+            dependencies: [
+                "PhoneBackup", "AppleFormats", "Backup", "KeychainStore", "KeychainModel", "KeychainTesting",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: [

@@ -161,19 +161,50 @@ public struct BackupKeybag: Equatable, Sendable {
     }
 
     /// The class keys the password's key opens, by class. Classes also tangled with a device's
-    /// own key are not opened here (`sealedToDevice`): off that device they cannot be. A key
-    /// that does not unwrap means a wrong password.
-    public func classKeys(with passwordKey: SymmetricKey) throws -> [UInt32: SymmetricKey] {
+    /// own key (`sealedToDevice`) open only with `deviceKey`, the key of the device that made
+    /// the backup; without it they are left out. A password-wrapped key that does not unwrap
+    /// means a wrong password; a device-wrapped one, another device.
+    public func classKeys(with passwordKey: SymmetricKey?, deviceKey: SymmetricKey? = nil) throws -> [UInt32: SymmetricKey] {
         var keys: [UInt32: SymmetricKey] = [:]
-        for key in classes where key.wrap & ClassKey.passwordWrap != 0 && key.wrap & ClassKey.deviceWrap == 0 {
-            do {
-                keys[key.protectionClass] = try AES.KeyWrap.unwrap(key.wrappedKey, using: passwordKey)
-            } catch {
-                throw BackupKeybagError.wrongPassword
+        for key in classes {
+            let byPassword = key.wrap & ClassKey.passwordWrap != 0
+            let byDevice = key.wrap & ClassKey.deviceWrap != 0
+            if byDevice && deviceKey == nil { continue }
+            var opened: [UInt8]
+            if byPassword {
+                guard let passwordKey else { continue }
+                do {
+                    opened = Array(try AES.KeyWrap.unwrap(key.wrappedKey, using: passwordKey).withUnsafeBytes { Data($0) })
+                } catch {
+                    throw BackupKeybagError.wrongPassword
+                }
+            } else if byDevice, let deviceKey {
+                // Device-only (an unencrypted backup's keychain classes): Keyferry wraps these
+                // under the device's key, where a phone's format is its own secret.
+                guard let unwrapped = try? AES.KeyWrap.unwrap(key.wrappedKey, using: deviceKey) else { continue }
+                keys[key.protectionClass] = unwrapped
+                continue
+            } else {
+                continue
             }
+            if byDevice, let deviceKey { opened = try Self.untangled(opened, deviceKey: deviceKey) }
+            keys[key.protectionClass] = SymmetricKey(data: opened)
         }
         return keys
     }
+
+    /// A class key tied to a device, as a phone ties its ThisDeviceOnly classes to key 0x835:
+    /// AES-256-CBC under the device key, zero IV, no padding (the key is two whole blocks).
+    public static func tangled(_ classKey: SymmetricKey, deviceKey: SymmetricKey) throws -> SymmetricKey {
+        let bytes = classKey.withUnsafeBytes { Data($0) }
+        return SymmetricKey(data: try AES._CBC.encrypt(bytes, using: deviceKey, iv: zeroIV, noPadding: true))
+    }
+
+    private static func untangled(_ bytes: [UInt8], deviceKey: SymmetricKey) throws -> [UInt8] {
+        Array(try AES._CBC.decrypt(bytes, using: deviceKey, iv: zeroIV, noPadding: true))
+    }
+
+    private static let zeroIV = try! AES._CBC.IV(ivBytes: [UInt8](repeating: 0, count: 16))
 
     /// Classes whose keys only the device that made the backup can open.
     public var sealedToDevice: Set<UInt32> { Set(classes.filter { $0.wrap & ClassKey.deviceWrap != 0 }.map(\.protectionClass)) }

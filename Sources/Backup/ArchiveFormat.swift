@@ -123,6 +123,11 @@ public enum ArchiveAuthenticity: String, Codable, Sendable {
     /// Unencrypted, read away from the device that wrote it (or of format 1): its checksums
     /// detect damage, not forgery, since anyone can compute them.
     case checksums
+    /// An encrypted iOS backup: its keychain items are authenticated (AES-GCM) under keys only
+    /// the password opens; its files are encrypted too, but carry no MAC (AES-CBC).
+    case keychainItems
+    /// An unencrypted iOS backup: nothing in it is authenticated.
+    case unauthenticated
 }
 
 /// The keys a header leads to. Encrypted: the archive key, opened with the password.

@@ -26,8 +26,15 @@ public enum DeviceRestore {
         let targetKeys = try Device.backupKeys(at: target)
         if !acceptingUnauthenticated { try requireAuthenticatable(reader, target: targetKeys) }
         let keys = try reader.sectionKeys(password: password, device: targetKeys)
-        Device.removeAbandonedStaging(for: target)
 
+        return try intoCopy(of: target, passcode: passcode) { device in try restore(reader, keys: keys, into: device, progress: progress) }
+    }
+
+    /// Runs `restore` on an unlocked copy of the device in `target`, built beside it, and swaps
+    /// the copy in once `restore` returns; whatever it throws leaves the target as it was and
+    /// the copy removed. `passcode` is the target's own.
+    package static func intoCopy(of target: URL, passcode: String?, _ restore: (Device) throws -> RestoreReport) throws -> RestoreReport {
+        Device.removeAbandonedStaging(for: target)
         let staging = Device.stagingDirectory(for: target)
         var swapped = false
         defer { if !swapped { try? FileManager.default.removeItem(at: staging) } }
@@ -35,7 +42,7 @@ public enum DeviceRestore {
             of: target, at: staging, passcode: passcode,
             missingPasscode: "\(target.path) has a passcode; give it with --passcode to restore onto it.")
         defer { device.powerOff() }
-        let report = try restore(reader, keys: keys, into: device, progress: progress)
+        let report = try restore(device)
         device.powerOff()
         try Device.replace(at: target, with: staging)
         swapped = true
@@ -94,7 +101,7 @@ public enum DeviceRestore {
     }
 
     /// Why an item that opened does not come back, or nil when it does.
-    private static func decide(_ record: ItemRecord, onTarget: ItemChange?) -> RestoreReport.Reason? {
+    package static func decide(_ record: ItemRecord, onTarget: ItemChange?) -> RestoreReport.Reason? {
         guard let onTarget else { return nil }
         if onTarget.isTombstone, let deleted = onTarget.tombstoneDate, deleted > record.modificationDate { return .newerTombstone }
         if !onTarget.isTombstone, onTarget.record.modificationDate > record.modificationDate { return .newerOnDevice }
@@ -260,6 +267,12 @@ public enum DeviceRestore {
     }
 }
 
+/// The two kinds of backup Keyferry reads: its own archives, and iOS backup folders.
+public enum BackupFormat: String, Codable, Sendable {
+    case keyferry
+    case ios
+}
+
 /// What a restore did with every item of the archive, and why.
 public struct RestoreReport: Codable, Sendable {
     /// The archive came from the target itself (same hardware identity).
@@ -279,6 +292,18 @@ public struct RestoreReport: Codable, Sendable {
     public var neverExported: [String: Int] = [:]
     public var apps: [String] = []
     public var sandboxFiles = 0
+    /// What wrote the backup: a Keyferry archive, or an iOS backup folder.
+    public var format: BackupFormat = .keyferry
+    /// iOS backups: files outside any app's Documents and UserDefaults, by domain; not restored.
+    public var filesNotRestored: [String: Int] = [:]
+
+    package init(sameDevice: Bool, mode: ArchiveMode, authenticity: ArchiveAuthenticity, archiveCreated: Date?, newerBackupOnDevice: Date?) {
+        self.sameDevice = sameDevice
+        self.mode = mode
+        self.authenticity = authenticity
+        self.archiveCreated = archiveCreated
+        self.newerBackupOnDevice = newerBackupOnDevice
+    }
 
     public struct ItemOutcome: Codable, Sendable {
         public var uuid: UUID
@@ -296,12 +321,21 @@ public struct RestoreReport: Codable, Sendable {
         public var waitingForApp: Bool
 
         init(_ item: ArchivedItem, name: String?, reason: Reason?, waitingForApp: Bool) {
-            uuid = item.uuid
+            self.init(
+                uuid: item.uuid, itemClass: item.itemClass, protection: item.protection, synchronizable: item.synchronizable,
+                accessGroup: item.accessGroup, name: name, reason: reason, waitingForApp: waitingForApp)
+        }
+
+        package init(
+            uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, accessGroup: String, name: String?, reason: Reason?,
+            waitingForApp: Bool
+        ) {
+            self.uuid = uuid
             self.name = name
-            itemClass = item.itemClass
-            protection = item.protection
-            synchronizable = item.synchronizable
-            accessGroup = item.accessGroup
+            self.itemClass = itemClass
+            self.protection = protection
+            self.synchronizable = synchronizable
+            self.accessGroup = accessGroup
             restored = reason == nil
             self.reason = reason
             self.waitingForApp = waitingForApp
@@ -359,6 +393,12 @@ public struct RestoreReport: Codable, Sendable {
         case newerOnDevice
         /// The item does not open on the device that made it: damaged or altered.
         case damaged
+        /// From an iOS backup, under a class key tied to the phone that made it: not even its
+        /// attributes can be read elsewhere.
+        case sealedToSourceDevice
+        /// From an iOS backup, sealed in a way Keyferry does not read (another version, an
+        /// unknown class, attributes without an access group).
+        case unsupported
 
         public var sentence: String {
             switch self {
@@ -367,6 +407,8 @@ public struct RestoreReport: Codable, Sendable {
             case .newerTombstone: "deleted on this device after the backup was made"
             case .newerOnDevice: "this device has a newer copy"
             case .damaged: "does not open: damaged or altered"
+            case .sealedToSourceDevice: "sealed to the iPhone that made the backup (ThisDeviceOnly): not even its attributes can be read here"
+            case .unsupported: "sealed in a form Keyferry does not read"
             }
         }
     }

@@ -10,11 +10,15 @@ public struct DeviceBackupKeys: Sendable {
     public let items: SymmetricKey
     /// Keys the digests that prove an unencrypted archive's sections came from this device.
     public let sections: SymmetricKey
+    /// Stands in for a phone's UID-derived key 0x835 in the iOS backups it writes: what ties
+    /// the ThisDeviceOnly class keys (and, unencrypted, every keychain class key) to this device.
+    public let phoneDeviceKey: SymmetricKey
 
     package init(deviceID: UUID, hardwareUID: SymmetricKey) {
         self.deviceID = deviceID
         items = hardwareUID.derive(context: "kfbackup")
         sections = hardwareUID.derive(context: "kfarcmac")
+        phoneDeviceKey = hardwareUID.derive(context: "kf0x835_")
     }
 }
 

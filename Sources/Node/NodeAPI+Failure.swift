@@ -2,6 +2,7 @@ import Backup
 import KeychainModel
 import KeychainStore
 import NodeControl
+import PhoneBackup
 import SyncWire
 
 extension NodeAPI.Failure {
@@ -20,6 +21,9 @@ extension NodeAPI.Failure {
             self.init(domain: .node, code: error.code.rawValue, message: error.message)
         case let error as ArchiveError:
             self.init(domain: .archive, message: error.description, archive: error)
+        case let error as PhoneBackupError:
+            // The one an iOS backup's writer throws: the folder named is already there.
+            self.init(request: error.description)
         case let error as RelayError:
             self.init(domain: .relay, message: error.description, relay: error)
         default:

@@ -7,6 +7,7 @@ import KeyferryThreads
 import Logging
 import NIOCore
 import NodeControl
+import PhoneBackup
 import Survival
 import Synchronization
 
@@ -181,6 +182,25 @@ public enum NodeServer {
             }
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
             return manifest
+        }
+        post(router, .phoneBackup, API.PhoneBackup.self, logger) { request in
+            guard request.path.hasPrefix("/") else { throw API.Failure(request: "the backup path must be absolute.") }
+            let options = PhoneBackupWriter.Options(password: request.password.map { Data($0.utf8) }, dataProtectionRounds: request.rounds ?? 10_000_000)
+            defer { backupProgress.withLock { $0 = nil } }
+            let summary = try await onThreadOfItsOwn { checkCancellation in
+                try PhoneBackupWriter.create(from: device, to: URL(fileURLWithPath: request.path), options: options) { step in
+                    try checkCancellation()
+                    backupProgress.withLock {
+                        switch step {
+                        case .derivingKey(let rounds):
+                            $0 = API.Progress(done: 0, total: 0, stage: "deriving the password's key (\(rounds.formatted()) rounds of PBKDF2)")
+                        case .writing(let done, let total): $0 = API.Progress(done: done, total: total)
+                        }
+                    }
+                }
+            }
+            logger.info("iOS backup written", metadata: ["encrypted": "\(summary.encrypted)"])
+            return summary
         }
         post(router, .transfer, API.Transfer.self, logger) { request in
             guard request.target.hasPrefix("/") else { throw API.Failure(request: "the target path must be absolute.") }

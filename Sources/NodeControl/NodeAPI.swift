@@ -21,6 +21,7 @@ public enum NodeAPI {
         case add, copy, update, delete, list
         case copyMany = "copy-many"
         case backup, transfer, survival, clock
+        case phoneBackup = "backup/ios"
         case circleCreate = "circle/create"
         case circleIdentity = "circle/identity"
         case circleVouch = "circle/vouch"
@@ -33,7 +34,7 @@ public enum NodeAPI {
 
         /// Long work that stops when its caller goes away (Ctrl-C, a timeout). The node watches
         /// the connection's inbound side for that, so the connection serves this one call.
-        public var cancelledWhenCallerLeaves: Bool { self == .backup || self == .transfer || self == .survival }
+        public var cancelledWhenCallerLeaves: Bool { self == .backup || self == .phoneBackup || self == .transfer || self == .survival }
     }
 
     // MARK: Device
@@ -55,10 +56,13 @@ public enum NodeAPI {
     public struct Progress: Codable, Sendable {
         public var done: Int
         public var total: Int
+        /// Work before the first item, when there is some: deriving an iOS backup's password key.
+        public var stage: String?
 
-        package init(done: Int, total: Int) {
+        package init(done: Int, total: Int, stage: String? = nil) {
             self.done = done
             self.total = total
+            self.stage = stage
         }
     }
 
@@ -254,6 +258,21 @@ public enum NodeAPI {
         public init(path: String, password: String?) {
             self.path = path
             self.password = password
+        }
+    }
+
+    /// Write this device as an iOS backup folder at `path` (absolute, new); the answer is a
+    /// `PhoneBackupWriter.Summary`.
+    public struct PhoneBackup: Codable, Sendable {
+        public var path: String
+        /// nil: an unencrypted backup.
+        public var password: String?
+        /// PBKDF2-SHA256 rounds of the keybag; nil for a phone's 10,000,000.
+        public var rounds: UInt32?
+        public init(path: String, password: String?, rounds: UInt32?) {
+            self.path = path
+            self.password = password
+            self.rounds = rounds
         }
     }
 

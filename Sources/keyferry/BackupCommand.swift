@@ -6,6 +6,7 @@ import KeychainStore
 import KeyferrySystem
 import Node
 import NodeControl
+import PhoneBackup
 
 struct BackupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,7 +19,13 @@ struct BackupCommand: AsyncParsableCommand {
             items are never exported. Unencrypted archives carry every keychain item under the \
             device's key alone, so on another device none comes back; app sandboxes are in plain, \
             and only the device that wrote one can tell it from a forgery (`verify --device`). \
-            The password comes from --password-file (its first line) or KEYFERRY_BACKUP_PASSWORD.
+            The password comes from --password-file (its first line), --password-stdin or \
+            KEYFERRY_BACKUP_PASSWORD.
+
+            With --format ios, the device is written as a phone writes a Finder or iTunes backup \
+            (a folder: Info.plist, Manifest.plist, an encrypted Manifest.db and a blob per file), \
+            which tools made for real iPhones' backups open; `restore`, `verify` and `inspect` \
+            take such a folder too, a phone's own included.
             """,
         subcommands: [Create.self, Inspect.self, Verify.self])
 
@@ -26,15 +33,36 @@ struct BackupCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "create", abstract: "Write a backup of a running, unlocked device to FILE.")
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The archive to write (must not exist yet).", completion: .file()) var out: String
+        @Option(help: "The archive to write (must not exist yet); with --format ios, the backup folder.", completion: .file()) var out: String
         @Flag(help: "Encrypt under a password (the password's key protects the backup keybag).") var encrypted = false
         @Flag(help: "Write an unencrypted archive: keychain items restore onto this device only.") var unencrypted = false
+        @Option(
+            help: """
+                keyferry (one archive file) or ios (a backup folder as Finder and iTunes write one, \
+                which iphone-backup-decrypt, mvt, pyiosbackup and iOSbackup open).
+                """)
+        var format: Format = .keyferry
+        @Option(
+            help: """
+                iOS backups: rounds of PBKDF2-SHA256 the password's key takes (default 10,000,000, as \
+                on a phone: seconds of work; fewer for quick tests, which every reader still opens).
+                """)
+        var rounds: UInt32?
         @OptionGroup var password: BackupPassword
         @OptionGroup var output: OutputOptions
 
+        enum Format: String, ExpressibleByArgument, CaseIterable {
+            case keyferry, ios
+        }
+
         func validate() throws {
             guard encrypted != unencrypted else { throw ValidationError("choose --encrypted or --unencrypted.") }
-            if unencrypted && password.passwordFile != nil { throw ValidationError("--password-file is for --encrypted archives.") }
+            if unencrypted && password.isGiven { throw ValidationError("a password is for --encrypted backups.") }
+            if let rounds {
+                guard format == .ios else { throw ValidationError("--rounds is for --format ios; Keyferry's archives stretch the password with Argon2id.") }
+                guard unencrypted == false else { throw ValidationError("--rounds is for --encrypted backups.") }
+                guard (1...20_000_000).contains(rounds) else { throw ValidationError("--rounds takes 1 to 20,000,000 (a phone uses 10,000,000).") }
+            }
         }
 
         func run() async throws {
@@ -42,6 +70,7 @@ struct BackupCommand: AsyncParsableCommand {
             // also refuses whatever appears there meanwhile.
             let destination = URL(fileURLWithPath: out).standardizedFileURL
             let secret = encrypted ? try password.read(required: true) : nil
+            if format == .ios { return try await writePhoneBackup(to: destination, password: secret) }
             let client = device.client
             // A large device takes longer than a call's usual minute; progress shows it moving.
             let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
@@ -86,15 +115,57 @@ struct BackupCommand: AsyncParsableCommand {
             say("wrote \(out): \(encrypted ? "encrypted" : "unencrypted"), \(manifest.summary)")
             for warning in manifest.warnings { warn(warning) }
         }
+
+        /// The device as an iOS backup folder, written by its node like an archive; the
+        /// password's key derivation (seconds at a phone's cost) shows as a stage of its own.
+        private func writePhoneBackup(to destination: URL, password secret: String?) async throws {
+            let client = device.client
+            let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
+            let line = ProgressLine()
+            let progress = Task {
+                guard line.isShown else { return }
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(300))
+                    guard let step = try await client.status().backupProgress else { continue }
+                    line.show(step.stage ?? "backing up \(step.done)/\(step.total)")
+                }
+            }
+            defer { progress.cancel() }
+            let summary: PhoneBackupWriter.Summary
+            do {
+                summary = try await interruptibly {
+                    try await patientClient.call(.phoneBackup, NodeAPI.PhoneBackup(path: destination.path, password: secret, rounds: rounds))
+                }
+            } catch is Interrupted {
+                progress.cancel()
+                line.clear()
+                // The node removes the folder it was building when its caller goes away.
+                throw Interrupted(cause: CommandFailure("no backup was written"))
+            }
+            progress.cancel()
+            line.clear()
+            if output.json {
+                try printJSON(encodable: summary)
+                return
+            }
+            say(
+                "wrote \(out): an \(summary.encrypted ? "encrypted" : "unencrypted") iOS backup (UDID \(summary.udid)): \(summary.apps.items(as: "app")), "
+                    + "\(summary.keychainItems.items(as: "keychain item")), \(summary.files.items(as: "sandbox file"))")
+            for (name, count) in summary.leftOut.sorted(by: { $0.key < $1.key }) {
+                say("  left out: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never in an iOS backup)")
+            }
+            for warning in summary.warnings { warn(warning) }
+        }
     }
 
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "inspect", abstract: "Show an archive's header, counts and warnings (no password needed).")
-        @Argument(help: "The archive.", completion: .file()) var file: String
+        @Argument(help: "The archive, or an iOS backup folder.", completion: .file()) var file: String
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
+            if PhoneBackupReader.isBackup(URL(fileURLWithPath: file)) { return try PhoneBackupPresentation.inspect(file, json: output.json) }
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
             let manifest = try reader.unverifiedManifest()
             let header = reader.header
@@ -140,13 +211,20 @@ struct BackupCommand: AsyncParsableCommand {
                 device that wrote it (its digests need that device's hardware UID; a running node \
                 may hold it).
                 """)
-        @Argument(help: "The archive.", completion: .file()) var file: String
+        @Argument(help: "The archive, or an iOS backup folder.", completion: .file()) var file: String
         @OptionGroup var password: BackupPassword
-        @Option(help: "Unencrypted archives: the device that wrote it, to authenticate every byte.", completion: .directory)
+        @Option(
+            help: """
+                Unencrypted archives: the device that wrote it, to authenticate every byte. iOS backups: the \
+                Keyferry device that wrote it, to open its ThisDeviceOnly items too.
+                """, completion: .directory)
         var device: String?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
+            if PhoneBackupReader.isBackup(URL(fileURLWithPath: file)) {
+                return try PhoneBackupPresentation.verify(file, password: password, device: device, json: output.json)
+            }
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
             try password.refuseForUnencrypted(reader.header, file)
             let encrypted = reader.header.mode == .encrypted
@@ -170,7 +248,7 @@ struct BackupCommand: AsyncParsableCommand {
                 print(
                     "\(file): every byte authenticated by \(reader.header.deviceName.escapingControlCharacters), which wrote it (\(sections + 1) sections); \(manifest.summary)"
                 )
-            case .checksums:
+            case .checksums, .keychainItems, .unauthenticated:
                 print("\(file): every byte intact (\(sections + 1) sections); \(manifest.summary)")
                 print("(unencrypted: its checksums detect damage, not forgery; --device DIR with the device that wrote it authenticates it)")
             }
@@ -202,17 +280,28 @@ struct BackupCommand: AsyncParsableCommand {
 struct BackupPassword: ParsableArguments {
     @Option(help: "A file whose first line is the backup password (else KEYFERRY_BACKUP_PASSWORD).", completion: .file())
     var passwordFile: String?
+    @Flag(help: "Read the backup password from the first line of standard input.") var passwordStdin = false
+
+    func validate() throws {
+        if passwordFile != nil && passwordStdin { throw ValidationError("choose --password-file or --password-stdin, not both.") }
+    }
+
+    /// Whether a password was given on the command line (by file or standard input).
+    var isGiven: Bool { passwordFile != nil || passwordStdin }
 
     func read(required: Bool) throws -> String? {
         var password: String?
         if let passwordFile {
             let data = try readInput(passwordFile, what: "the password file", limit: 64 << 10)
             password = firstLine(of: data)
+        } else if passwordStdin {
+            password = firstLine(of: try readInput(nil, what: "the password on standard input", limit: 64 << 10))
         } else {
             password = ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"]
         }
         if required, password?.isEmpty ?? true {
-            throw ValidationError("an encrypted archive needs a password: --password-file F (its first line), or KEYFERRY_BACKUP_PASSWORD.")
+            throw ValidationError(
+                "an encrypted backup needs a password: --password-file F (its first line), --password-stdin, or KEYFERRY_BACKUP_PASSWORD.")
         }
         return password
     }
@@ -221,10 +310,14 @@ struct BackupPassword: ParsableArguments {
     /// refused: the archive the user meant, encrypted, may have been replaced by one anyone
     /// could write.
     func refuseForUnencrypted(_ header: ArchiveHeader, _ file: String) throws {
-        guard header.mode == .unencrypted else { return }
+        try refuseForUnencrypted(encrypted: header.mode == .encrypted, file)
+    }
+
+    func refuseForUnencrypted(encrypted: Bool, _ file: String) throws {
+        guard !encrypted else { return }
         let given =
-            passwordFile != nil
-            ? ("--password-file", "leave the option out")
+            isGiven
+            ? (passwordFile != nil ? "--password-file" : "--password-stdin", "leave the option out")
             : ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"].map { _ in ("KEYFERRY_BACKUP_PASSWORD", "unset it") }
         guard let (source, fix) = given else { return }
         throw CommandFailure(

@@ -300,7 +300,10 @@ func readInput(_ path: String?, what: String, limit: Int) throws -> Data {
 
 extension Int {
     /// `1 item`, `3 items`.
-    var items: String { self == 1 ? "1 item" : "\(self) items" }
+    var items: String { items(as: "item") }
+
+    /// `1 app`, `3 apps`: the count and the noun, plural when it is not one.
+    func items(as noun: String) -> String { self == 1 ? "1 \(noun)" : "\(self) \(noun)s" }
 }
 
 extension String {

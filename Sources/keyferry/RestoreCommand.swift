@@ -6,6 +6,7 @@ import KeyferrySystem
 import KeyferryThreads
 import Node
 import NodeControl
+import PhoneBackup
 
 struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,7 +22,8 @@ struct RestoreCommand: AsyncParsableCommand {
             as it was.
             """)
 
-    @Argument(help: "The archive.", completion: .file()) var file: String
+    @Argument(help: "The archive, or an iOS backup folder (a phone's, or one `backup create --format ios` wrote).", completion: .file())
+    var file: String
     @Option(help: "The device to restore onto (made with `keyferry device init`; powered off).", completion: .directory)
     var to: String
     @OptionGroup var target: PasscodeInput
@@ -36,10 +38,14 @@ struct RestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         let archive = URL(fileURLWithPath: file)
-        let header = try ArchiveReader(contentsOf: archive).header
-        try password.refuseForUnencrypted(header, file)
+        let phoneBackup = PhoneBackupReader.isBackup(archive) ? try PhoneBackupReader(folder: archive) : nil
+        if phoneBackup != nil, acceptUnauthenticated {
+            throw ValidationError("--accept-unauthenticated is for Keyferry's format 1 archives, not iOS backups.")
+        }
+        let encrypted = try phoneBackup.map(\.isEncrypted) ?? (ArchiveReader(contentsOf: archive).header.mode == .encrypted)
+        try password.refuseForUnencrypted(encrypted: encrypted, file)
         let passcode = try target.read()
-        let secret = header.mode == .encrypted ? try password.read(required: true) : nil
+        let secret = encrypted ? try password.read(required: true) : nil
         let line = ProgressLine()
         // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and
         // the copy being built is removed.
@@ -49,17 +55,22 @@ struct RestoreCommand: AsyncParsableCommand {
         let report: RestoreReport
         var shown = -1
         do {
-            report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
-                try DeviceRestore.restore(
-                    archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode,
-                    acceptingUnauthenticated: acceptUnauthenticated
-                ) { done, total in
-                    if interrupted.withLock({ $0 }) { throw CancellationError() }
-                    if done != shown, done == total || done % 500 == 0 {
-                        line.show("restoring \(done)/\(total)", last: done == total)
-                        shown = done
-                    }
+            let progress = { (done: Int, total: Int) throws in
+                if interrupted.withLock({ $0 }) { throw CancellationError() }
+                if done != shown, done == total || done % 500 == 0 {
+                    line.show("restoring \(done)/\(total)", last: done == total)
+                    shown = done
                 }
+            }
+            if phoneBackup?.isEncrypted == true { line.show("deriving the password's key (\(phoneBackup!.dataProtectionRounds.formatted()) rounds of PBKDF2)") }
+            report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
+                if phoneBackup != nil {
+                    return try PhoneRestore.restore(
+                        archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode, progress: progress)
+                }
+                return try DeviceRestore.restore(
+                    archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode,
+                    acceptingUnauthenticated: acceptUnauthenticated, progress: progress)
             }
         } catch is CancellationError {
             throw Interrupted(cause: CommandFailure("nothing was restored; \(to) is as it was"))
@@ -77,7 +88,9 @@ extension RestoreReport {
     /// a transfer `moved 3 of 5 keychain items onto ./new (Quick Start, sealed in transit); ...`.
     func headline(target: String, transfer: Bool = false) -> String {
         (transfer ? "moved" : "restored") + " \(restoredCount) of \(items.count) keychain items onto \(target) "
-            + (transfer ? "(Quick Start, sealed in transit); " : "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) archive); ")
+            + (transfer
+                ? "(Quick Start, sealed in transit); "
+                : "(\(sameDevice ? "the same device" : "another device"), \(mode.rawValue) \(format == .ios ? "iOS backup" : "archive")); ")
             + "\(apps.count) app\(apps.count == 1 ? "" : "s"), \(sandboxFiles) sandbox file\(sandboxFiles == 1 ? "" : "s")"
     }
 
@@ -85,10 +98,20 @@ extension RestoreReport {
     /// than the target's own last backup.
     private var authenticityNote: [String] {
         var lines = archiveCreated.map { ["  archive made \($0.formatted(.iso8601))"] } ?? []
-        if authenticity == .checksums {
+        switch authenticity {
+        case .checksums:
             lines.append(
                 "  not authenticated: nothing proves who wrote this unencrypted archive (another device's, or format 1), only that it is undamaged; its apps and files could have been written by anyone"
             )
+        case .keychainItems:
+            lines.append("  keychain items authenticated under the password; files carry no MAC in an iOS backup, only their padding was checked")
+        case .unauthenticated:
+            lines.append("  not authenticated: nothing in an unencrypted iOS backup proves who wrote it; its apps and files could have been written by anyone")
+        case .password, .device:
+            break
+        }
+        for (domain, count) in filesNotRestored.sorted(by: { $0.key < $1.key }) {
+            lines.append("  not restored: \(count.items(as: "file")) of \(domain.escapingControlCharacters) (only apps' Documents and UserDefaults are)")
         }
         if let newer = newerBackupOnDevice {
             lines.append(
@@ -118,7 +141,9 @@ extension RestoreReport {
     /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
     func table(target: String, transfer: Bool = false) -> String {
         var lines = [headline(target: target, transfer: transfer)] + authenticityNote
-        let name = { (item: RestoreReport.ItemOutcome) in item.name ?? "item \(item.uuid.uuidString.prefix(8))" }
+        let name = { (item: RestoreReport.ItemOutcome) in
+            item.name ?? (item.reason == .sealedToSourceDevice ? "(attributes sealed)" : "item \(item.uuid.uuidString.prefix(8))")
+        }
         // As wide as the longest name, so every column lines up.
         let nameWidth = items.map { name($0).count }.max() ?? 0
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {

@@ -1,0 +1,75 @@
+import AppleFormats
+import Crypto
+import Foundation
+
+/// What a Keyferry device says it is in the backups it writes as a phone: a modern iPhone, so
+/// that readers take the iOS 10.2+ code path (`IOS-BACKUP.md`, section 2).
+enum PhoneIdentity {
+    static let productType = "iPhone17,1"
+    static let productVersion = "26.1"
+    static let buildVersion = "23B85"
+    /// What `Manifest.plist` and `Status.plist` carry as their format versions.
+    static let manifestVersion = "10.0"
+    static let statusVersion = "3.3"
+    /// The keybag rounds of a phone: PBKDF2-SHA256, then PBKDF2-SHA1.
+    static let dataProtectionRounds: UInt32 = 10_000_000
+    static let rounds: UInt32 = 10_000
+
+    /// A 40-hex-digit UDID for a Keyferry device, as older phones had: the SHA-1 of its ID.
+    static func udid(_ deviceID: UUID) -> String {
+        Insecure.SHA1.hash(data: Array(deviceID.uuidString.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// The files of a backup folder (`IOS-BACKUP.md`, section 1).
+struct PhoneBackupFolder {
+    let root: URL
+    var info: URL { root.appendingPathComponent("Info.plist") }
+    var manifest: URL { root.appendingPathComponent("Manifest.plist") }
+    var status: URL { root.appendingPathComponent("Status.plist") }
+    var manifestDatabase: URL { root.appendingPathComponent("Manifest.db") }
+
+    /// Where the blob of the file with id `fileID` lives. Ids are checked to be forty lowercase
+    /// hex digits before they name a path.
+    func blob(_ fileID: String) throws -> URL {
+        guard fileID.count == 40, fileID.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            throw PhoneBackupError.malformed("a file id '\(fileID.prefix(60))' is not forty lowercase hex digits")
+        }
+        return root.appendingPathComponent(String(fileID.prefix(2))).appendingPathComponent(fileID)
+    }
+
+    /// Whether `url` is a backup folder (it holds a `Manifest.plist`), as opposed to a Keyferry archive.
+    static func isBackupFolder(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}
+
+/// Domains and paths of what a Keyferry device puts in a backup.
+enum PhoneDomain {
+    static let keychain = "KeychainDomain"
+    static let keychainFile = "keychain-backup.plist"
+    static let appPrefix = "AppDomain-"
+
+    static func app(_ bundleID: String) -> String { appPrefix + bundleID }
+    static func defaults(_ bundleID: String) -> String { "Library/Preferences/\(bundleID).plist" }
+}
+
+/// Why a backup folder cannot be read or written.
+public enum PhoneBackupError: Error, Sendable, CustomStringConvertible {
+    case malformed(String)
+    case wrongPassword
+    case needsPassword
+    case exists(String)
+    case unsupported(String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let detail): "the iOS backup is malformed: \(detail)"
+        case .wrongPassword: "wrong password: it does not open the backup's keybag"
+        case .needsPassword: "the iOS backup is encrypted: give its password (--password-file F, --password-stdin or KEYFERRY_BACKUP_PASSWORD)"
+        case .exists(let path): "\(path) already exists; an iOS backup is written to a new folder"
+        case .unsupported(let detail): "the iOS backup cannot be read: \(detail)"
+        }
+    }
+}

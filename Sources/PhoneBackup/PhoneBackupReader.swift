@@ -1,0 +1,241 @@
+import AppleFormats
+import Crypto
+import Foundation
+import KeychainModel
+import KeychainStore
+
+/// A backup folder as a phone or Keyferry wrote it, read leniently and bounded: its manifest
+/// before any password, then, opened, its files and keychain items.
+public struct PhoneBackupReader: Sendable {
+    let folder: PhoneBackupFolder
+    let manifest: PhoneManifest
+
+    /// The largest file blob read: a restore holds one file at a time.
+    public static let maximumFileBytes = 512 << 20
+    /// The most rows `Manifest.db` may have: a phone's has a few thousand.
+    public static let maximumRows = 2_000_000
+
+    /// Reads `Manifest.plist` (and `Status.plist`); nothing is decrypted.
+    public init(folder url: URL) throws {
+        guard PhoneBackupFolder.isBackupFolder(url) else { throw PhoneBackupError.malformed("\(url.path) is not a folder") }
+        folder = PhoneBackupFolder(root: url)
+        manifest = try PhoneManifest(folder: folder)
+    }
+
+    /// Whether `url` is a folder holding a `Manifest.plist`: an iOS backup, not a Keyferry archive.
+    public static func isBackup(_ url: URL) -> Bool {
+        PhoneBackupFolder.isBackupFolder(url) && FileManager.default.fileExists(atPath: url.appendingPathComponent("Manifest.plist").path)
+    }
+
+    public var isEncrypted: Bool { manifest.encrypted }
+    public var udid: String { manifest.udid }
+    public var deviceName: String { manifest.deviceName }
+    public var productVersion: String { manifest.productVersion }
+    public var date: Date? { manifest.date }
+    public var applications: [String] { manifest.applications.map(\.bundleID) }
+    public var leftOut: [String: Int] { manifest.leftOut }
+    public var dataProtectionRounds: UInt32 { manifest.keybag.dataProtectionIterations }
+    /// Whether `deviceID` names the Keyferry device that wrote this backup.
+    public func wasWritten(by deviceID: UUID) -> Bool { PhoneIdentity.udid(deviceID) == manifest.udid }
+
+    /// Opens the keybag (the password's key derivation: seconds at a phone's cost) and
+    /// `Manifest.db`. `device`, the keys of the device the backup is read on, opens the classes
+    /// tied to the device that made it when it is that device.
+    public func open(password: Data?, device: DeviceBackupKeys?) throws -> OpenedPhoneBackup {
+        let deviceKey = device.flatMap { wasWritten(by: $0.deviceID) ? $0.phoneDeviceKey.withUnsafeBytes { SymmetricKey(data: $0) } : nil }
+        var passwordKey: SymmetricKey?
+        if manifest.encrypted {
+            guard let password, !password.isEmpty else { throw PhoneBackupError.needsPassword }
+            do {
+                passwordKey = try manifest.keybag.passwordKey(password)
+            } catch {
+                throw PhoneBackupError.malformed("its keybag's key derivation failed: \(error)")
+            }
+        }
+        let classKeys: [UInt32: SymmetricKey]
+        do {
+            classKeys = try manifest.keybag.classKeys(with: passwordKey, deviceKey: deviceKey)
+        } catch BackupKeybagError.wrongPassword {
+            throw PhoneBackupError.wrongPassword
+        }
+        let rows = try readManifestDatabase(classKeys)
+        return OpenedPhoneBackup(folder: folder, manifest: manifest, classKeys: classKeys, rows: rows, deviceKeyUsed: deviceKey != nil)
+    }
+
+    /// `Manifest.db`, decrypted into a private temporary file that SQLite opens read-only.
+    private func readManifestDatabase(_ classKeys: [UInt32: SymmetricKey]) throws -> [ManifestRow] {
+        let sealed = try Self.contents(of: folder.manifestDatabase, "Manifest.db", limit: Self.maximumFileBytes)
+        var plain = sealed
+        if manifest.encrypted, let manifestKey = manifest.manifestKey {
+            guard let classKey = classKeys[manifestKey.protectionClass] else {
+                throw PhoneBackupError.malformed("its ManifestKey is of class \(manifestKey.protectionClass), which the keybag does not open")
+            }
+            do {
+                plain = try BackupFileCrypto.open(sealed, key: try manifestKey.unwrap(with: classKey), requirePadding: false)
+            } catch {
+                throw PhoneBackupError.malformed("Manifest.db does not decrypt: \(error)")
+            }
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-manifest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let path = scratch.appendingPathComponent("Manifest.db")
+        guard FileManager.default.createFile(atPath: path.path, contents: plain, attributes: [.posixPermissions: 0o600]) else {
+            throw PhoneBackupError.malformed("cannot write a private copy of Manifest.db in \(scratch.path)")
+        }
+        let rows = try ManifestDatabase.read(path, maximumRows: Self.maximumRows)
+        return rows
+    }
+
+    static func contents(of url: URL, _ name: String, limit: Int) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { throw PhoneBackupError.malformed("\(name) is missing") }
+        defer { try? handle.close() }
+        let data = try handle.read(upToCount: limit + 1) ?? Data()
+        guard data.count <= limit else { throw PhoneBackupError.malformed("\(name) is larger than \(limit >> 20) MiB") }
+        return data
+    }
+}
+
+/// A backup whose keybag is open: its rows, and the means to read each file and keychain item.
+public struct OpenedPhoneBackup: Sendable {
+    let folder: PhoneBackupFolder
+    let manifest: PhoneManifest
+    let classKeys: [UInt32: SymmetricKey]
+    let rows: [ManifestRow]
+    /// The target is the device that made the backup: its tied classes were opened.
+    let deviceKeyUsed: Bool
+
+    public var fileCount: Int { rows.filter { $0.flags == ManifestRow.regularFile }.count }
+
+    /// The plaintext of a regular file's blob. The decrypted length is the truth; a `Size` that
+    /// disagrees is only reported (phones record stale sizes for files written during a backup).
+    func contents(of row: ManifestRow) throws -> Data {
+        let name = "\(row.domain)-\(row.relativePath)"
+        let blob = try PhoneBackupReader.contents(of: try folder.blob(row.fileID), "the blob of \(name)", limit: PhoneBackupReader.maximumFileBytes)
+        guard manifest.encrypted else { return blob }
+        guard let key = row.file.encryptionKey else { throw PhoneBackupError.malformed("\(name) has no EncryptionKey") }
+        guard let classKey = classKeys[key.protectionClass] else {
+            throw PhoneBackupError.malformed("\(name) is sealed under class \(key.protectionClass), which this keybag does not open here")
+        }
+        do {
+            return try BackupFileCrypto.open(blob, key: try key.unwrap(with: classKey))
+        } catch {
+            throw PhoneBackupError.malformed("\(name) does not decrypt: \(error)")
+        }
+    }
+
+    /// One keychain item of the backup, opened as far as it opens.
+    public enum KeychainEntry: Sendable {
+        case item(ItemRecord)
+        case tombstone
+        /// Not opened: the table and, when its header reads, the class.
+        case sealed(table: ItemClass, protection: ProtectionClass?, why: Why)
+
+        public enum Why: Sendable {
+            /// Its class key is tied to the device that made the backup.
+            case sealedToSourceDevice
+            /// A sealing Keyferry does not read (a version other than 3, or an unknown class).
+            case unsupported(String)
+            /// Its key or tag does not check: damaged or altered.
+            case damaged
+        }
+    }
+
+    /// Every item of `keychain-backup.plist`, in table order; none when the backup has no keychain.
+    func keychain() throws -> [KeychainEntry] {
+        guard let row = rows.first(where: { $0.domain == PhoneDomain.keychain && $0.relativePath == PhoneDomain.keychainFile }) else { return [] }
+        let plist: KeychainBackupPlist
+        do {
+            plist = try KeychainBackupPlist(propertyList: try BinaryPropertyList.decode(try contents(of: row)))
+        } catch let error as PhoneBackupError {
+            throw error
+        } catch {
+            throw PhoneBackupError.malformed("keychain-backup.plist: \(error)")
+        }
+        let backupDate = manifest.date ?? Date()
+        var entries: [KeychainEntry] = []
+        for table in KeychainBackupPlist.tables {
+            guard let itemClass = ItemClass(rawValue: table) else { continue }
+            for entry in plist.entries[table] ?? [] {
+                entries.append(open(entry.data, table: itemClass, backupDate: backupDate))
+            }
+        }
+        return entries
+    }
+
+    private func open(_ data: Data, table: ItemClass, backupDate: Date) -> KeychainEntry {
+        let sealed: SealedKeychainItem
+        do {
+            sealed = try SealedKeychainItem(bytes: data)
+        } catch {
+            return .sealed(table: table, protection: nil, why: .unsupported("\(error)"))
+        }
+        guard let protection = PhoneClass.protection(keychainClass: sealed.protectionClass) else {
+            return .sealed(table: table, protection: nil, why: .unsupported("class \(sealed.protectionClass) is not a keychain class"))
+        }
+        guard let classKey = classKeys[sealed.protectionClass] else {
+            let tied = manifest.keybag.sealedToDevice.contains(sealed.protectionClass)
+            return .sealed(
+                table: table, protection: protection, why: tied ? .sealedToSourceDevice : .unsupported("the keybag has no class \(sealed.protectionClass)"))
+        }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try sealed.open(classKey: classKey)
+        } catch {
+            return .sealed(table: table, protection: protection, why: .damaged)
+        }
+        let attributes: PropertyList
+        do {
+            attributes = try DERPropertyList.decode(Data(plaintext))
+        } catch {
+            return .sealed(table: table, protection: protection, why: .unsupported("its attributes are not a DER property list (\(error))"))
+        }
+        switch PhoneKeychainItem.record(from: attributes, table: table, protection: protection, sealedBytes: Array(data), backupDate: backupDate) {
+        case .item(let record): return .item(record)
+        case .tombstone: return .tombstone
+        case .unreadable(let why): return .sealed(table: table, protection: protection, why: .unsupported(why))
+        }
+    }
+}
+
+extension OpenedPhoneBackup {
+    /// What `verify` found: every file decrypted and its padding checked, every keychain item
+    /// opened as far as it opens here.
+    public struct Verification: Codable, Sendable {
+        public var files = 0
+        public var bytes = 0
+        /// Files whose recorded `Size` differs from what they decrypt to (phones record stale
+        /// sizes for files written during a backup).
+        public var sizeMismatches: [String] = []
+        public var keychainItems = 0
+        public var itemsOpened = 0
+        public var itemsSealedToSourceDevice = 0
+        public var itemsDamaged = 0
+        public var itemsUnsupported = 0
+    }
+
+    /// Reads every byte the keybag opens. A file that does not decrypt fails the whole check
+    /// (`PhoneBackupError.malformed` names it); items are counted by what became of them.
+    public func verify(progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }) throws -> Verification {
+        var result = Verification()
+        let files = rows.filter { $0.flags == ManifestRow.regularFile }
+        for (index, row) in files.enumerated() {
+            let contents = try contents(of: row)
+            result.files += 1
+            result.bytes += contents.count
+            if Int64(contents.count) != row.file.size { result.sizeMismatches.append("\(row.domain)-\(row.relativePath)") }
+            try progress(index + 1, files.count)
+        }
+        for entry in try keychain() {
+            result.keychainItems += 1
+            switch entry {
+            case .item: result.itemsOpened += 1
+            case .tombstone: break
+            case .sealed(_, _, .sealedToSourceDevice): result.itemsSealedToSourceDevice += 1
+            case .sealed(_, _, .damaged): result.itemsDamaged += 1
+            case .sealed(_, _, .unsupported): result.itemsUnsupported += 1
+            }
+        }
+        return result
+    }
+}

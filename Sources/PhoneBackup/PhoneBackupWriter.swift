@@ -1,0 +1,308 @@
+import AppleFormats
+import Backup
+import Crypto
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeyferryThreads
+
+/// Writes a powered-on, unlocked device as a phone writes a Finder or iTunes backup (iOS 10.2
+/// and later, `IOS-BACKUP.md`): `Info.plist`, `Manifest.plist` with the backup keybag,
+/// `Status.plist`, an encrypted `Manifest.db` and one encrypted blob per file. Apple's export
+/// rules decide what goes in: each app's Documents and UserDefaults, and every keychain item but
+/// `akpu` ones and those whose access control asks for the user, ThisDeviceOnly items under class
+/// keys tied to this device.
+public enum PhoneBackupWriter {
+    public struct Options: Sendable {
+        /// nil writes an unencrypted backup: files in plain, every keychain item tied to this device.
+        public var password: Data?
+        /// PBKDF2-SHA256 rounds of the keybag: a phone's 10,000,000 unless a test asks for less.
+        public var dataProtectionRounds: UInt32
+
+        public init(password: Data?, dataProtectionRounds: UInt32 = 10_000_000) {
+            self.password = password
+            self.dataProtectionRounds = dataProtectionRounds
+        }
+    }
+
+    /// What went in, and what Apple's rules left out.
+    public struct Summary: Codable, Sendable {
+        public var udid: String
+        public var encrypted: Bool
+        public var apps: Int
+        public var files: Int
+        public var keychainItems: Int
+        /// Left out, by `CLASS.PROTECTION` (never exported) and `CLASS.accessControl` (asks for the user).
+        public var leftOut: [String: Int]
+        public var warnings: [String]
+    }
+
+    /// The stages `progress` hears about: deriving the password's key (seconds at a phone's
+    /// cost), then items and files done of their total.
+    public enum Progress: Sendable {
+        case derivingKey(rounds: UInt32)
+        case writing(done: Int, total: Int)
+    }
+
+    /// Writes the backup folder `destination` (which must not exist), complete or not at all:
+    /// it is built beside, then renamed into place. `progress` may throw to stop.
+    @discardableResult
+    public static func create(
+        from device: Device, to destination: URL, options: Options, progress: (Progress) throws -> Void = { _ in }
+    ) throws -> Summary {
+        guard device.isProtectedDataAvailable else {
+            throw DeviceError(.protectedDataUnavailable, "\(device.info.name) is locked; unlock it before a backup, as iOS requires.")
+        }
+        guard !FileManager.default.fileExists(atPath: destination.path) else { throw PhoneBackupError.exists(destination.path) }
+        let staging = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).writing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        var placed = false
+        defer { if !placed { try? FileManager.default.removeItem(at: staging) } }
+
+        let deviceKey = device.backupKeys.phoneDeviceKey.withUnsafeBytes { SymmetricKey(data: $0) }
+        if options.password != nil { try progress(.derivingKey(rounds: options.dataProtectionRounds)) }
+        let keys = try WritingKeys(password: options.password, dataProtectionRounds: options.dataProtectionRounds, deviceKey: deviceKey)
+        var writer = BlobWriter(folder: PhoneBackupFolder(root: staging), keys: keys)
+        let udid = PhoneIdentity.udid(device.info.id)
+        let apps = try device.installedApps()
+        let files = try sandboxFiles(device, apps)
+
+        // The keychain first: its items are sealed on every core while the store is read.
+        var tables: [String: [KeychainBackupPlist.Entry]] = [:]
+        var leftOut: [String: Int] = [:]
+        var itemCount = 0
+        var total = files.count + 1
+        try device.deviceKeychain.forEachExportBatch { items in
+            try items.map { try KeychainEntry(item: $0, keys: keys) }
+        } consume: { pieces, done, count in
+            for entry in pieces.joined() {
+                switch entry {
+                case .sealed(let table, let sealed):
+                    tables[table, default: []].append(
+                        .init(data: sealed, persistentReference: KeychainBackupPlist.persistentReference(table: table, row: UInt64(itemCount + 1))))
+                    itemCount += 1
+                case .leftOut(let name): leftOut[name, default: 0] += 1
+                }
+            }
+            total = count + files.count + 1
+            try progress(.writing(done: done, total: total))
+        }
+        let keychain = KeychainBackupPlist(entries: tables, keybagUUID: keys.keybag.uuidString)
+        try writer.add(
+            domain: PhoneDomain.keychain, path: PhoneDomain.keychainFile, contents: BinaryPropertyList.encode(keychain.propertyList),
+            fileClass: 1, mode: 0o100400, userID: 0)
+
+        for (index, file) in files.enumerated() {
+            guard let contents = try file.read() else { continue }
+            try writer.add(domain: PhoneDomain.app(file.bundleID), path: file.path, contents: contents, fileClass: PhoneClass.file(file.protection))
+            try progress(.writing(done: itemCount + index + 2, total: total))
+        }
+        for app in apps { writer.addDirectory(domain: PhoneDomain.app(app.bundleID), path: "") }
+        writer.addDirectory(domain: PhoneDomain.keychain, path: "")
+        try writer.finish()
+
+        let now = Date()
+        let passcodeSet = try device.passcodeIsSet()
+        try PhoneManifest(
+            encrypted: options.password != nil, keybag: keys.keybag, manifestKey: writer.manifestKey, udid: udid, deviceName: device.info.name,
+            applications: apps, date: now, wasPasscodeSet: passcodeSet, leftOut: leftOut
+        ).write(to: PhoneBackupFolder(root: staging), apps: apps)
+
+        var warnings: [String] = []
+        let never = leftOut.values.reduce(0, +)
+        if never > 0 {
+            warnings.append(
+                "\(never) keychain item\(never == 1 ? " is" : "s are") never in an iOS backup (whenPasscodeSetThisDeviceOnly, or access control that asks for the user)."
+            )
+        }
+        if options.password == nil {
+            warnings.append("unencrypted: every keychain item restores onto \(device.info.name) only, and the apps' files and UserDefaults are in plain.")
+        }
+        try FileManager.default.moveItem(at: staging, to: destination)
+        placed = true
+        try? device.recordBackup(created: now)
+        return Summary(
+            udid: udid, encrypted: options.password != nil, apps: apps.count, files: files.count, keychainItems: itemCount, leftOut: leftOut,
+            warnings: warnings)
+    }
+
+    /// One sandbox file: UserDefaults or a file under Documents, read when it is written.
+    private struct SandboxFile {
+        var bundleID: String
+        var path: String
+        var protection: FileProtection
+        var read: () throws -> Data?
+    }
+
+    private static func sandboxFiles(_ device: Device, _ apps: [AppManifest]) throws -> [SandboxFile] {
+        try apps.flatMap { app -> [SandboxFile] in
+            let sandbox = try device.sandbox(for: app.bundleID)
+            return [
+                SandboxFile(
+                    bundleID: app.bundleID, path: PhoneDomain.defaults(app.bundleID), protection: .completeUntilFirstUserAuthentication,
+                    read: { try sandbox.defaultsData() })
+            ]
+                + (try sandbox.files()).map { file in
+                    SandboxFile(bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection, read: { try sandbox.readFile(file.path) })
+                }
+        }
+    }
+}
+
+/// The keybag of one backup and the class keys it wraps: made fresh each time.
+struct WritingKeys: Sendable {
+    let keybag: BackupKeybag
+    /// By class number; nil for an unencrypted backup's file classes (files are in plain).
+    let classKeys: [UInt32: SymmetricKey]
+    var encrypted: Bool { classKeys[1] != nil }
+
+    init(password: Data?, dataProtectionRounds: UInt32, deviceKey: SymmetricKey) throws {
+        func random(_ count: Int) -> [UInt8] { Array(SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.prefix(count)) }
+        var keybag = BackupKeybag(
+            uuid: random(16), hmacKey: random(32) + random(8), salt: random(20), iterations: PhoneIdentity.rounds,
+            dataProtectionIterations: dataProtectionRounds, dataProtectionSalt: random(20), classes: [])
+        var keys: [UInt32: SymmetricKey] = [:]
+        if let password {
+            let passwordKey = try keybag.passwordKey(password)
+            for number in PhoneClass.fileClasses + PhoneClass.keychainClasses {
+                let key = SymmetricKey(size: .bits256)
+                // Class 5 and the ThisDeviceOnly classes are tied to the device, then wrapped.
+                let tied = number == 5 || PhoneClass.thisDeviceOnly.contains(number)
+                let stored = tied ? try BackupKeybag.tangled(key, deviceKey: deviceKey) : key
+                keybag.classes.append(
+                    .init(
+                        uuid: random(16), protectionClass: number,
+                        wrap: tied ? BackupKeybag.ClassKey.deviceWrap | BackupKeybag.ClassKey.passwordWrap : BackupKeybag.ClassKey.passwordWrap,
+                        wrappedKey: Array(try AES.KeyWrap.wrap(stored, using: passwordKey))))
+                keys[number] = key
+            }
+        } else {
+            // Unencrypted: no password, so every keychain class key is the device's alone.
+            keybag.dataProtectionIterations = 1
+            keybag.iterations = 1
+            for number in PhoneClass.keychainClasses {
+                let key = SymmetricKey(size: .bits256)
+                keybag.classes.append(
+                    .init(
+                        uuid: random(16), protectionClass: number, wrap: BackupKeybag.ClassKey.deviceWrap,
+                        wrappedKey: Array(try AES.KeyWrap.wrap(key, using: deviceKey))))
+                keys[number] = key
+            }
+        }
+        self.keybag = keybag
+        classKeys = keys
+    }
+}
+
+extension BackupKeybag {
+    /// The UUID as `keychain-backup.plist` names it: lowercase, with dashes.
+    var uuidString: String {
+        guard uuid.count == 16 else { return "" }
+        let hex = uuid.map { String(format: "%02x", $0) }.joined()
+        var parts: [Substring] = []
+        var rest = Substring(hex)
+        for length in [8, 4, 4, 4, 12] {
+            parts.append(rest.prefix(length))
+            rest = rest.dropFirst(length)
+        }
+        return parts.joined(separator: "-")
+    }
+}
+
+/// One exported item as the backup carries it, or why it is left out.
+private enum KeychainEntry: Sendable {
+    case sealed(table: String, Data)
+    case leftOut(String)
+
+    init(item: ExportedItem, keys: WritingKeys) throws {
+        let name = "\(item.itemClass.name).\(item.protection.name)"
+        guard let number = PhoneClass.keychain(item.protection), let classKey = keys.classKeys[number] else {
+            self = .leftOut(name)
+            return
+        }
+        if let control = item.accessControl, AccessControlFlags.constraints.contains(where: { control.flags.contains($0.flag) }) {
+            self = .leftOut("\(item.itemClass.name).accessControl")
+            return
+        }
+        let record = ItemRecord(
+            itemClass: item.itemClass, uuid: item.uuid, accessGroup: item.accessGroup, protection: item.protection, synchronizable: item.synchronizable,
+            accessControl: nil, creationDate: item.creationDate, modificationDate: item.modificationDate, attributes: try item.attributes.decoded(),
+            data: item.data)
+        let plaintext = try DERPropertyList.encode(PhoneKeychainItem.attributes(record))
+        let sealed = try SealedKeychainItem(sealing: Array(plaintext), protectionClass: number, classKey: classKey)
+        self = .sealed(table: item.itemClass.rawValue, Data(sealed.bytes))
+    }
+}
+
+/// Seals files into their blobs and collects their rows, directories included, for `Manifest.db`.
+private struct BlobWriter {
+    let folder: PhoneBackupFolder
+    let keys: WritingKeys
+    private(set) var manifestKey: ClassWrappedKey?
+    private var rows: [String: ManifestRow] = [:]
+    private var inode: Int64 = 1
+
+    init(folder: PhoneBackupFolder, keys: WritingKeys) {
+        self.folder = folder
+        self.keys = keys
+    }
+
+    /// A regular file: its blob sealed under a fresh key (in plain when unencrypted), its
+    /// parent directories recorded.
+    mutating func add(domain: String, path: String, contents: Data, fileClass: UInt32, mode: Int64 = 0o100644, userID: Int64 = 501) throws {
+        let id = BackupFileCrypto.fileID(domain: domain, relativePath: path)
+        var key: ClassWrappedKey?
+        var blob = contents
+        if let classKey = keys.classKeys[fileClass] {
+            let fileKey = SymmetricKey(size: .bits256)
+            key = try ClassWrappedKey(wrapping: fileKey, protectionClass: fileClass, under: classKey)
+            blob = try BackupFileCrypto.seal(contents, key: fileKey)
+        }
+        let url = try folder.blob(id)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try blob.write(to: url)
+        var record = BackupFileRecord(
+            relativePath: path, size: Int64(contents.count), mode: mode, protectionClass: Int64(fileClass), encryptionKey: key)
+        record.userID = userID
+        record.groupID = userID
+        stamp(&record)
+        rows[id] = ManifestRow(fileID: id, domain: domain, relativePath: path, flags: ManifestRow.regularFile, file: record)
+        var parent = (path as NSString).deletingLastPathComponent
+        while !parent.isEmpty {
+            addDirectory(domain: domain, path: parent)
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+    }
+
+    mutating func addDirectory(domain: String, path: String) {
+        let id = BackupFileCrypto.fileID(domain: domain, relativePath: path)
+        guard rows[id] == nil else { return }
+        var record = BackupFileRecord(relativePath: path, size: 0, mode: 0o040755, protectionClass: 0, encryptionKey: nil)
+        stamp(&record)
+        rows[id] = ManifestRow(fileID: id, domain: domain, relativePath: path, flags: ManifestRow.directory, file: record)
+    }
+
+    private mutating func stamp(_ record: inout BackupFileRecord) {
+        let now = Int64(Date().timeIntervalSince1970)
+        record.inode = inode
+        record.birth = now
+        record.lastModified = now
+        record.lastStatusChange = now
+        inode += 1
+    }
+
+    /// Writes `Manifest.db`: built in plain beside it, sealed under a fresh key of class 4.
+    mutating func finish() throws {
+        let plain = folder.root.appendingPathComponent(".Manifest.plain.db")
+        defer { try? FileManager.default.removeItem(at: plain) }
+        try ManifestDatabase.write(rows.values.sorted { ($0.domain, $0.relativePath) < ($1.domain, $1.relativePath) }, to: plain)
+        let contents = try Data(contentsOf: plain)
+        if let classKey = keys.classKeys[4] {
+            let databaseKey = SymmetricKey(size: .bits256)
+            manifestKey = try ClassWrappedKey(wrapping: databaseKey, protectionClass: 4, under: classKey)
+            try BackupFileCrypto.seal(contents, key: databaseKey).write(to: folder.manifestDatabase)
+        } else {
+            try contents.write(to: folder.manifestDatabase)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import AppleFormats
+import Crypto
+import Foundation
+import KeychainModel
+import KeychainStore
+
+/// How an iOS backup names Keyferry's protection classes: keychain classes 6–11 (`akpu`, 12,
+/// never leaves a phone) and file classes 1, 3 and 4 (`IOS-BACKUP.md`, sections 3 and 9).
+enum PhoneClass {
+    static func keychain(_ protection: ProtectionClass) -> UInt32? {
+        switch protection {
+        case .whenUnlocked: 6
+        case .afterFirstUnlock: 7
+        case .always: 8
+        case .whenUnlockedThisDeviceOnly: 9
+        case .afterFirstUnlockThisDeviceOnly: 10
+        case .alwaysThisDeviceOnly: 11
+        case .whenPasscodeSetThisDeviceOnly: nil
+        }
+    }
+
+    static func protection(keychainClass: UInt32) -> ProtectionClass? {
+        ProtectionClass.allCases.first { keychain($0) == keychainClass }
+    }
+
+    /// Keychain classes whose keys a backup ties to the device that made it.
+    static let thisDeviceOnly: Set<UInt32> = [9, 10, 11]
+    static let keychainClasses: [UInt32] = Array(6...11)
+    static let fileClasses: [UInt32] = Array(1...5)
+
+    static func file(_ protection: FileProtection) -> UInt32 {
+        switch protection {
+        case .complete: 1
+        case .completeUntilFirstUserAuthentication: 3
+        case .none: 4
+        }
+    }
+
+    /// Class 2 (complete unless open) has no Keyferry equivalent: it is read as `complete`, the
+    /// class it falls back to once the file is closed. 5 and unknown classes too.
+    static func fileProtection(_ fileClass: Int64) -> FileProtection {
+        switch fileClass {
+        case 3: .completeUntilFirstUserAuthentication
+        case 4: .none
+        default: .complete
+        }
+    }
+}
+
+/// A keychain item as a backup's DER attributes hold it: every attribute under Apple's short
+/// name, the engine's own (`agrp`, `pdmn`, `sync`, dates) and the secret as `v_Data`.
+enum PhoneKeychainItem {
+    /// The plaintext a phone seals for `record` (`s3dl_export_row`): access control is left out.
+    static func attributes(_ record: ItemRecord) -> PropertyList {
+        var entries: [String: PropertyList] = [:]
+        for (key, value) in record.attributes { entries[key.rawValue] = propertyList(value) }
+        entries[AttributeKey.accessGroup.rawValue] = .string(record.accessGroup)
+        entries[AttributeKey.accessible.rawValue] = .string(record.protection.rawValue)
+        entries[AttributeKey.synchronizable.rawValue] = .boolean(record.synchronizable)
+        entries[AttributeKey.creationDate.rawValue] = .date(record.creationDate)
+        entries[AttributeKey.modificationDate.rawValue] = .date(record.modificationDate)
+        entries["UUID"] = .string(record.uuid.uuidString)
+        entries["musr"] = .data(Data())
+        entries["tomb"] = .integer(0)
+        let secret = record.data ?? Data()
+        entries["sha1"] = .data(Data(Insecure.SHA1.hash(data: secret)))
+        entries["v_Data"] = .data(secret)
+        return .dictionary(entries)
+    }
+
+    /// Why a decrypted item cannot become a Keyferry item, or the item.
+    enum Decoded {
+        case item(ItemRecord)
+        /// A deleted synchronizable item's tombstone: nothing to restore.
+        case tombstone
+        case unreadable(String)
+    }
+
+    /// The item a backup's DER attributes describe, in table `table` and class `protection`
+    /// (the sealed header's, which `pdmn` must agree with). Attributes Keyferry does not know,
+    /// or of the wrong kind, are left out; `sealedBytes` names an item that carries no `UUID`.
+    static func record(from plist: PropertyList, table: ItemClass, protection: ProtectionClass, sealedBytes: [UInt8], backupDate: Date) -> Decoded {
+        guard let entries = plist.dictionary else { return .unreadable("its attributes are not a dictionary") }
+        if let tomb = entries["tomb"], bool(tomb) == true { return .tombstone }
+        if let pdmn = entries[AttributeKey.accessible.rawValue]?.string, pdmn != protection.rawValue {
+            return .unreadable("it says it is \(pdmn) but is sealed under the \(protection.name) class key")
+        }
+        guard let group = entries[AttributeKey.accessGroup.rawValue]?.string, !group.isEmpty else { return .unreadable("it has no access group") }
+        var attributes: Attributes = [:]
+        for (name, value) in entries {
+            let key = AttributeKey(rawValue: name)
+            guard table.attributes.contains(key), let kind = key.kind, let converted = attributeValue(value, kind) else { continue }
+            attributes[key] = converted
+        }
+        let uuid = entries["UUID"]?.string.flatMap(UUID.init(uuidString:)) ?? nameBasedUUID(sealedBytes)
+        let created = entries[AttributeKey.creationDate.rawValue]?.date ?? backupDate
+        let record = ItemRecord(
+            itemClass: table, uuid: uuid, accessGroup: group, protection: protection,
+            synchronizable: entries[AttributeKey.synchronizable.rawValue].flatMap(bool) ?? false, accessControl: nil,
+            creationDate: created, modificationDate: entries[AttributeKey.modificationDate.rawValue]?.date ?? created,
+            attributes: attributes, data: entries["v_Data"]?.data ?? Data())
+        return .item(record)
+    }
+
+    private static func propertyList(_ value: AttributeValue) -> PropertyList {
+        switch value {
+        case .string(let text): .string(text)
+        case .data(let data): .data(data)
+        case .number(let number): .integer(number)
+        case .bool(let flag): .boolean(flag)
+        case .date(let date): .date(date)
+        }
+    }
+
+    /// Phones write some flags as numbers and some numbers as strings: taken when unambiguous.
+    private static func attributeValue(_ value: PropertyList, _ kind: AttributeKey.Kind) -> AttributeValue? {
+        switch (kind, value) {
+        case (.string, .string(let text)): .string(text)
+        case (.string, .data(let data)): String(data: data, encoding: .utf8).map(AttributeValue.string)
+        case (.data, .data(let data)): .data(data)
+        case (.data, .string(let text)): .data(Data(text.utf8))
+        case (.number, .integer(let number)): .number(number)
+        case (.number, .boolean(let flag)): .number(flag ? 1 : 0)
+        case (.bool, _): bool(value).map(AttributeValue.bool)
+        case (.date, .date(let date)): .date(date)
+        default: nil
+        }
+    }
+
+    private static func bool(_ value: PropertyList) -> Bool? {
+        switch value {
+        case .boolean(let flag): flag
+        case .integer(let number): number != 0
+        default: nil
+        }
+    }
+
+    /// A stable identity for an item a phone wrote without a `UUID` attribute: the same backup
+    /// restored twice gives the same item the same identity.
+    private static func nameBasedUUID(_ bytes: [UInt8]) -> UUID {
+        var digest = Array(SHA256.hash(data: bytes).prefix(16))
+        digest[6] = digest[6] & 0x0F | 0x50
+        digest[8] = digest[8] & 0x3F | 0x80
+        return UUID(
+            uuid: (
+                digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7], digest[8], digest[9], digest[10], digest[11],
+                digest[12], digest[13], digest[14], digest[15]
+            ))
+    }
+}
