@@ -246,7 +246,9 @@ let package = Package(
             dependencies: [
                 "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
                 "KeyferrySystem", "KeyferryThreads", "KeychainTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            // Run by the tests with the readers of iOS backups that scripts/ios-readers installs.
+            exclude: ["IOSReaders"]),
     ]
 )

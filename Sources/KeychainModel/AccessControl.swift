@@ -59,6 +59,10 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
             flags: try container.decode(AccessControlFlags.self, forKey: .flags))
     }
 
+    /// Whether a read asks the user (biometry, the passcode, or either): such items are in no
+    /// backup and no transfer (`SecServerCopyKeychainPlist` skips them), onto any device.
+    public var asksForUser: Bool { AccessControlFlags.constraints.contains { flags.contains($0.flag) } }
+
     /// Parses Apple's flag names joined by `|`, e.g. `biometryCurrentSet|or|devicePasscode`.
     public init(protection: ProtectionClass, expression: String) throws(KeychainError) {
         var flags: AccessControlFlags = []

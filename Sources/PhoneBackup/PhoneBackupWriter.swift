@@ -216,12 +216,12 @@ private enum KeychainEntry: Sendable {
 
     init(item: ExportedItem, keys: WritingKeys) throws {
         let name = "\(item.itemClass.name).\(item.protection.name)"
-        guard let number = PhoneClass.keychain(item.protection), let classKey = keys.classKeys[number] else {
-            self = .leftOut(name)
+        if item.accessControl?.asksForUser == true {
+            self = .leftOut("\(item.itemClass.name).\(DeviceBackup.CountName.accessControl)")
             return
         }
-        if let control = item.accessControl, AccessControlFlags.constraints.contains(where: { control.flags.contains($0.flag) }) {
-            self = .leftOut("\(item.itemClass.name).accessControl")
+        guard let number = PhoneClass.keychain(item.protection), let classKey = keys.classKeys[number] else {
+            self = .leftOut(name)
             return
         }
         let record = ItemRecord(

@@ -23,6 +23,9 @@ enum LossReason {
             if restored == nil, item.protection == .whenPasscodeSetThisDeviceOnly {
                 return "never leaves the device: WhenPasscodeSetThisDeviceOnly items are in no backup or transfer"
             }
+            if restored == nil, item.accessControl?.asksForUser == true {
+                return "never leaves the device: items whose access control asks for the user (\(item.accessControl!.expression)) are in no backup or transfer"
+            }
         case .passcodeRemoved:
             if item.protection == .whenPasscodeSetThisDeviceOnly { return "deleted with the passcode (WhenPasscodeSetThisDeviceOnly)" }
             if !flags.isDisjoint(with: [.biometryAny, .biometryCurrentSet]) {

@@ -1,0 +1,193 @@
+import Crypto
+import Foundation
+import Testing
+
+/// `keyferry backup create --format ios` checked by the tools people use on real iPhones'
+/// backups (pinned in scripts/ios-readers), and such a backup restored onto a new device.
+@Suite("keyferry and iOS backups, read by tools nobody here wrote", .blocking)
+struct PhoneBackupCLITests {
+    static let app = ["--app", "com.example.mail"]
+    static let password = "correct horse battery"
+
+    /// The virtual environments of scripts/ios-readers, installed on first use.
+    static func readers() throws -> URL {
+        let script = packageRoot.appendingPathComponent("scripts/ios-readers")
+        let process = Process()
+        process.executableURL = script
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let path = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        process.waitUntilExit()
+        output.closeBothEnds()
+        try #require(process.terminationStatus == 0, "scripts/ios-readers failed")
+        return URL(fileURLWithPath: path)
+    }
+
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Runs `program` (a path) and returns its exit status, stdout and stderr. Its stderr goes
+    /// to a file, so that however much it logs, reading stdout to its end cannot block it.
+    static func run(_ program: URL, _ arguments: [String], in directory: URL) throws -> (status: Int32, stdout: Data, stderr: String) {
+        let process = Process()
+        process.executableURL = program
+        process.arguments = arguments
+        let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString.prefix(8))")
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        let errorFile = try FileHandle(forWritingTo: errors)
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = errorFile
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        out.closeBothEnds()
+        try errorFile.close()
+        return (process.terminationStatus, stdout, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
+    }
+
+    /// A phone with an item of every kind a backup treats differently, UserDefaults and files.
+    static func phone(_ cli: CLI) throws -> String {
+        let dir = try cli.poweredDevice("phone", extra: ["--biometry"])
+        let add = ["item", "add", dir] + app
+        try cli.ok(add + ["--account", "alice", "--service", "mail", "--value", "s3cret"])
+        try cli.ok(add + ["--account", "synced", "--service", "chat", "--value", "sync-secret", "--sync", "--accessible", "afterFirstUnlock"])
+        try cli.ok(add + ["--account", "daemon", "--service", "push", "--value", "always-secret", "--accessible", "always"])
+        try cli.ok(
+            add + ["--class", "internetPassword", "--account", "bob", "--server", "imap.example.com", "--port", "993", "--value", "imap-secret"])
+        try cli.ok(add + ["--account", "bound", "--service", "mail", "--value", "bound-secret", "--accessible", "afterFirstUnlockThisDeviceOnly"])
+        try cli.ok(add + ["--account", "pinned", "--service", "mail", "--value", "pinned-secret", "--accessible", "whenPasscodeSetThisDeviceOnly"])
+        try cli.ok(add + ["--account", "face", "--service", "mail", "--value", "face-secret", "--access-control", "biometryAny"])
+        try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "signedInUser=alice"])
+        try cli.ok(["app", "file", dir, "--bundle", "com.example.mail", "--write", "notes/today.txt", "--text", "remember the milk"])
+        let binary = cli.root.appendingPathComponent("vault.bin")
+        try Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }).write(to: binary)
+        try cli.ok(["app", "file", dir, "--bundle", "com.example.mail", "--write", "Vault.db", "--from", binary.path, "--protection", "complete"])
+        return dir
+    }
+
+    static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+
+    @Test(
+        "iphone-backup-decrypt, pyiosbackup and iOSbackup read every file byte for byte; ios-backup-manager opens each migratable item and not the ThisDeviceOnly one; mvt decrypts and checks it"
+    )
+    func readersOpenIt() throws {
+        let readers = try Self.readers()
+        let cli = try CLI()
+        let dir = try Self.phone(cli)
+        let passwordFile = cli.root.appendingPathComponent("password")
+        try "\(Self.password)\n".write(to: passwordFile, atomically: true, encoding: .utf8)
+        let backups = cli.root.appendingPathComponent("backups")
+        try FileManager.default.createDirectory(at: backups, withIntermediateDirectories: true)
+        // At a phone's cost: 10,000,000 rounds, the default.
+        let written = try cli.ok([
+            "backup", "create", dir, "--out", backups.appendingPathComponent("new").path, "--format", "ios", "--encrypted", "--password-file",
+            passwordFile.path, "--json",
+        ]).object()
+        let udid = try #require(written["udid"] as? String)
+        #expect(written["keychainItems"] as? Int == 5)
+        #expect(written["leftOut"] as? [String: Int] == ["genericPassword.whenPasscodeSetThisDeviceOnly": 1, "genericPassword.accessControl": 1])
+        // iOSbackup opens ROOT/UDID, as Finder keeps them.
+        let folder = backups.appendingPathComponent(udid)
+        try FileManager.default.moveItem(at: backups.appendingPathComponent("new"), to: folder)
+
+        let read = try Self.run(
+            readers.appendingPathComponent("tools/bin/python"),
+            [Self.packageRoot.appendingPathComponent("Tests/KeyferryCLITests/IOSReaders/read_backup.py").path, backups.path, udid, Self.password],
+            in: cli.root)
+        try #require(read.status == 0, "the readers failed: \(read.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: read.stdout) as? [String: Any])
+
+        // What the device holds, byte for byte.
+        let sandbox = URL(fileURLWithPath: dir).appendingPathComponent("apps/com.example.mail")
+        let expected: [String: String] = [
+            "AppDomain-com.example.mail/Documents/notes/today.txt": Self.sha256(Data("remember the milk".utf8)),
+            "AppDomain-com.example.mail/Documents/Vault.db": Self.sha256(try Data(contentsOf: cli.root.appendingPathComponent("vault.bin"))),
+            "AppDomain-com.example.mail/Library/Preferences/com.example.mail.plist": Self.sha256(
+                try Data(contentsOf: sandbox.appendingPathComponent("Library/Preferences/com.example.mail.plist"))),
+        ]
+        for tool in ["iphone_backup_decrypt", "pyiosbackup", "iOSbackup"] {
+            var files = try #require((report[tool] as? [String: Any])?["files"] as? [String: String], "\(tool)")
+            #expect(files.removeValue(forKey: "KeychainDomain/keychain-backup.plist") != nil, "\(tool) lists the keychain")
+            #expect(files == expected, "\(tool)")
+        }
+        #expect((report["iphone_backup_decrypt"] as? [String: Any])?["wrong_password_refused"] as? Bool == true)
+
+        let items = try #require(report["keychain"] as? [[String: Any]])
+        #expect(items.count == 5)
+        func item(_ account: String) -> [String: Any]? { items.first { $0["acct"] as? String == account } }
+        let group = "ABCDE12345.com.example.mail"
+        for (account, service, pdmn, protectionClass, secret) in [
+            ("alice", "mail", "ak", 6, "s3cret"), ("synced", "chat", "ck", 7, "sync-secret"), ("daemon", "push", "dk", 8, "always-secret"),
+        ] {
+            let found = try #require(item(account), "\(account) is decoded")
+            #expect(found["status"] as? String == "decrypted")
+            #expect(found["svce"] as? String == service)
+            #expect(found["agrp"] as? String == group)
+            #expect(found["pdmn"] as? String == pdmn)
+            #expect(found["class"] as? Int == protectionClass)
+            #expect(found["secret"] as? String == secret)
+        }
+        let bob = try #require(item("bob"))
+        #expect(bob["table"] as? String == "inet" && bob["srvr"] as? String == "imap.example.com" && bob["secret"] as? String == "imap-secret")
+        // The ThisDeviceOnly item is there, and nobody but the phone opens it.
+        let sealed = items.filter { $0["status"] as? String != "decrypted" }
+        #expect(sealed.count == 1)
+        #expect(sealed.first?["class"] as? Int == 10 && sealed.first?["acct"] is NSNull)
+
+        let mvt = readers.appendingPathComponent("mvt/bin/mvt-ios")
+        let decrypted = cli.root.appendingPathComponent("mvt-decrypted")
+        let decrypt = try Self.run(mvt, ["decrypt-backup", "-p", Self.password, "-d", decrypted.path, folder.path], in: cli.root)
+        #expect(decrypt.status == 0, "\(decrypt.stderr)")
+        let check = try Self.run(mvt, ["check-backup", "-o", cli.root.appendingPathComponent("mvt-results").path, decrypted.path], in: cli.root)
+        #expect(check.status == 0, "\(check.stderr)")
+    }
+
+    @Test("restored onto a new device, it keeps exactly what the source's survival matrix says a new device keeps from an encrypted backup")
+    func roundTrip() throws {
+        let cli = try CLI()
+        let dir = try Self.phone(cli)
+        let passwordFile = cli.root.appendingPathComponent("password")
+        try "\(Self.password)\n".write(to: passwordFile, atomically: true, encoding: .utf8)
+        let folder = cli.root.appendingPathComponent("backup").path
+        try cli.ok(["backup", "create", dir, "--out", folder, "--format", "ios", "--encrypted", "--password-file", passwordFile.path, "--rounds", "1000"])
+        let matrix = try cli.ok(["survival", dir, "--json"]).object()
+
+        let newPhone = cli.path("new")
+        try cli.ok(["device", "init", newPhone, "--passcode", "654321"])
+        let restored = try cli.ok(["restore", folder, "--to", newPhone, "--passcode", "654321", "--password-file", passwordFile.path, "--json"]).object()
+        #expect(restored["format"] as? String == "ios")
+        #expect(restored["neverExported"] as? [String: Int] == ["genericPassword.whenPasscodeSetThisDeviceOnly": 1, "genericPassword.accessControl": 1])
+        try cli.ok(["node", "start", newPhone])
+        try cli.ok(["device", "unlock", newPhone, "--passcode", "654321"])
+
+        // Every row of the matrix, kept or lost on "encrypted backup, new device", is kept or
+        // absent on the restored device.
+        let listed = try cli.ok(["item", "list", newPhone, "--json"]).object()["items"] as? [[String: Any]] ?? []
+        let names = Set(
+            listed.map { item -> String in
+                let attributes = item["attributes"] as? [String: Any] ?? [:]
+                return "\(attributes["account"] as? String ?? "") @ \(attributes["service"] as? String ?? attributes["server"] as? String ?? "")"
+            })
+        let rows = try #require(matrix["rows"] as? [[String: Any]])
+        #expect(rows.count == 10)
+        for row in rows {
+            let name = try #require(row["name"] as? String)
+            let cell = (row["cells"] as? [String: Any])?["encrypted-backup-new-device"] as? [String: Any]
+            let kept = cell?["outcome"] as? String == "kept"
+            switch row["kind"] as? String {
+            case "keychain":
+                #expect(names.contains(name) == kept, "\(name): \(cell ?? [:])")
+            case "userDefaults":
+                let value = try cli.run(["app", "defaults", newPhone, "--bundle", "com.example.mail", "--get", "signedInUser"])
+                #expect((value.text.trimmingCharacters(in: .newlines) == "alice") == kept, "\(name)")
+            default:
+                let path = String(name.dropFirst("Documents/".count))
+                let file = try cli.run(["app", "file", newPhone, "--bundle", "com.example.mail", "--read", path])
+                #expect((file.status == 0) == kept, "\(name)")
+            }
+        }
+        #expect(names == ["alice @ mail", "synced @ chat", "daemon @ push", "bob @ imap.example.com"])
+    }
+}
