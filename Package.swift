@@ -186,7 +186,10 @@ let package = Package(
         // inputs, which the tests do with the corpus in Tests/FuzzCorpus.
         .executableTarget(
             name: "keyferry-fuzz",
-            dependencies: ["Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire"]),
+            dependencies: [
+                "Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.
         .target(

@@ -64,7 +64,7 @@ public struct PhoneBackupReader: Sendable {
 
     /// `Manifest.db`, decrypted into a private temporary file that SQLite opens read-only.
     private func readManifestDatabase(_ classKeys: [UInt32: SymmetricKey]) throws -> [ManifestRow] {
-        let sealed = try Self.contents(of: folder.manifestDatabase, "Manifest.db", limit: Self.maximumFileBytes)
+        let sealed = try Self.contents(of: folder.manifestDatabase, "Manifest.db", limit: Self.maximumFileBytes, in: folder.root)
         var plain = sealed
         if manifest.encrypted, let manifestKey = manifest.manifestKey {
             guard let classKey = classKeys[manifestKey.protectionClass] else {
@@ -87,7 +87,16 @@ public struct PhoneBackupReader: Sendable {
         return rows
     }
 
-    static func contents(of url: URL, _ name: String, limit: Int) throws -> Data {
+    /// The bytes of a file of the backup, at most `limit` of them. Only a regular file in the
+    /// folder itself is read: a symbolic link (the file, or the folder of two hex digits above
+    /// a blob) could lead anywhere on this machine.
+    static func contents(of url: URL, _ name: String, limit: Int, in root: URL) throws -> Data {
+        var place = url
+        while place.path.count > root.path.count {
+            let type = (try? FileManager.default.attributesOfItem(atPath: place.path))?[.type] as? FileAttributeType
+            guard type != .typeSymbolicLink else { throw PhoneBackupError.malformed("\(name) is a symbolic link, which a backup never holds") }
+            place.deleteLastPathComponent()
+        }
         guard let handle = FileHandle(forReadingAtPath: url.path) else { throw PhoneBackupError.malformed("\(name) is missing") }
         defer { try? handle.close() }
         let data = try handle.read(upToCount: limit + 1) ?? Data()
@@ -111,7 +120,8 @@ public struct OpenedPhoneBackup: Sendable {
     /// disagrees is only reported (phones record stale sizes for files written during a backup).
     func contents(of row: ManifestRow) throws -> Data {
         let name = "\(row.domain)-\(row.relativePath)"
-        let blob = try PhoneBackupReader.contents(of: try folder.blob(row.fileID), "the blob of \(name)", limit: PhoneBackupReader.maximumFileBytes)
+        let blob = try PhoneBackupReader.contents(
+            of: try folder.blob(row.fileID), "the blob of \(name)", limit: PhoneBackupReader.maximumFileBytes, in: folder.root)
         guard manifest.encrypted else { return blob }
         guard let key = row.file.encryptionKey else { throw PhoneBackupError.malformed("\(name) has no EncryptionKey") }
         guard let classKey = classKeys[key.protectionClass] else {

@@ -92,9 +92,11 @@ public enum PhoneBackupWriter {
             domain: PhoneDomain.keychain, path: PhoneDomain.keychainFile, contents: BinaryPropertyList.encode(keychain.propertyList),
             fileClass: 1, mode: 0o100400, userID: 0)
 
+        var fileCount = 0
         for (index, file) in files.enumerated() {
             guard let contents = try file.read() else { continue }
             try writer.add(domain: PhoneDomain.app(file.bundleID), path: file.path, contents: contents, fileClass: PhoneClass.file(file.protection))
+            fileCount += 1
             try progress(.writing(done: itemCount + index + 2, total: total))
         }
         for app in apps { writer.addDirectory(domain: PhoneDomain.app(app.bundleID), path: "") }
@@ -122,7 +124,7 @@ public enum PhoneBackupWriter {
         placed = true
         try? device.recordBackup(created: now)
         return Summary(
-            udid: udid, encrypted: options.password != nil, apps: apps.count, files: files.count, keychainItems: itemCount, leftOut: leftOut,
+            udid: udid, encrypted: options.password != nil, apps: apps.count, files: fileCount, keychainItems: itemCount, leftOut: leftOut,
             warnings: warnings)
     }
 

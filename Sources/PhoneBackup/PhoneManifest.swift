@@ -105,7 +105,7 @@ struct PhoneManifest: Sendable {
 
     /// Reads `Manifest.plist` and checks `Status.plist` says the backup finished.
     init(folder: PhoneBackupFolder) throws {
-        let manifest = try Self.plist(folder.manifest, "Manifest.plist")
+        let manifest = try Self.plist(folder.manifest, "Manifest.plist", in: folder.root)
         guard let keybagData = manifest["BackupKeyBag"]?.data else {
             throw PhoneBackupError.malformed("Manifest.plist has no BackupKeyBag")
         }
@@ -140,18 +140,15 @@ struct PhoneManifest: Sendable {
         }
         leftOut = (manifest[Self.keyferryLeftOut]?.dictionary ?? [:]).compactMapValues { $0.integer.map(Int.init) }
         if FileManager.default.fileExists(atPath: folder.status.path) {
-            let status = try Self.plist(folder.status, "Status.plist")
+            let status = try Self.plist(folder.status, "Status.plist", in: folder.root)
             if let state = status["SnapshotState"]?.string, state != "finished" {
                 throw PhoneBackupError.unsupported("its Status.plist says the backup is '\(state)', not finished: the phone was still writing it")
             }
         }
     }
 
-    private static func plist(_ url: URL, _ name: String) throws -> PropertyList {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { throw PhoneBackupError.malformed("it has no \(name)") }
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: maximumBytes + 1) ?? Data()
-        guard data.count <= maximumBytes else { throw PhoneBackupError.malformed("\(name) is larger than \(maximumBytes >> 20) MiB") }
+    private static func plist(_ url: URL, _ name: String, in root: URL) throws -> PropertyList {
+        let data = try PhoneBackupReader.contents(of: url, name, limit: maximumBytes, in: root)
         let value: PropertyList
         do {
             value = try BinaryPropertyList.decode(data)

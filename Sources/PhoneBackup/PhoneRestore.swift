@@ -100,17 +100,7 @@ public enum PhoneRestore {
     }
 
     /// `account @ service` and the like, as Keyferry's own reports name items.
-    private static func name(_ record: ItemRecord) -> String? {
-        let account = record.attributes[.account]?.description
-        let place = (record.attributes[.service] ?? record.attributes[.server])?.description
-        let label = record.attributes[.label]?.description
-        switch (account, place) {
-        case (let account?, let place?): return "\(account) @ \(place)"
-        case (let account?, nil): return account
-        case (nil, let place?): return place
-        default: return label
-        }
-    }
+    private static func name(_ record: ItemRecord) -> String? { ArchivedItem.name { record.attributes[$0] } }
 
     /// The backup's apps as Keyferry installs them. A Keyferry backup names each app's team and
     /// groups; a phone's does not, so the team is read from an item in the app's own group

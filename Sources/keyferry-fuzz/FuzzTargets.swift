@@ -1,5 +1,6 @@
 import AppleFormats
 import Backup
+import Crypto
 import Fleet
 import Foundation
 import KeychainStore
@@ -14,7 +15,7 @@ import SyncWire
 /// libFuzzer (`scripts/fuzz`); every input of `Tests/FuzzCorpus/TARGET/` is replayed by the
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
-    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag
+    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag, keychainitem, mbfile
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -53,8 +54,22 @@ enum FuzzTarget: String, CaseIterable {
             if let value = try? DERPropertyList.decode(Data(bytes)), let encoded = try? DERPropertyList.encode(value) {
                 precondition((try? DERPropertyList.decode(encoded)) != nil)
             }
+        case .keychainitem:
+            // One sealed item of keychain-backup.plist, read and opened under a fixed class key.
+            if let item = try? SealedKeychainItem(bytes: bytes) {
+                precondition((try? SealedKeychainItem(bytes: item.bytes)) == item)
+                _ = try? item.open(classKey: Self.fixedClassKey)
+            }
+        case .mbfile:
+            // A Manifest.db row's record: what it reads, it writes again and reads back the same.
+            if let value = try? BinaryPropertyList.decode(Data(bytes)), let record = try? BackupFileRecord(keyedArchive: value) {
+                precondition((try? BackupFileRecord(keyedArchive: record.keyedArchive)) == record)
+            }
         }
     }
+
+    /// The class key the sealed keychain items of the corpus were made under (all zeros).
+    private static let fixedClassKey = Crypto.SymmetricKey(data: [UInt8](repeating: 0, count: 32))
 
     /// Keys made the same way every run, so a crash replays.
     private static var fixedEntropy: SeededEntropy { SeededEntropy(seed: 1) }

@@ -10,6 +10,7 @@ import KeyferryThreads
 import Logging
 import Node
 import NodeControl
+import PhoneBackup
 import Relay
 import RelayPostgres
 import Scenario
@@ -19,7 +20,8 @@ import SyncWire
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store
 /// secrets of several classes, the other devices join its circle and receive its synchronizable
 /// items through a relay, one of them powers off and on and catches up once unlocked, the
-/// phone locks, reboots and changes its face, its backups are
+/// phone locks, reboots and changes its face, its backups (Keyferry's archives and a real
+/// iPhone's backup folder, which a tool made for phones opens) are
 /// restored onto new iPhones with a report of what was lost and why, it loses its passcode,
 /// and every read prints Apple's status. The fleet goes down at the end.
 struct DemoCommand: AsyncParsableCommand {
@@ -381,6 +383,73 @@ struct DemoCommand: AsyncParsableCommand {
             )
             for line in report.table(target: target.path).split(separator: "\n").dropFirst() { tour.say(String(line)) }
         }
+        try await phoneBackup(from: phoneDirectory, runner: runner, tour: tour, password: backupPassword)
+    }
+
+    /// The phone as a real iPhone's encrypted backup (a Finder folder), opened by a tool made
+    /// for real phones' backups when scripts/ios-readers installed it, and restored onto a new
+    /// iPhone.
+    private func phoneBackup(from phone: URL, runner: FleetRunner, tour: Tour, password: String) async throws {
+        tour.heading("The same phone as a real iPhone backup (`keyferry backup create --format ios`), as Finder writes one")
+        let staging = runner.root.appendingPathComponent("ios-backup")
+        let summary: PhoneBackupWriter.Summary = try await NodeClient(directory: phone, timeout: .seconds(600)).call(
+            .phoneBackup, NodeAPI.PhoneBackup(path: staging.path, password: password, rounds: nil))
+        // Finder keeps a backup in a folder named by the phone's UDID; some readers expect it.
+        let backups = runner.root.appendingPathComponent("MobileSync")
+        let folder = backups.appendingPathComponent(summary.udid)
+        try FileManager.default.createDirectory(at: backups, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: staging, to: folder)
+        tour.say(
+            "wrote \(summary.udid): Manifest.plist, an encrypted Manifest.db, \(summary.files) app files and keychain-backup.plist with "
+                + "\(summary.keychainItems) items, under 10,000,000 rounds of PBKDF2")
+        for (name, count) in summary.leftOut.sorted(by: { $0.key < $1.key }) {
+            tour.say("left out, as a phone leaves them: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s")")
+        }
+        let python = URL(fileURLWithPath: ".build/ios-readers/tools/bin/python")
+        if FileManager.default.isExecutableFile(atPath: python.path) {
+            let opened = try await onThreadOfItsOwn { _ in try Self.openWithIphoneBackupDecrypt(python, folder: folder, password: password) }
+            tour.say("iphone-backup-decrypt (a tool for real iPhones' backups) opens it: \(opened)")
+        } else {
+            tour.say("(scripts/ios-readers installs iphone-backup-decrypt, mvt and others, which open this folder as a phone's)")
+        }
+        let target = runner.root.appendingPathComponent("new-phone-ios")
+        try Device.create(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321")).powerOff()
+        let report = try await onThreadOfItsOwn { _ in
+            try NodeLauncher.whilePoweredOff(directory: target) {
+                try PhoneRestore.restore(folder, password: Data(password.utf8), to: target, passcode: "654321")
+            }
+        }
+        tour.say(
+            "restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.apps.count) apps, \(report.sandboxFiles) files"
+        )
+        for line in report.table(target: target.path).split(separator: "\n").dropFirst() { tour.say(String(line)) }
+    }
+
+    /// What iphone-backup-decrypt reads of the backup: its files, and the mail app's UserDefaults.
+    private static func openWithIphoneBackupDecrypt(_ python: URL, folder: URL, password: String) throws -> String {
+        let script = """
+            import sys, plistlib
+            from iphone_backup_decrypt import EncryptedBackup
+            backup = EncryptedBackup(backup_directory=sys.argv[1], passphrase=sys.argv[2])
+            backup.test_decryption()
+            with backup.manifest_db_cursor() as cursor:
+                cursor.execute("SELECT COUNT(*) FROM Files WHERE flags = 1")
+                files = cursor.fetchone()[0]
+            defaults = plistlib.loads(backup.extract_file_as_bytes("Library/Preferences/\(mail).plist", domain_like="AppDomain-\(mail)"))
+            print(f"{files} files decrypted with the password; the mail app's UserDefaults say signedInUser = {defaults.get('signedInUser')}")
+            """
+        let process = Process()
+        process.executableURL = python
+        process.arguments = ["-c", script, folder.path, password]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try? output.fileHandleForReading.close()
+        guard process.terminationStatus == 0 else { return "it could not (exit \(process.terminationStatus))" }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     static let mail = "com.example.mail"

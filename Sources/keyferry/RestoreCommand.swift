@@ -97,7 +97,7 @@ extension RestoreReport {
     /// When the archive was made; warnings when nothing proved it genuine, or when it is older
     /// than the target's own last backup.
     private var authenticityNote: [String] {
-        var lines = archiveCreated.map { ["  archive made \($0.formatted(.iso8601))"] } ?? []
+        var lines = archiveCreated.map { ["  \(format == .ios ? "backup" : "archive") made \($0.formatted(.iso8601))"] } ?? []
         switch authenticity {
         case .checksums:
             lines.append(
@@ -132,7 +132,9 @@ extension RestoreReport {
         let waiting = items.filter(\.waitingForApp).count
         if waiting > 0 { lines.append("  \(waiting.items) restored for apps not installed yet; seen once one is installed") }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
-            lines.append("  not in the archive: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)")
+            lines.append(
+                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)"
+            )
         }
         if !items.isEmpty { lines.append("  (--verbose lists every item, --json too)") }
         return lines.joined(separator: "\n")
@@ -155,7 +157,9 @@ extension RestoreReport {
             lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
-            lines.append("  not in the archive: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)")
+            lines.append(
+                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)"
+            )
         }
         return lines.joined(separator: "\n")
     }

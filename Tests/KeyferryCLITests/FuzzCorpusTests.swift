@@ -7,7 +7,9 @@ import Testing
 @Suite("Fuzz corpus", .blocking)
 struct FuzzCorpusTests {
     static let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    static let targets = ["archive", "envelope", "batch", "membership", "keys", "fleet", "scenario", "request", "bplist", "derplist", "keybag"]
+    static let targets = [
+        "archive", "envelope", "batch", "membership", "keys", "fleet", "scenario", "request", "bplist", "derplist", "keybag", "keychainitem", "mbfile",
+    ]
 
     /// The seeds of `target`: its corpus directory, and for the file readers the project's own
     /// fleet and scenario files.

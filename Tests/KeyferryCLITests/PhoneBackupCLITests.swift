@@ -33,7 +33,7 @@ struct PhoneBackupCLITests {
         process.executableURL = program
         process.arguments = arguments
         let errors = directory.appendingPathComponent("stderr-\(UUID().uuidString.prefix(8))")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        try Data().write(to: errors)
         let errorFile = try FileHandle(forWritingTo: errors)
         let out = Pipe()
         process.standardOutput = out
