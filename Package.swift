@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "KeyferryCrypto", targets: ["KeyferryCrypto"]),
         .library(name: "Backup", targets: ["Backup"]),
         .library(name: "PhoneBackup", targets: ["PhoneBackup"]),
+        .library(name: "AppleFormats", targets: ["AppleFormats"]),
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "Sync", targets: ["Sync"]),
         .library(name: "Relay", targets: ["Relay"]),
@@ -157,7 +158,7 @@ let package = Package(
         // Scenario files: what must survive, stated in YAML and checked on real nodes.
         .target(
             name: "Scenario",
-            dependencies: ["KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "Survival", "Node", "NodeControl", "Fleet"]),
+            dependencies: ["KeychainModel", "KeychainStore", "Backup", "PhoneBackup", "Sync", "SyncWire", "Survival", "Node", "NodeControl", "Fleet"]),
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.

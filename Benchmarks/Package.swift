@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .executableTarget(
@@ -27,6 +28,8 @@ let package = Package(
                 .product(name: "KeyferryCrypto", package: keyferry),
                 .product(name: "KeyferrySecurity", package: keyferry),
                 .product(name: "Backup", package: keyferry),
+                .product(name: "PhoneBackup", package: keyferry),
+                .product(name: "AppleFormats", package: keyferry),
                 .product(name: "SyncWire", package: keyferry),
                 .product(name: "Sync", package: keyferry),
                 .product(name: "Relay", package: keyferry),
@@ -37,6 +40,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ])
     ]
 )

@@ -19,9 +19,9 @@ public struct SealedKeychainItem: Equatable, Sendable {
     private static let defaultIVFlag: UInt32 = 0x8000_0000
     private static let fixedIV: [UInt8] = [0x1E, 0xA0, 0x5C, 0xA9, 0x98, 0x2E, 0x87, 0xDC, 0xF1, 0x45, 0xE8, 0x24]
 
-    /// Seals `plaintext` (an item's DER attributes) under a fresh item key, wrapped under `classKey`.
-    public init(sealing plaintext: [UInt8], protectionClass: UInt32, classKey: SymmetricKey) throws {
-        let itemKey = SymmetricKey(size: .bits256)
+    /// Seals `plaintext` (an item's DER attributes) under `itemKey`, a fresh key of its own
+    /// (by default drawn here), wrapped under `classKey`.
+    public init(sealing plaintext: [UInt8], protectionClass: UInt32, classKey: SymmetricKey, itemKey: SymmetricKey = SymmetricKey(size: .bits256)) throws {
         self.protectionClass = protectionClass
         defaultIV = false
         wrappedKey = Array(try AES.KeyWrap.wrap(itemKey, using: classKey))

@@ -32,42 +32,49 @@ public enum KeychainGCM {
     /// One key and IV: H, J0, and the counter mode and GHASH built on them.
     private struct Cipher {
         let key: SymmetricKey
-        let hashKey: Block
+        let hashKey: GHash.Table
         let initialCounter: [UInt8]
 
         init(key: SymmetricKey, iv: [UInt8]) throws {
             self.key = key
             var zero = [UInt8](repeating: 0, count: 16)
             try AES.permute(&zero, key: key)
-            hashKey = Block(zero)
+            hashKey = GHash.Table(Block(zero))
             if iv.count == 12 {
                 initialCounter = iv + [0, 0, 0, 1]
             } else {
-                var hash = GHash(key: hashKey)
+                var hash = GHash(table: hashKey)
                 hash.absorb(iv)
                 hash.absorbLengths(0, UInt64(iv.count) * 8)
                 initialCounter = hash.value.bytes
             }
         }
 
-        /// CTR from inc32(J0): encrypts or decrypts alike.
+        /// CTR from inc32(J0): encrypts or decrypts alike. GCM increments only the last 32
+        /// bits; BoringSSL's CTR increments all 128, which is the same unless those 32 bits wrap
+        /// within the message (possible only for an IV hashed to J0): then block by block.
         func crypt(_ input: [UInt8]) throws -> [UInt8] {
+            var counter = initialCounter
+            Self.increment(&counter)
+            let blocks = UInt64((input.count + 15) / 16)
+            if UInt64(BigEndian.number(counter[12..<16])) + blocks <= UInt64(UInt32.max) + 1 {
+                return Array(try AES._CTR.encrypt(input, using: key, nonce: try AES._CTR.Nonce(nonceBytes: counter)))
+            }
             var output = [UInt8]()
             output.reserveCapacity(input.count)
-            var counter = initialCounter
             var offset = 0
             while offset < input.count {
-                Self.increment(&counter)
                 var stream = counter
                 try AES.permute(&stream, key: key)
                 for index in offset..<min(offset + 16, input.count) { output.append(input[index] ^ stream[index - offset]) }
+                Self.increment(&counter)
                 offset += 16
             }
             return output
         }
 
         func tag(aad: [UInt8], ciphertext: [UInt8]) throws -> [UInt8] {
-            var hash = GHash(key: hashKey)
+            var hash = GHash(table: hashKey)
             hash.absorb(aad)
             hash.absorb(ciphertext)
             hash.absorbLengths(UInt64(aad.count) * 8, UInt64(ciphertext.count) * 8)
@@ -86,7 +93,7 @@ public enum KeychainGCM {
     }
 
     /// A 128-bit block as GCM's field element: bit 0 is the high bit of the first byte.
-    struct Block {
+    struct Block: Equatable {
         var high: UInt64
         var low: UInt64
 
@@ -104,43 +111,102 @@ public enum KeychainGCM {
 
         var bytes: [UInt8] { BigEndian.bytes(high, count: 8) + BigEndian.bytes(low, count: 8) }
 
-        /// Multiplication in GF(2^128) with GCM's polynomial and bit order (SP 800-38D, 6.3).
+        static func ^ (lhs: Block, rhs: Block) -> Block { Block(high: lhs.high ^ rhs.high, low: lhs.low ^ rhs.low) }
+
+        /// This element times x: one bit towards the end, reduced by GCM's polynomial.
+        var timesX: Block {
+            Block(high: (high >> 1) ^ (low & 1 == 1 ? 0xE100_0000_0000_0000 : 0), low: (low >> 1) | (high << 63))
+        }
+
+        /// Multiplication in GF(2^128), one bit at a time (SP 800-38D, algorithm 1): the
+        /// definition, kept to check the table method against.
         func times(_ other: Block) -> Block {
             var product = Block()
             var multiple = other
             for bit in 0..<128 {
                 let set = bit < 64 ? (high >> (63 - UInt64(bit))) & 1 : (low >> (127 - UInt64(bit))) & 1
-                if set == 1 {
-                    product.high ^= multiple.high
-                    product.low ^= multiple.low
-                }
-                let carry = multiple.low & 1
-                multiple.low = (multiple.low >> 1) | (multiple.high << 63)
-                multiple.high >>= 1
-                if carry == 1 { multiple.high ^= 0xE100_0000_0000_0000 }
+                if set == 1 { product = product ^ multiple }
+                multiple = multiple.timesX
             }
             return product
         }
     }
 
-    /// GHASH over blocks, each zero-padded to 16 bytes.
+    /// GHASH over blocks, each zero-padded to 16 bytes, multiplying by H four bits at a time
+    /// with a table of H's sixteen multiples (Shoup's method; McGrew and Viega, "The Galois/Counter
+    /// Mode of Operation", section 4.1).
     struct GHash {
-        let key: Block
-        var value = Block()
+        /// The sixteen multiples of H by a four-bit element, built once per key.
+        struct Table {
+            let multiples: [Block]
 
-        init(key: Block) { self.key = key }
+            init(_ hashKey: Block) {
+                var multiples = [Block](repeating: Block(), count: 16)
+                // Index bits are read most significant first: 8 is H, 4 is H·x, 2 is H·x², 1 is H·x³.
+                multiples[8] = hashKey
+                multiples[4] = multiples[8].timesX
+                multiples[2] = multiples[4].timesX
+                multiples[1] = multiples[2].timesX
+                for high in [2, 4, 8] {
+                    for low in 1..<high { multiples[high + low] = multiples[high] ^ multiples[low] }
+                }
+                self.multiples = multiples
+            }
 
-        mutating func absorb(_ bytes: [UInt8]) {
-            var offset = 0
-            while offset < bytes.count {
-                let block = Block(bytes[offset..<min(offset + 16, bytes.count)])
-                value = Block(high: value.high ^ block.high, low: value.low ^ block.low).times(key)
-                offset += 16
+            /// What shifting four bits off the end adds back at the top, by the bits shifted off.
+            static let reduction: [UInt64] = [
+                0x0000, 0x1C20, 0x3840, 0x2460, 0x7080, 0x6CA0, 0x48C0, 0x54E0, 0xE100, 0xFD20, 0xD940, 0xC560, 0x9180, 0x8DA0, 0xA9C0, 0xB5E0,
+            ].map { $0 << 48 }
+
+            /// `value` times H: its nibbles from the last to the first, the product so far
+            /// shifted four bits (times x⁴) before each.
+            func multiply(_ value: Block) -> Block {
+                multiples.withUnsafeBufferPointer { multiples in Self.reduction.withUnsafeBufferPointer { Self.multiply(value, multiples, $0) } }
+            }
+
+            /// The loop of `multiply`, on the tables' memory: GHASH runs it once per block.
+            static func multiply(_ value: Block, _ multiples: UnsafeBufferPointer<Block>, _ reduction: UnsafeBufferPointer<UInt64>) -> Block {
+                var product = Block()
+                for index in stride(from: 31, through: 0, by: -1) {
+                    let word = index < 16 ? value.high : value.low
+                    let nibble = Int((word >> (UInt64(15 - index % 16) * 4)) & 0xF)
+                    if index != 31 {
+                        let dropped = Int(product.low & 0xF)
+                        product = Block(high: (product.high >> 4) ^ reduction[dropped], low: (product.low >> 4) | (product.high << 60))
+                    }
+                    product = product ^ multiples[nibble]
+                }
+                return product
             }
         }
 
+        let table: Table
+        var value = Block()
+
+        init(table: Table) { self.table = table }
+
+        mutating func absorb(_ bytes: [UInt8]) {
+            var offset = 0
+            var value = self.value
+            bytes.withUnsafeBytes { buffer in
+                table.multiples.withUnsafeBufferPointer { multiples in
+                    Table.reduction.withUnsafeBufferPointer { reduction in
+                        while offset + 16 <= buffer.count {
+                            let block = Block(
+                                high: UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
+                                low: UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
+                            value = Table.multiply(value ^ block, multiples, reduction)
+                            offset += 16
+                        }
+                    }
+                }
+            }
+            self.value = value
+            if offset < bytes.count { self.value = table.multiply(value ^ Block(bytes[offset...])) }
+        }
+
         mutating func absorbLengths(_ first: UInt64, _ second: UInt64) {
-            value = Block(high: value.high ^ first, low: value.low ^ second).times(key)
+            value = table.multiply(value ^ Block(high: first, low: second))
         }
     }
 }

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 
 /// A backup folder as a phone or Keyferry wrote it, read leniently and bounded: its manifest
 /// before any password, then, opened, its files and keychain items.
@@ -139,7 +140,8 @@ public struct OpenedPhoneBackup: Sendable {
         case item(ItemRecord)
         case tombstone
         /// Not opened: the table and, when its header reads, the class.
-        case sealed(table: ItemClass, protection: ProtectionClass?, why: Why)
+        /// `uuid` names it in reports, the same each time the backup is read (from its bytes).
+        case sealed(uuid: UUID, table: ItemClass, protection: ProtectionClass?, why: Why)
 
         public enum Why: Sendable {
             /// Its class key is tied to the device that made the backup.
@@ -163,47 +165,46 @@ public struct OpenedPhoneBackup: Sendable {
             throw PhoneBackupError.malformed("keychain-backup.plist: \(error)")
         }
         let backupDate = manifest.date ?? Date()
-        var entries: [KeychainEntry] = []
-        for table in KeychainBackupPlist.tables {
-            guard let itemClass = ItemClass(rawValue: table) else { continue }
-            for entry in plist.entries[table] ?? [] {
-                entries.append(open(entry.data, table: itemClass, backupDate: backupDate))
-            }
+        let sealed = KeychainBackupPlist.tables.flatMap { table in
+            ItemClass(rawValue: table).map { itemClass in (plist.entries[table] ?? []).map { (itemClass, $0.data) } } ?? []
         }
-        return entries
+        // Opening is the costly part (an unwrap and GCM per item): on every core.
+        return try ParallelMap.map(sealed) { itemClass, data in open(data, table: itemClass, backupDate: backupDate) }
     }
 
     private func open(_ data: Data, table: ItemClass, backupDate: Date) -> KeychainEntry {
+        func unopened(_ protection: ProtectionClass?, why: KeychainEntry.Why) -> KeychainEntry {
+            .sealed(uuid: PhoneKeychainItem.nameBasedUUID(Array(data)), table: table, protection: protection, why: why)
+        }
         let sealed: SealedKeychainItem
         do {
             sealed = try SealedKeychainItem(bytes: data)
         } catch {
-            return .sealed(table: table, protection: nil, why: .unsupported("\(error)"))
+            return unopened(nil, why: .unsupported("\(error)"))
         }
         guard let protection = PhoneClass.protection(keychainClass: sealed.protectionClass) else {
-            return .sealed(table: table, protection: nil, why: .unsupported("class \(sealed.protectionClass) is not a keychain class"))
+            return unopened(nil, why: .unsupported("class \(sealed.protectionClass) is not a keychain class"))
         }
         guard let classKey = classKeys[sealed.protectionClass] else {
             let tied = manifest.keybag.sealedToDevice.contains(sealed.protectionClass)
-            return .sealed(
-                table: table, protection: protection, why: tied ? .sealedToSourceDevice : .unsupported("the keybag has no class \(sealed.protectionClass)"))
+            return unopened(protection, why: tied ? .sealedToSourceDevice : .unsupported("the keybag has no class \(sealed.protectionClass)"))
         }
         let plaintext: [UInt8]
         do {
             plaintext = try sealed.open(classKey: classKey)
         } catch {
-            return .sealed(table: table, protection: protection, why: .damaged)
+            return unopened(protection, why: .damaged)
         }
         let attributes: PropertyList
         do {
             attributes = try DERPropertyList.decode(Data(plaintext))
         } catch {
-            return .sealed(table: table, protection: protection, why: .unsupported("its attributes are not a DER property list (\(error))"))
+            return unopened(protection, why: .unsupported("its attributes are not a DER property list (\(error))"))
         }
         switch PhoneKeychainItem.record(from: attributes, table: table, protection: protection, sealedBytes: Array(data), backupDate: backupDate) {
         case .item(let record): return .item(record)
         case .tombstone: return .tombstone
-        case .unreadable(let why): return .sealed(table: table, protection: protection, why: .unsupported(why))
+        case .unreadable(let why): return unopened(protection, why: .unsupported(why))
         }
     }
 }
@@ -241,9 +242,9 @@ extension OpenedPhoneBackup {
             switch entry {
             case .item: result.itemsOpened += 1
             case .tombstone: break
-            case .sealed(_, _, .sealedToSourceDevice): result.itemsSealedToSourceDevice += 1
-            case .sealed(_, _, .damaged): result.itemsDamaged += 1
-            case .sealed(_, _, .unsupported): result.itemsUnsupported += 1
+            case .sealed(_, _, _, .sealedToSourceDevice): result.itemsSealedToSourceDevice += 1
+            case .sealed(_, _, _, .damaged): result.itemsDamaged += 1
+            case .sealed(_, _, _, .unsupported): result.itemsUnsupported += 1
             }
         }
         return result

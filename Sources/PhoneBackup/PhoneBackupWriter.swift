@@ -73,7 +73,8 @@ public enum PhoneBackupWriter {
         var itemCount = 0
         var total = files.count + 1
         try device.deviceKeychain.forEachExportBatch { items in
-            try items.map { try KeychainEntry(item: $0, keys: keys) }
+            let itemKeys = FreshKeys(count: items.count)
+            return try items.enumerated().map { try KeychainEntry(item: $1, keys: keys, itemKey: itemKeys[$0]) }
         } consume: { pieces, done, count in
             for entry in pieces.joined() {
                 switch entry {
@@ -92,12 +93,21 @@ public enum PhoneBackupWriter {
             domain: PhoneDomain.keychain, path: PhoneDomain.keychainFile, contents: BinaryPropertyList.encode(keychain.propertyList),
             fileClass: 1, mode: 0o100400, userID: 0)
 
+        // Files a few at a time, each group read and sealed on every core, then recorded.
         var fileCount = 0
-        for (index, file) in files.enumerated() {
-            guard let contents = try file.read() else { continue }
-            try writer.add(domain: PhoneDomain.app(file.bundleID), path: file.path, contents: contents, fileClass: PhoneClass.file(file.protection))
-            fileCount += 1
-            try progress(.writing(done: itemCount + index + 2, total: total))
+        var done = itemCount + 1
+        for group in SandboxFile.groups(files) {
+            let read = try group.compactMap { file in
+                try file.read().map { (domain: PhoneDomain.app(file.bundleID), path: file.path, contents: $0, fileClass: PhoneClass.file(file.protection)) }
+            }
+            let sealer = writer.sealer
+            let sealed = try ParallelMap.map(read) { try sealer.seal(domain: $0.domain, path: $0.path, contents: $0.contents, fileClass: $0.fileClass) }
+            for file in sealed {
+                writer.record(file)
+                fileCount += 1
+            }
+            done += group.count
+            try progress(.writing(done: done, total: total))
         }
         for app in apps { writer.addDirectory(domain: PhoneDomain.app(app.bundleID), path: "") }
         writer.addDirectory(domain: PhoneDomain.keychain, path: "")
@@ -133,7 +143,25 @@ public enum PhoneBackupWriter {
         var bundleID: String
         var path: String
         var protection: FileProtection
+        var bytes: Int
         var read: () throws -> Data?
+
+        /// Files in groups of at most eight and 64 MiB (a larger file alone): what is held in
+        /// memory at once while a group is sealed on every core.
+        static func groups(_ files: [SandboxFile]) -> [[SandboxFile]] {
+            var groups: [[SandboxFile]] = []
+            var bytes = 0
+            for file in files {
+                if let last = groups.last, last.count < 8, bytes + file.bytes <= 64 << 20 {
+                    groups[groups.count - 1].append(file)
+                    bytes += file.bytes
+                } else {
+                    groups.append([file])
+                    bytes = file.bytes
+                }
+            }
+            return groups
+        }
     }
 
     private static func sandboxFiles(_ device: Device, _ apps: [AppManifest]) throws -> [SandboxFile] {
@@ -141,11 +169,13 @@ public enum PhoneBackupWriter {
             let sandbox = try device.sandbox(for: app.bundleID)
             return [
                 SandboxFile(
-                    bundleID: app.bundleID, path: PhoneDomain.defaults(app.bundleID), protection: .completeUntilFirstUserAuthentication,
+                    bundleID: app.bundleID, path: PhoneDomain.defaults(app.bundleID), protection: .completeUntilFirstUserAuthentication, bytes: 0,
                     read: { try sandbox.defaultsData() })
             ]
                 + (try sandbox.files()).map { file in
-                    SandboxFile(bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection, read: { try sandbox.readFile(file.path) })
+                    SandboxFile(
+                        bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection, bytes: file.bytes,
+                        read: { try sandbox.readFile(file.path) })
                 }
         }
     }
@@ -211,12 +241,23 @@ extension BackupKeybag {
     }
 }
 
+/// Fresh keys drawn from the system in one call: a backup of 100,000 items needs 100,000.
+private struct FreshKeys {
+    private let bytes: [UInt8]
+
+    init(count: Int) {
+        bytes = count == 0 ? [] : SymmetricKey(size: SymmetricKeySize(bitCount: 256 * count)).withUnsafeBytes { Array($0) }
+    }
+
+    subscript(index: Int) -> SymmetricKey { SymmetricKey(data: bytes[index * 32..<(index + 1) * 32]) }
+}
+
 /// One exported item as the backup carries it, or why it is left out.
 private enum KeychainEntry: Sendable {
     case sealed(table: String, Data)
     case leftOut(String)
 
-    init(item: ExportedItem, keys: WritingKeys) throws {
+    init(item: ExportedItem, keys: WritingKeys, itemKey: SymmetricKey) throws {
         let name = "\(item.itemClass.name).\(item.protection.name)"
         if item.accessControl?.asksForUser == true {
             self = .leftOut("\(item.itemClass.name).\(DeviceBackup.CountName.accessControl)")
@@ -231,27 +272,18 @@ private enum KeychainEntry: Sendable {
             accessControl: nil, creationDate: item.creationDate, modificationDate: item.modificationDate, attributes: try item.attributes.decoded(),
             data: item.data)
         let plaintext = try DERPropertyList.encode(PhoneKeychainItem.attributes(record))
-        let sealed = try SealedKeychainItem(sealing: Array(plaintext), protectionClass: number, classKey: classKey)
+        let sealed = try SealedKeychainItem(sealing: Array(plaintext), protectionClass: number, classKey: classKey, itemKey: itemKey)
         self = .sealed(table: item.itemClass.rawValue, Data(sealed.bytes))
     }
 }
 
-/// Seals files into their blobs and collects their rows, directories included, for `Manifest.db`.
-private struct BlobWriter {
+/// Seals a file into its blob, written into the folder: on any thread, for files sealed side by side.
+private struct BlobSealer: Sendable {
     let folder: PhoneBackupFolder
     let keys: WritingKeys
-    private(set) var manifestKey: ClassWrappedKey?
-    private var rows: [String: ManifestRow] = [:]
-    private var inode: Int64 = 1
 
-    init(folder: PhoneBackupFolder, keys: WritingKeys) {
-        self.folder = folder
-        self.keys = keys
-    }
-
-    /// A regular file: its blob sealed under a fresh key (in plain when unencrypted), its
-    /// parent directories recorded.
-    mutating func add(domain: String, path: String, contents: Data, fileClass: UInt32, mode: Int64 = 0o100644, userID: Int64 = 501) throws {
+    /// The blob under a fresh key (in plain when unencrypted), and the file's row.
+    func seal(domain: String, path: String, contents: Data, fileClass: UInt32, mode: Int64 = 0o100644, userID: Int64 = 501) throws -> ManifestRow {
         let id = BackupFileCrypto.fileID(domain: domain, relativePath: path)
         var key: ClassWrappedKey?
         var blob = contents
@@ -267,11 +299,37 @@ private struct BlobWriter {
             relativePath: path, size: Int64(contents.count), mode: mode, protectionClass: Int64(fileClass), encryptionKey: key)
         record.userID = userID
         record.groupID = userID
-        stamp(&record)
-        rows[id] = ManifestRow(fileID: id, domain: domain, relativePath: path, flags: ManifestRow.regularFile, file: record)
-        var parent = (path as NSString).deletingLastPathComponent
+        return ManifestRow(fileID: id, domain: domain, relativePath: path, flags: ManifestRow.regularFile, file: record)
+    }
+}
+
+/// Collects the rows of `Manifest.db`, directories included, and writes it.
+private struct BlobWriter {
+    let sealer: BlobSealer
+    private(set) var manifestKey: ClassWrappedKey?
+    private var rows: [String: ManifestRow] = [:]
+    private var inode: Int64 = 1
+
+    private var folder: PhoneBackupFolder { sealer.folder }
+    private var keys: WritingKeys { sealer.keys }
+
+    init(folder: PhoneBackupFolder, keys: WritingKeys) {
+        sealer = BlobSealer(folder: folder, keys: keys)
+    }
+
+    /// A regular file sealed, written and recorded.
+    mutating func add(domain: String, path: String, contents: Data, fileClass: UInt32, mode: Int64 = 0o100644, userID: Int64 = 501) throws {
+        record(try sealer.seal(domain: domain, path: path, contents: contents, fileClass: fileClass, mode: mode, userID: userID))
+    }
+
+    /// A sealed file's row, with its parent directories.
+    mutating func record(_ row: ManifestRow) {
+        var row = row
+        stamp(&row.file)
+        rows[row.fileID] = row
+        var parent = (row.relativePath as NSString).deletingLastPathComponent
         while !parent.isEmpty {
-            addDirectory(domain: domain, path: parent)
+            addDirectory(domain: row.domain, path: parent)
             parent = (parent as NSString).deletingLastPathComponent
         }
     }

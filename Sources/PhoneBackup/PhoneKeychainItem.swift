@@ -135,16 +135,12 @@ enum PhoneKeychainItem {
         }
     }
 
-    /// A stable identity for an item a phone wrote without a `UUID` attribute: the same backup
-    /// restored twice gives the same item the same identity.
-    private static func nameBasedUUID(_ bytes: [UInt8]) -> UUID {
+    /// A stable identity for an item a phone wrote without a `UUID` attribute, or that does not
+    /// open: the same backup read twice names it the same.
+    static func nameBasedUUID(_ bytes: [UInt8]) -> UUID {
         var digest = Array(SHA256.hash(data: bytes).prefix(16))
         digest[6] = digest[6] & 0x0F | 0x50
         digest[8] = digest[8] & 0x3F | 0x80
-        return UUID(
-            uuid: (
-                digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7], digest[8], digest[9], digest[10], digest[11],
-                digest[12], digest[13], digest[14], digest[15]
-            ))
+        return digest.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
     }
 }

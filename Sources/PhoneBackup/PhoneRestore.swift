@@ -3,6 +3,7 @@ import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 
 /// Restores an iOS backup folder, a phone's or a Keyferry device's, onto a powered-off device
 /// by the rules of `DeviceRestore`: the target keeps its hardware UID and passcode, its
@@ -15,16 +16,27 @@ public enum PhoneRestore {
     public static func restore(
         _ backup: URL, password: Data?, to target: URL, passcode: String?, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
-        // Everything that can be refused is refused before the target is touched: the password,
-        // Manifest.db, and the keychain, read whole.
+        // What can be refused is refused before the target is touched: the password, Manifest.db,
+        // every path to be written.
         let reader = try PhoneBackupReader(folder: backup)
         let targetKeys = try Device.backupKeys(at: target)
         let sameDevice = reader.wasWritten(by: targetKeys.deviceID)
         let opened = try reader.open(password: password, device: targetKeys)
-        let keychain = try opened.keychain()
         let plan = try SandboxPlan(opened)
-        return try DeviceRestore.intoCopy(of: target, passcode: passcode) { device in
-            try restore(opened, keychain: keychain, plan: plan, sameDevice: sameDevice, into: device, progress: progress)
+        // The keychain is read and opened while the target's passcode is checked (one core's
+        // work) and the target is copied; a backup whose keychain does not read is refused
+        // before the copy is touched, and the target is left as it was.
+        let keychain = BackgroundWork { try opened.keychain() }
+        var collected = false
+        do {
+            return try DeviceRestore.intoCopy(of: target, passcode: passcode) { device in
+                collected = true
+                return try restore(opened, keychain: try keychain.result(), plan: plan, sameDevice: sameDevice, into: device, progress: progress)
+            }
+        } catch {
+            // Refused before the copy (a wrong passcode): the keychain's reading is waited out.
+            if !collected { _ = try? keychain.result() }
+            throw error
         }
     }
 
@@ -69,7 +81,7 @@ public enum PhoneRestore {
                         waitingForApp: reason == nil && !groups.contains(record.accessGroup)))
             case .tombstone:
                 continue
-            case .sealed(let table, let protection, let why):
+            case .sealed(let uuid, let table, let protection, let why):
                 let reason: RestoreReport.Reason =
                     switch why {
                     case .sealedToSourceDevice: sameDevice ? .damaged : .sealedToSourceDevice
@@ -78,22 +90,38 @@ public enum PhoneRestore {
                     }
                 report.items.append(
                     .init(
-                        uuid: UUID(), itemClass: table, protection: protection ?? .whenUnlockedThisDeviceOnly, synchronizable: false, accessGroup: "",
+                        uuid: uuid, itemClass: table, protection: protection ?? .whenUnlockedThisDeviceOnly, synchronizable: false, accessGroup: "",
                         name: nil, reason: reason, waitingForApp: false))
             }
         }
         // Two items of a backup with one primary key: the later write wins, as on a phone.
-        var byKey: [PrimaryKey: ItemRecord] = [:]
-        for record in restored { byKey[record.primaryKey] = record }
-        try device.deviceKeychain.restore(Array(byKey.values))
-        try progress(keychain.count, total)
+        var latest: [PrimaryKey: Int] = [:]
+        for (index, record) in restored.enumerated() { latest[record.primaryKey] = index }
+        let unique = restored.indices.filter { latest[restored[$0].primaryKey] == $0 }.map { restored[$0] }
 
-        for (index, file) in plan.files.enumerated() {
-            let contents = try backup.contents(of: file.row)
-            try device.sandbox(for: file.bundleID).restoreFile(path: file.row.relativePath, contents: contents, protection: file.protection)
-            report.sandboxFiles += 1
-            try progress(keychain.count + index + 1, total)
+        // The items are sealed for the store on other threads while the files are written.
+        let store = device.deviceKeychain
+        let sealing = BackgroundWork { try store.sealedForRestore(unique) }
+        do {
+            var done = 0
+            var sandboxes: [String: Sandbox] = [:]
+            for group in plan.groups {
+                let contents = try ParallelMap.map(group) { try backup.contents(of: $0.row) }
+                for (file, contents) in zip(group, contents) {
+                    let sandbox = try sandboxes[file.bundleID] ?? device.sandbox(for: file.bundleID)
+                    sandboxes[file.bundleID] = sandbox
+                    try sandbox.restoreFile(path: file.row.relativePath, contents: contents, protection: file.protection)
+                }
+                report.sandboxFiles += group.count
+                done += group.count
+                try progress(done, total)
+            }
+        } catch {
+            // Whatever stops the restore, no item is still being sealed when it returns.
+            _ = try? sealing.result()
+            throw error
         }
+        try store.restore(try sealing.result())
         // The last chance to stop, after the costly import: from here the swap goes through.
         try progress(total, total)
         return report
@@ -143,11 +171,31 @@ struct SandboxPlan {
         var bundleID: String
         var row: ManifestRow
         var protection: FileProtection
+        /// The blob's size on disk: what reading it costs, whatever its record says.
+        var blobBytes: Int
     }
 
     var files: [File] = []
     /// Regular files not restored, by domain (or by why, for an app's files outside Documents).
     var notRestored: [String: Int] = [:]
+
+    /// The files in groups of at most eight and 64 MiB of blobs (a larger file alone): what a
+    /// restore holds in memory while a group is decrypted on every core.
+    var groups: [[File]] {
+        var groups: [[File]] = []
+        var bytes = 0
+        for file in files {
+            let size = file.blobBytes
+            if let last = groups.last, last.count < 8, bytes + size <= 64 << 20 {
+                groups[groups.count - 1].append(file)
+                bytes += size
+            } else {
+                groups.append([file])
+                bytes = size
+            }
+        }
+        return groups
+    }
 
     init(_ backup: OpenedPhoneBackup) throws {
         let apps = Set(backup.manifest.applications.map(\.bundleID))
@@ -164,7 +212,9 @@ struct SandboxPlan {
                 continue
             }
             try Self.check(path, in: row.domain)
-            files.append(File(bundleID: bundleID, row: row, protection: PhoneClass.fileProtection(row.file.protectionClass)))
+            let blob = try backup.folder.blob(row.fileID)
+            let blobBytes = (try? FileManager.default.attributesOfItem(atPath: blob.path)[.size] as? Int) ?? 0
+            files.append(File(bundleID: bundleID, row: row, protection: PhoneClass.fileProtection(row.file.protectionClass), blobBytes: blobBytes))
         }
     }
 

@@ -107,7 +107,8 @@ public struct Scenario: Sendable {
         case writeFile(device: String, app: String, path: String, text: String, protection: FileProtection?)
         case removeFile(device: String, app: String, path: String)
         case sync([String])
-        case backup(device: String, archive: String, encrypted: Bool)
+        /// `phone`: as a real iPhone's backup folder (`--format ios`) rather than Keyferry's archive.
+        case backup(device: String, archive: String, encrypted: Bool, phone: Bool)
         case restore(archive: String, to: String)
         case transfer(from: String, to: String)
         case wait(TimeInterval, devices: [String])

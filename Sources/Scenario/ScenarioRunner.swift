@@ -5,6 +5,7 @@ import KeychainModel
 import KeychainStore
 import Node
 import NodeControl
+import PhoneBackup
 import Survival
 import Sync
 import SyncWire
@@ -102,7 +103,7 @@ actor RunState {
     let fleet: FleetRunner
     let executable: URL
     private var passcodes: [String: String]
-    private var archives: [String: (url: URL, encrypted: Bool)] = [:]
+    private var archives: [String: (url: URL, encrypted: Bool, phone: Bool)] = [:]
     private var lastReport: [String] = []
 
     init(scenario: Scenario, fleet: FleetRunner, executable: URL) {
@@ -183,7 +184,7 @@ actor RunState {
             for _ in 0..<2 {
                 for device in devices { let _: SyncReport = try await client(device).call(.syncNow, NodeAPI.Empty()) }
             }
-        case .backup(let device, let name, let encrypted):
+        case .backup(let device, let name, let encrypted, let phone):
             // The parser allows plain file names only; the archive goes nowhere else, and an
             // existing file is the node's to refuse, never ours to remove.
             let directory = fleet.root.appendingPathComponent("archives", isDirectory: true)
@@ -193,15 +194,23 @@ actor RunState {
             }
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let password = encrypted ? String(decoding: ScenarioRunner.archivePassword, as: UTF8.self) : nil
-            let _: ArchiveManifest = try await client(device, patient: true).call(.backup, NodeAPI.Backup(path: url.path, password: password))
-            archives[name] = (url, encrypted)
+            if phone {
+                let _: PhoneBackupWriter.Summary = try await client(device, patient: true).call(
+                    .phoneBackup, NodeAPI.PhoneBackup(path: url.path, password: password, rounds: nil))
+            } else {
+                let _: ArchiveManifest = try await client(device, patient: true).call(.backup, NodeAPI.Backup(path: url.path, password: password))
+            }
+            archives[name] = (url, encrypted, phone)
         case .restore(let name, let target):
             let archive = archives[name]!
             let dir = directory(target)
             _ = try await NodeLauncher.stop(directory: dir)
             let passcode = passcodes[target]
+            let password = archive.encrypted ? ScenarioRunner.archivePassword : nil
             let report = try NodeLauncher.whilePoweredOff(directory: dir) {
-                try DeviceRestore.restore(archive.url, password: archive.encrypted ? ScenarioRunner.archivePassword : nil, to: dir, passcode: passcode)
+                archive.phone
+                    ? try PhoneRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
+                    : try DeviceRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
             }
             lastReport = Self.lines(report)
             try await powerOnAndUnlock(target)
@@ -322,7 +331,10 @@ actor RunState {
         let dropped = report.items.filter { !$0.restored }.count
         return ["restored \(report.restoredCount) of \(report.items.count) keychain items, dropped \(dropped)"]
             + report.items.map { item in
-                let name = item.name ?? item.uuid.uuidString
+                // An item sealed to the phone that made an iOS backup has no name to give.
+                let name =
+                    item.name
+                    ?? (item.reason == .sealedToSourceDevice ? "(sealed) \(item.itemClass.name) \(item.protection.name)" : item.uuid.uuidString)
                 return item.reason.map { "dropped \(name): \($0.sentence)" } ?? "restored \(name)"
             }
     }

@@ -134,7 +134,7 @@ struct StepParser {
             guard fleet.relay != nil else { throw value.failure("the scenario's devices are in no circle; add `sync: {relay: auto}` to the scenario.") }
             return (.sync(devices), "sync \(devices.joined(separator: ", "))")
         case "backup":
-            let (device, fields) = try deviceAnd(value, allowed: ["device", "archive", "encrypted"], required: ["archive"])
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "archive", "encrypted", "format"], required: ["archive"])
             let archiveField = fields["archive"]!
             let archive = try archiveField.text()
             guard archive.range(of: #"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"#, options: .regularExpression) != nil else {
@@ -145,9 +145,13 @@ struct StepParser {
                 throw archiveField.failure("an earlier `backup:` step already makes archive '\(archive)'; give this one a name of its own.")
             }
             let encrypted = try fields["encrypted"]?.bool() ?? true
+            let format = try fields["format"]?.text() ?? "keyferry"
+            guard ["keyferry", "ios"].contains(format) else {
+                throw fields["format"]!.failure("'\(format)' is not a backup format; use keyferry (an archive) or ios (a real iPhone's backup folder).")
+            }
             return (
-                .backup(device: device, archive: archive, encrypted: encrypted),
-                "back up \(device) to \(archive) (\(encrypted ? "encrypted" : "unencrypted"))"
+                .backup(device: device, archive: archive, encrypted: encrypted, phone: format == "ios"),
+                "back up \(device) to \(archive) (\(encrypted ? "encrypted" : "unencrypted")\(format == "ios" ? ", as an iOS backup" : ""))"
             )
         case "restore":
             let fields = try value.fields(allowed: ["archive", "to"])

@@ -1,7 +1,8 @@
-import AppleFormats
 import Crypto
 import Foundation
 import Testing
+
+@testable import AppleFormats
 
 @Suite("AES-GCM as backups seal keychain items")
 struct KeychainGCMTests {
@@ -28,6 +29,19 @@ struct KeychainGCMTests {
             #expect(ours == Array(reference.ciphertext) + Array(reference.tag), "\(length) bytes")
             #expect(try KeychainGCM.open(ours, key: key, iv: Array(nonce), aad: aad) == plaintext)
         }
+    }
+
+    @Test("GHASH's table of sixteen multiples multiplies as the bit-by-bit definition does")
+    func tableMultiplication() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let hashKey = KeychainGCM.Block(high: generator.next(), low: generator.next())
+            let value = KeychainGCM.Block(high: generator.next(), low: generator.next())
+            #expect(KeychainGCM.GHash.Table(hashKey).multiply(value) == value.times(hashKey))
+        }
+        let one = KeychainGCM.Block(high: 1 << 63, low: 0)
+        let hashKey = KeychainGCM.Block(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
+        #expect(KeychainGCM.GHash.Table(hashKey).multiply(one) == hashKey, "1 is the field's unit")
     }
 
     @Test("a flipped bit, another key, missing AAD or a short input is refused")

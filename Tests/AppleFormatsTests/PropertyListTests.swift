@@ -1,10 +1,35 @@
-import AppleFormats
 import Foundation
 import Testing
+
+@testable import AppleFormats
 
 @Suite("DER property lists")
 struct DERPropertyListTests {
     static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+
+    @Test("dates by arithmetic agree with the Gregorian calendar from 1600 to 2400, both ways, leap days and fractions included")
+    func dates() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        var generator = SystemRandomNumberGenerator()
+        let start = -11_676_096_000.0  // 1600-01-01
+        let samples =
+            (0..<2_000).map { _ in Date(timeIntervalSince1970: start + Double(generator.next() % 25_246_080_000)) }
+            + [Date(timeIntervalSince1970: 951_782_400), Date(timeIntervalSince1970: 4_107_456_000), Date(timeIntervalSince1970: 0.25)]
+        for date in samples {
+            let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+            let text = DERPropertyList.generalizedTime(date)
+            #expect(
+                text.prefix(14) == String(format: "%04d%02d%02d%02d%02d%02d", parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!),
+                "\(date)")
+            let parsed = try #require(DERPropertyList.parseGeneralizedTime(text))
+            #expect(abs(parsed.timeIntervalSince(date)) < 0.000_001, "\(text)")
+        }
+        #expect(DERPropertyList.generalizedTime(Date(timeIntervalSince1970: 951_782_400)) == "20000229000000Z")
+        #expect(
+            DERPropertyList.parseGeneralizedTime("20260231000000Z") == DERPropertyList.parseGeneralizedTime("20260303000000Z"),
+            "past the month's end rolls over")
+    }
 
     @Test("the vector of IOS-BACKUP.md: entries sorted by their encoding, true as 0x01, a date without fraction")
     func vector() throws {

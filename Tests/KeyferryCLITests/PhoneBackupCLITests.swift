@@ -189,5 +189,8 @@ struct PhoneBackupCLITests {
             }
         }
         #expect(names == ["alice @ mail", "synced @ chat", "daemon @ push", "bob @ imap.example.com"])
+        // The restored device is a device like any other: its own matrix runs.
+        let again = try cli.ok(["survival", newPhone, "--json"]).object()
+        #expect((again["rows"] as? [[String: Any]])?.count == 7)
     }
 }

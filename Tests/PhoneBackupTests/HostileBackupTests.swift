@@ -178,6 +178,14 @@ struct HostileBackupTests {
         #expect(try flipped.refusal().contains("does not decrypt"))
     }
 
+    @Test("a keychain-backup.plist that is not a property list is refused, the target as it was")
+    func garbageKeychain() throws {
+        let setup = try Setup()
+        let plist = setup.blob(domain: "KeychainDomain", path: "keychain-backup.plist")
+        try Data("bplist00 and then nothing a plist holds".utf8).write(to: plist)
+        #expect(try setup.refusal().contains("keychain-backup.plist"))
+    }
+
     @Test("an item whose tag does not match, or of an unknown class, is reported; the rest restores")
     func damagedItems() throws {
         // Unencrypted, onto the device that wrote it: keychain-backup.plist is in plain.

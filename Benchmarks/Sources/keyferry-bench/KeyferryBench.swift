@@ -10,7 +10,9 @@ struct KeyferryBench: AsyncParsableCommand {
             Build in release and run through scripts/bench, which builds the keyferry binary the \
             process-level benchmarks start (KEYFERRY_BINARY names it).
             """,
-        subcommands: [StoreBench.self, NodeBench.self, BackupBench.self, SyncBench.self, RelaysBench.self, SurvivalBench.self, SecurityBench.self])
+        subcommands: [
+            StoreBench.self, NodeBench.self, BackupBench.self, PhoneBackupBench.self, SyncBench.self, RelaysBench.self, SurvivalBench.self, SecurityBench.self,
+        ])
 }
 
 /// The `keyferry` binary that benchmarks of whole commands and of nodes run.
