@@ -10,40 +10,40 @@ public enum BinaryPropertyList {
     // MARK: Writing
 
     /// `value` as a binary plist. Dictionaries are written with their keys sorted, so the same
-    /// value always gives the same bytes.
+    /// value always gives the same bytes, and each key string once, as CoreFoundation does.
     public static func encode(_ value: PropertyList) -> Data {
-        var objects: [[UInt8]] = []
-        var pending: [(index: Int, value: PropertyList)] = []
         // Every object is numbered before it is written: a collection's references need the
         // numbers of its members.
+        var objects: [PropertyList] = []
+        var keyNumbers: [String: Int] = [:]
         func number(_ value: PropertyList) -> Int {
-            objects.append([])
-            pending.append((objects.count - 1, value))
+            objects.append(value)
             return objects.count - 1
         }
+        func numberKey(_ key: String) -> Int {
+            if let known = keyNumbers[key] { return known }
+            let new = number(.string(key))
+            keyNumbers[key] = new
+            return new
+        }
         _ = number(value)
-        var references: [Int: [Int]] = [:]
-        var cursor = 0
-        while cursor < pending.count {
-            let (index, value) = pending[cursor]
-            cursor += 1
-            switch value {
-            case .array(let elements): references[index] = elements.map(number)
+        var references: [[Int]] = []
+        while references.count < objects.count {
+            switch objects[references.count] {
+            case .array(let elements): references.append(elements.map(number))
             case .dictionary(let entries):
                 let keys = entries.keys.sorted()
-                references[index] = keys.map { number(.string($0)) } + keys.map { number(entries[$0]!) }
-            default: break
+                references.append(keys.map(numberKey) + keys.map { number(entries[$0]!) })
+            default: references.append([])
             }
         }
         let referenceSize = byteCount(for: UInt64(objects.count))
-        for (index, value) in pending {
-            objects[index] = object(value, references: references[index] ?? [], referenceSize: referenceSize)
-        }
         var bytes = magic
         var offsets: [UInt64] = []
-        for object in objects {
+        offsets.reserveCapacity(objects.count)
+        for (index, object) in objects.enumerated() {
             offsets.append(UInt64(bytes.count))
-            bytes += object
+            append(object, references: references[index], referenceSize: referenceSize, to: &bytes)
         }
         let tableOffset = UInt64(bytes.count)
         let offsetSize = byteCount(for: tableOffset)
@@ -53,23 +53,34 @@ public enum BinaryPropertyList {
         return Data(bytes)
     }
 
-    private static func object(_ value: PropertyList, references: [Int], referenceSize: Int) -> [UInt8] {
+    private static func append(_ value: PropertyList, references: [Int], referenceSize: Int, to bytes: inout [UInt8]) {
         switch value {
-        case .boolean(let flag): return [flag ? 0x09 : 0x08]
-        case .integer(let number): return integer(number)
-        case .real(let number): return [0x23] + BigEndian.bytes(number.bitPattern, count: 8)
-        case .date(let date): return [0x33] + BigEndian.bytes(date.timeIntervalSinceReferenceDate.bitPattern, count: 8)
-        case .data(let data): return marker(0x40, count: data.count) + Array(data)
+        case .boolean(let flag): bytes.append(flag ? 0x09 : 0x08)
+        case .integer(let number): bytes += integer(number)
+        case .real(let number): bytes += [0x23] + BigEndian.bytes(number.bitPattern, count: 8)
+        case .date(let date): bytes += [0x33] + BigEndian.bytes(date.timeIntervalSinceReferenceDate.bitPattern, count: 8)
+        case .data(let data):
+            bytes += marker(0x40, count: data.count)
+            bytes += data
         case .string(let text):
-            if text.utf8.allSatisfy({ $0 < 0x80 }) { return marker(0x50, count: text.utf8.count) + Array(text.utf8) }
-            let units = Array(text.utf16)
-            return marker(0x60, count: units.count) + units.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+            if text.utf8.allSatisfy({ $0 < 0x80 }) {
+                bytes += marker(0x50, count: text.utf8.count)
+                bytes += text.utf8
+            } else {
+                let units = Array(text.utf16)
+                bytes += marker(0x60, count: units.count)
+                for unit in units { bytes += [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
+            }
         case .uid(let number):
             let size = byteCount(for: number)
-            return [0x80 | UInt8(size - 1)] + BigEndian.bytes(number, count: size)
-        case .array: return marker(0xA0, count: references.count) + references.flatMap { BigEndian.bytes(UInt64($0), count: referenceSize) }
-        case .dictionary: return marker(0xD0, count: references.count / 2) + references.flatMap { BigEndian.bytes(UInt64($0), count: referenceSize) }
-        case .null: return [0x00]
+            bytes += [0x80 | UInt8(size - 1)] + BigEndian.bytes(number, count: size)
+        case .array:
+            bytes += marker(0xA0, count: references.count)
+            for reference in references { bytes += BigEndian.bytes(UInt64(reference), count: referenceSize) }
+        case .dictionary:
+            bytes += marker(0xD0, count: references.count / 2)
+            for reference in references { bytes += BigEndian.bytes(UInt64(reference), count: referenceSize) }
+        case .null: bytes.append(0x00)
         }
     }
 

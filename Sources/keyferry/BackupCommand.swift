@@ -165,7 +165,7 @@ struct BackupCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            if PhoneBackupReader.isBackup(URL(fileURLWithPath: file)) { return try PhoneBackupPresentation.inspect(file, json: output.json) }
+            if try PhoneBackupPresentation.isPhoneBackup(file) { return try PhoneBackupPresentation.inspect(file, json: output.json) }
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
             let manifest = try reader.unverifiedManifest()
             let header = reader.header
@@ -222,7 +222,7 @@ struct BackupCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            if PhoneBackupReader.isBackup(URL(fileURLWithPath: file)) {
+            if try PhoneBackupPresentation.isPhoneBackup(file) {
                 return try PhoneBackupPresentation.verify(file, password: password, device: device, json: output.json)
             }
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))

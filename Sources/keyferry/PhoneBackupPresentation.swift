@@ -5,6 +5,20 @@ import PhoneBackup
 
 /// `backup inspect` and `backup verify` of an iOS backup folder, a phone's or a Keyferry device's.
 enum PhoneBackupPresentation {
+    /// Whether `path` names an iOS backup folder rather than a Keyferry archive. A folder that
+    /// is neither is refused here, by what it lacks.
+    static func isPhoneBackup(_ path: String) throws -> Bool {
+        let url = URL(fileURLWithPath: path)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return false }
+        guard PhoneBackupReader.isBackup(url) else {
+            throw CommandFailure(
+                "\(path) is a folder with no Manifest.plist: neither an iOS backup nor a Keyferry archive. Finder keeps each backup in a folder named by the phone's UDID (MobileSync/Backup/UDID); give that folder."
+            )
+        }
+        return true
+    }
+
     /// What `Manifest.plist` says, which needs no password.
     struct Inspection: Encodable {
         var format = "ios"

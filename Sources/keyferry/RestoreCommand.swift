@@ -38,7 +38,7 @@ struct RestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         let archive = URL(fileURLWithPath: file)
-        let phoneBackup = PhoneBackupReader.isBackup(archive) ? try PhoneBackupReader(folder: archive) : nil
+        let phoneBackup = try PhoneBackupPresentation.isPhoneBackup(file) ? try PhoneBackupReader(folder: archive) : nil
         if phoneBackup != nil, acceptUnauthenticated {
             throw ValidationError("--accept-unauthenticated is for Keyferry's format 1 archives, not iOS backups.")
         }

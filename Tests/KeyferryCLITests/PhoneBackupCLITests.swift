@@ -193,4 +193,42 @@ struct PhoneBackupCLITests {
         let again = try cli.ok(["survival", newPhone, "--json"]).object()
         #expect((again["rows"] as? [[String: Any]])?.count == 7)
     }
+
+    @Test("bad input: an existing folder, --rounds where it means nothing, a folder that is no backup, a wrong password; nothing written")
+    func badInput() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir] + Self.app + ["--account", "alice", "--value", "s3cret"])
+        let existing = cli.root.appendingPathComponent("existing")
+        try FileManager.default.createDirectory(at: existing, withIntermediateDirectories: false)
+        let onExisting = try cli.run(["backup", "create", dir, "--out", existing.path, "--format", "ios", "--unencrypted"])
+        #expect(onExisting.status == 1 && onExisting.stderr.contains("already exists"), "\(onExisting.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: existing.path).isEmpty)
+        let roundsForArchive = try cli.run(["backup", "create", dir, "--out", cli.path("a.kfb"), "--encrypted", "--rounds", "5"])
+        #expect(roundsForArchive.status == 64 && roundsForArchive.stderr.contains("--rounds is for --format ios"))
+        let tooMany = try cli.run(["backup", "create", dir, "--out", cli.path("b"), "--format", "ios", "--encrypted", "--rounds", "30000000"])
+        #expect(tooMany.status == 64 && tooMany.stderr.contains("1 to 20,000,000"))
+
+        for command in [["restore", existing.path, "--to", dir], ["backup", "inspect", existing.path], ["backup", "verify", existing.path]] {
+            let result = try cli.run(command)
+            #expect(result.status == 1 && result.stderr.contains("no Manifest.plist"), "\(command): \(result.stderr)")
+        }
+
+        // The password from standard input; a wrong one is refused before the target is touched.
+        let folder = cli.path("backup")
+        try cli.ok(
+            ["backup", "create", dir, "--out", folder, "--format", "ios", "--encrypted", "--password-stdin", "--rounds", "1000"], stdin: Data("right\n".utf8))
+        let target = cli.path("new")
+        try cli.ok(["device", "init", target, "--passcode", "654321"])
+        let store = URL(fileURLWithPath: target).appendingPathComponent("keychain.db")
+        let before = try Data(contentsOf: store)
+        let wrong = try cli.run(["restore", folder, "--to", target, "--passcode", "654321", "--password-stdin"], stdin: Data("wrong\n".utf8))
+        #expect(wrong.status != 0 && wrong.stderr.contains("wrong password"), "\(wrong.stderr)")
+        #expect(try Data(contentsOf: store) == before)
+        let inspected = try cli.ok(["backup", "inspect", folder, "--json"]).object()
+        #expect(inspected["format"] as? String == "ios" && inspected["dataProtectionRounds"] as? Int == 1000)
+        #expect(
+            try cli.ok(["restore", folder, "--to", target, "--passcode", "654321", "--password-stdin"], stdin: Data("right\n".utf8)).text.contains(
+                "restored 1 of 1"))
+    }
 }
