@@ -54,7 +54,7 @@ public enum PhoneBackupWriter {
             throw DeviceError(.protectedDataUnavailable, "\(device.info.name) is locked; unlock it before a backup, as iOS requires.")
         }
         guard !FileManager.default.fileExists(atPath: destination.path) else { throw PhoneBackupError.exists(destination.path) }
-        let staging = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).writing-\(UUID().uuidString)")
+        let staging = destination.deletingLastPathComponent().appendingPathComponent("\(stagingPrefix(destination))\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         var placed = false
         defer { if !placed { try? FileManager.default.removeItem(at: staging) } }
@@ -137,6 +137,15 @@ public enum PhoneBackupWriter {
             udid: udid, encrypted: options.password != nil, apps: apps.count, files: fileCount, keychainItems: itemCount, leftOut: leftOut,
             warnings: warnings)
     }
+
+    /// Whether a backup to `destination` is being built beside it (`.NAME.writing-UUID`).
+    public static func isWriting(_ destination: URL) -> Bool {
+        let prefix = stagingPrefix(destination)
+        let siblings = (try? FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)) ?? []
+        return siblings.contains { $0.hasPrefix(prefix) }
+    }
+
+    private static func stagingPrefix(_ destination: URL) -> String { ".\(destination.lastPathComponent).writing-" }
 
     /// One sandbox file: UserDefaults or a file under Documents, read when it is written.
     private struct SandboxFile {

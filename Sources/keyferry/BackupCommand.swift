@@ -139,8 +139,14 @@ struct BackupCommand: AsyncParsableCommand {
             } catch is Interrupted {
                 progress.cancel()
                 line.clear()
-                // The node removes the folder it was building when its caller goes away.
-                throw Interrupted(cause: CommandFailure("no backup was written"))
+                // The node drops a backup whose caller went away at its next step, removing the
+                // folder it was building beside the destination; wait until it has.
+                if Verbosity.current >= .normal { printError("interrupted: waiting for the node to drop the backup ...") }
+                for _ in 0..<600 where PhoneBackupWriter.isWriting(destination) {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                let finished = FileManager.default.fileExists(atPath: destination.path)
+                throw Interrupted(cause: CommandFailure(finished ? "the backup had already finished: \(out) is complete" : "no backup was written"))
             }
             progress.cancel()
             line.clear()

@@ -314,6 +314,28 @@ struct RestoreKillTests {
         #expect(try cli.status(source)["itemCount"] as? Int == 20_001)
     }
 
+    @Test("Ctrl-C while an iOS backup is written or restored: exit 130, no folder and nothing beside it, the target as it was")
+    func interruptedPhoneBackup() throws {
+        let cli = try CLI()
+        let source = try cli.bulkSource(items: 20_000)
+        let folder = cli.root.appendingPathComponent("ios").path
+        let node = try #require(try cli.ok(["node", "status", source, "--json"]).object()["pid"] as? Int)
+        let backup = try cli.signal(
+            .interrupt, ["backup", "create", source, "--out", folder, "--format", "ios", "--unencrypted"], once: ".ios.writing-", frozen: Int32(node))
+        #expect(backup.status == 130, "\(backup.stderr)")
+        #expect(backup.stderr.contains("interrupted: no backup was written"), "\(backup.stderr)")
+        #expect(try cli.entries(startingWith: ".ios").isEmpty && cli.entries(startingWith: "ios").isEmpty)
+
+        try cli.ok(["backup", "create", source, "--out", folder, "--format", "ios", "--unencrypted"])
+        try cli.ok(["item", "add", source, "--app", "com.example.mail", "--account", "after-backup", "--value", "x"])
+        try cli.ok(["node", "stop", source])
+        let restore = try cli.signal(.interrupt, ["restore", folder, "--to", source, "--passcode", "123456"], once: ".phone.restoring-")
+        #expect(restore.status == 130, "\(restore.stderr)")
+        #expect(restore.stderr.contains("interrupted: nothing was restored; \(source) is as it was"), "\(restore.stderr)")
+        #expect(try cli.entries(startingWith: ".phone.").isEmpty)
+        #expect(try cli.status(source)["itemCount"] as? Int == 20_001)
+    }
+
     @Test("SIGKILL during restore: the target opens, holding its old items or all the restored ones, never a mix")
     func killed() throws {
         let cli = try CLI()
