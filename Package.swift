@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "PhoneBackup",
             dependencies: [
-                "AppleFormats", "Backup", "KeychainModel", "KeychainStore", "KeyferryThreads",
+                "AppleFormats", "Backup", "KeychainModel", "KeychainStore", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 

@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 import KeyferryThreads
 
 /// Writes a powered-on, unlocked device as a phone writes a Finder or iTunes backup (iOS 10.2
@@ -118,7 +119,7 @@ public enum PhoneBackupWriter {
         try PhoneManifest(
             encrypted: options.password != nil, keybag: keys.keybag, manifestKey: writer.manifestKey, udid: udid, deviceName: device.info.name,
             applications: apps, date: now, wasPasscodeSet: passcodeSet, leftOut: leftOut
-        ).write(to: PhoneBackupFolder(root: staging), apps: apps)
+        ).write(to: PhoneBackupFolder(root: staging))
 
         var warnings: [String] = []
         let never = leftOut.values.reduce(0, +)
@@ -130,7 +131,12 @@ public enum PhoneBackupWriter {
         if options.password == nil {
             warnings.append("unencrypted: every keychain item restores onto \(device.info.name) only, and the apps' files and UserDefaults are in plain.")
         }
-        try FileManager.default.moveItem(at: staging, to: destination)
+        // Never in place of a folder that appeared meanwhile.
+        do {
+            try Placement.moveDirectory(staging, to: destination)
+        } catch {
+            throw FileManager.default.fileExists(atPath: destination.path) ? PhoneBackupError.exists(destination.path) : error
+        }
         placed = true
         try? device.recordBackup(created: now)
         return Summary(

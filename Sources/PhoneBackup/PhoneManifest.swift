@@ -54,7 +54,7 @@ struct PhoneManifest: Sendable {
     // MARK: Writing
 
     /// `Manifest.plist`, `Info.plist` and `Status.plist` into `folder`.
-    func write(to folder: PhoneBackupFolder, apps: [AppManifest]) throws {
+    func write(to folder: PhoneBackupFolder) throws {
         let lockdown: [String: PropertyList] = [
             "BuildVersion": .string(PhoneIdentity.buildVersion), "DeviceClass": .string("iPhone"), "DeviceName": .string(deviceName),
             "ProductType": .string(PhoneIdentity.productType), "ProductVersion": .string(productVersion), "SerialNumber": .string(serialNumber),

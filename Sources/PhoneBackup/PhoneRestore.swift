@@ -24,8 +24,8 @@ public enum PhoneRestore {
         let opened = try reader.open(password: password, device: targetKeys)
         let plan = try SandboxPlan(opened)
         // The keychain is read and opened while the target's passcode is checked (one core's
-        // work) and the target is copied; a backup whose keychain does not read is refused
-        // before the copy is touched, and the target is left as it was.
+        // work) and the target is copied; a keychain that does not read stops the restore in
+        // the copy, which is removed, and the target is left as it was.
         let keychain = BackgroundWork { try opened.keychain() }
         var collected = false
         do {
