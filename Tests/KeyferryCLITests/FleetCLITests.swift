@@ -273,10 +273,12 @@ struct DemoCLITests {
         #expect(lines.contains { $0.contains("s later, read session-token") && $0.hasSuffix("(-25308)") })
         #expect(outcome("read legacy-pin (always)") == "ok")
         #expect(outcome("keychain secrets found in plaintext") == "0")
-        // The new iPhones: migratable items back from the encrypted backup, none from the unencrypted one.
+        // The new iPhones: migratable items back from the encrypted backup, none from the unencrypted
+        // one, and back from the phone's iOS backup (Finder's format), its ThisDeviceOnly items sealed.
         #expect(lines.contains { $0.contains("dropped  push-key") && $0.contains("device-bound") })
         #expect(lines.contains { $0.contains("restored session-token") })
-        #expect(lines.filter { $0.contains("restored onto a new iPhone") }.map { $0.contains(": 0 of") } == [false, true])
+        #expect(lines.filter { $0.contains("restored onto a new iPhone") }.map { $0.contains(": 0 of") } == [false, true, false])
+        #expect(lines.contains { $0.contains("dropped  (attributes sealed)") && $0.contains("sealed to the iPhone that made the backup") })
         // The circle: the synchronizable item reaches the iPad and the MacBook; the rest stays on the phone.
         #expect(lines.filter { $0.contains("mail reads the imap password") }.map { $0.hasSuffix("ok") } == [true, true])
         #expect(lines.filter { $0.contains("mail reads session-token (not synchronizable)") }.map { $0.hasSuffix("(-25300)") } == [true, true])
