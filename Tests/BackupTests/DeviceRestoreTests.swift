@@ -172,6 +172,29 @@ struct DeviceRestoreTests {
         #expect(reasons["afterFirstUnlock-true"] == .newerTombstone)
     }
 
+    @Test(
+        "items whose access control asks for the user are in no backup, encrypted or not, onto the same device or a new one (SecServerCopyKeychainPlist skips them)",
+        arguments: [true, false])
+    func accessControlItemsStayBehind(encrypted: Bool) throws {
+        for sameDevice in [true, false] {
+            let fixture = try TestDevice(biometry: true)
+            let keychain = try fixture.keychain()
+            for (account, flags) in [("any-face", AccessControlFlags.biometryAny), ("this-face", .biometryCurrentSet), ("passcode", .devicePasscode)] {
+                var item = NewItem.password(account: account, value: "secret-\(account)")
+                item.accessControl = try AccessControl(protection: .whenUnlocked, flags: flags)
+                try keychain.add(item)
+            }
+            try keychain.add(.password(account: "plain", value: "secret-plain", protection: .whenUnlocked))
+            let (report, target, newDevice) = try backUpAndRestore(fixture, encrypted: encrypted, sameDevice: sameDevice)
+            defer { withExtendedLifetime(newDevice) {} }
+            #expect(report.neverExported == ["genericPassword.accessControl": 3], "\(report.neverExported)")
+            #expect(report.items.count == 1)
+            let restored = try contents(target)
+            #expect(restored["plain"] == (!encrypted && !sameDevice ? nil : "secret-plain"))
+            #expect(restored["any-face"] == nil && restored["this-face"] == nil && restored["passcode"] == nil, "\(restored)")
+        }
+    }
+
     @Test("a wrong password or a damaged archive leaves the target exactly as it was; a wrong target passcode counts there, and nothing else changes")
     func refusals() throws {
         let fixture = try source()
