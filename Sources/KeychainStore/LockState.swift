@@ -36,11 +36,17 @@ struct LockStateMachine {
     }
 
     /// Locks the screen. Class A keys go at once with `immediately`, or when `settle` finds the
-    /// grace period over. Without a passcode nothing protects the keys, so none are dropped.
+    /// grace period over. Locking a device already locked within its grace period keeps the
+    /// first lock's time, and `immediately` ends the grace there and then. Without a passcode
+    /// nothing protects the keys, so none are dropped.
     mutating func lock(at now: Date, immediately: Bool) {
-        guard state == .unlocked else { return }
-        state = .locked
-        lockedAt = now
+        switch state {
+        case .unlocked:
+            state = .locked
+            lockedAt = now
+        case .locked: break
+        case .beforeFirstUnlock: return
+        }
         guard passcodeSet else { return }
         if immediately || gracePeriod <= 0 { discardClassA() }
     }

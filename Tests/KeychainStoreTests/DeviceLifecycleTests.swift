@@ -161,6 +161,24 @@ struct DeviceLifecycleTests {
         #expect(status { try t.device.setPasscode("222222", current: TestDevice.defaultPasscode) } == .interactionNotAllowed)
     }
 
+    @Test("locking at once a device already locked within its grace period drops class A there and then; a second plain lock keeps the first one's time")
+    func lockNowDuringGrace() throws {
+        let t = try TestDevice(grace: 60)
+        try t.keychain().add(.password(account: "a", protection: .whenUnlocked))
+        try t.device.lock()
+        #expect(try t.keychain().copy(.password(account: "a")).count == 1, "within the grace period")
+        t.clock.advance(by: 40)
+        try t.device.lock()
+        t.clock.advance(by: 30)
+        #expect(status { _ = try t.keychain().copy(.password(account: "a")) } == .interactionNotAllowed, "the grace runs from the first lock")
+        try t.device.unlock(passcode: TestDevice.defaultPasscode)
+        try t.device.lock()
+        #expect(t.device.isProtectedDataAvailable)
+        try t.device.lock(immediately: true)
+        #expect(!t.device.isProtectedDataAvailable)
+        #expect(status { _ = try t.keychain().copy(.password(account: "a")) } == .interactionNotAllowed)
+    }
+
     @Test("a device without a passcode boots unlocked and keeps its keys when locked")
     func noPasscode() throws {
         let t = try TestDevice(passcode: nil)
