@@ -134,6 +134,14 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
         let passed = flags.contains(.and) ? results.allSatisfy { $0 } : results.contains(true)
         if passed { return nil }
         if constraints.contains(.biometryCurrentSet) && biometryMatched && !facts.biometryUnchangedSinceItemWasAdded {
+            // With a passcode alternative (`biometryCurrentSet|or|devicePasscode`) the item is
+            // not lost: deleting it would throw away what the passcode still opens.
+            if flags.contains(.or), constraints.contains(where: { $0 == .devicePasscode || $0 == .userPresence }) {
+                return KeychainError(
+                    .authFailed,
+                    "the enrolled biometry changed since this item was added, so biometry no longer opens it; it still opens with the device passcode (\(expression)). Read it with the passcode, then add it again to bind it to the new biometry."
+                )
+            }
             return KeychainError(
                 .authFailed,
                 "the enrolled biometry changed since this biometryCurrentSet item was added; it can no longer be read. Delete it and add it again after the user signs in."

@@ -56,6 +56,19 @@ struct ModelTests {
         #expect((outcome?.status ?? .success) == expected)
     }
 
+    @Test("after re-enrolment, a biometryCurrentSet item is gone for biometry; one with a passcode alternative says the passcode still opens it")
+    func reenrolment() throws {
+        let facts = AuthenticationFacts(biometryEnrolled: true, biometryUnchangedSinceItemWasAdded: false, isCorrectPasscode: { $0 == "1234" })
+        let alone = try AccessControl(protection: .whenUnlocked, expression: "biometryCurrentSet")
+        let aloneError = try #require(alone.evaluate(AuthenticationContext(responses: [.biometryMatch]), facts: facts))
+        #expect(aloneError.message.contains("Delete it"))
+        let withPasscode = try AccessControl(protection: .whenUnlocked, expression: "biometryCurrentSet|or|devicePasscode")
+        let error = try #require(withPasscode.evaluate(AuthenticationContext(responses: [.biometryMatch]), facts: facts))
+        #expect(error.status == .authFailed)
+        #expect(error.message.contains("still opens with the device passcode") && !error.message.contains("Delete it"), "\(error.message)")
+        #expect(withPasscode.evaluate(AuthenticationContext(responses: [.passcode("1234")]), facts: facts) == nil)
+    }
+
     @Test("an attribute is named as Apple names it, with or without kSecAttr, or by its short code; keyType is Apple's name for type")
     func attributeNames() {
         for name in ["keyType", "kSecAttrKeyType", "type", "KeyType"] { #expect(AttributeKey(name: name) == .type, "\(name)") }
