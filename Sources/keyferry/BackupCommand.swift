@@ -71,43 +71,9 @@ struct BackupCommand: AsyncParsableCommand {
             let destination = URL(fileURLWithPath: out).standardizedFileURL
             let secret = encrypted ? try password.read(required: true) : nil
             if format == .ios { return try await writePhoneBackup(to: destination, password: secret) }
-            let client = device.client
-            // A large device takes longer than a call's usual minute; progress shows it moving.
-            let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
-            // On a terminal, the node's progress while it writes.
-            let line = ProgressLine()
-            let progress = Task {
-                guard line.isShown else { return }
-                while !Task.isCancelled {
-                    try await Task.sleep(for: .milliseconds(300))
-                    if let step = try await client.status().backupProgress { line.show("backing up \(step.done)/\(step.total)") }
-                }
-            }
-            defer { progress.cancel() }
-            let manifest: ArchiveManifest
-            do {
-                manifest = try await interruptibly {
-                    try await patientClient.call(.backup, NodeAPI.Backup(path: destination.path, password: secret))
-                }
-            } catch is Interrupted {
-                // The node drops a backup whose caller went away, at its next batch; wait until
-                // it has, so that no partial archive is left for whoever looks next. Watched on
-                // disk: asking the node would queue behind the backup's read of the store.
-                progress.cancel()
-                line.clear()
-                if Verbosity.current >= .normal { printError("interrupted: waiting for the node to drop the backup ...") }
-                for _ in 0..<600 where ArchiveWriter.isWriting(destination) {
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-                let finished = FileManager.default.fileExists(atPath: destination.path)
-                throw Interrupted(
-                    cause: CommandFailure(
-                        finished
-                            ? "the backup had already finished: \(out) is complete"
-                            : "no archive was written"))
-            }
-            progress.cancel()
-            line.clear()
+            let manifest: ArchiveManifest = try await inNode(
+                .backup, NodeAPI.Backup(path: destination.path, password: secret), to: destination, building: ArchiveWriter.isWriting,
+                nothingWritten: "no archive was written")
             if output.json {
                 try printJSON(encodable: manifest)
                 return
@@ -119,37 +85,9 @@ struct BackupCommand: AsyncParsableCommand {
         /// The device as an iOS backup folder, written by its node like an archive; the
         /// password's key derivation (seconds at a phone's cost) shows as a stage of its own.
         private func writePhoneBackup(to destination: URL, password secret: String?) async throws {
-            let client = device.client
-            let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
-            let line = ProgressLine()
-            let progress = Task {
-                guard line.isShown else { return }
-                while !Task.isCancelled {
-                    try await Task.sleep(for: .milliseconds(300))
-                    guard let step = try await client.status().backupProgress else { continue }
-                    line.show(step.stage ?? "backing up \(step.done)/\(step.total)")
-                }
-            }
-            defer { progress.cancel() }
-            let summary: PhoneBackupWriter.Summary
-            do {
-                summary = try await interruptibly {
-                    try await patientClient.call(.phoneBackup, NodeAPI.PhoneBackup(path: destination.path, password: secret, rounds: rounds))
-                }
-            } catch is Interrupted {
-                progress.cancel()
-                line.clear()
-                // The node drops a backup whose caller went away at its next step, removing the
-                // folder it was building beside the destination; wait until it has.
-                if Verbosity.current >= .normal { printError("interrupted: waiting for the node to drop the backup ...") }
-                for _ in 0..<600 where PhoneBackupWriter.isWriting(destination) {
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-                let finished = FileManager.default.fileExists(atPath: destination.path)
-                throw Interrupted(cause: CommandFailure(finished ? "the backup had already finished: \(out) is complete" : "no backup was written"))
-            }
-            progress.cancel()
-            line.clear()
+            let summary: PhoneBackupWriter.Summary = try await inNode(
+                .phoneBackup, NodeAPI.PhoneBackup(path: destination.path, password: secret, rounds: rounds), to: destination,
+                building: PhoneBackupWriter.isWriting, nothingWritten: "no backup was written")
             if output.json {
                 try printJSON(encodable: summary)
                 return
@@ -161,6 +99,43 @@ struct BackupCommand: AsyncParsableCommand {
                 say("  left out: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never in an iOS backup)")
             }
             for warning in summary.warnings { warn(warning) }
+        }
+        /// Has the node write a backup to `destination`, its progress (and any stage before the
+        /// first item) shown on a terminal. A large device takes longer than a call's usual
+        /// minute. Interrupted, the node drops the backup at its next step; this waits until
+        /// `building` says nothing is being built beside `destination` (watched on disk: asking
+        /// the node would queue behind the backup's read of the store), so that no partial
+        /// backup is left for whoever looks next.
+        private func inNode<Answer: Decodable & Sendable>(
+            _ route: NodeAPI.Route, _ request: some Encodable & Sendable, to destination: URL, building: (URL) -> Bool, nothingWritten: String
+        ) async throws -> Answer {
+            let client = device.client
+            let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
+            let line = ProgressLine()
+            let progress = Task {
+                guard line.isShown else { return }
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(300))
+                    if let step = try await client.status().backupProgress { line.show(step.stage ?? "backing up \(step.done)/\(step.total)") }
+                }
+            }
+            defer { progress.cancel() }
+            let answer: Answer
+            do {
+                answer = try await interruptibly { try await patientClient.call(route, request) }
+            } catch is Interrupted {
+                progress.cancel()
+                line.clear()
+                if Verbosity.current >= .normal { printError("interrupted: waiting for the node to drop the backup ...") }
+                for _ in 0..<600 where building(destination) {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                let finished = FileManager.default.fileExists(atPath: destination.path)
+                throw Interrupted(cause: CommandFailure(finished ? "the backup had already finished: \(out) is complete" : nothingWritten))
+            }
+            progress.cancel()
+            line.clear()
+            return answer
         }
     }
 

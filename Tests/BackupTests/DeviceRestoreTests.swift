@@ -433,17 +433,5 @@ struct DeviceRestoreTests {
     }
 
     /// Every file's bytes under a directory, by relative path.
-    /// Every file's bytes but SQLite's `-shm`: its shared-memory index, which any reader's
-    /// connection rewrites (the restore reads the target to check its passcode) and SQLite
-    /// rebuilds from the database and its log.
-    func snapshot(_ directory: URL) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
-        while let url = enumerator?.nextObject() as? URL {
-            if !url.lastPathComponent.hasSuffix("-shm"), try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
-                files[String(url.path.dropFirst(directory.path.count))] = try Data(contentsOf: url)
-            }
-        }
-        return files
-    }
+    func snapshot(_ directory: URL) throws -> [String: Data] { try deviceSnapshot(directory) }
 }

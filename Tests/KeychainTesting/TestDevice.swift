@@ -84,3 +84,18 @@ public func status(_ body: () throws -> Void) -> KeychainStatus {
         return .internalError
     }
 }
+
+/// Every file's bytes under a device directory, by relative path, but SQLite's `-shm`: its
+/// shared-memory index, which any reader's connection rewrites (a restore reads the target to
+/// check its passcode) and SQLite rebuilds from the database and its log. What "the target is
+/// left as it was" compares.
+public func deviceSnapshot(_ directory: URL) throws -> [String: Data] {
+    var files: [String: Data] = [:]
+    let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
+    while let url = enumerator?.nextObject() as? URL {
+        if !url.lastPathComponent.hasSuffix("-shm"), try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
+            files[String(url.path.dropFirst(directory.path.count))] = try Data(contentsOf: url)
+        }
+    }
+    return files
+}

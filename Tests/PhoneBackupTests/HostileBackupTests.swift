@@ -26,19 +26,7 @@ struct HostileBackupTests {
             folder = try PhoneBackupTests.write(source, encrypted: encrypted)
             target = try TestDevice(seed: 9)
             target.device.powerOff()
-            before = try Self.snapshot(target.directory)
-        }
-
-        /// Every file of a device but SQLite's shared-memory index, which opening it rewrites.
-        static func snapshot(_ directory: URL) throws -> [String: Data] {
-            var files: [String: Data] = [:]
-            let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
-            while let url = enumerator?.nextObject() as? URL {
-                if !url.lastPathComponent.hasSuffix("-shm"), try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
-                    files[String(url.path.dropFirst(directory.path.count))] = try Data(contentsOf: url)
-                }
-            }
-            return files
+            before = try deviceSnapshot(target.directory)
         }
 
         /// Restores onto the target and returns the error, checking the target is untouched.
@@ -47,7 +35,7 @@ struct HostileBackupTests {
                 _ = try PhoneRestore.restore(
                     folder, password: PhoneBackupTests.password, to: target.directory, passcode: TestDevice.defaultPasscode)
             } catch {
-                #expect(try Self.snapshot(target.directory) == before, "the target changed", sourceLocation: sourceLocation)
+                #expect(try deviceSnapshot(target.directory) == before, "the target changed", sourceLocation: sourceLocation)
                 let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
                 #expect(siblings.filter { $0.hasPrefix(".") }.isEmpty, "a copy was left: \(siblings)", sourceLocation: sourceLocation)
                 return "\(error)"

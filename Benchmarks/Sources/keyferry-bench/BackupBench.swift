@@ -116,18 +116,6 @@ struct BackupBench: ParsableCommand {
         }
     }
 
-    /// Keyferry's run, then the peer's; the other way round on odd runs, so that the machine's
-    /// drift falls on both alike.
-    private func alternating(_ run: Int, _ keyferry: () throws -> Void, _ peer: () throws -> Void) rethrows {
-        if run % 2 == 0 {
-            try keyferry()
-            try peer()
-        } else {
-            try peer()
-            try keyferry()
-        }
-    }
-
     private func size(of file: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
     }

@@ -60,6 +60,18 @@ func onThread<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result)
     }
 }
 
+/// Keyferry's run, then the peer's; the other way round on odd runs, so that the machine's
+/// drift falls on both alike.
+func alternating(_ run: Int, _ keyferry: () throws -> Void, _ peer: () throws -> Void) rethrows {
+    if run % 2 == 0 {
+        try keyferry()
+        try peer()
+    } else {
+        try peer()
+        try keyferry()
+    }
+}
+
 /// The middle sample (the upper one of an even count).
 func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
 

@@ -151,14 +151,4 @@ struct PhoneBackupBench: ParsableCommand {
         else { throw CommandFailure("the backup's Manifest.plist has no keybag") }
         return keybag
     }
-
-    private func alternating(_ run: Int, _ keyferry: () throws -> Void, _ peer: () throws -> Void) rethrows {
-        if run % 2 == 0 {
-            try keyferry()
-            try peer()
-        } else {
-            try peer()
-            try keyferry()
-        }
-    }
 }
