@@ -228,7 +228,12 @@ public struct ReferenceRun {
                 compare("delete", step, api.delete(query), model.delete(query))
             case 80..<85:
                 try t.device.lock(immediately: true)
-                if case .unlocked = model.state { model.state = .locked(keysUntil: model.now) }
+                // Locking at once ends a grace period still running, as the side button does.
+                switch model.state {
+                case .unlocked: model.state = .locked(keysUntil: model.now)
+                case .locked(let keysUntil): model.state = .locked(keysUntil: min(keysUntil, model.now))
+                case .beforeFirstUnlock: break
+                }
             case 85..<90:
                 try t.device.lock()
                 if case .unlocked = model.state { model.state = .locked(keysUntil: model.now + model.grace) }
