@@ -164,7 +164,14 @@ let package = Package(
         // (in this process or a running node), so code written for Apple's platforms runs here.
         .target(
             name: "KeyferrySecurity",
-            dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads", "NodeControl"]),
+            dependencies: [
+                "SecConstants", "SecConstantObjects", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem",
+                "KeyferryThreads", "NodeControl",
+            ]),
+        // Apple's kSec constants as strings, and the same names as objects where app code needs
+        // one: sibling modules, so that both stay visible (SecConstantObjects says why).
+        .target(name: "SecConstants"),
+        .target(name: "SecConstantObjects", dependencies: ["SecConstants"]),
 
         // For users' own test suites: a simulated device in a temporary directory, its apps,
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.

@@ -67,11 +67,7 @@ public struct ArchivedItem: Sendable, Equatable {
     /// Account and service (or server), else the label, else the application tag.
     package static func name(_ attribute: (AttributeKey) -> AttributeValue?) -> String? {
         func text(_ key: AttributeKey) -> String? {
-            switch attribute(key) {
-            case .string(let value) where !value.isEmpty: value
-            case .data(let value) where !value.isEmpty: String(data: value, encoding: .utf8)
-            default: nil
-            }
+            attribute(key)?.text.flatMap { $0.isEmpty ? nil : $0 }
         }
         let account = text(.account)
         let service = text(.service) ?? text(.server)

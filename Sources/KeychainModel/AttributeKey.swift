@@ -82,6 +82,22 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
     /// The kind of value, for class attributes and the engine's string and date attributes.
     public var kind: Kind? { Self.kinds[self] }
 
+    /// Apple keeps these text attributes as blobs (`SecItemSchema.c`; `copyBlob` in
+    /// `SecDbItem.c`): a string or data is stored as given and read back as the same type, and
+    /// the two are different values (SQLite never finds a text equal to a blob), so an item added
+    /// with its account as data is found by that data, not by the string.
+    public var isBlob: Bool { Self.blobs.contains(self) }
+
+    private static let blobs: Set<AttributeKey> = [
+        .account, .service, .generic, .label, .description, .comment, .securityDomain, .server, .authenticationType, .path,
+    ]
+
+    /// Whether `value` can be stored under this attribute: a value of its kind, or for a blob
+    /// either a string or data.
+    public func accepts(_ value: AttributeValue) -> Bool {
+        value.kind == kind || (isBlob && (value.kind == .string || value.kind == .data))
+    }
+
     /// Apple's constant name without `kSecAttr`, as the command line and JSON spell it:
     /// `account` for `kSecAttrAccount`. Keys Keyferry does not know keep their short code.
     public var name: String { Self.names[self] ?? rawValue }

@@ -44,6 +44,16 @@ public enum AttributeValue: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
+    /// A string, or data that is UTF-8 text: how a blob attribute such as the account reads
+    /// as a name.
+    public var text: String? {
+        switch self {
+        case .string(let s): s
+        case .data(let d): String(data: d, encoding: .utf8)
+        default: nil
+        }
+    }
+
     public var description: String {
         switch self {
         case .string(let s): s
@@ -65,12 +75,12 @@ extension ItemClass {
         let allowed = self.attributes
         // Every call passes here: sort (so the error names the same attribute each time) only
         // once something is wrong.
-        guard attributes.contains(where: { key, value in !allowed.contains(key) || key.kind != value.kind }) else { return }
+        guard attributes.contains(where: { key, value in !allowed.contains(key) || !key.accepts(value) }) else { return }
         for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
             guard allowed.contains(key), let kind = key.kind else {
                 throw KeychainError(.noSuchAttr, "\(name) items have no attribute '\(key)'.")
             }
-            guard value.kind == kind else {
+            guard key.accepts(value) else {
                 throw KeychainError(.param, "attribute '\(key)' takes a \(kind) value, not \(value.kind).")
             }
         }

@@ -80,6 +80,9 @@ struct Site: Sendable {
     var function: SecItemFunction
     var file: StaticString
     var line: Int
+
+    /// The file of a call made through a value of Apple's function type, which carries no site.
+    static let functionValue: StaticString = "(a call through a function value)"
 }
 
 /// Finds the traps in a context's calls, in order. Most traps show in one call; two need the

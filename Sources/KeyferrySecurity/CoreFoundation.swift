@@ -1,17 +1,18 @@
 import Foundation
+@_exported import SecConstantObjects
+@_exported import SecConstants
 
 // The Core Foundation names keychain code is written with. On Apple's platforms they are
-// toll-free bridged classes; here each is the Swift type it bridges to, so the spellings people
-// write compile unchanged: `kSecClass as String`, `query as CFDictionary`, `[CFString: Any]`,
-// `result as? Data`, `result as? [[String: Any]]`, `kCFBooleanTrue!`.
+// toll-free bridged classes; here each is the Swift or Foundation type it bridges to, so the
+// spellings people write compile unchanged: `kSecClass as String`, `query as CFDictionary`, an
+// `NSDictionary` passed as one, `[CFString: Any]`, `result as? Data`, `result as? [[String: Any]]`,
+// `kCFBooleanTrue!`. `CFString` and the constants are in SecConstants.
 
-/// A string constant such as `kSecClass`.
-public typealias CFString = String
 /// What `SecItemCopyMatching` hands back: data, a dictionary or an array of them, as objects.
 public typealias CFTypeRef = AnyObject
-/// A query or an attribute dictionary. `[String: Any]` and `[CFString: Any]` convert to it with
-/// `as`, and a dictionary literal can be written as one.
-public typealias CFDictionary = [AnyHashable: Any]
+/// A query or an attribute dictionary: `[String: Any]` and `[CFString: Any]` convert to it with
+/// `as`, an `NSDictionary` is one, and a dictionary literal can be written as one.
+public typealias CFDictionary = NSDictionary
 public typealias CFData = Data
 public typealias CFArray = [Any]
 public typealias CFBoolean = Bool
@@ -19,9 +20,6 @@ public typealias CFNumber = NSNumber
 public typealias CFIndex = Int
 /// The raw value of option sets such as `SecAccessControlCreateFlags`.
 public typealias CFOptionFlags = UInt
-
-public let kCFBooleanTrue: CFBoolean! = true
-public let kCFBooleanFalse: CFBoolean! = false
 
 /// Core Foundation's allocator argument; only the default exists.
 public final class CFAllocator: Sendable {

@@ -14,8 +14,8 @@ package enum SecDictionary {
         var out: [String: Any] = [:]
         out.reserveCapacity(dictionary.count)
         for (key, value) in dictionary {
-            guard let name = key.base as? String else {
-                throw KeychainError(.param, "'\(key.base)' is not a Keychain Services key; keys are kSec constants.")
+            guard let name = key as? String else {
+                throw KeychainError(.param, "'\(key)' is not a Keychain Services key; keys are kSec constants.")
             }
             out[name] = value
         }
@@ -175,7 +175,7 @@ package enum SecDictionary {
                     }
                     throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no attribute '\(key)'.")
                 }
-                attributes[attribute] = try Convert.value(value, kind: kind, key)
+                attributes[attribute] = try Convert.value(value, for: attribute, kind: kind, key)
             }
         }
     }
@@ -255,12 +255,15 @@ enum Convert {
         return ProtectionClass(rawValue: name) ?? ProtectionClass(name: name)
     }
 
+    /// A flag, as Apple takes one: a boolean, or a number that is 0 or 1.
     static func bool(_ value: Any, _ key: String) throws(KeychainError) -> Bool {
         if let b = value as? Bool { return b }
         if let n = value as? Int, n == 0 || n == 1 { return n == 1 }
         throw KeychainError(.param, "'\(key)' takes a boolean.")
     }
 
+    /// A number, as Apple's `copyNumber` (`SecDbItem.c`) takes one: a number, a boolean as 0 or
+    /// 1, or a string that spells an integer (`kSecAttrKeyTypeRSA` is "42").
     static func number(_ value: Any, _ key: String) throws(KeychainError) -> Int64 {
         switch value {
         case let n as Int: return Int64(n)
@@ -268,7 +271,7 @@ enum Convert {
         case let n as Int64: return n
         case let n as UInt32: return Int64(n)
         case let n as UInt16: return Int64(n)
-        // Apple spells some numeric attribute values as strings (kSecAttrKeyTypeRSA is "42").
+        case let b as Bool: return b ? 1 : 0
         case let s as String:
             if let n = Int64(s) { return n }
         default: break
@@ -276,7 +279,15 @@ enum Convert {
         throw KeychainError(.param, "'\(key)' takes a number.")
     }
 
-    static func value(_ value: Any, kind: AttributeKey.Kind, _ key: String) throws(KeychainError) -> AttributeValue {
+    /// An attribute's value as Apple's server converts it (`query_add_attribute_with_desc` in
+    /// `SecItemServer.c`, with `SecDbItem.c`'s converters): a blob keeps a string or data as
+    /// given, a data attribute takes a string's UTF-8 bytes, a number a boolean or numeric string.
+    static func value(_ value: Any, for attribute: AttributeKey, kind: AttributeKey.Kind, _ key: String) throws(KeychainError) -> AttributeValue {
+        if attribute.isBlob {
+            if let s = value as? String { return .string(s) }
+            if let d = value as? Data { return .data(d) }
+            throw KeychainError(.param, "'\(key)' takes a string or data.")
+        }
         switch kind {
         case .string: return .string(try string(value, key))
         case .data: return .data(try data(value, key))

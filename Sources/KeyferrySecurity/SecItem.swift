@@ -3,7 +3,15 @@ import KeychainModel
 import KeyferryThreads
 
 // Keychain Services' four calls, with Apple's signatures. The device and app are the current
-// `KeyferryContext`'s. `file` and `line` default to the caller's, so sources compile unchanged.
+// `KeyferryContext`'s. Each comes twice: called by name, the second form is chosen, whose
+// `file` and `line` default to the caller's so the audit can name the call site; stored as a
+// value of Apple's function type (`var copy: (CFDictionary, UnsafeMutablePointer<CFTypeRef?>?)
+// -> OSStatus = SecItemCopyMatching`), only the first has that type, and the audit names no line.
+
+@_disfavoredOverload @discardableResult
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    SecItemAdd(attributes, result, file: Site.functionValue, line: 0)
+}
 
 @discardableResult
 public func SecItemAdd(
@@ -17,6 +25,11 @@ public func SecItemAdd(
         let record = try context.backend.add(item, app: context.app)
         result?.pointee = SecDictionary.result([record], returning: returning, matchLimit: .one).map { $0 as AnyObject }
     }
+}
+
+@_disfavoredOverload @discardableResult
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    SecItemCopyMatching(query, result, file: Site.functionValue, line: 0)
 }
 
 @discardableResult
@@ -34,6 +47,11 @@ public func SecItemCopyMatching(
     }
 }
 
+@_disfavoredOverload @discardableResult
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    SecItemUpdate(query, attributesToUpdate, file: Site.functionValue, line: 0)
+}
+
 @discardableResult
 public func SecItemUpdate(
     _ query: CFDictionary, _ attributesToUpdate: CFDictionary,
@@ -47,6 +65,11 @@ public func SecItemUpdate(
     }
 }
 
+@_disfavoredOverload @discardableResult
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    SecItemDelete(query, file: Site.functionValue, line: 0)
+}
+
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary, file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
     perform(.delete, query, file: file, line: line) { context, query, _ in
@@ -58,7 +81,7 @@ public func SecItemDelete(_ query: CFDictionary, file: StaticString = #fileID, l
 /// call shown to the audit. `body` gets the dictionaries keyed by strings (the update's second
 /// one, or an empty one).
 private func perform(
-    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary = [:], file: StaticString, line: UInt,
+    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary = NSDictionary(), file: StaticString, line: UInt,
     _ body: (KeyferryContext, [String: Any], [String: Any]) throws -> Void
 ) -> OSStatus {
     guard let context = KeyferryContext.current else {

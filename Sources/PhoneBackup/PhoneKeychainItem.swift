@@ -89,7 +89,7 @@ enum PhoneKeychainItem {
         var attributes: Attributes = [:]
         for (name, value) in entries {
             let key = AttributeKey(rawValue: name)
-            guard table.attributes.contains(key), let kind = key.kind, let converted = attributeValue(value, kind) else { continue }
+            guard table.attributes.contains(key), let converted = attributeValue(value, key) else { continue }
             attributes[key] = converted
         }
         let uuid = entries["UUID"]?.string.flatMap(UUID.init(uuidString:)) ?? nameBasedUUID(sealedBytes)
@@ -113,8 +113,12 @@ enum PhoneKeychainItem {
     }
 
     /// Phones write some flags as numbers and some numbers as strings: taken when unambiguous.
-    private static func attributeValue(_ value: PropertyList, _ kind: AttributeKey.Kind) -> AttributeValue? {
-        switch (kind, value) {
+    /// A blob attribute (the account, the service) keeps the type the app stored it as.
+    private static func attributeValue(_ value: PropertyList, _ key: AttributeKey) -> AttributeValue? {
+        guard let kind = key.kind else { return nil }
+        return switch (kind, value) {
+        case (_, .string(let text)) where key.isBlob: .string(text)
+        case (_, .data(let data)) where key.isBlob: .data(data)
         case (.string, .string(let text)): .string(text)
         case (.string, .data(let data)): String(data: data, encoding: .utf8).map(AttributeValue.string)
         case (.data, .data(let data)): .data(data)

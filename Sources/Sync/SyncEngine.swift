@@ -139,7 +139,7 @@ public actor SyncEngine {
                 if isPending(change.changeSequence, change.record.uuid) { pending += 1 }
             case .deviceBound where !change.isTombstone:
                 let text = { (key: AttributeKey) -> String? in
-                    if case .string(let s)? = change.record.attributes[key], !s.isEmpty { s } else { nil }
+                    change.record.attributes[key]?.text.flatMap { $0.isEmpty ? nil : $0 }
                 }
                 deviceBound.append([text(.account), text(.service) ?? text(.server)].compactMap { $0 }.joined(separator: " @ "))
             default: continue

@@ -27,8 +27,10 @@ struct ItemAttributes: ParsableArguments {
             "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keyType=kSecAttrKeyTypeRSA (repeatable).",
             discussion: """
                 NAME is Apple's name with or without kSecAttr (keyType, kSecAttrKeyType) or its short code \
-                (type). Data values take hex: or base64: prefixes (plain text otherwise); numbers take \
-                Apple's named values too (kSecAttrKeyTypeRSA, kSecAttrKeyClassPrivate); dates take ISO 8601.
+                (type). Data values take hex: or base64: prefixes (plain text otherwise), and so do the \
+                text attributes Apple keeps as blobs (account, service, label ...), for items an app \
+                stored with its account as Data; numbers take Apple's named values too \
+                (kSecAttrKeyTypeRSA, kSecAttrKeyClassPrivate); dates take ISO 8601.
                 """))
     var extra: [String] = []
 
@@ -59,13 +61,13 @@ func parseAssignment(_ text: String, flag: String) throws -> (AttributeKey, Attr
     if let key, let own = ownOptions[key] {
         throw ValidationError("\(flag): \(name) has an option of its own: \(own).")
     }
-    guard let key, let kind = key.kind else {
+    guard let key, key.kind != nil else {
         throw ValidationError("\(flag): '\(name)' is not a keychain attribute (try account, service, label, applicationTag, keyType ...).")
     }
     switch key {
     case .protocol: return (key, .string(try Checked.internetProtocol(raw)))
     case .port: return (key, .number(try Checked.port(raw)))
-    default: return (key, try attributeValue(raw, kind: kind, name: name))
+    default: return (key, try attributeValue(raw, key: key, name: name))
     }
 }
 
@@ -82,9 +84,11 @@ private let namedNumbers: [String: Int64] = [
     "kSecAttrKeyClassPublic": 0, "kSecAttrKeyClassPrivate": 1, "kSecAttrKeyClassSymmetric": 2,
 ]
 
-func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws -> AttributeValue {
-    switch kind {
+func attributeValue(_ raw: String, key: AttributeKey, name: String) throws -> AttributeValue {
+    switch key.kind! {
     case .string:
+        // A blob (account, service, label ...) holds data too, as apps that store it as Data do.
+        if key.isBlob, raw.hasPrefix("hex:") || raw.hasPrefix("base64:") { return try data(raw, name: name) }
         return .string(raw)
     case .number:
         guard let n = Int64(raw) ?? namedNumbers[raw] else {
@@ -98,19 +102,24 @@ func attributeValue(_ raw: String, kind: AttributeKey.Kind, name: String) throws
         default: throw ValidationError("\(name) takes true or false, not '\(raw)'.")
         }
     case .data:
-        if raw.hasPrefix("hex:") {
-            guard let bytes = Hex.decode(raw.dropFirst(4)) else { throw ValidationError("\(name): '\(raw)' is not valid hex.") }
-            return .data(Data(bytes))
-        }
-        if raw.hasPrefix("base64:") {
-            guard let data = Data(base64Encoded: String(raw.dropFirst(7))) else { throw ValidationError("\(name): '\(raw)' is not valid base64.") }
-            return .data(data)
-        }
-        return .data(Data(raw.utf8))
+        return try data(raw, name: name)
     case .date:
         if let date = try? Date(raw, strategy: .iso8601) { return .date(date) }
         throw ValidationError("\(name) takes an ISO 8601 date such as 2026-01-31T12:00:00Z, not '\(raw)'.")
     }
+}
+
+/// Data given as `hex:...`, `base64:...` or plain text (its UTF-8 bytes).
+private func data(_ raw: String, name: String) throws -> AttributeValue {
+    if raw.hasPrefix("hex:") {
+        guard let bytes = Hex.decode(raw.dropFirst(4)) else { throw ValidationError("\(name): '\(raw)' is not valid hex.") }
+        return .data(Data(bytes))
+    }
+    if raw.hasPrefix("base64:") {
+        guard let data = Data(base64Encoded: String(raw.dropFirst(7))) else { throw ValidationError("\(name): '\(raw)' is not valid base64.") }
+        return .data(data)
+    }
+    return .data(Data(raw.utf8))
 }
 
 /// The search-only flags of get, update and delete.

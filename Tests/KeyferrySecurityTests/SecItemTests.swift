@@ -55,6 +55,41 @@ struct SecItemTests {
         #expect((two as? [Any])?.count == 2)
     }
 
+    @Test(
+        "text attributes are blobs, as on Apple's devices: data is taken and read back as data, found by that data and not by the string it spells; data attributes take a string's bytes; numbers and flags take NSNumbers and booleans"
+    )
+    func blobAttributes() throws {
+        let account = Data("alice".utf8)
+        #expect(add([kSecAttrAccount: account, kSecAttrService: Data("mail".utf8), kSecAttrGeneric: "g", kSecValueData: Data("1".utf8)]) == errSecSuccess)
+        #expect(add([kSecAttrAccount: account, kSecAttrService: Data("mail".utf8)]) == errSecDuplicateItem)
+        let (status, found) = copy([kSecAttrAccount: account, kSecReturnAttributes: true])
+        #expect(status == errSecSuccess)
+        let attributes = try #require(found as? [String: Any])
+        #expect(attributes[kSecAttrAccount] as? Data == account)
+        #expect(attributes[kSecAttrService] as? Data == Data("mail".utf8))
+        #expect(attributes[kSecAttrGeneric] as? String == "g", "a blob keeps a string as a string")
+        // The string "alice" is another value (SQLite never finds text equal to a blob): not found,
+        // and a second item may take it.
+        #expect(copy([kSecAttrAccount: "alice"]).0 == errSecItemNotFound)
+        #expect(add([kSecAttrAccount: "alice", kSecAttrService: "mail"]) == errSecSuccess)
+        let (_, byString) = copy([kSecAttrAccount: "alice", kSecReturnAttributes: true])
+        #expect((byString as? [String: Any])?[kSecAttrAccount] as? String == "alice")
+        #expect(add([kSecAttrAccount: 42]) == errSecParam)
+
+        let key: [String: Any] = [
+            kSecClass: kSecClassKey, kSecAttrApplicationTag: "com.example.key", kSecAttrKeySizeInBits: NSNumber(value: 256),
+            kSecAttrCanSign: NSNumber(value: true), kSecAttrIsPermanent: 1, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+            kSecValueData: Data("k".utf8), kSecReturnAttributes: true,
+        ]
+        var added: CFTypeRef?
+        #expect(app.SecItemAdd(key, &added) == errSecSuccess)
+        let keyAttributes = try #require(added as? [String: Any])
+        #expect(keyAttributes[kSecAttrApplicationTag] as? Data == Data("com.example.key".utf8))
+        #expect(keyAttributes[kSecAttrKeySizeInBits] as? Int == 256)
+        #expect(keyAttributes[kSecAttrCanSign] as? Bool == true)
+        #expect(keyAttributes[kSecAttrIsPermanent] as? Bool == true)
+    }
+
     @Test("an update touches every match, or with a match limit the first ones added, as Apple's server selects them")
     func updateMatchLimit() {
         for account in ["a", "b", "c"] { #expect(add([kSecAttrAccount: account, kSecValueData: Data("old".utf8)]) == errSecSuccess) }

@@ -2,6 +2,17 @@
 // dictionary reads the same here as on a device, and values logged on one compare on the other.
 // Which of them Keyferry honours is in Protocol/security.md; the others are refused with
 // errSecUnimplemented, never ignored.
+//
+// They are Swift strings, so `kSecClass as String`, `value as CFString`, `[CFString: Any]`, a
+// `switch` over them and passing them between actors compile as on Apple's platforms, where
+// CFString bridges to String and is Sendable. Where app code needs an object instead (an
+// `AnyObject` parameter, a `[String: AnyObject]`), SecConstantObjects has the same names.
+
+/// A string constant such as `kSecClass`.
+public typealias CFString = String
+
+public let kCFBooleanTrue: Bool! = true
+public let kCFBooleanFalse: Bool! = false
 
 // Item classes
 public let kSecClass: CFString = "class"
