@@ -167,10 +167,14 @@ public enum AuthenticationResponse: Hashable, Sendable, Codable {
 public struct AuthenticationContext: Hashable, Sendable, Codable {
     public var responses: [AuthenticationResponse]
     public var interactionAllowed: Bool
+    /// `kSecUseAuthenticationUISkip`: a read leaves out the items whose secret needs a prompt
+    /// instead of failing on them (`s3dl_query` in Apple's `SecItemDb.c`).
+    public var skipsItemsNeedingAuthentication: Bool
 
-    public init(responses: [AuthenticationResponse] = [], interactionAllowed: Bool = true) {
+    public init(responses: [AuthenticationResponse] = [], interactionAllowed: Bool = true, skipsItemsNeedingAuthentication: Bool = false) {
         self.responses = responses
         self.interactionAllowed = interactionAllowed
+        self.skipsItemsNeedingAuthentication = skipsItemsNeedingAuthentication
     }
 
     /// No prompt can be shown: the background, a widget, a pre-warmed launch.

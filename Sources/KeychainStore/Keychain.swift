@@ -155,12 +155,22 @@ public struct Keychain: Sendable {
         }
         let limit = query.matchLimit ?? .one
         let keys = try device.availableKeys()
+        let withData = query.returning.contains(.data)
+        let skipping = withData && query.authentication.skipsItemsNeedingAuthentication
         return try device.database.unsafeRead { db in
-            let rows = try find(query, db, limit: limit.maximum)
-            guard !rows.isEmpty else { throw notFound(query) }
-            return try rows.map {
-                try open($0, keys: keys, withData: query.returning.contains(.data), authentication: query.authentication, db)
+            // Items may be left out, so the limit applies to what is kept.
+            let rows = try find(query, db, limit: skipping ? nil : limit.maximum)
+            var records: [ItemRecord] = []
+            for row in rows {
+                do {
+                    records.append(try open(row, keys: keys, withData: withData, authentication: query.authentication, db))
+                } catch let error as KeychainError where skipping && error.status == .interactionNotAllowed && keys[row.header.protection] != nil {
+                    continue  // Its class key is there, so its access control asked for a prompt.
+                }
+                if records.count == limit.maximum { break }
             }
+            guard !records.isEmpty else { throw notFound(query) }
+            return records
         }
     }
 

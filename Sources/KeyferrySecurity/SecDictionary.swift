@@ -122,9 +122,14 @@ package enum SecDictionary {
                     synchronizable = try Convert.bool(value, key) ? .yes : .no
                 }
             case kSecAttrCreationDate, kSecAttrModificationDate:
+                // Apple matches the exact stored time, a plaintext column; here the dates are
+                // sealed with the item's metadata, so a search on them could not run while locked.
+                guard operation == .copy || operation == .delete else {
+                    throw KeychainError(.readOnlyAttr, "'\(key)' is kept by the keychain and cannot be set.")
+                }
                 throw KeychainError(
-                    operation == .copy || operation == .delete ? .unimplemented : .readOnlyAttr,
-                    "'\(key)' is kept by the keychain and cannot be \(operation == .copy || operation == .delete ? "searched on in Keyferry" : "set").")
+                    .unimplemented,
+                    "'\(key)': Keyferry keeps item dates sealed, so it cannot search on them in every lock state as Apple does; read them with kSecReturnAttributes and compare.")
             case kSecValueData:
                 guard operation == .add || operation == .update else { throw KeychainError(.param, "kSecValueData cannot be searched on.") }
                 data = try Convert.data(value, key)
@@ -153,6 +158,7 @@ package enum SecDictionary {
                     throw KeychainError(.param, "'\(value)' is not a kSecUseAuthenticationUI value.")
                 }
                 if mode != kSecUseAuthenticationUIAllow { authentication.interactionAllowed = false }
+                if mode == kSecUseAuthenticationUISkip { authentication.skipsItemsNeedingAuthentication = true }
             case kSecUseAuthenticationContext:
                 guard let context = value as? LAContext else {
                     throw KeychainError(.param, "kSecUseAuthenticationContext takes an LAContext.")
@@ -167,6 +173,8 @@ package enum SecDictionary {
                     .unimplemented, "kSecAttrTokenID: there is no Secure Enclave or token on Linux; Keyferry keeps keys as items with their data.")
             case kSecUseOperationPrompt, kSecUseDataProtectionKeychain:
                 break  // Meaningful only to a real UI or to macOS's file-based keychain.
+            case kSecUseItemList:
+                break  // Kept and never used by Apple's server either (`query_add_use` in SecItemServer.c).
             default:
                 let attribute = AttributeKey(rawValue: key)
                 guard itemClass.attributes.contains(attribute), let kind = attribute.kind else {

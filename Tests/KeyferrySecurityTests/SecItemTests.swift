@@ -337,6 +337,25 @@ struct SecItemTests {
         #expect(app.SecItemDelete(query) == errSecSuccess)
     }
 
+    @Test("kSecUseAuthenticationUISkip leaves out the items whose secret needs a prompt, the match limit counting what is kept; kSecUseItemList is taken and unused, as by Apple's server")
+    func authenticationUISkip() throws {
+        let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.userPresence], nil))
+        #expect(add([kSecAttrAccount: "guarded", kSecAttrAccessControl: control, kSecValueData: Data("g".utf8)]) == errSecSuccess)
+        #expect(add([kSecAttrAccount: "plain", kSecValueData: Data("p".utf8)]) == errSecSuccess)
+        let skip: [String: Any] = [kSecUseAuthenticationUI: kSecUseAuthenticationUISkip, kSecReturnData: true]
+        let (all, found) = copy(skip.merging([kSecMatchLimit: kSecMatchLimitAll]) { $1 })
+        #expect(all == errSecSuccess)
+        #expect(found as? [Data] == [Data("p".utf8)])
+        let (one, first) = copy(skip)
+        #expect(one == errSecSuccess && first as? Data == Data("p".utf8), "the guarded item, added first, is passed over")
+        #expect(copy(skip.merging([kSecAttrAccount: "guarded"]) { $1 }).0 == errSecItemNotFound)
+        #expect(copy([kSecAttrAccount: "guarded", kSecReturnData: true, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail]).0 == errSecInteractionNotAllowed)
+        // Attributes need no prompt, so nothing is left out.
+        let (_, attributes) = copy([kSecUseAuthenticationUI: kSecUseAuthenticationUISkip, kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll])
+        #expect((attributes as? [Any])?.count == 2)
+        #expect(copy([kSecAttrAccount: "plain", kSecUseItemList: [Any]()]).0 == errSecSuccess)
+    }
+
     @Test("biometry AND passcode needs both responses")
     func andCombinator() throws {
         let control = try AccessControl(protection: .whenUnlocked, expression: "biometryAny|and|devicePasscode")
