@@ -60,6 +60,9 @@ struct Secret: Sendable {
         return secrets.map { secret in
             var secret = secret
             secret.baseline = secret.read(with: reader)
+            if case .failed(let status, let message) = secret.baseline {
+                secret.row.now = SurvivalCell(.unreadable, status: status, reason: message)
+            }
             return secret
         }
     }
@@ -148,9 +151,10 @@ struct Secret: Sendable {
         case (_, .missing): return SurvivalCell(.lost)
         case (.value(let before), .value(let after)):
             return before == after ? SurvivalCell(.kept) : SurvivalCell(.lost, reason: "its value changed")
-        case (.failed(let before, _), .failed(let after, _)) where before == after:
-            // Unreadable here as on the device itself (a prompt nobody can answer): it is there.
-            return SurvivalCell(.kept)
+        case (.failed(let before, let message), .failed(let after, _)) where before == after:
+            // Unreadable here as on the device itself: the path changed nothing, but the secret
+            // is not one the app can read, and the matrix must not call it kept.
+            return SurvivalCell(.unreadable, status: after, reason: message)
         case (_, .failed(let status, let message)):
             return SurvivalCell(.unreadable, status: status, reason: message)
         case (_, .value):

@@ -221,7 +221,8 @@ struct PathRunner: Sendable {
         let reader = Secret.Reader(target.device, passcode: target.passcode)
         return secrets.map { secret in
             var cell = secret.cell(with: reader)
-            if cell.outcome != .kept {
+            // A secret that fails here as on the device itself keeps that reason.
+            if cell.outcome != .kept, cell.reason == nil || cell.reason != secret.row.now?.reason {
                 cell.reason = LossReason.explain(secret, path, cell, restored: secret.uuid.flatMap { outcomes[$0] }) ?? cell.reason
             }
             return cell

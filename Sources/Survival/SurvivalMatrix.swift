@@ -43,6 +43,9 @@ public struct SurvivalRow: Codable, Sendable {
     public var accessControl: String?
     /// A file's protection class.
     public var fileProtection: String?
+    /// The read on the device as it is, when that already fails (a `biometryCurrentSet` item
+    /// after its biometry went): every path is then compared with a secret nobody can read.
+    public var now: SurvivalCell?
     public var cells: [SurvivalPath: SurvivalCell]
 }
 

@@ -7,8 +7,8 @@ extension SurvivalMatrix {
     var reasons: [String] {
         var seen: [String] = []
         for row in rows {
-            for path in paths {
-                if let reason = row.cells[path]?.reason, !seen.contains(reason) { seen.append(reason) }
+            for reason in ([row.now] + paths.map { row.cells[$0] }).compactMap({ $0?.reason }) where !seen.contains(reason) {
+                seen.append(reason)
             }
         }
         return seen
@@ -42,11 +42,15 @@ extension SurvivalMatrix {
         }
         let nameWidth = max(6, rows.map(\.name.count).max() ?? 0)
         let widths = paths.map { path in max(path.heading.count, rows.map { text($0.cells[path]).count }.max() ?? 0) }
+        // A "now" column only when the device itself cannot read a secret: the baseline's failure.
+        let nowWidth = rows.contains { $0.now != nil } ? max(3, rows.map { text($0.now).count }.max() ?? 0) : nil
         var lines = ["What survives on \(device)" + (app.map { " for \($0)" } ?? "") + ": each path run for real on scratch devices", ""]
-        lines.append((["secret".padded(nameWidth)] + zip(paths, widths).map { $0.heading.padded($1) }).joined(separator: "  "))
+        let nowHeading = nowWidth.map { ["now".padded($0)] } ?? []
+        lines.append((["secret".padded(nameWidth)] + nowHeading + zip(paths, widths).map { $0.heading.padded($1) }).joined(separator: "  "))
         for row in rows {
+            let now = nowWidth.map { [paint((row.now.map(text) ?? "ok").padded($0), row.now)] } ?? []
             let cells = zip(paths, widths).map { path, width in paint(text(row.cells[path]).padded(width), row.cells[path]) }
-            lines.append(([row.name.padded(nameWidth)] + cells).joined(separator: "  "))
+            lines.append(([row.name.padded(nameWidth)] + now + cells).joined(separator: "  "))
         }
         if rows.isEmpty { lines.append("(no keychain item, UserDefaults entry or sandbox file)") }
         if !reasons.isEmpty {
@@ -79,6 +83,7 @@ extension SurvivalMatrix {
             let detail = [
                 row.app, row.itemClass, row.accessible, row.synchronizable.map { $0 ? "synchronizable" : nil } ?? nil,
                 row.accessControl, row.fileProtection,
+                row.now.map { "unreadable on this device now" + ($0.status.map { " (\($0.rawValue))" } ?? "") },
             ].compactMap { $0 }.joined(separator: " · ")
             body += "<tr><th class=\"secret\" title=\"\(escaped(detail))\">\(escaped(row.name))<small>\(escaped(detail))</small></th>"
             for path in paths {

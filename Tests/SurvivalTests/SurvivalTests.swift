@@ -87,6 +87,22 @@ struct SurvivalTests {
         }
     }
 
+    @Test("a secret the device itself cannot read (biometryCurrentSet after a new face) is unreadable now and on every path it stays on, never kept")
+    func unreadableBaseline() async throws {
+        let phone = try Self.phone()
+        try phone.device.changeBiometryEnrollment()
+        let matrix = try await Self.matrix(phone)
+        let row = try #require(matrix.rows.first { $0.name == "face @ com.example.app" })
+        let now = try #require(row.now)
+        #expect(now.outcome == .unreadable && now.status == .authFailed)
+        for (path, cell) in row.cells {
+            #expect(cell.outcome != .kept, "\(path.rawValue) calls it kept")
+            if cell.status == now.status { #expect(cell.reason == now.reason, "\(path.rawValue): \(cell.reason ?? "")") }
+        }
+        #expect(row.cells[.lockedAfterGrace]?.outcome == .unreadable)
+        #expect(matrix.rows.first { $0.name == "local @ com.example.app" }?.now == nil)
+    }
+
     @Test("the device is left byte for byte as it was, and the scratch devices are gone")
     func untouched() async throws {
         let phone = try Self.phone()
