@@ -4,15 +4,17 @@ import Foundation
 
 // The Core Foundation names keychain code is written with. On Apple's platforms they are
 // toll-free bridged classes; here each is the Swift or Foundation type it bridges to, so the
-// spellings people write compile unchanged: `kSecClass as String`, `query as CFDictionary`, an
-// `NSDictionary` passed as one, `[CFString: Any]`, `result as? Data`, `result as? [[String: Any]]`,
-// `kCFBooleanTrue!`. `CFString` and the constants are in SecConstants.
+// spellings people write compile unchanged: `kSecClass as String`, `query as CFDictionary`,
+// `[CFString: Any]`, `result as? Data`, `result as? [[String: Any]]`, `kCFBooleanTrue!`.
+// `CFString` and the constants are in SecConstants.
 
 /// What `SecItemCopyMatching` hands back: data, a dictionary or an array of them, as objects.
 public typealias CFTypeRef = AnyObject
 /// A query or an attribute dictionary: `[String: Any]` and `[CFString: Any]` convert to it with
-/// `as`, an `NSDictionary` is one, and a dictionary literal can be written as one.
-public typealias CFDictionary = NSDictionary
+/// `as`, and a dictionary literal can be written as one. The SecItem functions take an
+/// `NSDictionary` too (SecItem.swift). Not `NSDictionary` itself: Foundation on Linux would copy
+/// every key and value into one and back out on each call.
+public typealias CFDictionary = [AnyHashable: Any]
 public typealias CFData = Data
 public typealias CFArray = [Any]
 public typealias CFBoolean = Bool

@@ -14,8 +14,8 @@ package enum SecDictionary {
         var out: [String: Any] = [:]
         out.reserveCapacity(dictionary.count)
         for (key, value) in dictionary {
-            guard let name = key as? String else {
-                throw KeychainError(.param, "'\(key)' is not a Keychain Services key; keys are kSec constants.")
+            guard let name = key.base as? String else {
+                throw KeychainError(.param, "'\(key.base)' is not a Keychain Services key; keys are kSec constants.")
             }
             out[name] = value
         }

@@ -77,11 +77,47 @@ public func SecItemDelete(_ query: CFDictionary, file: StaticString = #fileID, l
     }
 }
 
+// An `NSDictionary` (or `NSMutableDictionary`) where Apple takes a CFDictionary, as toll-free
+// bridging lets app code pass one there.
+
+@discardableResult
+public func SecItemAdd(
+    _ attributes: NSDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?, file: StaticString = #fileID, line: UInt = #line
+) -> OSStatus {
+    SecItemAdd(CFDictionary(attributes), result, file: file, line: line)
+}
+
+@discardableResult
+public func SecItemCopyMatching(
+    _ query: NSDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?, file: StaticString = #fileID, line: UInt = #line
+) -> OSStatus {
+    SecItemCopyMatching(CFDictionary(query), result, file: file, line: line)
+}
+
+@discardableResult
+public func SecItemUpdate(
+    _ query: NSDictionary, _ attributesToUpdate: NSDictionary, file: StaticString = #fileID, line: UInt = #line
+) -> OSStatus {
+    SecItemUpdate(CFDictionary(query), CFDictionary(attributesToUpdate), file: file, line: line)
+}
+
+@discardableResult
+public func SecItemDelete(_ query: NSDictionary, file: StaticString = #fileID, line: UInt = #line) -> OSStatus {
+    SecItemDelete(CFDictionary(query), file: file, line: line)
+}
+
+extension Dictionary where Key == AnyHashable, Value == Any {
+    init(_ dictionary: NSDictionary) {
+        self.init(minimumCapacity: dictionary.count)
+        for (key, value) in dictionary { self[key as? AnyHashable ?? AnyHashable("\(key)")] = value }
+    }
+}
+
 /// Runs one call in the current context: Apple's status back, Keyferry's sentence kept, the
 /// call shown to the audit. `body` gets the dictionaries keyed by strings (the update's second
 /// one, or an empty one).
 private func perform(
-    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary = NSDictionary(), file: StaticString, line: UInt,
+    _ function: SecItemFunction, _ dictionary: CFDictionary, changes: CFDictionary = [:], file: StaticString, line: UInt,
     _ body: (KeyferryContext, [String: Any], [String: Any]) throws -> Void
 ) -> OSStatus {
     guard let context = KeyferryContext.current else {
