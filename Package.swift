@@ -167,6 +167,7 @@ let package = Package(
             dependencies: [
                 "SecConstants", "SecConstantObjects", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem",
                 "KeyferryThreads", "NodeControl",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]),
         // Apple's kSec constants as strings, and the same names as objects where app code needs
         // one: sibling modules, so that both stay visible (SecConstantObjects says why).

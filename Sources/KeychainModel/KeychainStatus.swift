@@ -21,6 +21,7 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let decode = KeychainStatus(rawValue: -26275)
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
     public static let internalError = KeychainStatus(rawValue: -67671)
+    public static let verifyFailed = KeychainStatus(rawValue: -67808)
 
     /// Apple's names and meanings: those Keyferry returns, and the others keychain code tests for.
     private static let names: [Int32: (name: String, meaning: String)] = [

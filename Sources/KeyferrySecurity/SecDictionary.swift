@@ -29,8 +29,14 @@ package enum SecDictionary {
                 .param, "kSecAttrAccessible and kSecAttrAccessControl cannot both be given; the access control already carries the accessibility.")
         }
         if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be added.") }
+        var attributes = parts.attributes
+        var data = parts.data
+        if let key = parts.keyReference {
+            attributes = key.itemAttributes.merging(attributes) { $1 }
+            data = data ?? key.material.externalRepresentation
+        }
         return NewItem(
-            parts.itemClass, attributes: parts.attributes, data: parts.data ?? Data(), accessGroup: parts.accessGroup,
+            parts.itemClass, attributes: attributes, data: data ?? Data(), accessGroup: parts.accessGroup,
             protection: parts.protection, accessControl: parts.accessControl,
             synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
     }
@@ -41,8 +47,14 @@ package enum SecDictionary {
         if parts.accessControl != nil { throw KeychainError(.param, "kSecAttrAccessControl cannot be searched on.") }
         // A persistent reference names one item: no implicit kSecAttrSynchronizable = false.
         let synchronizable = parts.synchronizable ?? (parts.persistentReference == nil ? .no : .any)
+        var attributes = parts.attributes
+        if let key = parts.keyReference {
+            // A key is found by what Apple finds it by: its class and application label.
+            attributes[.keyClass] = .number(key.material.isPrivate ? 1 : 0)
+            attributes[.applicationLabel] = key.attributes[.applicationLabel] ?? .data(key.material.applicationLabel)
+        }
         return ItemQuery(
-            parts.itemClass, attributes: parts.attributes, accessGroup: parts.accessGroup, protection: parts.protection,
+            parts.itemClass, attributes: attributes, accessGroup: parts.accessGroup, protection: parts.protection,
             synchronizable: synchronizable, persistentReference: parts.persistentReference,
             matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication)
     }
@@ -78,6 +90,8 @@ package enum SecDictionary {
         var matchLimit: MatchLimit?
         var returning: ReturnOptions = []
         var authentication = AuthenticationContext()
+        /// `kSecValueRef`: a key to add, or to find by its application label.
+        var keyReference: SecKey?
 
         /// `kSecAttrSynchronizable` as a value to store: nil when absent; `SynchronizableAny`,
         /// which only searches may use, is refused.
@@ -91,7 +105,9 @@ package enum SecDictionary {
         }
 
         init(_ dictionary: [String: Any], operation: Operation) throws(KeychainError) {
-            guard let rawClass = dictionary[kSecClass] else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
+            // A key given as kSecValueRef says its class, as Apple's client reads it from the ref.
+            let implied: Any? = dictionary[kSecValueRef] is SecKey ? kSecClassKey : nil
+            guard let rawClass = dictionary[kSecClass] ?? implied else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
             // Apple's values (`genp`) first: they are what the constants hold.
             guard let name = rawClass as? String, let itemClass = ItemClass(rawValue: name) ?? ItemClass(name: name) else {
                 throw KeychainError(.noSuchClass, "'\(rawClass)' is not a keychain item class.")
@@ -129,14 +145,19 @@ package enum SecDictionary {
                 }
                 throw KeychainError(
                     .unimplemented,
-                    "'\(key)': Keyferry keeps item dates sealed, so it cannot search on them in every lock state as Apple does; read them with kSecReturnAttributes and compare.")
+                    "'\(key)': Keyferry keeps item dates sealed, so it cannot search on them in every lock state as Apple does; read them with kSecReturnAttributes and compare."
+                )
             case kSecValueData:
                 guard operation == .add || operation == .update else { throw KeychainError(.param, "kSecValueData cannot be searched on.") }
                 data = try Convert.data(value, key)
             case kSecValuePersistentRef:
                 persistentReference = try PersistentReference(data: try Convert.data(value, key))
             case kSecValueRef:
-                throw KeychainError(.unimplemented, "kSecValueRef: Keyferry has no SecKey or SecCertificate objects; use attributes and kSecValueData.")
+                guard let key = value as? SecKey, itemClass == .key else {
+                    throw KeychainError(
+                        .unimplemented, "kSecValueRef: Keyferry makes SecKey objects only; a certificate or identity takes attributes and kSecValueData.")
+                }
+                keyReference = key
             case kSecMatchLimit:
                 guard operation != .add else { throw KeychainError(.param, "kSecMatchLimit cannot appear in an add.") }
                 matchLimit = try Convert.matchLimit(value)
@@ -192,32 +213,39 @@ package enum SecDictionary {
 
     /// What `SecItemCopyMatching` (or `SecItemAdd` with return keys) hands back: nil without
     /// return keys; one value for a single match; an array for a match limit above one.
-    package static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) -> Any? {
-        // A password has no ref object: asked for nothing else, Apple's client hands back none.
-        guard !returning.isEmpty, returning != .ref else { return nil }
-        let values = records.map { value($0, returning) }
+    package static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) throws(KeychainError) -> Any? {
+        guard !returning.isEmpty else { return nil }
+        var values: [Any] = []
+        for record in records {
+            let key = returning.contains(.ref) && record.itemClass == .key ? try SecKey(record: record) : nil
+            // A password has no ref object: asked for nothing else, Apple's client hands back none.
+            if returning == .ref, key == nil { return nil }
+            values.append(value(record, returning, key: key))
+        }
         return matchLimit == .one ? values.first : values
     }
 
-    private static func value(_ record: ItemRecord, _ returning: ReturnOptions) -> Any {
+    private static func value(_ record: ItemRecord, _ returning: ReturnOptions, key: SecKey?) -> Any {
         if returning == .data { return record.data ?? Data() }
         if returning == .persistentRef { return record.persistentReference.data }
+        if returning == .ref, let key { return key }
         // What Apple's server sends for a ref (class, attributes and data) stays in the
         // dictionary when no ref object can be made of it, as for every password.
         let withRef = returning.contains(.ref)
         var dictionary = returning.contains(.attributes) || withRef ? attributes(of: record) : [:]
-        if returning.contains(.data) || withRef { dictionary[kSecValueData] = record.data ?? Data() }
+        if returning.contains(.data) || (withRef && key == nil) { dictionary[kSecValueData] = record.data ?? Data() }
+        if let key { dictionary[kSecValueRef] = key }
         if returning.contains(.persistentRef) { dictionary[kSecValuePersistentRef] = record.persistentReference.data }
         return dictionary
     }
 
-    /// What to ask the store for. `kSecReturnRef` on a password makes Apple's server send its
-    /// class, attributes and secret, of which the client makes no object; on a key, certificate or
-    /// identity it needs `SecKey` and `SecCertificate` objects, which do not exist here.
+    /// What to ask the store for. `kSecReturnRef` makes Apple's server send the item's class,
+    /// attributes and secret: of a key the client makes a `SecKey`, of a password no object. A
+    /// certificate or identity needs `SecCertificate` objects, which do not exist here yet.
     package static func storeReturning(_ returning: ReturnOptions, itemClass: ItemClass) throws(KeychainError) -> ReturnOptions {
         guard returning.contains(.ref) else { return returning }
-        guard itemClass == .genericPassword || itemClass == .internetPassword else {
-            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey, SecCertificate or SecIdentity objects; ask for data or attributes.")
+        guard itemClass != .certificate && itemClass != .identity else {
+            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecCertificate or SecIdentity objects yet; ask for data or attributes.")
         }
         return returning.subtracting(.ref).union([.data, .attributes])
     }
@@ -230,7 +258,14 @@ package enum SecDictionary {
             kSecAttrCreationDate: record.creationDate, kSecAttrModificationDate: record.modificationDate,
         ]
         if let accessControl = record.accessControl { out[kSecAttrAccessControl] = accessControl }
-        for (key, value) in record.attributes {
+        out.merge(attributeValues(record.attributes)) { $1 }
+        return out
+    }
+
+    /// Class attributes keyed and typed as Apple's dictionaries hold them.
+    package static func attributeValues(_ attributes: Attributes) -> [String: Any] {
+        var out: [String: Any] = [:]
+        for (key, value) in attributes {
             switch value {
             case .string(let s): out[key.rawValue] = s
             case .data(let d): out[key.rawValue] = d

@@ -23,7 +23,7 @@ public func SecItemAdd(
         let returning = item.returning
         item.returning = try SecDictionary.storeReturning(returning, itemClass: item.itemClass)
         let record = try context.backend.add(item, app: context.app)
-        result?.pointee = SecDictionary.result([record], returning: returning, matchLimit: .one).map { $0 as AnyObject }
+        result?.pointee = try SecDictionary.result([record], returning: returning, matchLimit: .one).map { $0 as AnyObject }
     }
 }
 
@@ -43,7 +43,7 @@ public func SecItemCopyMatching(
         let returning = parsed.returning
         parsed.returning = try SecDictionary.storeReturning(returning, itemClass: parsed.itemClass)
         let records = try context.backend.copy(parsed, app: context.app)
-        result?.pointee = SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
+        result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
     }
 }
 

@@ -176,3 +176,7 @@ internal import SecConstants
 @_disfavoredOverload nonisolated(unsafe) public let kSecUseAuthenticationUISkip = NSString(string: SecConstants.kSecUseAuthenticationUISkip)
 @_disfavoredOverload nonisolated(unsafe) public let kSecUseAuthenticationContext = NSString(string: SecConstants.kSecUseAuthenticationContext)
 @_disfavoredOverload nonisolated(unsafe) public let kSecUseDataProtectionKeychain = NSString(string: SecConstants.kSecUseDataProtectionKeychain)
+
+// Key generation
+@_disfavoredOverload nonisolated(unsafe) public let kSecPrivateKeyAttrs = NSString(string: SecConstants.kSecPrivateKeyAttrs)
+@_disfavoredOverload nonisolated(unsafe) public let kSecPublicKeyAttrs = NSString(string: SecConstants.kSecPublicKeyAttrs)

@@ -171,3 +171,7 @@ public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
 public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
 public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
 public let kSecUseDataProtectionKeychain: CFString = "nleg"
+
+// Key generation
+public let kSecPrivateKeyAttrs: CFString = "private"
+public let kSecPublicKeyAttrs: CFString = "public"

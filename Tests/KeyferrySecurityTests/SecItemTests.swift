@@ -337,7 +337,9 @@ struct SecItemTests {
         #expect(app.SecItemDelete(query) == errSecSuccess)
     }
 
-    @Test("kSecUseAuthenticationUISkip leaves out the items whose secret needs a prompt, the match limit counting what is kept; kSecUseItemList is taken and unused, as by Apple's server")
+    @Test(
+        "kSecUseAuthenticationUISkip leaves out the items whose secret needs a prompt, the match limit counting what is kept; kSecUseItemList is taken and unused, as by Apple's server"
+    )
     func authenticationUISkip() throws {
         let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.userPresence], nil))
         #expect(add([kSecAttrAccount: "guarded", kSecAttrAccessControl: control, kSecValueData: Data("g".utf8)]) == errSecSuccess)
@@ -349,7 +351,8 @@ struct SecItemTests {
         let (one, first) = copy(skip)
         #expect(one == errSecSuccess && first as? Data == Data("p".utf8), "the guarded item, added first, is passed over")
         #expect(copy(skip.merging([kSecAttrAccount: "guarded"]) { $1 }).0 == errSecItemNotFound)
-        #expect(copy([kSecAttrAccount: "guarded", kSecReturnData: true, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail]).0 == errSecInteractionNotAllowed)
+        #expect(
+            copy([kSecAttrAccount: "guarded", kSecReturnData: true, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail]).0 == errSecInteractionNotAllowed)
         // Attributes need no prompt, so nothing is left out.
         let (_, attributes) = copy([kSecUseAuthenticationUI: kSecUseAuthenticationUISkip, kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll])
         #expect((attributes as? [Any])?.count == 2)

@@ -1,0 +1,222 @@
+import Foundation
+import KeychainTesting
+import KeyferrySecurity
+import Testing
+
+/// SecKey as app code calls it; every signature and ciphertext that leaves or enters Keyferry is
+/// checked by openssl, the other side.
+@Suite("SecKey")
+struct SecKeyTests {
+    let t: TestDevice
+    let context: KeyferryContext
+    let work: URL
+
+    init() throws {
+        t = try TestDevice()
+        context = KeyferryContext(device: t.device, app: TestDevice.appID, passcode: t.passcode)
+        work = t.directory.deletingLastPathComponent().appendingPathComponent("openssl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    }
+
+    // The DER that goes before an X9.63 point to make a SubjectPublicKeyInfo openssl reads:
+    // SEQUENCE { SEQUENCE { id-ecPublicKey, the curve }, BIT STRING }, from RFC 5480.
+    static let spkiPrefix: [Int: String] = [
+        256: "3059301306072a8648ce3d020106082a8648ce3d030107034200",
+        384: "3076301006072a8648ce3d020106052b81040022036200",
+        521: "30819b301006072a8648ce3d020106052b8104002303818600",
+    ]
+
+    func file(_ name: String, _ data: Data) throws -> String {
+        let url = work.appendingPathComponent(name)
+        try data.write(to: url)
+        return url.path
+    }
+
+    @discardableResult
+    func openssl(_ arguments: [String]) throws -> Data {
+        let (status, data, message) = try run(arguments)
+        try #require(status == 0, "openssl \(arguments.joined(separator: " ")): \(message)")
+        return data
+    }
+
+    /// Whether openssl accepts: for the checks that must fail.
+    func opensslAccepts(_ arguments: [String]) throws -> Bool { try run(arguments).status == 0 }
+
+    private func run(_ arguments: [String]) throws -> (status: Int32, output: Data, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.currentDirectoryURL = work
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, data, message)
+    }
+
+    func randomKey(_ type: CFString, bits: Int, _ extra: [CFString: Any] = [:]) throws -> SecKey {
+        var error: Unmanaged<CFError>?
+        let parameters: [CFString: Any] = [kSecAttrKeyType: type, kSecAttrKeySizeInBits: bits].merging(extra) { $1 }
+        let key = context.run { SecKeyCreateRandomKey(parameters as CFDictionary, &error) }
+        #expect(error == nil, "\(error?.takeRetainedValue().description ?? "")")
+        return try #require(key)
+    }
+
+    @Test(
+        "EC keys on P-256, P-384 and P-521: X9.63 representations, ECDSA signatures openssl verifies, and openssl's that Keyferry verifies",
+        arguments: [256, 384, 521])
+    func ellipticCurve(bits: Int) throws {
+        let key = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, bits: bits)
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        let point = try #require(SecKeyCopyExternalRepresentation(publicKey, nil))
+        let coordinate = (bits + 7) / 8
+        #expect(point.count == 1 + 2 * coordinate && point.first == 0x04)
+        #expect(SecKeyCopyExternalRepresentation(key, nil)?.count == 1 + 3 * coordinate)
+
+        let hashes: [(SecKeyAlgorithm, String)] = [
+            (.ecdsaSignatureMessageX962SHA256, "-sha256"), (.ecdsaSignatureMessageX962SHA384, "-sha384"), (.ecdsaSignatureMessageX962SHA512, "-sha512"),
+        ]
+        let message = Data("a message from the app".utf8)
+        let spki = Data(Array(hex: Self.spkiPrefix[bits]!)) + point
+        let publicPath = try file("ec-\(bits).der", spki)
+        for (algorithm, digest) in hashes {
+            #expect(SecKeyIsAlgorithmSupported(key, .sign, algorithm))
+            var error: Unmanaged<CFError>?
+            let signature = try #require(SecKeyCreateSignature(key, algorithm, message, &error))
+            #expect(SecKeyVerifySignature(publicKey, algorithm, message, signature, &error))
+            try openssl([
+                "dgst", digest, "-verify", publicPath, "-keyform", "DER", "-signature", try file("sig", signature), try file("msg", message),
+            ])
+            #expect(
+                try !opensslAccepts([
+                    "dgst", digest, "-verify", publicPath, "-keyform", "DER", "-signature", try file("sig", signature), try file("other", message + Data([0])),
+                ]))
+            #expect(!SecKeyVerifySignature(publicKey, algorithm, message + Data([0]), signature, &error))
+            #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecVerifyFailed))
+        }
+
+        // openssl's key and signature, read and checked by Keyferry.
+        let curve = [256: "prime256v1", 384: "secp384r1", 521: "secp521r1"][bits]!
+        try openssl(["ecparam", "-name", curve, "-genkey", "-noout", "-out", "theirs.pem"])
+        let theirSPKI = try openssl(["pkey", "-in", "theirs.pem", "-pubout", "-outform", "DER"])
+        let theirPoint = theirSPKI.suffix(1 + 2 * coordinate)
+        var error: Unmanaged<CFError>?
+        let theirs = try #require(
+            SecKeyCreateWithData(
+                Data(theirPoint), [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error))
+        let theirSignature = try openssl(["dgst", "-sha256", "-sign", "theirs.pem", try file("msg", message)])
+        #expect(SecKeyVerifySignature(theirs, .ecdsaSignatureMessageX962SHA256, message, theirSignature, &error))
+        #expect(!SecKeyIsAlgorithmSupported(theirs, .sign, .ecdsaSignatureMessageX962SHA256), "a public key does not sign")
+    }
+
+    @Test("RSA: PKCS #1 representations, PKCS #1 v1.5 and PSS signatures and OAEP ciphertexts that openssl checks, both ways")
+    func rsa() throws {
+        try openssl(["genrsa", "-out", "theirs.pem", "2048"])
+        let pkcs1 = try openssl(["rsa", "-in", "theirs.pem", "-outform", "DER", "-traditional"])
+        var error: Unmanaged<CFError>?
+        let key = try #require(
+            SecKeyCreateWithData(pkcs1, [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary, &error),
+            "\(error?.takeRetainedValue().description ?? "")")
+        #expect(SecKeyGetBlockSize(key) == 256)
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        let publicDER = try #require(SecKeyCopyExternalRepresentation(publicKey, nil))
+        let publicPath = try file("rsa-public.der", publicDER)
+        // openssl reads Keyferry's public key as PKCS #1 and finds it the same key.
+        let theirPublic = try openssl(["rsa", "-in", "theirs.pem", "-RSAPublicKey_out", "-outform", "DER"])
+        #expect(publicDER == theirPublic)
+
+        let message = Data("a message from the app".utf8)
+        let signatures: [(SecKeyAlgorithm, [String])] = [
+            (.rsaSignatureMessagePKCS1v15SHA256, ["-sha256"]), (.rsaSignatureMessagePKCS1v15SHA384, ["-sha384"]),
+            (.rsaSignatureMessagePSSSHA256, ["-sha256", "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:digest"]),
+            (.rsaSignatureMessagePSSSHA512, ["-sha512", "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:digest"]),
+        ]
+        let publicPEM = try openssl(["rsa", "-pubin", "-RSAPublicKey_in", "-inform", "DER", "-in", publicPath, "-pubout"])
+        let pemPath = try file("rsa-public.pem", publicPEM)
+        for (algorithm, options) in signatures {
+            let signature = try #require(SecKeyCreateSignature(key, algorithm, message, &error), "\(algorithm.rawValue)")
+            try openssl(["dgst"] + options + ["-verify", pemPath, "-signature", try file("sig", signature), try file("msg", message)])
+            #expect(
+                try !opensslAccepts(
+                    ["dgst"] + options + ["-verify", pemPath, "-signature", try file("sig", signature), try file("other", message + Data([0]))]))
+            let theirs = try openssl(["dgst"] + options + ["-sign", "theirs.pem", try file("msg", message)])
+            #expect(SecKeyVerifySignature(publicKey, algorithm, message, theirs, &error), "\(algorithm.rawValue)")
+        }
+
+        let secret = Data("a secret for the server".utf8)
+        let oaep = ["-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha256", "-pkeyopt", "rsa_mgf1_md:sha256"]
+        let ciphertext = try #require(SecKeyCreateEncryptedData(publicKey, .rsaEncryptionOAEPSHA256, secret, &error))
+        #expect(try openssl(["pkeyutl", "-decrypt", "-inkey", "theirs.pem", "-in", try file("ct", ciphertext)] + oaep) == secret)
+        let theirCiphertext = try openssl(["pkeyutl", "-encrypt", "-pubin", "-inkey", pemPath, "-in", try file("pt", secret)] + oaep)
+        #expect(SecKeyCreateDecryptedData(key, .rsaEncryptionOAEPSHA256, theirCiphertext, &error) == secret)
+        #expect(SecKeyCreateDecryptedData(key, .rsaEncryptionOAEPSHA256, Data(theirCiphertext.reversed()), &error) == nil)
+        #expect(SecKeyCreateEncryptedData(publicKey, .eciesEncryptionCofactorX963SHA256AESGCM, secret, &error) == nil)
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
+    }
+
+    @Test("a permanent key is stored as Apple stores it, found again by its tag as a SecKey, and used; bad parameters are refused by name")
+    func permanentKey() throws {
+        let tag = Data("com.example.signing".utf8)
+        let key = try randomKey(
+            kSecAttrKeyTypeECSECPrimeRandom, bits: 256,
+            [kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true, kSecAttrApplicationTag: tag, kSecAttrLabel: "signing key"]])
+        var result: CFTypeRef?
+        let query: [CFString: Any] = [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnRef: true]
+        #expect(context.run { SecItemCopyMatching(query as CFDictionary, &result) } == errSecSuccess)
+        let found = try #require(result as? SecKey)
+        #expect(found == key)
+        let message = Data("m".utf8)
+        let signature = try #require(SecKeyCreateSignature(found, .ecdsaSignatureMessageX962SHA256, message, nil))
+        #expect(SecKeyVerifySignature(try #require(SecKeyCopyPublicKey(key)), .ecdsaSignatureMessageX962SHA256, message, signature, nil))
+
+        var attributes: CFTypeRef?
+        let asAttributes: [CFString: Any] = [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnAttributes: true, kSecReturnRef: true]
+        #expect(context.run { SecItemCopyMatching(asAttributes as CFDictionary, &attributes) } == errSecSuccess)
+        let dictionary = try #require(attributes as? [String: Any])
+        #expect(dictionary[kSecAttrKeyClass as String] as? Int == 1)
+        #expect(dictionary[kSecAttrKeyType as String] as? Int == 73)
+        #expect(dictionary[kSecAttrLabel as String] as? String == "signing key")
+        #expect(dictionary[kSecAttrApplicationLabel as String] as? Data == SecKeyCopyAttributes(key)?[kSecAttrApplicationLabel as String] as? Data)
+        #expect(dictionary[kSecValueRef as String] is SecKey)
+        #expect(dictionary[kSecAttrAccessible as String] as? String == kSecAttrAccessibleWhenUnlocked)
+
+        // The key found by itself (kSecValueRef), and deleted so.
+        #expect(context.run { SecItemDelete([kSecValueRef: key] as CFDictionary) } == errSecSuccess)
+        #expect(context.run { SecItemCopyMatching(query as CFDictionary, &result) } == errSecItemNotFound)
+        // kSecValueRef adds a key made elsewhere.
+        #expect(context.run { SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: tag] as CFDictionary, nil) } == errSecSuccess)
+        #expect(context.run { SecItemCopyMatching(query as CFDictionary, &result) } == errSecSuccess)
+
+        var error: Unmanaged<CFError>?
+        for (parameters, words) in [
+            ([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 300] as [CFString: Any], "256, 384 or 521"),
+            ([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 1000], "2048 to 4096"),
+            ([kSecAttrKeySizeInBits: 256], "kSecAttrKeyType is required"),
+        ] {
+            #expect(context.run { SecKeyCreateRandomKey(parameters as CFDictionary, &error) } == nil)
+            let failure = try #require(error?.takeRetainedValue())
+            #expect(CFErrorGetCode(failure) == Int(errSecParam))
+            #expect(failure.description.contains(words), "\(failure)")
+        }
+        #expect(
+            SecKeyCreateWithData(
+                Data(count: 12), [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error) == nil)
+    }
+}
+
+extension Array where Element == UInt8 {
+    init(hex: String) {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            bytes.append(UInt8(hex[index..<next], radix: 16)!)
+            index = next
+        }
+        self = bytes
+    }
+}
