@@ -27,9 +27,35 @@ enum DemoAppCode {
                 kSecReturnData as String: true,
             ]
             say("SecItemCopyMatching with kSecAttrAccessible in the search: \(describe(SecItemCopyMatching(search as CFDictionary, &result)))")
+            signRequest(say: say)
         }
         context.flushAudit()
         return try context.audit.read()
+    }
+
+    /// A device key for signing API requests, kept in the keychain and found again by its tag.
+    private static func signRequest(say: (String) -> Void) {
+        var error: Unmanaged<CFError>?
+        let tag = Data("com.example.mail.request-signing".utf8)
+        let parameters: [String: Any] = [
+            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+            kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag],
+        ]
+        guard SecKeyCreateRandomKey(parameters as CFDictionary, &error) != nil else {
+            return say("SecKeyCreateRandomKey failed: \(error.map { "\($0.takeRetainedValue())" } ?? "")")
+        }
+        var found: CFTypeRef?
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag, kSecReturnRef as String: true]
+        let status = SecItemCopyMatching(query as CFDictionary, &found)
+        guard let key = found as? SecKey, let publicKey = SecKeyCopyPublicKey(key) else { return say("the signing key was not found: \(describe(status))") }
+        let request = Data("GET /inbox".utf8)
+        guard let signature = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, request, &error) else {
+            return say("SecKeyCreateSignature failed: \(error.map { "\($0.takeRetainedValue())" } ?? "")")
+        }
+        let verified = SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, request, signature, &error)
+        say(
+            "SecKeyCreateRandomKey P-256, kSecAttrIsPermanent, found again by its tag: a \(signature.count)-byte ECDSA signature of the request, "
+                + (verified ? "verified by its public key" : "NOT verified"))
     }
 
     private static func describe(_ status: OSStatus) -> String {
