@@ -171,6 +171,42 @@ enum KeyMaterial: Sendable {
         }
     }
 
+    /// ECDH with `peer`'s public key: the shared X coordinate, or with an X9.63 KDF over SHA-256
+    /// `size` bytes of it, with `sharedInfo`. On these curves (cofactor 1) the cofactor variant is
+    /// the same computation.
+    func exchange(with peer: KeyMaterial, _ algorithm: SecKeyAlgorithm, size: Int?, sharedInfo: Data) throws(KeychainError) -> Data {
+        guard let derivation = algorithm.keyExchange else { throw unsupported(algorithm, .keyExchange) }
+        let secret: SharedSecret
+        do {
+            switch (self, peer) {
+            case (.p256(let mine), .p256Public(let theirs)):
+                secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
+                    .sharedSecretFromKeyAgreement(with: try P256.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
+            case (.p384(let mine), .p384Public(let theirs)):
+                secret = try P384.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
+                    .sharedSecretFromKeyAgreement(with: try P384.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
+            case (.p521(let mine), .p521Public(let theirs)):
+                secret = try P521.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
+                    .sharedSecretFromKeyAgreement(with: try P521.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
+            default:
+                throw KeychainError(.param, "key exchange needs a private EC key and a public key on the same curve.")
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(.param, "the key exchange failed: \(error)")
+        }
+        switch derivation {
+        case .raw:
+            return secret.withUnsafeBytes { Data($0) }
+        case .x963SHA256:
+            guard let size, size > 0 else {
+                throw KeychainError(.param, "\(algorithm.rawValue) needs kSecKeyKeyExchangeParameterRequestedSize, a positive byte count.")
+            }
+            return secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size).withUnsafeBytes { Data($0) }
+        }
+    }
+
     func supports(_ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
         switch operation {
         case .sign, .verify:
@@ -181,7 +217,7 @@ enum KeyMaterial: Sendable {
             }
         case .encrypt: return kind == .rsa && algorithm.rsaEncryption != nil
         case .decrypt: return kind == .rsa && isPrivate && algorithm.rsaEncryption != nil
-        default: return false
+        case .keyExchange: return kind == .ellipticCurve && isPrivate && algorithm.keyExchange != nil
         }
     }
 

@@ -185,6 +185,25 @@ public func SecKeyCreateDecryptedData(
     keyOperation(error) { () throws(KeychainError) -> Data in try key.material.decrypt(ciphertext, algorithm) }
 }
 
+/// ECDH between `privateKey` and `publicKey`: the raw shared secret, or for the X9.63 variants
+/// `kSecKeyKeyExchangeParameterRequestedSize` bytes derived with
+/// `kSecKeyKeyExchangeParameterSharedInfo`.
+public func SecKeyCopyKeyExchangeResult(
+    _ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
+    keyOperation(error) { () throws(KeychainError) -> Data in
+        let strings = try SecDictionary.strings(parameters)
+        let size = try strings[kSecKeyKeyExchangeParameterRequestedSize].map { value throws(KeychainError) in
+            Int(try Convert.number(value, kSecKeyKeyExchangeParameterRequestedSize))
+        }
+        let sharedInfo = try strings[kSecKeyKeyExchangeParameterSharedInfo].map { value throws(KeychainError) in
+            try Convert.data(value, kSecKeyKeyExchangeParameterSharedInfo)
+        }
+        return try privateKey.material.exchange(with: publicKey.material.publicKey, algorithm, size: size, sharedInfo: sharedInfo ?? Data())
+    }
+}
+
 /// Runs a key call: its value, or nil with `error` set to Apple's status and Keyferry's sentence,
 /// which the current context also keeps as its last failure.
 private func keyOperation<T>(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ body: () throws(KeychainError) -> T) -> T? {

@@ -73,6 +73,16 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
         }
     }
 
+    enum KeyDerivation { case raw, x963SHA256 }
+
+    var keyExchange: KeyDerivation? {
+        switch self {
+        case .ecdhKeyExchangeStandard, .ecdhKeyExchangeCofactor: .raw
+        case .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256: .x963SHA256
+        default: nil
+        }
+    }
+
     var rsaEncryption: _RSA.Encryption.Padding? {
         switch self {
         case .rsaEncryptionOAEPSHA1: .PKCS1_OAEP
@@ -80,4 +90,14 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
         default: nil
         }
     }
+}
+
+/// The keys of `SecKeyCopyKeyExchangeResult`'s parameters, as Swift names them on Apple's
+/// platforms: `SecKeyKeyExchangeParameter.requestedSize.rawValue`.
+public struct SecKeyKeyExchangeParameter: RawRepresentable, Hashable, Sendable {
+    public let rawValue: CFString
+    public init(rawValue: CFString) { self.rawValue = rawValue }
+
+    public static let requestedSize = SecKeyKeyExchangeParameter(rawValue: kSecKeyKeyExchangeParameterRequestedSize)
+    public static let sharedInfo = SecKeyKeyExchangeParameter(rawValue: kSecKeyKeyExchangeParameterSharedInfo)
 }

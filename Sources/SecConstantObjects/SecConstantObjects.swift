@@ -180,3 +180,7 @@ internal import SecConstants
 // Key generation
 @_disfavoredOverload nonisolated(unsafe) public let kSecPrivateKeyAttrs = NSString(string: SecConstants.kSecPrivateKeyAttrs)
 @_disfavoredOverload nonisolated(unsafe) public let kSecPublicKeyAttrs = NSString(string: SecConstants.kSecPublicKeyAttrs)
+@_disfavoredOverload nonisolated(unsafe) public let kSecKeyKeyExchangeParameterRequestedSize = NSString(
+    string: SecConstants.kSecKeyKeyExchangeParameterRequestedSize)
+@_disfavoredOverload nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo = NSString(
+    string: SecConstants.kSecKeyKeyExchangeParameterSharedInfo)

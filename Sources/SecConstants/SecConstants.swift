@@ -175,3 +175,5 @@ public let kSecUseDataProtectionKeychain: CFString = "nleg"
 // Key generation
 public let kSecPrivateKeyAttrs: CFString = "private"
 public let kSecPublicKeyAttrs: CFString = "public"
+public let kSecKeyKeyExchangeParameterRequestedSize: CFString = "requestedSize"
+public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"

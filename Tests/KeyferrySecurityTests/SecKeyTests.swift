@@ -158,6 +158,39 @@ struct SecKeyTests {
         #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
     }
 
+    @Test("ECDH: the shared secret and its X9.63 SHA-256 derivation are what openssl computes with the other side's key")
+    func keyExchange() throws {
+        let mine = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, bits: 256)
+        let minePublicKey = try #require(SecKeyCopyPublicKey(mine))
+        let minePublic = try #require(SecKeyCopyExternalRepresentation(minePublicKey, nil))
+        try openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "theirs.pem"])
+        let theirSPKI = try openssl(["pkey", "-in", "theirs.pem", "-pubout", "-outform", "DER"])
+        var error: Unmanaged<CFError>?
+        let theirs = try #require(
+            SecKeyCreateWithData(
+                Data(theirSPKI.suffix(65)), [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary,
+                &error))
+        let shared = try #require(SecKeyCopyKeyExchangeResult(mine, .ecdhKeyExchangeStandard, theirs, [:] as CFDictionary, &error))
+        let mineSPKI = try file("mine.der", Data(Array(hex: Self.spkiPrefix[256]!)) + minePublic)
+        #expect(try openssl(["pkeyutl", "-derive", "-inkey", "theirs.pem", "-peerkey", mineSPKI, "-peerform", "DER"]) == shared)
+        #expect(SecKeyCopyKeyExchangeResult(mine, .ecdhKeyExchangeCofactor, theirs, [:] as CFDictionary, &error) == shared)
+
+        let info = Data("app-v1".utf8)
+        let parameters: [String: Any] = [
+            SecKeyKeyExchangeParameter.requestedSize.rawValue: 32, SecKeyKeyExchangeParameter.sharedInfo.rawValue: info,
+        ]
+        let derived = try #require(SecKeyCopyKeyExchangeResult(mine, .ecdhKeyExchangeStandardX963SHA256, theirs, parameters as CFDictionary, &error))
+        let hex = { (data: Data) in data.map { String(format: "%02x", $0) }.joined() }
+        let expected = try openssl([
+            "kdf", "-keylen", "32", "-kdfopt", "digest:SHA256", "-kdfopt", "hexsecret:\(hex(shared))", "-kdfopt", "hexinfo:\(hex(info))", "-binary", "X963KDF",
+        ])
+        #expect(derived == expected)
+        #expect(SecKeyCopyKeyExchangeResult(mine, .ecdhKeyExchangeStandardX963SHA256, theirs, [:] as CFDictionary, &error) == nil)
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecParam))
+        #expect(SecKeyIsAlgorithmSupported(mine, .keyExchange, .ecdhKeyExchangeCofactorX963SHA256))
+        #expect(!SecKeyIsAlgorithmSupported(theirs, .keyExchange, .ecdhKeyExchangeStandard), "a public key exchanges nothing")
+    }
+
     @Test("a permanent key is stored as Apple stores it, found again by its tag as a SecKey, and used; bad parameters are refused by name")
     func permanentKey() throws {
         let tag = Data("com.example.signing".utf8)
