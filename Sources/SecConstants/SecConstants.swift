@@ -5,7 +5,8 @@
 //
 // They are Swift strings, so `kSecClass as String`, `value as CFString`, `[CFString: Any]`, a
 // `switch` over them and passing them between actors compile as on Apple's platforms, where
-// CFString bridges to String and is Sendable. Where app code needs an object instead (an
+// CFString bridges to String and is Sendable. Inlinable, so that a comparison with one in
+// another module is a comparison with a literal, not a call into this one. Where app code needs an object instead (an
 // `AnyObject` parameter, a `[String: AnyObject]`), SecConstantObjects has the same names.
 
 /// A string constant such as `kSecClass`.
@@ -15,165 +16,165 @@ public let kCFBooleanTrue: Bool! = true
 public let kCFBooleanFalse: Bool! = false
 
 // Item classes
-public let kSecClass: CFString = "class"
-public let kSecClassGenericPassword: CFString = "genp"
-public let kSecClassInternetPassword: CFString = "inet"
-public let kSecClassCertificate: CFString = "cert"
-public let kSecClassKey: CFString = "keys"
-public let kSecClassIdentity: CFString = "idnt"
+@inlinable public var kSecClass: CFString { "class" }
+@inlinable public var kSecClassGenericPassword: CFString { "genp" }
+@inlinable public var kSecClassInternetPassword: CFString { "inet" }
+@inlinable public var kSecClassCertificate: CFString { "cert" }
+@inlinable public var kSecClassKey: CFString { "keys" }
+@inlinable public var kSecClassIdentity: CFString { "idnt" }
 
 // Attributes
-public let kSecAttrAccessible: CFString = "pdmn"
-public let kSecAttrAccessControl: CFString = "accc"
-public let kSecAttrAccessGroup: CFString = "agrp"
-public let kSecAttrSynchronizable: CFString = "sync"
-public let kSecAttrCreationDate: CFString = "cdat"
-public let kSecAttrModificationDate: CFString = "mdat"
-public let kSecAttrDescription: CFString = "desc"
-public let kSecAttrComment: CFString = "icmt"
-public let kSecAttrCreator: CFString = "crtr"
-public let kSecAttrType: CFString = "type"
-public let kSecAttrLabel: CFString = "labl"
-public let kSecAttrIsInvisible: CFString = "invi"
-public let kSecAttrIsNegative: CFString = "nega"
-public let kSecAttrAccount: CFString = "acct"
-public let kSecAttrService: CFString = "svce"
-public let kSecAttrGeneric: CFString = "gena"
-public let kSecAttrSecurityDomain: CFString = "sdmn"
-public let kSecAttrServer: CFString = "srvr"
-public let kSecAttrProtocol: CFString = "ptcl"
-public let kSecAttrAuthenticationType: CFString = "atyp"
-public let kSecAttrPort: CFString = "port"
-public let kSecAttrPath: CFString = "path"
-public let kSecAttrSubject: CFString = "subj"
-public let kSecAttrIssuer: CFString = "issr"
-public let kSecAttrSerialNumber: CFString = "slnr"
-public let kSecAttrSubjectKeyID: CFString = "skid"
-public let kSecAttrPublicKeyHash: CFString = "pkhh"
-public let kSecAttrCertificateType: CFString = "ctyp"
-public let kSecAttrCertificateEncoding: CFString = "cenc"
-public let kSecAttrKeyClass: CFString = "kcls"
-public let kSecAttrApplicationLabel: CFString = "klbl"
-public let kSecAttrIsPermanent: CFString = "perm"
-public let kSecAttrIsSensitive: CFString = "sens"
-public let kSecAttrIsExtractable: CFString = "extr"
-public let kSecAttrApplicationTag: CFString = "atag"
-public let kSecAttrKeyType: CFString = "type"
-public let kSecAttrKeySizeInBits: CFString = "bsiz"
-public let kSecAttrEffectiveKeySize: CFString = "esiz"
-public let kSecAttrCanEncrypt: CFString = "encr"
-public let kSecAttrCanDecrypt: CFString = "decr"
-public let kSecAttrCanDerive: CFString = "drve"
-public let kSecAttrCanSign: CFString = "sign"
-public let kSecAttrCanVerify: CFString = "vrfy"
-public let kSecAttrCanWrap: CFString = "wrap"
-public let kSecAttrCanUnwrap: CFString = "unwp"
-public let kSecAttrSyncViewHint: CFString = "vwht"
-public let kSecAttrTokenID: CFString = "tkid"
-public let kSecAttrPersistantReference: CFString = "persistref"
-public let kSecAttrPersistentReference: CFString = "persistref"
+@inlinable public var kSecAttrAccessible: CFString { "pdmn" }
+@inlinable public var kSecAttrAccessControl: CFString { "accc" }
+@inlinable public var kSecAttrAccessGroup: CFString { "agrp" }
+@inlinable public var kSecAttrSynchronizable: CFString { "sync" }
+@inlinable public var kSecAttrCreationDate: CFString { "cdat" }
+@inlinable public var kSecAttrModificationDate: CFString { "mdat" }
+@inlinable public var kSecAttrDescription: CFString { "desc" }
+@inlinable public var kSecAttrComment: CFString { "icmt" }
+@inlinable public var kSecAttrCreator: CFString { "crtr" }
+@inlinable public var kSecAttrType: CFString { "type" }
+@inlinable public var kSecAttrLabel: CFString { "labl" }
+@inlinable public var kSecAttrIsInvisible: CFString { "invi" }
+@inlinable public var kSecAttrIsNegative: CFString { "nega" }
+@inlinable public var kSecAttrAccount: CFString { "acct" }
+@inlinable public var kSecAttrService: CFString { "svce" }
+@inlinable public var kSecAttrGeneric: CFString { "gena" }
+@inlinable public var kSecAttrSecurityDomain: CFString { "sdmn" }
+@inlinable public var kSecAttrServer: CFString { "srvr" }
+@inlinable public var kSecAttrProtocol: CFString { "ptcl" }
+@inlinable public var kSecAttrAuthenticationType: CFString { "atyp" }
+@inlinable public var kSecAttrPort: CFString { "port" }
+@inlinable public var kSecAttrPath: CFString { "path" }
+@inlinable public var kSecAttrSubject: CFString { "subj" }
+@inlinable public var kSecAttrIssuer: CFString { "issr" }
+@inlinable public var kSecAttrSerialNumber: CFString { "slnr" }
+@inlinable public var kSecAttrSubjectKeyID: CFString { "skid" }
+@inlinable public var kSecAttrPublicKeyHash: CFString { "pkhh" }
+@inlinable public var kSecAttrCertificateType: CFString { "ctyp" }
+@inlinable public var kSecAttrCertificateEncoding: CFString { "cenc" }
+@inlinable public var kSecAttrKeyClass: CFString { "kcls" }
+@inlinable public var kSecAttrApplicationLabel: CFString { "klbl" }
+@inlinable public var kSecAttrIsPermanent: CFString { "perm" }
+@inlinable public var kSecAttrIsSensitive: CFString { "sens" }
+@inlinable public var kSecAttrIsExtractable: CFString { "extr" }
+@inlinable public var kSecAttrApplicationTag: CFString { "atag" }
+@inlinable public var kSecAttrKeyType: CFString { "type" }
+@inlinable public var kSecAttrKeySizeInBits: CFString { "bsiz" }
+@inlinable public var kSecAttrEffectiveKeySize: CFString { "esiz" }
+@inlinable public var kSecAttrCanEncrypt: CFString { "encr" }
+@inlinable public var kSecAttrCanDecrypt: CFString { "decr" }
+@inlinable public var kSecAttrCanDerive: CFString { "drve" }
+@inlinable public var kSecAttrCanSign: CFString { "sign" }
+@inlinable public var kSecAttrCanVerify: CFString { "vrfy" }
+@inlinable public var kSecAttrCanWrap: CFString { "wrap" }
+@inlinable public var kSecAttrCanUnwrap: CFString { "unwp" }
+@inlinable public var kSecAttrSyncViewHint: CFString { "vwht" }
+@inlinable public var kSecAttrTokenID: CFString { "tkid" }
+@inlinable public var kSecAttrPersistantReference: CFString { "persistref" }
+@inlinable public var kSecAttrPersistentReference: CFString { "persistref" }
 
 // kSecAttrAccessible values
-public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
-public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
-public let kSecAttrAccessibleAlways: CFString = "dk"
-public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
-public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
-public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
-public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
+@inlinable public var kSecAttrAccessibleWhenUnlocked: CFString { "ak" }
+@inlinable public var kSecAttrAccessibleAfterFirstUnlock: CFString { "ck" }
+@inlinable public var kSecAttrAccessibleAlways: CFString { "dk" }
+@inlinable public var kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString { "aku" }
+@inlinable public var kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString { "cku" }
+@inlinable public var kSecAttrAccessibleAlwaysThisDeviceOnly: CFString { "dku" }
+@inlinable public var kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString { "akpu" }
 
 // Other attribute values
-public let kSecAttrSynchronizableAny: CFString = "syna"
-public let kSecAttrAccessGroupToken: CFString = "com.apple.token"
-public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"
-public let kSecAttrKeyClassPublic: CFString = "0"
-public let kSecAttrKeyClassPrivate: CFString = "1"
-public let kSecAttrKeyClassSymmetric: CFString = "2"
-public let kSecAttrKeyTypeRSA: CFString = "42"
-public let kSecAttrKeyTypeEC: CFString = "73"
-public let kSecAttrKeyTypeECSECPrimeRandom: CFString = "73"
+@inlinable public var kSecAttrSynchronizableAny: CFString { "syna" }
+@inlinable public var kSecAttrAccessGroupToken: CFString { "com.apple.token" }
+@inlinable public var kSecAttrTokenIDSecureEnclave: CFString { "com.apple.setoken" }
+@inlinable public var kSecAttrKeyClassPublic: CFString { "0" }
+@inlinable public var kSecAttrKeyClassPrivate: CFString { "1" }
+@inlinable public var kSecAttrKeyClassSymmetric: CFString { "2" }
+@inlinable public var kSecAttrKeyTypeRSA: CFString { "42" }
+@inlinable public var kSecAttrKeyTypeEC: CFString { "73" }
+@inlinable public var kSecAttrKeyTypeECSECPrimeRandom: CFString { "73" }
 
 // kSecAttrProtocol values
-public let kSecAttrProtocolFTP: CFString = "ftp "
-public let kSecAttrProtocolFTPAccount: CFString = "ftpa"
-public let kSecAttrProtocolHTTP: CFString = "http"
-public let kSecAttrProtocolIRC: CFString = "irc "
-public let kSecAttrProtocolNNTP: CFString = "nntp"
-public let kSecAttrProtocolPOP3: CFString = "pop3"
-public let kSecAttrProtocolSMTP: CFString = "smtp"
-public let kSecAttrProtocolSOCKS: CFString = "sox "
-public let kSecAttrProtocolIMAP: CFString = "imap"
-public let kSecAttrProtocolLDAP: CFString = "ldap"
-public let kSecAttrProtocolAppleTalk: CFString = "atlk"
-public let kSecAttrProtocolAFP: CFString = "afp "
-public let kSecAttrProtocolTelnet: CFString = "teln"
-public let kSecAttrProtocolSSH: CFString = "ssh "
-public let kSecAttrProtocolFTPS: CFString = "ftps"
-public let kSecAttrProtocolHTTPS: CFString = "htps"
-public let kSecAttrProtocolHTTPProxy: CFString = "htpx"
-public let kSecAttrProtocolHTTPSProxy: CFString = "htsx"
-public let kSecAttrProtocolFTPProxy: CFString = "ftpx"
-public let kSecAttrProtocolSMB: CFString = "smb "
-public let kSecAttrProtocolRTSP: CFString = "rtsp"
-public let kSecAttrProtocolRTSPProxy: CFString = "rtsx"
-public let kSecAttrProtocolDAAP: CFString = "daap"
-public let kSecAttrProtocolEPPC: CFString = "eppc"
-public let kSecAttrProtocolIPP: CFString = "ipp "
-public let kSecAttrProtocolNNTPS: CFString = "ntps"
-public let kSecAttrProtocolLDAPS: CFString = "ldps"
-public let kSecAttrProtocolTelnetS: CFString = "tels"
-public let kSecAttrProtocolIMAPS: CFString = "imps"
-public let kSecAttrProtocolIRCS: CFString = "ircs"
-public let kSecAttrProtocolPOP3S: CFString = "pops"
+@inlinable public var kSecAttrProtocolFTP: CFString { "ftp " }
+@inlinable public var kSecAttrProtocolFTPAccount: CFString { "ftpa" }
+@inlinable public var kSecAttrProtocolHTTP: CFString { "http" }
+@inlinable public var kSecAttrProtocolIRC: CFString { "irc " }
+@inlinable public var kSecAttrProtocolNNTP: CFString { "nntp" }
+@inlinable public var kSecAttrProtocolPOP3: CFString { "pop3" }
+@inlinable public var kSecAttrProtocolSMTP: CFString { "smtp" }
+@inlinable public var kSecAttrProtocolSOCKS: CFString { "sox " }
+@inlinable public var kSecAttrProtocolIMAP: CFString { "imap" }
+@inlinable public var kSecAttrProtocolLDAP: CFString { "ldap" }
+@inlinable public var kSecAttrProtocolAppleTalk: CFString { "atlk" }
+@inlinable public var kSecAttrProtocolAFP: CFString { "afp " }
+@inlinable public var kSecAttrProtocolTelnet: CFString { "teln" }
+@inlinable public var kSecAttrProtocolSSH: CFString { "ssh " }
+@inlinable public var kSecAttrProtocolFTPS: CFString { "ftps" }
+@inlinable public var kSecAttrProtocolHTTPS: CFString { "htps" }
+@inlinable public var kSecAttrProtocolHTTPProxy: CFString { "htpx" }
+@inlinable public var kSecAttrProtocolHTTPSProxy: CFString { "htsx" }
+@inlinable public var kSecAttrProtocolFTPProxy: CFString { "ftpx" }
+@inlinable public var kSecAttrProtocolSMB: CFString { "smb " }
+@inlinable public var kSecAttrProtocolRTSP: CFString { "rtsp" }
+@inlinable public var kSecAttrProtocolRTSPProxy: CFString { "rtsx" }
+@inlinable public var kSecAttrProtocolDAAP: CFString { "daap" }
+@inlinable public var kSecAttrProtocolEPPC: CFString { "eppc" }
+@inlinable public var kSecAttrProtocolIPP: CFString { "ipp " }
+@inlinable public var kSecAttrProtocolNNTPS: CFString { "ntps" }
+@inlinable public var kSecAttrProtocolLDAPS: CFString { "ldps" }
+@inlinable public var kSecAttrProtocolTelnetS: CFString { "tels" }
+@inlinable public var kSecAttrProtocolIMAPS: CFString { "imps" }
+@inlinable public var kSecAttrProtocolIRCS: CFString { "ircs" }
+@inlinable public var kSecAttrProtocolPOP3S: CFString { "pops" }
 
 // kSecAttrAuthenticationType values
-public let kSecAttrAuthenticationTypeNTLM: CFString = "ntlm"
-public let kSecAttrAuthenticationTypeMSN: CFString = "msna"
-public let kSecAttrAuthenticationTypeDPA: CFString = "dpaa"
-public let kSecAttrAuthenticationTypeRPA: CFString = "rpaa"
-public let kSecAttrAuthenticationTypeHTTPBasic: CFString = "http"
-public let kSecAttrAuthenticationTypeHTTPDigest: CFString = "httd"
-public let kSecAttrAuthenticationTypeHTMLForm: CFString = "form"
-public let kSecAttrAuthenticationTypeDefault: CFString = "dflt"
+@inlinable public var kSecAttrAuthenticationTypeNTLM: CFString { "ntlm" }
+@inlinable public var kSecAttrAuthenticationTypeMSN: CFString { "msna" }
+@inlinable public var kSecAttrAuthenticationTypeDPA: CFString { "dpaa" }
+@inlinable public var kSecAttrAuthenticationTypeRPA: CFString { "rpaa" }
+@inlinable public var kSecAttrAuthenticationTypeHTTPBasic: CFString { "http" }
+@inlinable public var kSecAttrAuthenticationTypeHTTPDigest: CFString { "httd" }
+@inlinable public var kSecAttrAuthenticationTypeHTMLForm: CFString { "form" }
+@inlinable public var kSecAttrAuthenticationTypeDefault: CFString { "dflt" }
 
 // Search keys
-public let kSecMatchPolicy: CFString = "m_Policy"
-public let kSecMatchItemList: CFString = "m_ItemList"
-public let kSecMatchSearchList: CFString = "m_SearchList"
-public let kSecMatchIssuers: CFString = "m_Issuers"
-public let kSecMatchEmailAddressIfPresent: CFString = "m_EmailAddressIfPresent"
-public let kSecMatchSubjectContains: CFString = "m_SubjectContains"
-public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
-public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"
-public let kSecMatchValidOnDate: CFString = "m_ValidOnDate"
-public let kSecMatchLimit: CFString = "m_Limit"
-public let kSecMatchLimitOne: CFString = "m_LimitOne"
-public let kSecMatchLimitAll: CFString = "m_LimitAll"
+@inlinable public var kSecMatchPolicy: CFString { "m_Policy" }
+@inlinable public var kSecMatchItemList: CFString { "m_ItemList" }
+@inlinable public var kSecMatchSearchList: CFString { "m_SearchList" }
+@inlinable public var kSecMatchIssuers: CFString { "m_Issuers" }
+@inlinable public var kSecMatchEmailAddressIfPresent: CFString { "m_EmailAddressIfPresent" }
+@inlinable public var kSecMatchSubjectContains: CFString { "m_SubjectContains" }
+@inlinable public var kSecMatchCaseInsensitive: CFString { "m_CaseInsensitive" }
+@inlinable public var kSecMatchTrustedOnly: CFString { "m_TrustedOnly" }
+@inlinable public var kSecMatchValidOnDate: CFString { "m_ValidOnDate" }
+@inlinable public var kSecMatchLimit: CFString { "m_Limit" }
+@inlinable public var kSecMatchLimitOne: CFString { "m_LimitOne" }
+@inlinable public var kSecMatchLimitAll: CFString { "m_LimitAll" }
 
 // Return keys
-public let kSecReturnData: CFString = "r_Data"
-public let kSecReturnAttributes: CFString = "r_Attributes"
-public let kSecReturnRef: CFString = "r_Ref"
-public let kSecReturnPersistentRef: CFString = "r_PersistentRef"
+@inlinable public var kSecReturnData: CFString { "r_Data" }
+@inlinable public var kSecReturnAttributes: CFString { "r_Attributes" }
+@inlinable public var kSecReturnRef: CFString { "r_Ref" }
+@inlinable public var kSecReturnPersistentRef: CFString { "r_PersistentRef" }
 
 // Value keys
-public let kSecValueData: CFString = "v_Data"
-public let kSecValueRef: CFString = "v_Ref"
-public let kSecValuePersistentRef: CFString = "v_PersistentRef"
+@inlinable public var kSecValueData: CFString { "v_Data" }
+@inlinable public var kSecValueRef: CFString { "v_Ref" }
+@inlinable public var kSecValuePersistentRef: CFString { "v_PersistentRef" }
 
 // Use keys
-public let kSecUseItemList: CFString = "u_ItemList"
-public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
-public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
-public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
-public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
-public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
-public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
-public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
-public let kSecUseDataProtectionKeychain: CFString = "nleg"
+@inlinable public var kSecUseItemList: CFString { "u_ItemList" }
+@inlinable public var kSecUseOperationPrompt: CFString { "u_OpPrompt" }
+@inlinable public var kSecUseNoAuthenticationUI: CFString { "u_NoAuthUI" }
+@inlinable public var kSecUseAuthenticationUI: CFString { "u_AuthUI" }
+@inlinable public var kSecUseAuthenticationUIAllow: CFString { "u_AuthUIA" }
+@inlinable public var kSecUseAuthenticationUIFail: CFString { "u_AuthUIF" }
+@inlinable public var kSecUseAuthenticationUISkip: CFString { "u_AuthUIS" }
+@inlinable public var kSecUseAuthenticationContext: CFString { "u_AuthCtx" }
+@inlinable public var kSecUseDataProtectionKeychain: CFString { "nleg" }
 
 // Key generation
-public let kSecPrivateKeyAttrs: CFString = "private"
-public let kSecPublicKeyAttrs: CFString = "public"
-public let kSecKeyKeyExchangeParameterRequestedSize: CFString = "requestedSize"
-public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"
+@inlinable public var kSecPrivateKeyAttrs: CFString { "private" }
+@inlinable public var kSecPublicKeyAttrs: CFString { "public" }
+@inlinable public var kSecKeyKeyExchangeParameterRequestedSize: CFString { "requestedSize" }
+@inlinable public var kSecKeyKeyExchangeParameterSharedInfo: CFString { "sharedInfo" }

@@ -94,7 +94,7 @@ struct AppleTypesTests {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
         func names(_ file: String) throws -> Set<String> {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
-            let pattern = try Regex(#"public let (k[A-Za-z0-9]+)"#)
+            let pattern = try Regex(#"public (?:let|var) (k[A-Za-z0-9]+)"#)
             return Set(text.matches(of: pattern).compactMap { $0.output[1].substring.map(String.init) })
         }
         let strings = try names("SecConstants/SecConstants.swift")
