@@ -10,7 +10,7 @@ extension ItemRecord {
         if let accessControl, !accessControl.expression.isEmpty { parts.append("[\(accessControl.expression)]") }
         let shown = attributes.sorted { $0.key.name < $1.key.name }
             .filter { !($0.value == .empty(of: $0.value.kind) && itemClass.primaryKey.contains($0.key)) }
-            .map { "\($0.key.name)=\($0.value.shown)" }
+            .map { "\($0.key.name)=\($0.value.shown(as: $0.key))" }
         return (parts + shown).joined(separator: "  ")
     }
 
@@ -54,8 +54,11 @@ extension AttributeValue {
         }
     }
 
-    var shown: String {
+    /// As `--attr` takes it back: data as its text when it is UTF-8, else `hex:`; but always
+    /// `hex:` in a blob attribute (an account stored as data), so it is not taken for a string.
+    func shown(as key: AttributeKey) -> String {
         switch self {
+        case .data(let d) where key.isBlob: "hex:" + Hex.encode(d)
         case .data(let d): String(data: d, encoding: .utf8) ?? "hex:" + Hex.encode(d)
         default: "\(json)"
         }

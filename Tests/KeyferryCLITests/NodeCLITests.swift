@@ -212,6 +212,19 @@ struct NodeCLITests {
         #expect(other.status == 3 && other.stderr.contains("errSecItemNotFound"), "\(other.stderr)")
     }
 
+    @Test("an account stored as data (as apps that pass it as Data do) is reached with --attr account=hex:, shown as hex, and is not the string it spells")
+    func dataAccount() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir] + app + ["--attr", "account=hex:616c696365", "--service", "mail", "--value", "d"])
+        let found = try cli.ok(["item", "get", dir] + app + ["--attr", "account=hex:616c696365", "--service", "mail"])
+        #expect(found.text == "d")
+        let listed = try cli.ok(["item", "list", dir] + app)
+        #expect(listed.text.contains("account=hex:616c696365"), "\(listed.text)")
+        let byString = try cli.run(["item", "get", dir] + app + ["--account", "alice", "--service", "mail"])
+        #expect(byString.status == 3 && byString.stderr.contains("errSecItemNotFound"), "\(byString.stderr)")
+    }
+
     @Test("a node killed with SIGKILL in the middle of writes restarts before first unlock with every committed item")
     func sigkillMidWrite() throws {
         let cli = try CLI()
