@@ -114,6 +114,16 @@ enum KeyMaterial: Sendable {
         }
     }
 
+    var publicKeyPEM: String {
+        switch publicKey {
+        case .p256Public(let key): key.pemRepresentation
+        case .p384Public(let key): key.pemRepresentation
+        case .p521Public(let key): key.pemRepresentation
+        case .rsaPublic(let key): key.pemRepresentation
+        default: ""
+        }
+    }
+
     /// `kSecAttrApplicationLabel` as Apple sets it: the SHA-1 of the public key's representation.
     var applicationLabel: Data { Data(Insecure.SHA1.hash(data: publicKey.externalRepresentation)) }
 

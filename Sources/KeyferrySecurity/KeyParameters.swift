@@ -44,9 +44,9 @@ enum KeyParameters {
             if let value = dictionary[name] { item[name] = value }
         }
         item[kSecClass] = kSecClassKey
-        var parsed = try SecDictionary.newItem(item)
-        parsed.attributes = key.itemAttributes
-        parsed.data = key.material.externalRepresentation
+        let given = try SecDictionary.newItem(item)
+        var parsed = key.newItem
+        (parsed.accessGroup, parsed.protection, parsed.accessControl) = (given.accessGroup, given.protection, given.accessControl)
         do {
             _ = try context.backend.add(parsed, app: context.app)
         } catch let error as KeychainError {

@@ -43,6 +43,21 @@ public final class SecKey: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
+    /// A new private key for tools: `keyferry key create` makes one and adds `newItem` through a
+    /// node. `rsa` picks RSA, else an EC key on the curve of `bits`.
+    package static func random(rsa: Bool, bits: Int, attributes: Attributes) throws(KeychainError) -> SecKey {
+        SecKey(try KeyMaterial.random(rsa ? .rsa : .ellipticCurve, bits: bits), attributes: attributes)
+    }
+
+    /// The keys-class item that keeps this key: its attributes as Apple's keychain sets them,
+    /// its external representation as the data.
+    package var newItem: NewItem {
+        NewItem(.key, attributes: itemAttributes, data: material.externalRepresentation)
+    }
+
+    /// The public key as openssl and most servers take it: a SubjectPublicKeyInfo in PEM.
+    package var publicKeyPEM: String { material.publicKeyPEM }
+
     /// The key an item of the keys class holds: its data is the external representation.
     convenience init(record: ItemRecord) throws(KeychainError) {
         let type = record.attributes[.type]

@@ -37,7 +37,7 @@ struct Keyferry: AsyncParsableCommand {
         subcommands: [
             DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self,
             TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self,
-            DemoCommand.self,
+            KeyCommand.self, DemoCommand.self,
         ])
 
     private static var buildDescription: String {

@@ -225,6 +225,33 @@ struct NodeCLITests {
         #expect(byString.status == 3 && byString.stderr.contains("errSecItemNotFound"), "\(byString.stderr)")
     }
 
+    @Test(
+        "key create keeps a key as SecKeyCreateRandomKey with kSecAttrIsPermanent does, prints a public key openssl reads, and refuses sizes no curve or RSA key has"
+    )
+    func keyCreate() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let made = try cli.ok(["key", "create", dir] + app + ["--type", "ec", "--bits", "384", "--tag", "com.example.signing", "--json"]).object()
+        let pem = try #require(made["publicKey"] as? String)
+        let pemFile = cli.root.appendingPathComponent("public.pem")
+        try Data(pem.utf8).write(to: pemFile)
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "pkey", "-pubin", "-in", pemFile.path, "-noout", "-text"]
+        let text = Pipe()
+        openssl.standardOutput = text
+        try openssl.run()
+        let described = String(decoding: text.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        openssl.waitUntilExit()
+        #expect(openssl.terminationStatus == 0 && described.contains("384 bit"), "\(described)")
+        let found = try cli.ok(["item", "list", dir] + app)
+        #expect(found.text.contains("applicationTag=com.example.signing") && found.text.contains("keySizeInBits=384"), "\(found.text)")
+        for bad in [["--type", "ec", "--bits", "512"], ["--type", "rsa", "--bits", "1024"]] {
+            let refused = try cli.run(["key", "create", dir] + app + bad + ["--tag", "x"])
+            #expect(refused.status == 64 && refused.stderr.contains("--bits"), "\(refused.stderr)")
+        }
+    }
+
     @Test("a node killed with SIGKILL in the middle of writes restarts before first unlock with every committed item")
     func sigkillMidWrite() throws {
         let cli = try CLI()
