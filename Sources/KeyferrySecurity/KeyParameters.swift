@@ -30,7 +30,7 @@ enum KeyParameters {
     static func attributes(_ dictionary: [String: Any]) throws(KeychainError) -> Attributes {
         var out = Attributes()
         for key in [AttributeKey.applicationTag, .label, .applicationLabel] {
-            if let value = dictionary[key.rawValue] { out[key] = try Convert.value(value, for: key, kind: key.kind!, key.rawValue) }
+            if let value = dictionary[key.rawValue] { out[key] = try Convert.value(value, for: key, key.rawValue) }
         }
         return out
     }

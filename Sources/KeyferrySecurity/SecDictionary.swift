@@ -198,13 +198,13 @@ package enum SecDictionary {
                 break  // Kept and never used by Apple's server either (`query_add_use` in SecItemServer.c).
             default:
                 let attribute = AttributeKey(rawValue: key)
-                guard itemClass.attributes.contains(attribute), let kind = attribute.kind else {
+                guard itemClass.attributes.contains(attribute), attribute.kind != nil else {
                     if key.hasPrefix("m_") || key.hasPrefix("u_") || key.hasPrefix("r_") {
                         throw KeychainError(.unimplemented, "'\(key)' is a Keychain Services option Keyferry does not implement.")
                     }
                     throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no attribute '\(key)'.")
                 }
-                attributes[attribute] = try Convert.value(value, for: attribute, kind: kind, key)
+                attributes[attribute] = try Convert.value(value, for: attribute, key)
             }
         }
     }
@@ -325,7 +325,8 @@ enum Convert {
     /// An attribute's value as Apple's server converts it (`query_add_attribute_with_desc` in
     /// `SecItemServer.c`, with `SecDbItem.c`'s converters): a blob keeps a string or data as
     /// given, a data attribute takes a string's UTF-8 bytes, a number a boolean or numeric string.
-    static func value(_ value: Any, for attribute: AttributeKey, kind: AttributeKey.Kind, _ key: String) throws(KeychainError) -> AttributeValue {
+    static func value(_ value: Any, for attribute: AttributeKey, _ key: String) throws(KeychainError) -> AttributeValue {
+        guard let kind = attribute.kind else { throw KeychainError(.noSuchAttr, "'\(key)' is not a keychain attribute.") }
         if attribute.isBlob {
             if let s = value as? String { return .string(s) }
             if let d = value as? Data { return .data(d) }
