@@ -235,15 +235,8 @@ struct NodeCLITests {
         let pem = try #require(made["publicKey"] as? String)
         let pemFile = cli.root.appendingPathComponent("public.pem")
         try Data(pem.utf8).write(to: pemFile)
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = ["openssl", "pkey", "-pubin", "-in", pemFile.path, "-noout", "-text"]
-        let text = Pipe()
-        openssl.standardOutput = text
-        try openssl.run()
-        let described = String(decoding: text.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        openssl.waitUntilExit()
-        #expect(openssl.terminationStatus == 0 && described.contains("384 bit"), "\(described)")
+        let described = try openssl(["pkey", "-pubin", "-in", pemFile.path, "-noout", "-text"])
+        #expect(described.contains("384 bit"), "\(described)")
         let found = try cli.ok(["item", "list", dir] + app)
         #expect(found.text.contains("applicationTag=com.example.signing") && found.text.contains("keySizeInBits=384"), "\(found.text)")
         for bad in [["--type", "ec", "--bits", "512"], ["--type", "rsa", "--bits", "1024"]] {

@@ -316,10 +316,10 @@ struct TestAuthority {
         key = directory.appendingPathComponent("relay.key")
         try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: directory.appendingPathComponent("san.ext"))
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try Self.openssl(["req", "-x509"] + curve + ["-keyout", path("ca.key"), "-out", authority.path, "-days", "2", "-subj", "/CN=Keyferry test CA"])
+        try openssl(["req", "-x509"] + curve + ["-keyout", path("ca.key"), "-out", authority.path, "-days", "2", "-subj", "/CN=Keyferry test CA"])
         let relayKey = rsa ? ["-newkey", "rsa:2048", "-nodes"] : curve
-        try Self.openssl(["req"] + relayKey + ["-keyout", key.path, "-out", path("relay.csr"), "-subj", "/CN=127.0.0.1"])
-        try Self.openssl([
+        try openssl(["req"] + relayKey + ["-keyout", key.path, "-out", path("relay.csr"), "-subj", "/CN=127.0.0.1"])
+        try openssl([
             "x509", "-req", "-in", path("relay.csr"), "-CA", authority.path, "-CAkey", path("ca.key"), "-CAcreateserial",
             "-out", certificate.path, "-days", "2", "-extfile", path("san.ext"),
         ])
@@ -340,15 +340,20 @@ struct TestAuthority {
         let cipher = text.split(separator: "\n").first { $0.contains("Cipher is ") }.map { String($0.split(separator: " ").last ?? "") }
         return cipher == "(NONE)" ? nil : cipher
     }
+}
 
-    private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " ")) failed")
-    }
+/// Runs openssl, which must succeed; what it printed on standard output.
+@discardableResult
+func openssl(_ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["openssl"] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " ")) failed")
+    return printed
 }
