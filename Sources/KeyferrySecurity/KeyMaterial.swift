@@ -28,8 +28,9 @@ enum KeyMaterial: Sendable {
         case (.ellipticCurve, _):
             throw KeychainError(.param, "kSecAttrKeySizeInBits \(bits) is not a curve; EC keys are 256, 384 or 521 bits.")
         case (.rsa, _):
-            guard (2048...4096).contains(bits), bits % 8 == 0 else {
-                throw KeychainError(.param, "kSecAttrKeySizeInBits \(bits): RSA keys are 2048 to 4096 bits, in whole bytes.")
+            // BoringSSL makes moduli in steps of 128 bits and rounds any other size down.
+            guard (2048...4096).contains(bits), bits % 128 == 0 else {
+                throw KeychainError(.param, "kSecAttrKeySizeInBits \(bits): RSA keys are 2048 to 4096 bits, in steps of 128 (2048, 3072, 4096 ...).")
             }
             do {
                 return .rsa(try _RSA.Signing.PrivateKey(keySize: .init(bitCount: bits)))

@@ -31,7 +31,7 @@ struct KeyCommand: ParsableCommand {
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The calling app's bundle ID.", transform: Checked.bundleID) var app: String
         @Option(help: "ec (kSecAttrKeyTypeECSECPrimeRandom) or rsa.") var type: KeyType = .ec
-        @Option(help: "kSecAttrKeySizeInBits: 256, 384 or 521 for ec (default 256); 2048 to 4096 for rsa (default 2048).") var bits: Int?
+        @Option(help: "kSecAttrKeySizeInBits: 256, 384 or 521 for ec (default 256); 2048 to 4096 in steps of 128 for rsa (default 2048).") var bits: Int?
         @Option(help: "kSecAttrApplicationTag, as text or with hex: or base64:.") var tag: String
         @Option(help: "kSecAttrLabel.") var label: String?
         @Option(help: "kSecAttrAccessGroup: which of the app's groups (default: its first).") var group: String?
@@ -47,8 +47,8 @@ struct KeyCommand: ParsableCommand {
             switch type {
             case .ec where ![256, 384, 521].contains(bits):
                 throw ValidationError("--bits \(bits): an ec key is on P-256, P-384 or P-521 (256, 384 or 521).")
-            case .rsa where !(2048...4096).contains(bits) || bits % 8 != 0:
-                throw ValidationError("--bits \(bits): an rsa key has 2048 to 4096 bits, in whole bytes.")
+            case .rsa where !(2048...4096).contains(bits) || bits % 128 != 0:
+                throw ValidationError("--bits \(bits): an rsa key has 2048 to 4096 bits, in steps of 128 (2048, 3072, 4096 ...).")
             default: break
             }
         }

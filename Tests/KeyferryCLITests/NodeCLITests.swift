@@ -239,7 +239,7 @@ struct NodeCLITests {
         #expect(described.contains("384 bit"), "\(described)")
         let found = try cli.ok(["item", "list", dir] + app)
         #expect(found.text.contains("applicationTag=com.example.signing") && found.text.contains("keySizeInBits=384"), "\(found.text)")
-        for bad in [["--type", "ec", "--bits", "512"], ["--type", "rsa", "--bits", "1024"]] {
+        for bad in [["--type", "ec", "--bits", "512"], ["--type", "rsa", "--bits", "1024"], ["--type", "rsa", "--bits", "3000"]] {
             let refused = try cli.run(["key", "create", dir] + app + bad + ["--tag", "x"])
             #expect(refused.status == 64 && refused.stderr.contains("--bits"), "\(refused.stderr)")
         }

@@ -228,6 +228,7 @@ struct SecKeyTests {
         for (parameters, words) in [
             ([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 300] as [CFString: Any], "256, 384 or 521"),
             ([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 1000], "2048 to 4096"),
+            ([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 3000], "steps of 128"),
             ([kSecAttrKeySizeInBits: 256], "kSecAttrKeyType is required"),
         ] {
             #expect(context.run { SecKeyCreateRandomKey(parameters as CFDictionary, &error) } == nil)
