@@ -130,13 +130,18 @@ enum KeyMaterial: Sendable {
 
     // MARK: Operations
 
-    func sign(_ message: Data, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> Data {
+    func sign(_ input: Data, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> Data {
+        guard isPrivate, let operation = algorithm.operation else { throw unsupported(algorithm, .sign) }
         do {
-            switch (self, algorithm.signature) {
-            case (.p256(let key), .ecdsa(let hash)): return try key.signature(for: Digests.of(message, hash)).derRepresentation
-            case (.p384(let key), .ecdsa(let hash)): return try key.signature(for: Digests.of(message, hash)).derRepresentation
-            case (.p521(let key), .ecdsa(let hash)): return try key.signature(for: Digests.of(message, hash)).derRepresentation
-            case (.rsa(let key), .rsa(let padding, let hash)): return try key.signature(for: Digests.of(message, hash), padding: padding).rawRepresentation
+            switch (self, operation) {
+            case (.p256(let key), .ecdsa(let signed, let raw)):
+                return Self.encoded(try key.signature(for: try Digests.input(input, signed, algorithm)), raw: raw)
+            case (.p384(let key), .ecdsa(let signed, let raw)):
+                return Self.encoded(try key.signature(for: try Digests.input(input, signed, algorithm)), raw: raw)
+            case (.p521(let key), .ecdsa(let signed, let raw)):
+                return Self.encoded(try key.signature(for: try Digests.input(input, signed, algorithm)), raw: raw)
+            case (.rsa(let key), .rsaSignature(let padding, let hash)):
+                return try key.signature(for: Digests.of(input, hash), padding: padding).rawRepresentation
             default: throw unsupported(algorithm, .sign)
             }
         } catch let error as KeychainError {
@@ -146,58 +151,111 @@ enum KeyMaterial: Sendable {
         }
     }
 
-    func verify(_ signature: Data, of message: Data, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> Bool {
-        let key = publicKey
-        switch (key, algorithm.signature) {
-        case (.p256Public(let key), .ecdsa(let hash)):
-            guard let signature = try? P256.Signing.ECDSASignature(derRepresentation: signature) else { return false }
-            return key.isValidSignature(signature, for: Digests.of(message, hash))
-        case (.p384Public(let key), .ecdsa(let hash)):
-            guard let signature = try? P384.Signing.ECDSASignature(derRepresentation: signature) else { return false }
-            return key.isValidSignature(signature, for: Digests.of(message, hash))
-        case (.p521Public(let key), .ecdsa(let hash)):
-            guard let signature = try? P521.Signing.ECDSASignature(derRepresentation: signature) else { return false }
-            return key.isValidSignature(signature, for: Digests.of(message, hash))
-        case (.rsaPublic(let key), .rsa(let padding, let hash)):
-            return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: Digests.of(message, hash), padding: padding)
+    func verify(_ signature: Data, of input: Data, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> Bool {
+        guard let operation = algorithm.operation else { throw unsupported(algorithm, .verify) }
+        switch (publicKey, operation) {
+        case (.p256Public(let key), .ecdsa(let signed, let raw)):
+            let digest = try Digests.input(input, signed, algorithm)
+            guard let signature = try? raw ? P256.Signing.ECDSASignature(rawRepresentation: signature) : .init(derRepresentation: signature) else {
+                return false
+            }
+            return key.isValidSignature(signature, for: digest)
+        case (.p384Public(let key), .ecdsa(let signed, let raw)):
+            let digest = try Digests.input(input, signed, algorithm)
+            guard let signature = try? raw ? P384.Signing.ECDSASignature(rawRepresentation: signature) : .init(derRepresentation: signature) else {
+                return false
+            }
+            return key.isValidSignature(signature, for: digest)
+        case (.p521Public(let key), .ecdsa(let signed, let raw)):
+            let digest = try Digests.input(input, signed, algorithm)
+            guard let signature = try? raw ? P521.Signing.ECDSASignature(rawRepresentation: signature) : .init(derRepresentation: signature) else {
+                return false
+            }
+            return key.isValidSignature(signature, for: digest)
+        case (.rsaPublic(let key), .rsaSignature(let padding, let hash)):
+            return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: Digests.of(input, hash), padding: padding)
         default: throw unsupported(algorithm, .verify)
         }
     }
 
+    /// Encryption is a public key's, as on Apple's platforms: a private key says the algorithm is
+    /// not supported.
     func encrypt(_ plaintext: Data, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> Data {
-        guard case .rsaPublic(let key) = publicKey, let padding = algorithm.rsaEncryption else { throw unsupported(algorithm, .encrypt) }
-        do {
-            return try _RSA.Encryption.PublicKey(unsafeDERRepresentation: key.derRepresentation).encrypt(plaintext, padding: padding)
-        } catch {
-            throw KeychainError(.param, "\(plaintext.count) bytes cannot be encrypted with \(algorithm.rawValue) under a \(bits)-bit key.")
+        switch (self, algorithm.operation) {
+        case (.rsaPublic(let key), .rsaEncryption(let padding)):
+            do {
+                return try _RSA.Encryption.PublicKey(unsafeDERRepresentation: key.derRepresentation).encrypt(plaintext, padding: padding)
+            } catch {
+                throw KeychainError(.param, "\(plaintext.count) bytes cannot be encrypted with \(algorithm.rawValue) under a \(bits)-bit key.")
+            }
+        case (_, .ecies(let hash, let variableIV)) where !isPrivate && kind == .ellipticCurve:
+            let ephemeral = try KeyMaterial.random(.ellipticCurve, bits: bits)
+            let ephemeralPublicKey = ephemeral.publicKey.externalRepresentation
+            let secret = try ephemeral.sharedSecret(with: self)
+            let (key, nonce) = try eciesKey(secret, hash, ephemeralPublicKey: ephemeralPublicKey, variableIV: variableIV)
+            do {
+                let sealed = try AES.GCM.seal(plaintext, using: key, nonce: nonce)
+                return ephemeralPublicKey + sealed.ciphertext + sealed.tag
+            } catch {
+                throw KeychainError(.param, "ECIES: AES-GCM could not encrypt the data: \(error)")
+            }
+        default:
+            throw unsupported(algorithm, .encrypt)
         }
     }
 
     func decrypt(_ ciphertext: Data, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> Data {
-        guard case .rsa(let key) = self, let padding = algorithm.rsaEncryption else { throw unsupported(algorithm, .decrypt) }
-        do {
-            return try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: key.derRepresentation).decrypt(ciphertext, padding: padding)
-        } catch {
-            throw KeychainError(.decode, "the ciphertext does not decrypt with \(algorithm.rawValue) under this key.")
+        switch (self, algorithm.operation) {
+        case (.rsa(let key), .rsaEncryption(let padding)):
+            do {
+                return try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: key.derRepresentation).decrypt(ciphertext, padding: padding)
+            } catch {
+                throw KeychainError(.decode, "the ciphertext does not decrypt with \(algorithm.rawValue) under this key.")
+            }
+        case (_, .ecies(let hash, let variableIV)) where isPrivate && kind == .ellipticCurve:
+            let pointSize = publicKey.externalRepresentation.count
+            guard ciphertext.count >= pointSize + 16 else {
+                throw KeychainError(.param, "ECIES: \(ciphertext.count) bytes is too short for a ciphertext under a \(bits)-bit key.")
+            }
+            let ephemeralPublicKey = Data(ciphertext.prefix(pointSize))
+            let secret = try sharedSecret(with: try KeyMaterial(.ellipticCurve, isPrivate: false, representation: ephemeralPublicKey))
+            let (key, nonce) = try eciesKey(secret, hash, ephemeralPublicKey: ephemeralPublicKey, variableIV: variableIV)
+            do {
+                let body = ciphertext.dropFirst(pointSize)
+                let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: body.dropLast(16), tag: body.suffix(16))
+                return try AES.GCM.open(box, using: key)
+            } catch {
+                throw KeychainError(.param, "ECIES: the ciphertext does not decrypt with \(algorithm.rawValue) under this key.")
+            }
+        default:
+            throw unsupported(algorithm, .decrypt)
         }
     }
 
-    /// ECDH with `peer`'s public key: the shared X coordinate, or with an X9.63 KDF over SHA-256
-    /// `size` bytes of it, with `sharedInfo`. On these curves (cofactor 1) the cofactor variant is
-    /// the same computation.
+    /// ECDH with `peer`'s public key: the shared X coordinate, or with an X9.63 KDF `size` bytes
+    /// of it, with `sharedInfo`.
     func exchange(with peer: KeyMaterial, _ algorithm: SecKeyAlgorithm, size: Int?, sharedInfo: Data) throws(KeychainError) -> Data {
-        guard let derivation = algorithm.keyExchange else { throw unsupported(algorithm, .keyExchange) }
-        let secret: SharedSecret
+        guard isPrivate, case .keyExchange(let kdf) = algorithm.operation else { throw unsupported(algorithm, .keyExchange) }
+        let secret = try sharedSecret(with: peer)
+        guard let kdf else { return secret.withUnsafeBytes { Data($0) } }
+        guard let size, size > 0 else {
+            throw KeychainError(.param, "\(algorithm.rawValue) needs kSecKeyKeyExchangeParameterRequestedSize, a positive byte count.")
+        }
+        return Digests.x963(secret, kdf, sharedInfo: sharedInfo, size: size)
+    }
+
+    /// The ECDH secret of this private key and `peer`'s public key.
+    private func sharedSecret(with peer: KeyMaterial) throws(KeychainError) -> SharedSecret {
         do {
-            switch (self, peer) {
+            switch (self, peer.publicKey) {
             case (.p256(let mine), .p256Public(let theirs)):
-                secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
+                return try P256.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
                     .sharedSecretFromKeyAgreement(with: try P256.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
             case (.p384(let mine), .p384Public(let theirs)):
-                secret = try P384.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
+                return try P384.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
                     .sharedSecretFromKeyAgreement(with: try P384.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
             case (.p521(let mine), .p521Public(let theirs)):
-                secret = try P521.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
+                return try P521.KeyAgreement.PrivateKey(rawRepresentation: mine.rawRepresentation)
                     .sharedSecretFromKeyAgreement(with: try P521.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
             default:
                 throw KeychainError(.param, "key exchange needs a private EC key and a public key on the same curve.")
@@ -207,28 +265,44 @@ enum KeyMaterial: Sendable {
         } catch {
             throw KeychainError(.param, "the key exchange failed: \(error)")
         }
-        switch derivation {
-        case .raw:
-            return secret.withUnsafeBytes { Data($0) }
-        case .x963SHA256:
-            guard let size, size > 0 else {
-                throw KeychainError(.param, "\(algorithm.rawValue) needs kSecKeyKeyExchangeParameterRequestedSize, a positive byte count.")
-            }
-            return secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size).withUnsafeBytes { Data($0) }
+    }
+
+    /// ECIES's AES key and IV, as `SecKeyAdaptors.m` derives them: the X9.63 KDF of the shared
+    /// secret with the ephemeral public key as shared info, 16 key bytes for curves up to 256
+    /// bits and 32 above; then 16 more for the IV, or an all-zero IV.
+    private func eciesKey(
+        _ secret: SharedSecret, _ hash: Digests.Hash, ephemeralPublicKey: Data, variableIV: Bool
+    ) throws(KeychainError) -> (SymmetricKey, AES.GCM.Nonce) {
+        let keySize = bits > 256 ? 32 : 16
+        let derived = Digests.x963(secret, hash, sharedInfo: ephemeralPublicKey, size: keySize + (variableIV ? 16 : 0))
+        do {
+            let nonce = try AES.GCM.Nonce(data: variableIV ? Data(derived.suffix(16)) : Data(count: 16))
+            return (SymmetricKey(data: derived.prefix(keySize)), nonce)
+        } catch {
+            throw KeychainError(.internalError, "ECIES: the IV was refused: \(error)")
         }
     }
 
+    private static func encoded(_ signature: P256.Signing.ECDSASignature, raw: Bool) -> Data {
+        raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+
+    private static func encoded(_ signature: P384.Signing.ECDSASignature, raw: Bool) -> Data {
+        raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+
+    private static func encoded(_ signature: P521.Signing.ECDSASignature, raw: Bool) -> Data {
+        raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+
     func supports(_ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
-        switch operation {
-        case .sign, .verify:
-            guard operation == .verify || isPrivate, let signature = algorithm.signature else { return false }
-            switch (kind, signature) {
-            case (.ellipticCurve, .ecdsa), (.rsa, .rsa): return true
-            default: return false
-            }
-        case .encrypt: return kind == .rsa && algorithm.rsaEncryption != nil
-        case .decrypt: return kind == .rsa && isPrivate && algorithm.rsaEncryption != nil
-        case .keyExchange: return kind == .ellipticCurve && isPrivate && algorithm.keyExchange != nil
+        switch (operation, algorithm.operation, kind) {
+        case (.sign, .ecdsa, .ellipticCurve), (.sign, .rsaSignature, .rsa): isPrivate
+        case (.verify, .ecdsa, .ellipticCurve), (.verify, .rsaSignature, .rsa): true
+        case (.encrypt, .rsaEncryption, .rsa), (.encrypt, .ecies, .ellipticCurve): !isPrivate
+        case (.decrypt, .rsaEncryption, .rsa), (.decrypt, .ecies, .ellipticCurve): isPrivate
+        case (.keyExchange, .keyExchange, .ellipticCurve): isPrivate
+        default: false
         }
     }
 
@@ -238,15 +312,75 @@ enum KeyMaterial: Sendable {
     }
 }
 
-/// The hash functions the algorithms name, applied to a message.
+/// The hash functions the algorithms name: of a message, of a digest the caller made, and in
+/// the X9.63 KDF.
 enum Digests {
-    enum Hash: Sendable { case sha256, sha384, sha512 }
+    enum Hash: Sendable {
+        case sha1, sha256, sha384, sha512
+
+        /// Apple's spelling in an algorithm's raw value; nil for one Keyferry has not (SHA-224, MD5).
+        init?(name: String) {
+            switch name {
+            case "SHA1": self = .sha1
+            case "SHA256": self = .sha256
+            case "SHA384": self = .sha384
+            case "SHA512": self = .sha512
+            default: return nil
+            }
+        }
+
+        var byteCount: Int {
+            switch self {
+            case .sha1: Insecure.SHA1.byteCount
+            case .sha256: SHA256.byteCount
+            case .sha384: SHA384.byteCount
+            case .sha512: SHA512.byteCount
+            }
+        }
+    }
 
     static func of(_ message: Data, _ hash: Hash) -> any Digest {
         switch hash {
+        case .sha1: Insecure.SHA1.hash(data: message)
         case .sha256: SHA256.hash(data: message)
         case .sha384: SHA384.hash(data: message)
         case .sha512: SHA512.hash(data: message)
         }
     }
+
+    /// What an ECDSA signature covers: the message's hash, or the caller's digest, which must be
+    /// as long as the hash the algorithm names (errSecParam otherwise, as Apple).
+    static func input(_ input: Data, _ signed: SecKeyAlgorithm.SignedInput, _ algorithm: SecKeyAlgorithm) throws(KeychainError) -> any Digest {
+        switch signed {
+        case .message(let hash): return of(input, hash)
+        case .digest(let hash):
+            if let hash, input.count != hash.byteCount {
+                throw KeychainError(.param, "\(algorithm.rawValue) signs a \(hash.byteCount)-byte digest; \(input.count) bytes were given.")
+            }
+            guard !input.isEmpty else { throw KeychainError(.param, "\(algorithm.rawValue) was given an empty digest.") }
+            return CallerDigest(bytes: input)
+        }
+    }
+
+    static func x963(_ secret: SharedSecret, _ hash: Hash, sharedInfo: Data, size: Int) -> Data {
+        let key =
+            switch hash {
+            case .sha1: secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .sha256: secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .sha384: secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .sha512: secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: size)
+            }
+        return key.withUnsafeBytes { Data($0) }
+    }
+}
+
+/// A digest the caller computed, signed as given: ECDSA reads only its bytes.
+private struct CallerDigest: Digest {
+    static var byteCount: Int { 0 }
+    let bytes: [UInt8]
+
+    init(bytes: Data) { self.bytes = Array(bytes) }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
+    func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
+    var description: String { "digest of \(bytes.count) bytes" }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeychainTesting
 import Testing
 
 /// `keyferry backup create --format ios` checked by the tools people use on real iPhones'
@@ -9,20 +10,7 @@ struct PhoneBackupCLITests {
     static let app = ["--app", "com.example.mail"]
     static let password = "correct horse battery"
 
-    /// The virtual environments of scripts/ios-readers, installed on first use.
-    static func readers() throws -> URL {
-        let script = packageRoot.appendingPathComponent("scripts/ios-readers")
-        let process = Process()
-        process.executableURL = script
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let path = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        process.waitUntilExit()
-        output.closeBothEnds()
-        try #require(process.terminationStatus == 0, "scripts/ios-readers failed")
-        return URL(fileURLWithPath: path)
-    }
+    static func readers() throws -> URL { try OutsideReaders.directory() }
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

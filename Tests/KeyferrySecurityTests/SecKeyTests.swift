@@ -154,7 +154,9 @@ struct SecKeyTests {
         let theirCiphertext = try openssl(["pkeyutl", "-encrypt", "-pubin", "-inkey", pemPath, "-in", try file("pt", secret)] + oaep)
         #expect(SecKeyCreateDecryptedData(key, .rsaEncryptionOAEPSHA256, theirCiphertext, &error) == secret)
         #expect(SecKeyCreateDecryptedData(key, .rsaEncryptionOAEPSHA256, Data(theirCiphertext.reversed()), &error) == nil)
-        #expect(SecKeyCreateEncryptedData(publicKey, .eciesEncryptionCofactorX963SHA256AESGCM, secret, &error) == nil)
+        #expect(SecKeyCreateEncryptedData(publicKey, .eciesEncryptionCofactorX963SHA256AESGCM, secret, &error) == nil, "ECIES needs an EC key")
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
+        #expect(SecKeyCreateEncryptedData(key, .rsaEncryptionOAEPSHA256, secret, &error) == nil, "a private key does not encrypt")
         #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
     }
 
@@ -189,6 +191,130 @@ struct SecKeyTests {
         #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecParam))
         #expect(SecKeyIsAlgorithmSupported(mine, .keyExchange, .ecdhKeyExchangeCofactorX963SHA256))
         #expect(!SecKeyIsAlgorithmSupported(theirs, .keyExchange, .ecdhKeyExchangeStandard), "a public key exchanges nothing")
+    }
+
+    @Test(
+        "ECDSA over a digest the app made, as DER or as r || s: openssl verifies Keyferry's and signs digests Keyferry verifies; a digest of the wrong length is errSecParam",
+        arguments: [256, 384])
+    func digestSignatures(bits: Int) throws {
+        let key = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, bits: bits)
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        let point = try #require(SecKeyCopyExternalRepresentation(publicKey, nil))
+        let publicPath = try file("ec.der", Data(Array(hex: Self.spkiPrefix[bits]!)) + point)
+        let body = Data("a request body".utf8)
+        let digest = try openssl(["dgst", "-sha256", "-binary", try file("body", body)])
+        var error: Unmanaged<CFError>?
+        for algorithm in [SecKeyAlgorithm.ecdsaSignatureDigestX962SHA256, .ecdsaSignatureDigestX962] {
+            let signature = try #require(SecKeyCreateSignature(key, algorithm, digest, &error), "\(algorithm.rawValue)")
+            // pkeyutl signs and verifies the bytes it is given, unhashed.
+            try openssl(["pkeyutl", "-verify", "-pubin", "-keyform", "DER", "-inkey", publicPath, "-in", try file("digest", digest), "-sigfile", try file("sig", signature)])
+            #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, body, signature, &error))
+        }
+        let raw = try #require(SecKeyCreateSignature(key, .ecdsaSignatureDigestRFC4754SHA256, digest, &error))
+        #expect(raw.count == 2 * ((bits + 7) / 8), "RFC 4754: r and s, each as long as the curve")
+        #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageRFC4754SHA256, body, raw, &error))
+        #expect(!SecKeyVerifySignature(publicKey, .ecdsaSignatureDigestRFC4754SHA256, Data(digest.reversed()), raw, &error))
+
+        let curve = [256: "prime256v1", 384: "secp384r1"][bits]!
+        try openssl(["ecparam", "-name", curve, "-genkey", "-noout", "-out", "theirs.pem"])
+        let theirSPKI = try openssl(["pkey", "-in", "theirs.pem", "-pubout", "-outform", "DER"])
+        let theirs = try #require(
+            SecKeyCreateWithData(
+                Data(theirSPKI.suffix(point.count)), [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary,
+                &error))
+        let theirSignature = try openssl(["pkeyutl", "-sign", "-inkey", "theirs.pem", "-in", try file("digest", digest)])
+        #expect(SecKeyVerifySignature(theirs, .ecdsaSignatureDigestX962SHA256, digest, theirSignature, &error))
+
+        #expect(SecKeyCreateSignature(key, .ecdsaSignatureDigestX962SHA384, digest, &error) == nil)
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecParam))
+        #expect(SecKeyCreateSignature(key, .rsaSignatureDigestPKCS1v15SHA256, digest, &error) == nil)
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
+    }
+
+    /// Apple's ECIES with third-party primitives (Python's cryptography): ECDH, the X9.63 KDF
+    /// with the ephemeral public key as shared info, AES-GCM with a 16-byte IV, and the layout
+    /// `ephemeral public key || ciphertext || tag`, as `SecKey.h` documents it.
+    static let eciesPeer = """
+        import sys
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
+        mode, bits, digest, variable_iv, key_hex, data_hex = sys.argv[1:]
+        curve = {"256": ec.SECP256R1(), "384": ec.SECP384R1(), "521": ec.SECP521R1()}[bits]
+        point = (int(bits) + 7) // 8 * 2 + 1
+        key_size = 16 if int(bits) <= 256 else 32
+        def derive(secret, ephemeral):
+            size = key_size + (16 if variable_iv == "1" else 0)
+            out = X963KDF(algorithm=getattr(hashes, digest)(), length=size, sharedinfo=ephemeral).derive(secret)
+            return out[:key_size], (out[key_size:] if variable_iv == "1" else bytes(16))
+        key, data = bytes.fromhex(key_hex), bytes.fromhex(data_hex)
+        if mode == "decrypt":  # key: the X9.63 private key (point || scalar)
+            private = ec.derive_private_key(int.from_bytes(key[point:], "big"), curve)
+            ephemeral = data[:point]
+            peer = ec.EllipticCurvePublicKey.from_encoded_point(curve, ephemeral)
+            aes_key, iv = derive(private.exchange(ec.ECDH(), peer), ephemeral)
+            sys.stdout.write(AESGCM(aes_key).decrypt(iv, data[point:], None).hex())
+        else:  # key: the recipient's X9.63 public key
+            recipient = ec.EllipticCurvePublicKey.from_encoded_point(curve, key)
+            mine = ec.generate_private_key(curve)
+            ephemeral = mine.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+            aes_key, iv = derive(mine.exchange(ec.ECDH(), recipient), ephemeral)
+            sys.stdout.write((ephemeral + AESGCM(aes_key).encrypt(iv, data, None)).hex())
+        """
+
+    func eciesPeer(_ mode: String, bits: Int, hash: String, variableIV: Bool, key: Data, data: Data) throws -> Data {
+        let process = Process()
+        process.executableURL = try OutsideReaders.python()
+        let hex = { (data: Data) in data.map { String(format: "%02x", $0) }.joined() }
+        process.arguments = ["-c", Self.eciesPeer, mode, "\(bits)", hash, variableIV ? "1" : "0", hex(key), hex(data)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "the ECIES peer failed to \(mode)")
+        return Data(Array(hex: text))
+    }
+
+    @Test(
+        "ECIES: Keyferry's ciphertexts are Apple's layout, which Python's cryptography opens, and Keyferry opens its; any changed byte is refused",
+        arguments: [256, 384, 521])
+    func ecies(bits: Int) throws {
+        let key = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, bits: bits)
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        let point = try #require(SecKeyCopyExternalRepresentation(publicKey, nil))
+        let privateRepresentation = try #require(SecKeyCopyExternalRepresentation(key, nil))
+        let secret = Data("a token for the server, sealed to one device".utf8)
+        let algorithms: [(SecKeyAlgorithm, String, Bool)] = [
+            (.eciesEncryptionCofactorX963SHA256AESGCM, "SHA256", false), (.eciesEncryptionStandardX963SHA256AESGCM, "SHA256", false),
+            (.eciesEncryptionStandardX963SHA1AESGCM, "SHA1", false), (.eciesEncryptionCofactorVariableIVX963SHA256AESGCM, "SHA256", true),
+            (.eciesEncryptionStandardVariableIVX963SHA384AESGCM, "SHA384", true), (.eciesEncryptionCofactorX963SHA512AESGCM, "SHA512", false),
+        ]
+        var error: Unmanaged<CFError>?
+        for (algorithm, hash, variableIV) in algorithms {
+            #expect(SecKeyIsAlgorithmSupported(publicKey, .encrypt, algorithm) && SecKeyIsAlgorithmSupported(key, .decrypt, algorithm))
+            #expect(!SecKeyIsAlgorithmSupported(key, .encrypt, algorithm) && !SecKeyIsAlgorithmSupported(publicKey, .decrypt, algorithm))
+            let sealed = try #require(SecKeyCreateEncryptedData(publicKey, algorithm, secret, &error), "\(algorithm.rawValue)")
+            #expect(sealed.count == point.count + secret.count + 16)
+            #expect(try eciesPeer("decrypt", bits: bits, hash: hash, variableIV: variableIV, key: privateRepresentation, data: sealed) == secret)
+            let theirs = try eciesPeer("encrypt", bits: bits, hash: hash, variableIV: variableIV, key: point, data: secret)
+            #expect(SecKeyCreateDecryptedData(key, algorithm, theirs, &error) == secret, "\(algorithm.rawValue)")
+
+            // As Apple's regression test: the tag, the ciphertext, the point's prefix and its X.
+            for index in [sealed.count - 8, sealed.count - 20, 0, 1] {
+                var broken = sealed
+                broken[index] ^= 0xff
+                #expect(SecKeyCreateDecryptedData(key, algorithm, broken, &error) == nil, "byte \(index) changed")
+                #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecParam))
+            }
+        }
+        #expect(SecKeyCreateDecryptedData(key, .eciesEncryptionCofactorX963SHA256AESGCM, point, &error) == nil, "shorter than a point and a tag")
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecParam))
+        #expect(SecKeyCreateEncryptedData(key, .eciesEncryptionCofactorX963SHA256AESGCM, secret, &error) == nil, "a private key does not encrypt")
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
+        #expect(!SecKeyIsAlgorithmSupported(publicKey, .encrypt, .eciesEncryptionStandardX963SHA224AESGCM), "no SHA-224 here")
     }
 
     @Test("a permanent key is stored as Apple stores it, found again by its tag as a SecKey, and used; bad parameters are refused by name")
