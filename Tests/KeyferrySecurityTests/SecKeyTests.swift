@@ -207,7 +207,10 @@ struct SecKeyTests {
         for algorithm in [SecKeyAlgorithm.ecdsaSignatureDigestX962SHA256, .ecdsaSignatureDigestX962] {
             let signature = try #require(SecKeyCreateSignature(key, algorithm, digest, &error), "\(algorithm.rawValue)")
             // pkeyutl signs and verifies the bytes it is given, unhashed.
-            try openssl(["pkeyutl", "-verify", "-pubin", "-keyform", "DER", "-inkey", publicPath, "-in", try file("digest", digest), "-sigfile", try file("sig", signature)])
+            try openssl([
+                "pkeyutl", "-verify", "-pubin", "-keyform", "DER", "-inkey", publicPath, "-in", try file("digest", digest), "-sigfile",
+                try file("sig", signature),
+            ])
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, body, signature, &error))
         }
         let raw = try #require(SecKeyCreateSignature(key, .ecdsaSignatureDigestRFC4754SHA256, digest, &error))
@@ -220,7 +223,8 @@ struct SecKeyTests {
         let theirSPKI = try openssl(["pkey", "-in", "theirs.pem", "-pubout", "-outform", "DER"])
         let theirs = try #require(
             SecKeyCreateWithData(
-                Data(theirSPKI.suffix(point.count)), [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary,
+                Data(theirSPKI.suffix(point.count)),
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary,
                 &error))
         let theirSignature = try openssl(["pkeyutl", "-sign", "-inkey", "theirs.pem", "-in", try file("digest", digest)])
         #expect(SecKeyVerifySignature(theirs, .ecdsaSignatureDigestX962SHA256, digest, theirSignature, &error))
