@@ -43,7 +43,7 @@ public enum DeviceBackup {
                         manifest.counts[CountName.notExported(kind.itemClass, kind.protection), default: 0] += count
                     }
                 }
-                for (itemClass, count) in piece.askingForUser { manifest.counts[CountName.askingForUser(itemClass), default: 0] += count }
+                for (name, count) in piece.neverExported { manifest.counts[name, default: 0] += count }
                 for section in piece.sections { try writer.append(section) }
             }
             itemCount = total
@@ -71,7 +71,7 @@ public enum DeviceBackup {
         let never = manifest.counts.filter { $0.key.hasPrefix("notExported.") }.values.reduce(0, +)
         if never > 0 {
             manifest.warnings.append(
-                "\(never) item\(never == 1 ? " is" : "s are") never exported (whenPasscodeSetThisDeviceOnly, or access control that asks for the user) and will not come back."
+                "\(never) item\(never == 1 ? " is" : "s are") never exported (whenPasscodeSetThisDeviceOnly, Secure Enclave keys, or access control that asks for the user) and will not come back."
             )
         }
         try progress(itemCount + files.count, itemCount + files.count)
@@ -100,9 +100,8 @@ public enum DeviceBackup {
     package enum CountName {
         static func items(_ itemClass: ItemClass, _ protection: ProtectionClass) -> String { "items.\(itemClass.name).\(protection.name)" }
         static func notExported(_ itemClass: ItemClass, _ protection: ProtectionClass) -> String { "notExported.\(itemClass.name).\(protection.name)" }
-        static func askingForUser(_ itemClass: ItemClass) -> String { "notExported.\(itemClass.name).\(accessControl)" }
-        /// What stands for the protection class in the count of items left out for their access control.
-        package static let accessControl = "accessControl"
+        /// Items left out whatever their class: the reason stands for the protection class.
+        package static func neverExported(_ itemClass: ItemClass, _ reason: NeverExported) -> String { "notExported.\(itemClass.name).\(reason.rawValue)" }
     }
 
     /// One sandbox file to carry: UserDefaults or a file under Documents.
@@ -174,16 +173,17 @@ private struct KeychainSections: Sendable {
     }
 
     var counts: [Kind: Int] = [:]
-    /// Items left out because their access control asks for the user, by class.
-    var askingForUser: [ItemClass: Int] = [:]
+    /// Items left out whatever their class (Secure Enclave keys, access control that asks for
+    /// the user), by count name.
+    var neverExported: [String: Int] = [:]
     var sections: [CompressedSection] = []
 
     init(_ items: [ExportedItem], keys: ItemKeys, entropy: any EntropySource) throws {
         let named = keys.mode == .encrypted
         var builder = SectionBuilder()
         for item in items {
-            if item.accessControl?.asksForUser == true {
-                askingForUser[item.itemClass, default: 0] += 1
+            if let reason = item.neverExported {
+                neverExported[DeviceBackup.CountName.neverExported(item.itemClass, reason), default: 0] += 1
                 continue
             }
             counts[Kind(itemClass: item.itemClass, protection: item.protection), default: 0] += 1

@@ -57,6 +57,8 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
     public static let canVerify = AttributeKey("vrfy")
     public static let canWrap = AttributeKey("wrap")
     public static let canUnwrap = AttributeKey("unwp")
+    /// The token that holds the key: `com.apple.setoken` for the Secure Enclave.
+    public static let tokenID = AttributeKey("tkid")
     // Attributes every stored item has; the engine owns them, so they are not in `ItemClass.attributes`.
     public static let accessGroup = AttributeKey("agrp")
     public static let accessible = AttributeKey("pdmn")
@@ -75,7 +77,7 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
         .keyClass: .number, .applicationLabel: .data, .applicationTag: .data, .keySizeInBits: .number,
         .effectiveKeySize: .number, .startDate: .date, .endDate: .date, .isPermanent: .bool,
         .isSensitive: .bool, .isExtractable: .bool, .canEncrypt: .bool, .canDecrypt: .bool,
-        .canDerive: .bool, .canSign: .bool, .canVerify: .bool, .canWrap: .bool, .canUnwrap: .bool,
+        .canDerive: .bool, .canSign: .bool, .canVerify: .bool, .canWrap: .bool, .canUnwrap: .bool, .tokenID: .string,
         .accessGroup: .string, .creationDate: .date, .modificationDate: .date,
     ]
 
@@ -128,7 +130,7 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Cu
         .keySizeInBits: "keySizeInBits", .effectiveKeySize: "effectiveKeySize", .startDate: "startDate", .endDate: "endDate",
         .isPermanent: "isPermanent", .isSensitive: "isSensitive", .isExtractable: "isExtractable",
         .canEncrypt: "canEncrypt", .canDecrypt: "canDecrypt", .canDerive: "canDerive", .canSign: "canSign",
-        .canVerify: "canVerify", .canWrap: "canWrap", .canUnwrap: "canUnwrap",
+        .canVerify: "canVerify", .canWrap: "canWrap", .canUnwrap: "canUnwrap", .tokenID: "tokenID",
         .accessGroup: "accessGroup", .accessible: "accessible", .synchronizable: "synchronizable",
         .accessControl: "accessControl", .creationDate: "creationDate", .modificationDate: "modificationDate",
     ]
@@ -161,7 +163,7 @@ extension ItemClass {
             [
                 .label, .keyClass, .applicationLabel, .applicationTag, .creator, .type, .keySizeInBits, .effectiveKeySize,
                 .startDate, .endDate, .isPermanent, .isSensitive, .isExtractable, .canEncrypt, .canDecrypt, .canDerive,
-                .canSign, .canVerify, .canWrap, .canUnwrap,
+                .canSign, .canVerify, .canWrap, .canUnwrap, .tokenID,
             ]
         case .identity:
             ItemClass.certificate.makeAttributes().union(ItemClass.key.makeAttributes())

@@ -215,6 +215,12 @@ public struct ItemRecord: Hashable, Sendable, Codable {
 
     public var persistentReference: PersistentReference { PersistentReference(itemClass: itemClass, uuid: uuid) }
 
+    /// Why no backup or transfer carries this item, whatever its protection class; nil when
+    /// its class decides.
+    public var neverExported: NeverExported? {
+        NeverExported(itemClass: itemClass, tokenID: attributes[.tokenID], accessControl: accessControl)
+    }
+
     /// The primary key's values, in the class's order: what makes two items the same item.
     public var primaryKey: PrimaryKey {
         PrimaryKey(itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, attributes: attributes)

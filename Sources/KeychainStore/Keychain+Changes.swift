@@ -16,6 +16,15 @@ public struct ExportedItem: Sendable {
     public var modificationDate: Date
     public var attributes: EncodedAttributes
     public var data: Data
+
+    /// Why no backup or transfer carries it whatever its class (`ItemRecord.neverExported`);
+    /// only a key's attributes are scanned, for its token.
+    public var neverExported: NeverExported? {
+        let tokenID = itemClass == .key ? (try? attributes.values(of: Self.token))?[.tokenID] : nil
+        return NeverExported(itemClass: itemClass, tokenID: tokenID, accessControl: accessControl)
+    }
+
+    private static let token = AttributeSelection([.tokenID])
 }
 
 /// One entry of the change feed: an item as last written, or the tombstone a synchronizable

@@ -111,6 +111,9 @@ public struct Keychain: Sendable {
         }
         let protection = item.accessControl?.protection ?? item.protection ?? item.itemClass.defaultProtection
         try checkSynchronizable(item.synchronizable, item.accessControl)
+        if item.synchronizable, item.attributes[.tokenID] != nil {
+            throw KeychainError(.param, "a Secure Enclave key cannot be synchronizable: it never leaves the device it was made on.")
+        }
         let group = try groupForWriting(item.accessGroup)
         try checkPasscode(for: protection)
         guard let classKeys = keys[protection] else { throw unavailable(protection) }

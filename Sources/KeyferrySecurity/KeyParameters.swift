@@ -13,6 +13,22 @@ enum KeyParameters {
         }
     }
 
+    /// Whether `kSecAttrTokenID` asks for the Secure Enclave, which makes P-256 keys only and
+    /// never synchronizable ones.
+    static func isSecureEnclave(_ dictionary: [String: Any], kind: KeyMaterial.Kind, bits: Int) throws(KeychainError) -> Bool {
+        guard let token = dictionary[kSecAttrTokenID] else { return false }
+        guard token as? String == kSecAttrTokenIDSecureEnclave else {
+            throw KeychainError(.param, "kSecAttrTokenID '\(token)': the only token is the Secure Enclave (kSecAttrTokenIDSecureEnclave).")
+        }
+        guard kind == .ellipticCurve, bits == 256 else {
+            throw KeychainError(.param, "the Secure Enclave makes P-256 keys only (kSecAttrKeyTypeECSECPrimeRandom, 256 bits).")
+        }
+        if let value = dictionary[kSecAttrSynchronizable], try Convert.bool(value, kSecAttrSynchronizable) {
+            throw KeychainError(.param, "a Secure Enclave key cannot be synchronizable: it never leaves the device it was made on.")
+        }
+        return true
+    }
+
     /// `kSecPrivateKeyAttrs` or `kSecPublicKeyAttrs`, keyed by strings; empty when absent.
     static func nested(_ dictionary: [String: Any], _ key: String) throws(KeychainError) -> [String: Any] {
         guard let value = dictionary[key] else { return [:] }
@@ -27,6 +43,7 @@ enum KeyParameters {
     }
 
     /// The attributes a caller may give a key: its tag, label and application label.
+    /// (`kSecAttrTokenID` is the key's own, set when the Secure Enclave makes it.)
     static func attributes(_ dictionary: [String: Any]) throws(KeychainError) -> Attributes {
         var out = Attributes()
         for key in [AttributeKey.applicationTag, .label, .applicationLabel] {

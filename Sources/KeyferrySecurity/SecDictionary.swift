@@ -189,9 +189,9 @@ package enum SecDictionary {
                 authentication.interactionAllowed = allowed && authentication.interactionAllowed
             case kSecUseNoAuthenticationUI:
                 if try Convert.bool(value, key) { authentication.interactionAllowed = false }
-            case kSecAttrTokenID:
+            case kSecAttrTokenID where operation == .add || operation == .update:
                 throw KeychainError(
-                    .unimplemented, "kSecAttrTokenID: there is no Secure Enclave or token on Linux; Keyferry keeps keys as items with their data.")
+                    .param, "kSecAttrTokenID: a Secure Enclave key is made by SecKeyCreateRandomKey with kSecAttrTokenIDSecureEnclave, not added or changed.")
             case kSecUseOperationPrompt, kSecUseDataProtectionKeychain:
                 break  // Meaningful only to a real UI or to macOS's file-based keychain.
             case kSecUseItemList:
@@ -226,6 +226,8 @@ package enum SecDictionary {
     }
 
     private static func value(_ record: ItemRecord, _ returning: ReturnOptions, key: SecKey?) -> Any {
+        var record = record
+        if let reference = SecKey.tokenReference(record) { record.data = reference }
         if returning == .data { return record.data ?? Data() }
         if returning == .persistentRef { return record.persistentReference.data }
         if returning == .ref, let key { return key }

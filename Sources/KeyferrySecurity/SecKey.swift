@@ -19,8 +19,13 @@ public final class SecKey: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(material.externalRepresentation) }
 
     public var description: String {
-        "<SecKey \(material.kind == .rsa ? "RSA" : "EC") \(material.bits) bits, \(material.isPrivate ? "private" : "public")>"
+        let place = isInSecureEnclave ? ", in the Secure Enclave" : ""
+        return "<SecKey \(material.kind == .rsa ? "RSA" : "EC") \(material.bits) bits, \(material.isPrivate ? "private" : "public")\(place)>"
     }
+
+    /// A private key made with `kSecAttrTokenIDSecureEnclave`: its private part is never handed
+    /// out, and its item is in no backup, transfer or sync.
+    var isInSecureEnclave: Bool { material.isPrivate && attributes[.tokenID] != nil }
 
     /// The keys-class attributes Apple's keychain keeps for this key.
     var itemAttributes: Attributes {
@@ -38,8 +43,8 @@ public final class SecKey: Hashable, Sendable, CustomStringConvertible {
         out[.canVerify] = .bool(!isPrivate)
         out[.canEncrypt] = .bool(!isPrivate && material.kind == .rsa)
         out[.canWrap] = .bool(!isPrivate && material.kind == .rsa)
-        out[.isExtractable] = .bool(true)
-        out[.isSensitive] = .bool(false)
+        out[.isExtractable] = .bool(!isInSecureEnclave)
+        out[.isSensitive] = .bool(isInSecureEnclave)
         return out
     }
 
@@ -57,6 +62,14 @@ public final class SecKey: Hashable, Sendable, CustomStringConvertible {
 
     /// The public key as openssl and most servers take it: a SubjectPublicKeyInfo in PEM.
     package var publicKeyPEM: String { material.publicKeyPEM }
+
+    /// What `kSecReturnData` gives for the item of a Secure Enclave key: as Apple gives the
+    /// token's object ID, an opaque reference (the token and the application label), never the key.
+    static func tokenReference(_ record: ItemRecord) -> Data? {
+        guard case .string(let token) = record.attributes[.tokenID] else { return nil }
+        guard case .data(let label) = record.attributes[.applicationLabel] else { return Data(token.utf8) }
+        return Data(token.utf8) + label
+    }
 
     /// The key an item of the keys class holds: its data is the external representation.
     convenience init(record: ItemRecord) throws(KeychainError) {
@@ -101,10 +114,14 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         let top = try SecDictionary.strings(parameters)
         let kind = try KeyParameters.kind(top)
         guard let size = top[kSecAttrKeySizeInBits] else { throw KeychainError(.param, "kSecAttrKeySizeInBits is required.") }
-        let material = try KeyMaterial.random(kind, bits: Int(try Convert.number(size, kSecAttrKeySizeInBits)))
+        let bits = Int(try Convert.number(size, kSecAttrKeySizeInBits))
+        let inSecureEnclave = try KeyParameters.isSecureEnclave(top, kind: kind, bits: bits)
+        let material = try KeyMaterial.random(kind, bits: bits)
         let privateAttributes = try KeyParameters.nested(top, kSecPrivateKeyAttrs)
         let publicAttributes = try KeyParameters.nested(top, kSecPublicKeyAttrs)
-        let key = SecKey(material, attributes: try KeyParameters.attributes(top.merging(privateAttributes) { $1 }))
+        var attributes = try KeyParameters.attributes(top.merging(privateAttributes) { $1 })
+        if inSecureEnclave { attributes[.tokenID] = .string(NeverExported.secureEnclaveToken) }
+        let key = SecKey(material, attributes: attributes)
         if try KeyParameters.isPermanent(privateAttributes, default: KeyParameters.isPermanent(top, default: false)) {
             try KeyParameters.store(key, top.merging(privateAttributes) { $1 })
         }
@@ -139,16 +156,24 @@ public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
     SecKey(key.material.publicKey)
 }
 
+/// The key's bytes; for a private key in the Secure Enclave, nil with errSecUnimplemented, as
+/// on a device (`SecKey.m`: "export not implemented for key").
 public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
-    key.material.externalRepresentation
+    keyOperation(error) { () throws(KeychainError) -> Data in
+        guard !key.isInSecureEnclave else {
+            throw KeychainError(.unimplemented, "export not implemented for key \(key): a Secure Enclave key never leaves it.")
+        }
+        return key.material.externalRepresentation
+    }
 }
 
-/// The key's attributes as `kSecReturnAttributes` would show its item, with `kSecValueData`.
+/// The key's attributes as `kSecReturnAttributes` would show its item, with `kSecValueData`
+/// unless the key is in the Secure Enclave.
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     var record = SecDictionary.attributeValues(key.itemAttributes)
     record[kSecClass] = kSecClassKey
     record[kSecAttrKeyType] = key.material.kind == .rsa ? kSecAttrKeyTypeRSA : kSecAttrKeyTypeECSECPrimeRandom
-    record[kSecValueData] = key.material.externalRepresentation
+    if !key.isInSecureEnclave { record[kSecValueData] = key.material.externalRepresentation }
     return record
 }
 

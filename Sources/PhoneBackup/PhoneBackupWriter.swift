@@ -274,8 +274,8 @@ private enum KeychainEntry: Sendable {
 
     init(item: ExportedItem, keys: WritingKeys, itemKey: SymmetricKey) throws {
         let name = "\(item.itemClass.name).\(item.protection.name)"
-        if item.accessControl?.asksForUser == true {
-            self = .leftOut("\(item.itemClass.name).\(DeviceBackup.CountName.accessControl)")
+        if let reason = item.neverExported {
+            self = .leftOut("\(item.itemClass.name).\(reason.rawValue)")
             return
         }
         guard let number = PhoneClass.keychain(item.protection), let classKey = keys.classKeys[number] else {

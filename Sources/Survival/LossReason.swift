@@ -16,6 +16,7 @@ enum LossReason {
         let flags = item.accessControl?.flags ?? []
         switch path {
         case .iCloudKeychain:
+            if item.neverExported == .secureEnclave { return NeverExported.secureEnclave.sentence }
             if item.protection.isThisDeviceOnly { return "device-bound (ThisDeviceOnly): it never leaves this device" }
             if !item.synchronizable { return "not synchronizable: iCloud Keychain carries only items added with kSecAttrSynchronizable" }
         case .encryptedBackupNewDevice, .unencryptedBackupNewDevice, .encryptedBackupSameDevice, .unencryptedBackupSameDevice, .quickStart:
@@ -23,8 +24,11 @@ enum LossReason {
             if restored == nil, item.protection == .whenPasscodeSetThisDeviceOnly {
                 return "never leaves the device: WhenPasscodeSetThisDeviceOnly items are in no backup or transfer"
             }
-            if restored == nil, item.accessControl?.asksForUser == true {
+            switch restored == nil ? item.neverExported : nil {
+            case .secureEnclave: return NeverExported.secureEnclave.sentence
+            case .accessControl:
                 return "never leaves the device: items whose access control asks for the user (\(item.accessControl!.expression)) are in no backup or transfer"
+            case nil: break
             }
         case .passcodeRemoved:
             if item.protection == .whenPasscodeSetThisDeviceOnly { return "deleted with the passcode (WhenPasscodeSetThisDeviceOnly)" }

@@ -22,6 +22,10 @@ struct KeyCommand: ParsableCommand {
                 and the key itself as its data. App code finds it by its tag (kSecReturnRef gives a \
                 SecKey); `keyferry item get --class key --attr applicationTag=...` shows it. The public \
                 key is printed as PEM (a SubjectPublicKeyInfo openssl reads); --json adds the item.
+
+                --secure-enclave makes it as kSecAttrTokenIDSecureEnclave does: a P-256 key that \
+                never leaves the device. App code cannot export it, and no backup, transfer or sync \
+                carries it (`keyferry survival` says so for each path).
                 """)
 
         enum KeyType: String, ExpressibleByArgument, CaseIterable {
@@ -34,6 +38,8 @@ struct KeyCommand: ParsableCommand {
         @Option(help: "kSecAttrKeySizeInBits: 256, 384 or 521 for ec (default 256); 2048 to 4096 in steps of 128 for rsa (default 2048).") var bits: Int?
         @Option(help: "kSecAttrApplicationTag, as text or with hex: or base64:.") var tag: String
         @Option(help: "kSecAttrLabel.") var label: String?
+        @Flag(help: "Make it in the Secure Enclave (kSecAttrTokenIDSecureEnclave): P-256 only, bound to this device.")
+        var secureEnclave = false
         @Option(help: "kSecAttrAccessGroup: which of the app's groups (default: its first).") var group: String?
         @Option(help: "kSecAttrAccessible (default: whenUnlocked).") var accessible: ProtectionClass?
         @Option(
@@ -43,6 +49,9 @@ struct KeyCommand: ParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
+            if secureEnclave, type != .ec || (bits ?? 256) != 256 {
+                throw ValidationError("--secure-enclave: the Secure Enclave makes P-256 keys only (--type ec --bits 256).")
+            }
             guard let bits else { return }
             switch type {
             case .ec where ![256, 384, 521].contains(bits):
@@ -56,6 +65,7 @@ struct KeyCommand: ParsableCommand {
         func run() async throws {
             var given: Attributes = [.applicationTag: try attributeValue(tag, key: .applicationTag, name: "--tag")]
             if let label { given[.label] = .string(label) }
+            if secureEnclave { given[.tokenID] = .string(NeverExported.secureEnclaveToken) }
             let attributes = given
             let (rsa, bits) = (type == .rsa, bits ?? (type == .rsa ? 2048 : 256))
             // An RSA key takes seconds to find: off the cooperative pool.

@@ -23,6 +23,7 @@ struct DeviceRestoreTests {
                 try keychain.add(.password(account: "acct-\(name)", value: "secret-\(name)", protection: protection, synchronizable: sync))
             }
         }
+        try keychain.add(.ellipticCurveKey(label: "enclave key", secureEnclave: true))
         try fixture.device.sandbox(for: TestDevice.appID).set("alice", forKey: "signedInUser")
         return fixture
     }
@@ -77,6 +78,7 @@ struct DeviceRestoreTests {
         #expect(report.sameDevice == sameDevice)
         #expect(report.authenticity == (encrypted ? .password : sameDevice ? .device : .checksums))
         #expect(report.neverExported["genericPassword.whenPasscodeSetThisDeviceOnly"] == 2)
+        #expect(report.neverExported["key.secureEnclave"] == 1, "in no archive, whatever the key's class")
         let found = try contents(target)
         for protection in Self.classes {
             for sync in [false, true] {

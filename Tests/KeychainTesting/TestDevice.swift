@@ -62,6 +62,16 @@ extension NewItem {
             .genericPassword, attributes: [.account: .string(account), .service: .string(service)], data: Data(value.utf8),
             accessGroup: accessGroup, protection: protection, synchronizable: synchronizable)
     }
+
+    /// A P-256 private key item as SecKeyCreateRandomKey stores one: in the Secure Enclave
+    /// (`kSecAttrTokenID`) or not. Named by its label; a class that migrates unless told.
+    public static func ellipticCurveKey(label: String, secureEnclave: Bool, protection: ProtectionClass = .afterFirstUnlock) -> NewItem {
+        var attributes: Attributes = [
+            .label: .string(label), .applicationLabel: .data(Data(label.utf8)), .keyClass: .number(1), .type: .number(73), .keySizeInBits: .number(256),
+        ]
+        if secureEnclave { attributes[.tokenID] = .string(NeverExported.secureEnclaveToken) }
+        return NewItem(.key, attributes: attributes, data: Data(repeating: secureEnclave ? 1 : 2, count: 97), protection: protection)
+    }
 }
 
 extension ItemQuery {

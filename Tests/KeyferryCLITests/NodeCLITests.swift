@@ -226,7 +226,7 @@ struct NodeCLITests {
     }
 
     @Test(
-        "key create keeps a key as SecKeyCreateRandomKey with kSecAttrIsPermanent does, prints a public key openssl reads, and refuses sizes no curve or RSA key has"
+        "key create keeps a key as SecKeyCreateRandomKey with kSecAttrIsPermanent does, prints a public key openssl reads, refuses sizes no curve or RSA key has, and makes Secure Enclave keys the survival matrix keeps on the device"
     )
     func keyCreate() throws {
         let cli = try CLI()
@@ -243,6 +243,18 @@ struct NodeCLITests {
             let refused = try cli.run(["key", "create", dir] + app + bad + ["--tag", "x"])
             #expect(refused.status == 64 && refused.stderr.contains("--bits"), "\(refused.stderr)")
         }
+
+        // A Secure Enclave key, of a class that migrates: the survival matrix loses it on every
+        // path off the device, and says why.
+        try cli.ok(["key", "create", dir] + app + ["--secure-enclave", "--tag", "com.example.enclave", "--label", "enclave", "--accessible", "afterFirstUnlock"])
+        let matrix = try cli.ok(["survival", dir, "--json"]).object()
+        for path in ["encrypted-backup-new-device", "quick-start", "icloud-keychain"] {
+            let cell = try #require(SurvivalCLITests.cell(matrix, "enclave", path), "\(path)")
+            #expect(cell["outcome"] as? String == "lost", "\(path)")
+            #expect((cell["reason"] as? String)?.hasPrefix("a Secure Enclave key never leaves") == true, "\(path): \(cell)")
+        }
+        let rsa = try cli.run(["key", "create", dir] + app + ["--secure-enclave", "--type", "rsa", "--tag", "x"])
+        #expect(rsa.status == 64 && rsa.stderr.contains("P-256"), "\(rsa.stderr)")
     }
 
     @Test("a node killed with SIGKILL in the middle of writes restarts before first unlock with every committed item")

@@ -321,6 +321,65 @@ struct SecKeyTests {
         #expect(!SecKeyIsAlgorithmSupported(publicKey, .encrypt, .eciesEncryptionStandardX963SHA224AESGCM), "no SHA-224 here")
     }
 
+    @Test(
+        "the Secure Enclave: P-256 only, the private key never handed out (errSecUnimplemented), its public key and signatures as any key's, found by its tag and token"
+    )
+    func secureEnclave() throws {
+        let tag = Data("com.example.enclave".utf8)
+        let access = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.privateKeyUsage], nil))
+        let key = try randomKey(
+            kSecAttrKeyTypeECSECPrimeRandom, bits: 256,
+            [
+                kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+                kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true, kSecAttrApplicationTag: tag, kSecAttrAccessControl: access],
+            ])
+        var error: Unmanaged<CFError>?
+        #expect(SecKeyCopyExternalRepresentation(key, &error) == nil)
+        #expect(CFErrorGetCode(try #require(error?.takeRetainedValue())) == Int(errSecUnimplemented))
+        let attributes = try #require(SecKeyCopyAttributes(key))
+        #expect(attributes[kSecValueData] == nil && attributes[kSecAttrTokenID] as? String == kSecAttrTokenIDSecureEnclave)
+        #expect(attributes[kSecAttrIsExtractable] as? Bool == false)
+
+        // The public key leaves, and openssl checks what the enclave signed.
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        let point = try #require(SecKeyCopyExternalRepresentation(publicKey, &error))
+        let message = Data("login challenge".utf8)
+        let signature = try #require(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error))
+        let publicPath = try file("enclave.der", Data(Array(hex: Self.spkiPrefix[256]!)) + point)
+        try openssl(["dgst", "-sha256", "-verify", publicPath, "-keyform", "DER", "-signature", try file("sig", signature), try file("msg", message)])
+
+        // Found again by tag and by token; its item's data is a reference, never the key.
+        var result: CFTypeRef?
+        let query: [CFString: Any] = [kSecClass: kSecClassKey, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave, kSecAttrApplicationTag: tag, kSecReturnRef: true]
+        #expect(context.run { SecItemCopyMatching(query as CFDictionary, &result) } == errSecSuccess)
+        let found = try #require(result as? SecKey)
+        #expect(SecKeyCopyExternalRepresentation(found, nil) == nil)
+        let again = try #require(SecKeyCreateSignature(found, .ecdsaSignatureMessageX962SHA256, message, &error))
+        #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message, again, &error))
+        let asData: [CFString: Any] = [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnData: true]
+        #expect(context.run { SecItemCopyMatching(asData as CFDictionary, &result) } == errSecSuccess)
+        let reference = try #require(result as? Data)
+        #expect(reference.starts(with: Data(kSecAttrTokenIDSecureEnclave.utf8)))
+        #expect(reference.count < 97, "not the private key's 97 bytes")
+
+        for (parameters, words) in [
+            ([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 2048, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave] as [CFString: Any], "P-256"),
+            ([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 384, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave], "P-256"),
+            (
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave, kSecAttrSynchronizable: true],
+                "synchronizable"
+            ),
+            ([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256, kSecAttrTokenID: "com.example.token"], "the only token"),
+        ] {
+            #expect(context.run { SecKeyCreateRandomKey(parameters as CFDictionary, &error) } == nil)
+            let failure = try #require(error?.takeRetainedValue())
+            #expect(CFErrorGetCode(failure) == Int(errSecParam))
+            #expect(failure.description.contains(words), "\(failure)")
+        }
+        let forged: [CFString: Any] = [kSecClass: kSecClassKey, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave, kSecValueData: Data(count: 97)]
+        #expect(context.run { SecItemAdd(forged as CFDictionary, nil) } == errSecParam, "a token item is made, not added")
+    }
+
     @Test("a permanent key is stored as Apple stores it, found again by its tag as a SecKey, and used; bad parameters are refused by name")
     func permanentKey() throws {
         let tag = Data("com.example.signing".utf8)

@@ -39,6 +39,7 @@ struct PhoneBackupTests {
         guarded.accessControl = try AccessControl(protection: .whenUnlockedThisDeviceOnly, flags: .biometryAny)
         guarded.protection = .whenUnlockedThisDeviceOnly
         try keychain.add(guarded)
+        try keychain.add(.ellipticCurveKey(label: "enclave key", secureEnclave: true))
         let sandbox = try fixture.device.sandbox(for: TestDevice.appID)
         try sandbox.set("alice", forKey: "signedInUser")
         try sandbox.writeFile("notes/today.txt", Data("remember the milk".utf8), protection: .complete)
@@ -112,7 +113,8 @@ struct PhoneBackupTests {
         let dropped = report.items.filter { !$0.restored }
         #expect(dropped.count == 3)
         #expect(dropped.allSatisfy { $0.reason == .sealedToSourceDevice && $0.protection.isThisDeviceOnly })
-        #expect(report.neverExported == ["genericPassword.whenPasscodeSetThisDeviceOnly": 1, "genericPassword.accessControl": 1])
+        #expect(
+            report.neverExported == ["genericPassword.whenPasscodeSetThisDeviceOnly": 1, "genericPassword.accessControl": 1, "key.secureEnclave": 1])
 
         let device = try Device.powerOn(at: target.directory)
         defer { device.powerOff() }

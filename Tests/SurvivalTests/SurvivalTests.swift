@@ -87,6 +87,28 @@ struct SurvivalTests {
         }
     }
 
+    @Test("a Secure Enclave key stays on its device: lost to every backup, transfer and restore elsewhere, with the reason; a software key of the same class moves")
+    func secureEnclaveKey() async throws {
+        let phone = try TestDevice()
+        let keychain = try phone.keychain()
+        // Of a class that migrates, so that only the token decides.
+        try keychain.add(.ellipticCurveKey(label: "enclave key", secureEnclave: true))
+        try keychain.add(.ellipticCurveKey(label: "software key", secureEnclave: false))
+        let matrix = try await Self.matrix(phone)
+        for path in [SurvivalPath.encryptedBackupNewDevice, .encryptedBackupSameDevice, .quickStart] {
+            let cell = try #require(matrix.cell("enclave key", path))
+            #expect(cell.outcome == .lost, "\(path.rawValue)")
+            #expect(cell.reason == NeverExported.secureEnclave.sentence, "\(path.rawValue)")
+            #expect(matrix.cell("software key", path)?.outcome == .kept, "\(path.rawValue)")
+        }
+        #expect(matrix.cell("enclave key", .iCloudKeychain)?.reason == NeverExported.secureEnclave.sentence)
+        #expect(matrix.cell("enclave key", .appReinstalled)?.outcome == .kept, "the keychain outlives the app")
+
+        var synced = NewItem.ellipticCurveKey(label: "synced enclave key", secureEnclave: true)
+        synced.synchronizable = true
+        #expect(throws: KeychainError.self) { try keychain.add(synced) }
+    }
+
     @Test("a secret the device itself cannot read (biometryCurrentSet after a new face) is unreadable now and on every path it stays on, never kept")
     func unreadableBaseline() async throws {
         let phone = try Self.phone()
