@@ -246,7 +246,8 @@ struct NodeCLITests {
 
         // A Secure Enclave key, of a class that migrates: the survival matrix loses it on every
         // path off the device, and says why.
-        try cli.ok(["key", "create", dir] + app + ["--secure-enclave", "--tag", "com.example.enclave", "--label", "enclave", "--accessible", "afterFirstUnlock"])
+        try cli.ok(
+            ["key", "create", dir] + app + ["--secure-enclave", "--tag", "com.example.enclave", "--label", "enclave", "--accessible", "afterFirstUnlock"])
         let matrix = try cli.ok(["survival", dir, "--json"]).object()
         for path in ["encrypted-backup-new-device", "quick-start", "icloud-keychain"] {
             let cell = try #require(SurvivalCLITests.cell(matrix, "enclave", path), "\(path)")

@@ -366,7 +366,10 @@ struct SecKeyTests {
             ([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 2048, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave] as [CFString: Any], "P-256"),
             ([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 384, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave], "P-256"),
             (
-                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave, kSecAttrSynchronizable: true],
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+                    kSecAttrSynchronizable: true,
+                ],
                 "synchronizable"
             ),
             ([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256, kSecAttrTokenID: "com.example.token"], "the only token"),

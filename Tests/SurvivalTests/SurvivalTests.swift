@@ -87,7 +87,9 @@ struct SurvivalTests {
         }
     }
 
-    @Test("a Secure Enclave key stays on its device: lost to every backup, transfer and restore elsewhere, with the reason; a software key of the same class moves")
+    @Test(
+        "a Secure Enclave key stays on its device: lost to every backup, transfer and restore elsewhere, with the reason; a software key of the same class moves"
+    )
     func secureEnclaveKey() async throws {
         let phone = try TestDevice()
         let keychain = try phone.keychain()
