@@ -34,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // The two C libraries, each reached from exactly one Swift wrapper module.
@@ -168,6 +170,7 @@ let package = Package(
                 "SecConstants", "SecConstantObjects", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem",
                 "KeyferryThreads", "NodeControl",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
         // Apple's kSec constants as strings, and the same names as objects where app code needs
         // one: sibling modules, so that both stay visible (SecConstantObjects says why).

@@ -68,6 +68,22 @@ enum KeyMaterial: Sendable {
         }
     }
 
+    /// A private key from its PKCS #8 (as a PKCS #12 file holds it): EC on one of the three
+    /// curves, or RSA.
+    init(pkcs8 der: Data) throws(KeychainError) {
+        if let key = try? P256.Signing.PrivateKey(derRepresentation: der) {
+            self = .p256(key)
+        } else if let key = try? P384.Signing.PrivateKey(derRepresentation: der) {
+            self = .p384(key)
+        } else if let key = try? P521.Signing.PrivateKey(derRepresentation: der) {
+            self = .p521(key)
+        } else if let key = try? _RSA.Signing.PrivateKey(unsafeDERRepresentation: der) {
+            self = .rsa(key)
+        } else {
+            throw KeychainError(.unimplemented, "the private key is not an EC key on P-256, P-384 or P-521, nor an RSA key.")
+        }
+    }
+
     var kind: Kind {
         switch self {
         case .rsa, .rsaPublic: .rsa

@@ -9,6 +9,8 @@ protocol KeychainBackend: Sendable {
     /// The device's directory.
     var directory: URL { get }
     func add(_ item: NewItem, app: String) throws -> ItemRecord
+    /// A certificate and its private key, in one transaction.
+    func addIdentity(certificate: NewItem, privateKey: NewItem, app: String) throws
     func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord]
     func update(_ query: ItemQuery, with changes: ItemChanges, app: String) throws
     func delete(_ query: ItemQuery, app: String) throws
@@ -22,6 +24,9 @@ struct InProcessBackend: KeychainBackend {
     var directory: URL { device.directory }
 
     func add(_ item: NewItem, app: String) throws -> ItemRecord { try device.keychain(for: app).add(item) }
+    func addIdentity(certificate: NewItem, privateKey: NewItem, app: String) throws {
+        try device.keychain(for: app).addIdentity(certificate: certificate, privateKey: privateKey)
+    }
     func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord] { try device.keychain(for: app).copy(query) }
     func update(_ query: ItemQuery, with changes: ItemChanges, app: String) throws {
         _ = try device.keychain(for: app).update(query, with: changes)
@@ -39,6 +44,10 @@ struct NodeBackend: KeychainBackend {
         let answer: NodeAPI.Items = try client.callSynchronously(.add, NodeAPI.Add(app: app, item: item))
         guard let record = answer.items.first else { throw KeychainError(.internalError, "the node added the item but answered no record.") }
         return record
+    }
+
+    func addIdentity(certificate: NewItem, privateKey: NewItem, app: String) throws {
+        let _: NodeAPI.Items = try client.callSynchronously(.add, NodeAPI.Add(app: app, item: certificate, privateKey: privateKey))
     }
 
     func copy(_ query: ItemQuery, app: String) throws -> [ItemRecord] {

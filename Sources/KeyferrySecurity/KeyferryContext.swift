@@ -194,6 +194,28 @@ public final class KeyferryContext: Sendable {
         TrapRecord(trap: trap, function: site.function, file: "\(site.file)", line: site.line, app: app, detail: detail, at: Date())
     }
 
+    // MARK: Identities
+
+    /// The private key of an identity found by a search: the key item whose application label
+    /// the identity carries (its certificate's public key hash), in its group.
+    func privateKey(of identity: ItemRecord) throws(KeychainError) -> SecKey {
+        guard let label = identity.attributes[.applicationLabel] else {
+            throw KeychainError(.internalError, "the identity was read without its private key's application label.")
+        }
+        var query = ItemQuery(.key, attributes: [.applicationLabel: label, .keyClass: .number(1)], accessGroup: identity.accessGroup, matchLimit: .one)
+        query.synchronizable = .any
+        query.returning = [.data, .attributes]
+        query.authentication = authentication(query.authentication)
+        do {
+            guard let record = try backend.copy(query, app: app).first else { throw KeychainError(.itemNotFound, "the identity's private key is gone.") }
+            return try SecKey(record: record)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(.notAvailable, "\(error)")
+        }
+    }
+
     // MARK: Failures
 
     /// Keyferry's sentence for the last call that failed in this context, which names the cause

@@ -31,14 +31,42 @@ package enum SecDictionary {
         if parts.persistentReference != nil { throw KeychainError(.param, "kSecValuePersistentRef cannot be added.") }
         var attributes = parts.attributes
         var data = parts.data
-        if let key = parts.keyReference {
+        switch parts.reference {
+        case .key(let key):
             attributes = key.itemAttributes.merging(attributes) { $1 }
             data = data ?? key.material.externalRepresentation
+        case .certificate(let certificate):
+            attributes = certificate.itemAttributes.merging(attributes) { $1 }
+            data = data ?? certificate.der
+        case .identity:
+            throw KeychainError(.internalError, "an identity is two items: SecItemAdd adds them with newIdentity.")
+        case nil:
+            // A certificate's DER says its attributes, as a ref's would.
+            if parts.itemClass == .certificate, let der = data, let certificate = SecCertificate(der: der) {
+                attributes = certificate.itemAttributes.merging(attributes) { $1 }
+            }
         }
         return NewItem(
             parts.itemClass, attributes: attributes, data: data ?? Data(), accessGroup: parts.accessGroup,
             protection: parts.protection, accessControl: parts.accessControl,
             synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
+    }
+
+    /// An identity to add (`kSecValueRef` with a `SecIdentity`): its certificate and private key,
+    /// with the dictionary's group, accessibility and return keys; nil for any other add.
+    package static func newIdentity(_ dictionary: [String: Any]) throws(KeychainError) -> (certificate: NewItem, privateKey: NewItem)? {
+        guard let identity = dictionary[kSecValueRef] as? SecIdentity else { return nil }
+        var others = dictionary
+        others[kSecValueRef] = nil
+        others[kSecClass] = kSecClassCertificate
+        let given = try newItem(others)
+        var (certificate, privateKey) = identity.newItems
+        for item in [\NewItem.accessGroup] { (certificate[keyPath: item], privateKey[keyPath: item]) = (given[keyPath: item], given[keyPath: item]) }
+        (certificate.protection, privateKey.protection) = (given.protection, given.protection)
+        (certificate.accessControl, privateKey.accessControl) = (given.accessControl, given.accessControl)
+        (certificate.synchronizable, privateKey.synchronizable) = (given.synchronizable, given.synchronizable)
+        certificate.attributes.merge(given.attributes) { $1 }
+        return (certificate, privateKey)
     }
 
     package static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
@@ -48,10 +76,17 @@ package enum SecDictionary {
         // A persistent reference names one item: no implicit kSecAttrSynchronizable = false.
         let synchronizable = parts.synchronizable ?? (parts.persistentReference == nil ? .no : .any)
         var attributes = parts.attributes
-        if let key = parts.keyReference {
+        switch parts.reference {
+        case .key(let key):
             // A key is found by what Apple finds it by: its class and application label.
             attributes[.keyClass] = .number(key.material.isPrivate ? 1 : 0)
             attributes[.applicationLabel] = key.attributes[.applicationLabel] ?? .data(key.material.applicationLabel)
+        case .certificate(let certificate):
+            attributes.merge(certificate.identifyingAttributes) { $1 }
+        case .identity(let identity):
+            attributes.merge(identity.certificate.identifyingAttributes) { $1 }
+        case nil:
+            break
         }
         return ItemQuery(
             parts.itemClass, attributes: attributes, accessGroup: parts.accessGroup, protection: parts.protection,
@@ -77,6 +112,28 @@ package enum SecDictionary {
             synchronizable: try parts.synchronizableSetting(), data: parts.data)
     }
 
+    /// An object app code hands over as `kSecValueRef`.
+    enum Reference {
+        case key(SecKey), certificate(SecCertificate), identity(SecIdentity)
+
+        init?(_ object: AnyObject) {
+            switch object {
+            case let key as SecKey: self = .key(key)
+            case let certificate as SecCertificate: self = .certificate(certificate)
+            case let identity as SecIdentity: self = .identity(identity)
+            default: return nil
+            }
+        }
+
+        var itemClass: ItemClass {
+            switch self {
+            case .key: .key
+            case .certificate: .certificate
+            case .identity: .identity
+            }
+        }
+    }
+
     /// Every key of a dictionary, sorted into its place.
     struct Parts {
         var itemClass: ItemClass
@@ -90,8 +147,8 @@ package enum SecDictionary {
         var matchLimit: MatchLimit?
         var returning: ReturnOptions = []
         var authentication = AuthenticationContext()
-        /// `kSecValueRef`: a key to add, or to find by its application label.
-        var keyReference: SecKey?
+        /// `kSecValueRef`: an object to add, or to find by what identifies it.
+        var reference: Reference?
 
         /// `kSecAttrSynchronizable` as a value to store: nil when absent; `SynchronizableAny`,
         /// which only searches may use, is refused.
@@ -105,8 +162,8 @@ package enum SecDictionary {
         }
 
         init(_ dictionary: [String: Any], operation: Operation) throws(KeychainError) {
-            // A key given as kSecValueRef says its class, as Apple's client reads it from the ref.
-            let implied: Any? = dictionary[kSecValueRef] is SecKey ? kSecClassKey : nil
+            // An object given as kSecValueRef says its class, as Apple's client reads it from the ref.
+            let implied: Any? = (dictionary[kSecValueRef] as? AnyObject).flatMap(Reference.init)?.itemClass.rawValue
             guard let rawClass = dictionary[kSecClass] ?? implied else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
             // Apple's values (`genp`) first: they are what the constants hold.
             guard let name = rawClass as? String, let itemClass = ItemClass(rawValue: name) ?? ItemClass(name: name) else {
@@ -153,11 +210,10 @@ package enum SecDictionary {
             case kSecValuePersistentRef:
                 persistentReference = try PersistentReference(data: try Convert.data(value, key))
             case kSecValueRef:
-                guard let key = value as? SecKey, itemClass == .key else {
-                    throw KeychainError(
-                        .unimplemented, "kSecValueRef: Keyferry makes SecKey objects only; a certificate or identity takes attributes and kSecValueData.")
+                guard let reference = (value as? AnyObject).flatMap(Reference.init), reference.itemClass == itemClass else {
+                    throw KeychainError(.param, "kSecValueRef takes a SecKey, SecCertificate or SecIdentity of the dictionary's kSecClass.")
                 }
-                keyReference = key
+                self.reference = reference
             case kSecMatchLimit:
                 guard operation != .add else { throw KeychainError(.param, "kSecMatchLimit cannot appear in an add.") }
                 matchLimit = try Convert.matchLimit(value)
@@ -213,30 +269,47 @@ package enum SecDictionary {
 
     /// What `SecItemCopyMatching` (or `SecItemAdd` with return keys) hands back: nil without
     /// return keys; one value for a single match; an array for a match limit above one.
-    package static func result(_ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit) throws(KeychainError) -> Any? {
+    /// `privateKey` finds an identity's key (its record has the certificate's data).
+    package static func result(
+        _ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit,
+        privateKey: (ItemRecord) throws(KeychainError) -> SecKey = { _ throws(KeychainError) in throw KeychainError(.internalError, "no key lookup") }
+    ) throws(KeychainError) -> Any? {
         guard !returning.isEmpty else { return nil }
         var values: [Any] = []
         for record in records {
-            let key = returning.contains(.ref) && record.itemClass == .key ? try SecKey(record: record) : nil
+            let object = returning.contains(.ref) ? try refObject(record, privateKey: privateKey) : nil
             // A password has no ref object: asked for nothing else, Apple's client hands back none.
-            if returning == .ref, key == nil { return nil }
-            values.append(value(record, returning, key: key))
+            if returning == .ref, object == nil { return nil }
+            values.append(value(record, returning, object: object))
         }
         return matchLimit == .one ? values.first : values
     }
 
-    private static func value(_ record: ItemRecord, _ returning: ReturnOptions, key: SecKey?) -> Any {
+    /// The object `kSecReturnRef` gives for a record; nil for a password, which has none.
+    private static func refObject(_ record: ItemRecord, privateKey: (ItemRecord) throws(KeychainError) -> SecKey) throws(KeychainError) -> AnyObject? {
+        switch record.itemClass {
+        case .key: return try SecKey(record: record)
+        case .certificate, .identity:
+            guard let certificate = record.data.flatMap(SecCertificate.init(der:)) else {
+                throw KeychainError(.decode, "the certificate item's data is not a DER certificate, so no SecCertificate can be made of it.")
+            }
+            return record.itemClass == .certificate ? certificate : SecIdentity(certificate: certificate, privateKey: try privateKey(record))
+        case .genericPassword, .internetPassword: return nil
+        }
+    }
+
+    private static func value(_ record: ItemRecord, _ returning: ReturnOptions, object: AnyObject?) -> Any {
         var record = record
         if let reference = SecKey.tokenReference(record) { record.data = reference }
         if returning == .data { return record.data ?? Data() }
         if returning == .persistentRef { return record.persistentReference.data }
-        if returning == .ref, let key { return key }
+        if returning == .ref, let object { return object }
         // What Apple's server sends for a ref (class, attributes and data) stays in the
         // dictionary when no ref object can be made of it, as for every password.
         let withRef = returning.contains(.ref)
         var dictionary = returning.contains(.attributes) || withRef ? attributes(of: record) : [:]
-        if returning.contains(.data) || (withRef && key == nil) { dictionary[kSecValueData] = record.data ?? Data() }
-        if let key { dictionary[kSecValueRef] = key }
+        if returning.contains(.data) || (withRef && object == nil) { dictionary[kSecValueData] = record.data ?? Data() }
+        if let object { dictionary[kSecValueRef] = object }
         if returning.contains(.persistentRef) { dictionary[kSecValuePersistentRef] = record.persistentReference.data }
         return dictionary
     }
@@ -246,9 +319,6 @@ package enum SecDictionary {
     /// certificate or identity needs `SecCertificate` objects, which do not exist here yet.
     package static func storeReturning(_ returning: ReturnOptions, itemClass: ItemClass) throws(KeychainError) -> ReturnOptions {
         guard returning.contains(.ref) else { return returning }
-        guard itemClass != .certificate && itemClass != .identity else {
-            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecCertificate or SecIdentity objects yet; ask for data or attributes.")
-        }
         return returning.subtracting(.ref).union([.data, .attributes])
     }
 

@@ -19,6 +19,20 @@ public func SecItemAdd(
     file: StaticString = #fileID, line: UInt = #line
 ) -> OSStatus {
     perform(.add, attributes, file: file, line: line) { context, attributes, _ in
+        if let (certificate, privateKey) = try SecDictionary.newIdentity(attributes) {
+            try context.backend.addIdentity(certificate: certificate, privateKey: privateKey, app: context.app)
+            if result != nil, !certificate.returning.isEmpty {
+                let returning = certificate.returning
+                // What an add returns, read back as the identity it made.
+                var query = try SecDictionary.query([kSecClass: kSecClassIdentity, kSecValueRef: attributes[kSecValueRef]!], for: .copy)
+                query.returning = try SecDictionary.storeReturning(returning, itemClass: .identity)
+                let records = try context.backend.copy(query, app: context.app)
+                result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: .one, privateKey: context.privateKey(of:)).map {
+                    $0 as AnyObject
+                }
+            }
+            return
+        }
         var item = try SecDictionary.newItem(attributes)
         let returning = item.returning
         item.returning = try SecDictionary.storeReturning(returning, itemClass: item.itemClass)
@@ -43,7 +57,8 @@ public func SecItemCopyMatching(
         let returning = parsed.returning
         parsed.returning = try SecDictionary.storeReturning(returning, itemClass: parsed.itemClass)
         let records = try context.backend.copy(parsed, app: context.app)
-        result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one).map { $0 as AnyObject }
+        result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one, privateKey: context.privateKey(of:))
+            .map { $0 as AnyObject }
     }
 }
 

@@ -150,7 +150,10 @@ public enum NodeServer {
             return API.FileContents(path: request.path, contents: try sandbox.readFile(request.path))
         }
         call(.add, API.Add.self) { request in
-            API.Items(items: [try device.keychain(for: request.app).add(request.item)])
+            let keychain = try device.keychain(for: request.app)
+            guard let privateKey = request.privateKey else { return API.Items(items: [try keychain.add(request.item)]) }
+            try keychain.addIdentity(certificate: request.item, privateKey: privateKey)
+            return API.Items(items: [])
         }
         call(.copy, API.Search.self) { request in
             API.Items(items: try device.keychain(for: request.app).copy(request.query))

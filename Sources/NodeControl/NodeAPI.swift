@@ -171,9 +171,12 @@ public enum NodeAPI {
     public struct Add: Codable, Sendable {
         public var app: String
         public var item: NewItem
-        public init(app: String, item: NewItem) {
+        /// With a certificate as `item`, its private key: the two are added as one identity.
+        public var privateKey: NewItem?
+        public init(app: String, item: NewItem, privateKey: NewItem? = nil) {
             self.app = app
             self.item = item
+            self.privateKey = privateKey
         }
     }
 

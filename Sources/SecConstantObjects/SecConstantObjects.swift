@@ -184,3 +184,9 @@ internal import SecConstants
     string: SecConstants.kSecKeyKeyExchangeParameterRequestedSize)
 @_disfavoredOverload nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo = NSString(
     string: SecConstants.kSecKeyKeyExchangeParameterSharedInfo)
+@_disfavoredOverload nonisolated(unsafe) public let kSecImportExportPassphrase = NSString(string: SecConstants.kSecImportExportPassphrase)
+@_disfavoredOverload nonisolated(unsafe) public let kSecImportItemLabel = NSString(string: SecConstants.kSecImportItemLabel)
+@_disfavoredOverload nonisolated(unsafe) public let kSecImportItemKeyID = NSString(string: SecConstants.kSecImportItemKeyID)
+@_disfavoredOverload nonisolated(unsafe) public let kSecImportItemTrust = NSString(string: SecConstants.kSecImportItemTrust)
+@_disfavoredOverload nonisolated(unsafe) public let kSecImportItemCertChain = NSString(string: SecConstants.kSecImportItemCertChain)
+@_disfavoredOverload nonisolated(unsafe) public let kSecImportItemIdentity = NSString(string: SecConstants.kSecImportItemIdentity)

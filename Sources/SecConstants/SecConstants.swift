@@ -178,3 +178,11 @@ public let kCFBooleanFalse: Bool! = false
 @inlinable public var kSecPublicKeyAttrs: CFString { "public" }
 @inlinable public var kSecKeyKeyExchangeParameterRequestedSize: CFString { "requestedSize" }
 @inlinable public var kSecKeyKeyExchangeParameterSharedInfo: CFString { "sharedInfo" }
+
+// PKCS #12 import (SecImportExport.h)
+@inlinable public var kSecImportExportPassphrase: CFString { "passphrase" }
+@inlinable public var kSecImportItemLabel: CFString { "label" }
+@inlinable public var kSecImportItemKeyID: CFString { "keyid" }
+@inlinable public var kSecImportItemTrust: CFString { "trust" }
+@inlinable public var kSecImportItemCertChain: CFString { "chain" }
+@inlinable public var kSecImportItemIdentity: CFString { "identity" }

@@ -6,7 +6,7 @@ import Testing
 /// SecKey as app code calls it; every signature and ciphertext that leaves or enters Keyferry is
 /// checked by openssl, the other side.
 @Suite("SecKey")
-struct SecKeyTests {
+struct SecKeyTests: OpenSSLTesting {
     let t: TestDevice
     let context: KeyferryContext
     let work: URL
@@ -25,38 +25,6 @@ struct SecKeyTests {
         384: "3076301006072a8648ce3d020106052b81040022036200",
         521: "30819b301006072a8648ce3d020106052b8104002303818600",
     ]
-
-    func file(_ name: String, _ data: Data) throws -> String {
-        let url = work.appendingPathComponent(name)
-        try data.write(to: url)
-        return url.path
-    }
-
-    @discardableResult
-    func openssl(_ arguments: [String]) throws -> Data {
-        let (status, data, message) = try run(arguments)
-        try #require(status == 0, "openssl \(arguments.joined(separator: " ")): \(message)")
-        return data
-    }
-
-    /// Whether openssl accepts: for the checks that must fail.
-    func opensslAccepts(_ arguments: [String]) throws -> Bool { try run(arguments).status == 0 }
-
-    private func run(_ arguments: [String]) throws -> (status: Int32, output: Data, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = work
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, data, message)
-    }
 
     func randomKey(_ type: CFString, bits: Int, _ extra: [CFString: Any] = [:]) throws -> SecKey {
         var error: Unmanaged<CFError>?
