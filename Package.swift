@@ -199,7 +199,7 @@ let package = Package(
         .executableTarget(
             name: "keyferry-fuzz",
             dependencies: [
-                "Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire",
+                "Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
 

@@ -12,21 +12,22 @@ import _CryptoExtras
 package struct PKCS12: Sendable {
     package struct Bag: Sendable {
         /// A certificate's DER, or a private key's PKCS #8.
-        var der: Data
-        var friendlyName: String?
-        var localKeyID: Data?
+        package var der: Data
+        package var friendlyName: String?
+        package var localKeyID: Data?
     }
 
     package var certificates: [Bag] = []
     package var keys: [Bag] = []
 
-    /// The most work a file may ask of one key derivation: far above any exporter's (OpenSSL 3
-    /// uses 2,048; Apple 2,000), and a bound on what a hostile file costs.
+    /// The most key-derivation work a file may ask for, all its derivations together: far above
+    /// any exporter's (OpenSSL 3 uses 2,048 a derivation; Apple 2,000), and a bound on what a
+    /// hostile file of many bags costs.
     static let maximumIterations = 10_000_000
 
     package init(_ data: Data, password: String) throws(KeychainError) {
         do {
-            try read(Array(data), password: password)
+            try read(Array(data), passphrase: Passphrase(password))
         } catch let error as KeychainError {
             throw error
         } catch {
@@ -34,7 +35,7 @@ package struct PKCS12: Sendable {
         }
     }
 
-    private mutating func read(_ bytes: [UInt8], password: String) throws {
+    private mutating func read(_ bytes: [UInt8], passphrase: Passphrase) throws {
         let (safe, mac) = try DER.sequence(try DER.parse(bytes), identifier: .sequence) { nodes in
             guard try Int(derEncoded: &nodes) == 3 else { throw KeychainError(.decode, "the PKCS #12 file is not version 3.") }
             let safe = try Self.dataContent(try Self.next(&nodes))
@@ -42,17 +43,17 @@ package struct PKCS12: Sendable {
             return (safe, mac)
         }
         if let mac {
-            try mac.check(safe, password: password)
+            try mac.check(safe, passphrase: passphrase)
         }
         try DER.sequence(try DER.parse(safe), identifier: .sequence) { nodes in
             while let contentInfo = nodes.next() {
-                try readContents(try Self.contents(contentInfo, password: password), password: password)
+                try readContents(try Self.contents(contentInfo, passphrase: passphrase), passphrase: passphrase)
             }
         }
     }
 
     /// A SafeContents: certificate and key bags; other bags (CRLs, secrets) are passed over.
-    private mutating func readContents(_ bytes: ArraySlice<UInt8>, password: String) throws {
+    private mutating func readContents(_ bytes: ArraySlice<UInt8>, passphrase: Passphrase) throws {
         try DER.sequence(try DER.parse(bytes), identifier: .sequence) { bags in
             while let bag = bags.next() {
                 try DER.sequence(bag, identifier: .sequence) { fields in
@@ -73,7 +74,7 @@ package struct PKCS12: Sendable {
                     case OID.shroudedKeyBag:
                         let pkcs8 = try DER.sequence(value, identifier: .sequence) { info in
                             let algorithm = try Self.next(&info)
-                            return try Encryption(algorithm).decrypt(try ASN1OctetString(derEncoded: &info).bytes, password: password)
+                            return try Encryption(algorithm).decrypt(try ASN1OctetString(derEncoded: &info).bytes, passphrase: passphrase)
                         }
                         keys.append(Bag(der: pkcs8, friendlyName: friendlyName, localKeyID: localKeyID))
                     default:
@@ -85,7 +86,7 @@ package struct PKCS12: Sendable {
     }
 
     /// A ContentInfo of the authenticated safe: plain data, or data encrypted with the password.
-    private static func contents(_ node: ASN1Node, password: String) throws -> ArraySlice<UInt8> {
+    private static func contents(_ node: ASN1Node, passphrase: Passphrase) throws -> ArraySlice<UInt8> {
         try DER.sequence(node, identifier: .sequence) { nodes in
             let type = try ASN1ObjectIdentifier(derEncoded: &nodes)
             let content = try DER.explicitlyTagged(&nodes, tagNumber: 0, tagClass: .contextSpecific) { $0 }
@@ -103,7 +104,7 @@ package struct PKCS12: Sendable {
                         else {
                             throw KeychainError(.decode, "the PKCS #12 file's encrypted content is missing or not in DER.")
                         }
-                        return ArraySlice(try algorithm.decrypt(ciphertext, password: password))
+                        return ArraySlice(try algorithm.decrypt(ciphertext, passphrase: passphrase))
                     }
                 }
             default:
@@ -166,6 +167,22 @@ package struct PKCS12: Sendable {
     }
 }
 
+/// The password, and the key-derivation work the file may still ask for: each derivation
+/// spends its iterations, so that many bags cost no more than `PKCS12.maximumIterations`.
+private final class Passphrase {
+    let text: String
+    private var iterationsLeft = PKCS12.maximumIterations
+
+    init(_ text: String) { self.text = text }
+
+    func spend(_ iterations: Int) throws {
+        guard iterations <= iterationsLeft else {
+            throw KeychainError(.decode, "the PKCS #12 file asks for more than \(PKCS12.maximumIterations) key-derivation iterations in all.")
+        }
+        iterationsLeft -= iterations
+    }
+}
+
 /// The integrity check: an HMAC over the authenticated safe, keyed by the PKCS #12 KDF.
 private struct MacData {
     var hash: Digests.Hash
@@ -189,8 +206,9 @@ private struct MacData {
         }
     }
 
-    func check(_ safe: ArraySlice<UInt8>, password: String) throws {
-        let key = SymmetricKey(data: PKCS12KDF.derive(password: password, salt: salt, id: 3, iterations: iterations, hash: hash, count: hash.byteCount))
+    func check(_ safe: ArraySlice<UInt8>, passphrase: Passphrase) throws {
+        try passphrase.spend(iterations)
+        let key = SymmetricKey(data: PKCS12KDF.derive(password: passphrase.text, salt: salt, id: 3, iterations: iterations, hash: hash, count: hash.byteCount))
         let mac: Data =
             switch hash {
             case .sha1: Data(HMAC<Insecure.SHA1>.authenticationCode(for: safe, using: key))
@@ -248,9 +266,10 @@ private struct Encryption {
     }
 
     /// The plaintext; a wrong password shows as bad padding, errSecAuthFailed.
-    func decrypt(_ ciphertext: ArraySlice<UInt8>, password: String) throws -> Data {
+    func decrypt(_ ciphertext: ArraySlice<UInt8>, passphrase: Passphrase) throws -> Data {
+        try passphrase.spend(iterations)
         let key = try KDF.Insecure.PBKDF2.deriveKey(
-            from: Array(password.utf8), salt: salt, using: prf, outputByteCount: keySize, unsafeUncheckedRounds: iterations)
+            from: Array(passphrase.text.utf8), salt: salt, using: prf, outputByteCount: keySize, unsafeUncheckedRounds: iterations)
         do {
             return try AES._CBC.decrypt(ciphertext, using: key, iv: try AES._CBC.IV(ivBytes: iv))
         } catch {

@@ -61,11 +61,13 @@ package enum SecDictionary {
         others[kSecClass] = kSecClassCertificate
         let given = try newItem(others)
         var (certificate, privateKey) = identity.newItems
-        for item in [\NewItem.accessGroup] { (certificate[keyPath: item], privateKey[keyPath: item]) = (given[keyPath: item], given[keyPath: item]) }
+        (certificate.accessGroup, privateKey.accessGroup) = (given.accessGroup, given.accessGroup)
         (certificate.protection, privateKey.protection) = (given.protection, given.protection)
         (certificate.accessControl, privateKey.accessControl) = (given.accessControl, given.accessControl)
         (certificate.synchronizable, privateKey.synchronizable) = (given.synchronizable, given.synchronizable)
         certificate.attributes.merge(given.attributes) { $1 }
+        privateKey.attributes[.label] = given.attributes[.label] ?? privateKey.attributes[.label]
+        certificate.returning = given.returning
         return (certificate, privateKey)
     }
 

@@ -16,6 +16,14 @@ public final class SecIdentity: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(certificate) }
     public var description: String { "<SecIdentity \(certificate), \(privateKey)>" }
 
+    /// Its certificate's subject summary, for tools.
+    package var subjectSummary: String? { certificate.subjectSummary }
+
+    /// "P-256", "RSA 2048" ...: its private key, for tools.
+    package var keyDescription: String {
+        privateKey.material.kind == .rsa ? "RSA \(privateKey.material.bits)" : "P-\(privateKey.material.bits)"
+    }
+
     /// The two items that keep it, as Apple's keychain keeps an identity: the certificate, and
     /// the private key whose application label is the certificate's public key hash.
     package var newItems: (certificate: NewItem, privateKey: NewItem) { (certificate.newItem, privateKey.newItem) }

@@ -5,6 +5,7 @@ import Fleet
 import Foundation
 import KeychainStore
 import KeyferryCrypto
+import KeyferrySecurity
 import Node
 import NodeControl
 import Scenario
@@ -15,7 +16,7 @@ import SyncWire
 /// libFuzzer (`scripts/fuzz`); every input of `Tests/FuzzCorpus/TARGET/` is replayed by the
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
-    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag, keychainitem, mbfile
+    case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag, keychainitem, mbfile, pkcs12, certificate
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -64,6 +65,16 @@ enum FuzzTarget: String, CaseIterable {
             // A Manifest.db row's record: what it reads, it writes again and reads back the same.
             if let value = try? BinaryPropertyList.decode(Data(bytes)), let record = try? BackupFileRecord(keyedArchive: value) {
                 precondition((try? BackupFileRecord(keyedArchive: record.keyedArchive)) == record)
+            }
+        case .pkcs12:
+            // A .p12 under the corpus's password, "fuzz": MAC, bags, keys and their certificates.
+            if let file = try? PKCS12(Data(bytes), password: "fuzz") { _ = try? SecIdentity.identities(in: file) }
+        case .certificate:
+            // A DER certificate, and everything Keychain Services derives from it.
+            if let certificate = SecCertificate(der: Data(bytes)) {
+                _ = certificate.newItem
+                _ = SecCertificateCopySubjectSummary(certificate)
+                _ = SecCertificateCopyKey(certificate)
             }
         }
     }

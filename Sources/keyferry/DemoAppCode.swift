@@ -28,18 +28,23 @@ enum DemoAppCode {
             ]
             say("SecItemCopyMatching with kSecAttrAccessible in the search: \(describe(SecItemCopyMatching(search as CFDictionary, &result)))")
             signRequest(say: say)
+            pinServerCertificate(say: say)
         }
         context.flushAudit()
         return try context.audit.read()
     }
 
-    /// A device key for signing API requests, kept in the keychain and found again by its tag.
+    /// A device key for signing API requests, made in the Secure Enclave, kept in the keychain
+    /// and found again by its tag.
     private static func signRequest(say: (String) -> Void) {
         var error: Unmanaged<CFError>?
         let tag = Data("com.example.mail.request-signing".utf8)
         let parameters: [String: Any] = [
             kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-            kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag],
+            kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+            kSecPrivateKeyAttrs as String: [
+                kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag, kSecAttrLabel as String: "request signing",
+            ],
         ]
         guard SecKeyCreateRandomKey(parameters as CFDictionary, &error) != nil else {
             return say("SecKeyCreateRandomKey failed: \(error.map { "\($0.takeRetainedValue())" } ?? "")")
@@ -53,10 +58,31 @@ enum DemoAppCode {
             return say("SecKeyCreateSignature failed: \(error.map { "\($0.takeRetainedValue())" } ?? "")")
         }
         let verified = SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, request, signature, &error)
+        let exported = SecKeyCopyExternalRepresentation(key, &error) != nil
         say(
-            "SecKeyCreateRandomKey P-256, kSecAttrIsPermanent, found again by its tag: a \(signature.count)-byte ECDSA signature of the request, "
-                + (verified ? "verified by its public key" : "NOT verified"))
+            "SecKeyCreateRandomKey in the Secure Enclave, found again by its tag: a \(signature.count)-byte ECDSA signature of the request, "
+                + (verified ? "verified by its public key" : "NOT verified")
+                + (exported ? "; its private key EXPORTED" : "; its private key cannot be exported (errSecUnimplemented)"))
     }
+
+    /// The mail server's certificate, pinned in the keychain for TLS.
+    private static func pinServerCertificate(say: (String) -> Void) {
+        guard let certificate = SecCertificateCreateWithData(nil, Data(base64Encoded: mailServerCertificate)! as CFData) else {
+            return say("SecCertificateCreateWithData refused the pinned certificate")
+        }
+        let status = SecItemAdd([kSecValueRef as String: certificate, kSecAttrLabel as String: "pinned mail server"] as CFDictionary, nil)
+        say("SecItemAdd of the pinned certificate for \(SecCertificateCopySubjectSummary(certificate) ?? "?"): \(describe(status))")
+    }
+
+    /// mail.example.com's self-signed P-256 certificate (DER, base64), valid until 2126.
+    private static let mailServerCertificate = """
+        MIIBvDCCAWGgAwIBAgIUOFrcCYzrVkqIswLUIXt2eRcMvoAwCgYIKoZIzj0EAwIwMjEZMBcGA1UEAwwQbWFpbC5leGFtcGxlLmNv\
+        bTEVMBMGA1UECgwMRXhhbXBsZSBNYWlsMCAXDTI2MTEyNjExMDcxMloYDzIxMjYxMTAyMTEwNzEyWjAyMRkwFwYDVQQDDBBtYWls\
+        LmV4YW1wbGUuY29tMRUwEwYDVQQKDAxFeGFtcGxlIE1haWwwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAARTmoZ5hjMTKr7eMJKx\
+        +e3jZRNOOKaw3O1t8A07DT+GkUS/4BBUP4xSo7MDM0mbTxTqIP+c9I2O199qglAsUQA5o1MwUTAdBgNVHQ4EFgQUHND+As6MC/VE\
+        v3NB+e+xHcmnZqswHwYDVR0jBBgwFoAUHND+As6MC/VEv3NB+e+xHcmnZqswDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJ\
+        ADBGAiEA1KjjUzERZ4E6UVGS7oTfyEzzKT40DN3rtJKD+amExhwCIQCBjxCNdHENQSF+DtNW8CMt4LZ2UKPSkdRv3hcdBfVgDw==
+        """
 
     private static func describe(_ status: OSStatus) -> String {
         "\(status) (\(SecCopyErrorMessageString(status, nil) ?? "?"))"

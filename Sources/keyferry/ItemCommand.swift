@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySecurity
 import KeyferrySystem
 import Node
 import NodeControl
@@ -22,7 +23,15 @@ struct ItemCommand: AsyncParsableCommand {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add",
-            abstract: "Add an item (SecItemAdd). Give the secret with --value-file or --value-stdin.")
+            abstract: "Add an item (SecItemAdd). Give the secret with --value-file or --value-stdin.",
+            discussion: """
+                A certificate comes from its DER (--class certificate --from FILE.der): its attributes \
+                (issuer, serial number, subject, the SHA-1 of its public key ...) are derived as Apple's \
+                keychain derives them. An identity comes from a PKCS #12 file (--class identity --p12 \
+                FILE.p12 --password-file F, as `openssl pkcs12 -export` writes one): its certificate \
+                and private key are added together, as SecItemAdd adds a SecIdentity. A wrong password \
+                exits 3 with errSecAuthFailed.
+                """)
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The calling app's bundle ID.", transform: Checked.bundleID) var app: String
@@ -35,23 +44,83 @@ struct ItemCommand: AsyncParsableCommand {
             transform: Checked.accessControl)
         var accessControl: String?
         @Flag(help: "kSecAttrSynchronizable: sync the item to the user's other devices.") var sync = false
+        @Option(help: "With --class certificate: the certificate's DER.", completion: .file()) var from: String?
+        @Option(help: "With --class identity: a PKCS #12 file (.p12) holding a certificate and its private key.", completion: .file())
+        var p12: String?
+        @Option(help: "With --p12: a file whose first line is its password (none: an empty password).", completion: .file())
+        var passwordFile: String?
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            if secret.given == 0 { throw ValidationError("give the secret with --value-file, --value-stdin or --value.") }
+            if from != nil, attributes.itemClass != .certificate { throw ValidationError("--from reads a certificate: add --class certificate.") }
+            if p12 != nil, attributes.itemClass != .identity { throw ValidationError("--p12 reads an identity: add --class identity.") }
+            if passwordFile != nil, p12 == nil { throw ValidationError("--password-file is the --p12 file's password; give --p12.") }
+            if from != nil || p12 != nil, secret.given > 0 { throw ValidationError("--from and --p12 are the item; give no --value too.") }
+            if attributes.itemClass == .identity, p12 == nil {
+                throw ValidationError("an identity is a certificate and its private key: give them as --p12 FILE.p12 --password-file F.")
+            }
+            if secret.given == 0, from == nil, p12 == nil { throw ValidationError("give the secret with --value-file, --value-stdin or --value.") }
         }
 
         func run() async throws {
+            if let p12 {
+                try await addIdentities(from: p12)
+                return
+            }
+            var base: NewItem?
+            if let from {
+                let der = try readInput(from, what: "the certificate", limit: 1 << 20)
+                guard let certificate = SecCertificate(der: der) else {
+                    throw CommandFailure("\(from) is not a DER X.509 certificate (a PEM one converts with: openssl x509 -in FILE.pem -outform DER).")
+                }
+                base = certificate.newItem
+            }
             var item = NewItem(
-                attributes.itemClass, attributes: try attributes.attributes(), data: try secret.read() ?? Data(),
-                accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
+                attributes.itemClass, attributes: (base?.attributes ?? [:]).merging(try attributes.attributes()) { $1 },
+                data: try base?.data ?? secret.read() ?? Data(), accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
+            try protect(&item)
+            let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
+            if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { say(answer.items.map(\.headline).joined(separator: "\n")) }
+        }
+
+        /// Each identity of the file: its certificate and private key, added together.
+        private func addIdentities(from path: String) async throws {
+            let data = try readInput(path, what: "the PKCS #12 file", limit: 16 << 20)
+            let password = try passwordFile.map { firstLine(of: try readInput($0, what: "the password file", limit: 64 << 10)) } ?? ""
+            let found = try SecIdentity.identities(in: try PKCS12(data, password: password))
+            guard !found.isEmpty else { throw CommandFailure("\(path) holds no private key, so no identity.") }
+            var added: [[String: Any]] = []
+            for (identity, _, bag) in found {
+                var (certificate, privateKey) = identity.newItems
+                let given = try attributes.attributes()
+                certificate.attributes.merge(given) { $1 }
+                if given[.label] == nil, let name = bag.friendlyName { certificate.attributes[.label] = .string(name) }
+                // The key is named as its certificate is, so each shows by name (item list, survival).
+                privateKey.attributes[.label] = certificate.attributes[.label]
+                try placed(&certificate)
+                try placed(&privateKey)
+                let _: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: certificate, privateKey: privateKey))
+                added.append(["subject": identity.subjectSummary ?? "", "label": certificate.attributes[.label]?.text ?? "", "key": identity.keyDescription])
+            }
+            if output.json {
+                printJSON(["identities": added])
+            } else {
+                say(added.map { "identity \($0["subject"]!): certificate and \($0["key"]!) private key" }.joined(separator: "\n"))
+            }
+        }
+
+        /// The group, sync setting and protection given, on one half of an identity.
+        private func placed(_ item: inout NewItem) throws {
+            (item.accessGroup, item.synchronizable) = (attributes.group, sync)
+            try protect(&item)
+        }
+
+        private func protect(_ item: inout NewItem) throws {
             if let accessControl {
-                item.accessControl = try AccessControl(protection: accessible ?? attributes.itemClass.defaultProtection, expression: accessControl)
+                item.accessControl = try AccessControl(protection: accessible ?? item.itemClass.defaultProtection, expression: accessControl)
             } else {
                 item.protection = accessible
             }
-            let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
-            if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { say(answer.items.map(\.headline).joined(separator: "\n")) }
         }
     }
 

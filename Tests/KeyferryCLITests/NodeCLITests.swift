@@ -258,6 +258,53 @@ struct NodeCLITests {
         #expect(rsa.status == 64 && rsa.stderr.contains("P-256"), "\(rsa.stderr)")
     }
 
+    @Test(
+        "item add takes a certificate from its DER and an identity from openssl's .p12; a wrong password is errSecAuthFailed and adds nothing; the survival matrix has their rows"
+    )
+    func certificatesAndIdentities() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let work = cli.root.path
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(work)/key.pem", "-out", "\(work)/cert.pem",
+            "-days", "2", "-subj", "/CN=Alice Client",
+        ])
+        try openssl(["x509", "-in", "\(work)/cert.pem", "-outform", "DER", "-out", "\(work)/cert.der"])
+        try openssl([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(work)/ca.key", "-out", "\(work)/ca.pem", "-days", "2", "-subj", "/CN=Pinned CA",
+        ])
+        try openssl(["x509", "-in", "\(work)/ca.pem", "-outform", "DER", "-out", "\(work)/ca.der"])
+        try openssl([
+            "pkcs12", "-export", "-inkey", "\(work)/key.pem", "-in", "\(work)/cert.pem", "-name", "Alice", "-passout", "pass:s3cret", "-out",
+            "\(work)/alice.p12",
+        ])
+        try "s3cret\n".write(toFile: "\(work)/password", atomically: true, encoding: .utf8)
+        try "wrong\n".write(toFile: "\(work)/wrong", atomically: true, encoding: .utf8)
+
+        let pinned = try #require(
+            try cli.ok(["item", "add", dir] + app + ["--class", "certificate", "--from", "\(work)/ca.der", "--label", "pinned CA", "--json"]).json()
+                as? [[String: Any]])
+        #expect((pinned.first?["attributes"] as? [String: Any])?["certificateType"] as? Int == 3, "\(pinned)")
+        let refused = try cli.run(["item", "add", dir] + app + ["--class", "identity", "--p12", "\(work)/alice.p12", "--password-file", "\(work)/wrong"])
+        #expect(refused.status == 3 && refused.stderr.contains("errSecAuthFailed"), "\(refused.stderr)")
+        #expect(try cli.ok(["item", "list", dir] + app + ["--json"]).text.contains("Alice") == false, "nothing added")
+        let added = try cli.ok(["item", "add", dir] + app + ["--class", "identity", "--p12", "\(work)/alice.p12", "--password-file", "\(work)/password"])
+        #expect(added.text.contains("identity Alice Client: certificate and P-256 private key"), "\(added.text)")
+        let identity = try cli.ok(["item", "get", dir] + app + ["--class", "identity", "--label", "Alice", "--return", "attributes"])
+        #expect(identity.text.contains("identity"), "\(identity.text)")
+
+        let pem = try cli.run(["item", "add", dir] + app + ["--class", "certificate", "--from", "\(work)/cert.pem"])
+        #expect(pem.status != 0 && pem.stderr.contains("not a DER X.509 certificate"), "\(pem.stderr)")
+        let noP12 = try cli.run(["item", "add", dir] + app + ["--class", "identity", "--value", "x"])
+        #expect(noP12.status == 64 && noP12.stderr.contains("--p12"), "\(noP12.stderr)")
+
+        let matrix = try cli.ok(["survival", dir, "--json"]).object()
+        #expect(SurvivalCLITests.cell(matrix, "pinned CA", "encrypted-backup-new-device")?["outcome"] as? String == "kept")
+        #expect(SurvivalCLITests.cell(matrix, "Alice", "encrypted-backup-new-device")?["outcome"] as? String == "kept")
+        let rows = (matrix["rows"] as? [[String: Any]] ?? []).filter { $0["name"] as? String == "Alice" }
+        #expect(Set(rows.compactMap { $0["itemClass"] as? String }) == ["certificate", "key"], "\(rows)")
+    }
+
     @Test("a node killed with SIGKILL in the middle of writes restarts before first unlock with every committed item")
     func sigkillMidWrite() throws {
         let cli = try CLI()

@@ -66,7 +66,8 @@ struct CertificateTests: OpenSSLTesting {
         let point = try #require(SecKeyCopyExternalRepresentation(certificateKey, nil))
         let sha1 = try openssl(["dgst", "-sha1", "-binary", try file("point", point)])
         #expect(attributes[kSecAttrPublicKeyHash as String] as? Data == sha1)
-        #expect(attributes[kSecAttrSubjectKeyID as String] is Data, "openssl's req adds a subject key identifier")
+        // openssl's subject key identifier is RFC 5280's: the same SHA-1 of the public key.
+        #expect(attributes[kSecAttrSubjectKeyID as String] as? Data == sha1)
         #expect(attributes[kSecAttrLabel as String] as? String == "client cert")
 
         #expect(context.run { SecItemAdd([kSecValueRef: certificate] as CFDictionary, nil) } == errSecDuplicateItem)
@@ -109,6 +110,20 @@ struct CertificateTests: OpenSSLTesting {
         let signature = try #require(SecKeyCreateSignature(signer, algorithm, message, nil))
         let publicPEM = try openssl(["x509", "-in", "cert.pem", "-noout", "-pubkey"])
         try openssl(["dgst", "-sha256", "-verify", try file("pub.pem", publicPEM), "-signature", try file("sig", signature), try file("msg", message)])
+    }
+
+    @Test("a .p12 with its CA in the chain, and one whose key is not encrypted (a keyBag): the chain is the identity's certificate first")
+    func pkcs12Chain() throws {
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Example CA"])
+        _ = try makeCertificate()
+        var items: CFArray?
+        let chained = try p12(password: "pw", extra: ["-certfile", "ca.pem"])
+        #expect(SecPKCS12Import(chained as CFData, [kSecImportExportPassphrase: "pw"] as CFDictionary, &items) == errSecSuccess)
+        let chain = try #require((items?.first as? [String: Any])?[kSecImportItemCertChain as String] as? [SecCertificate])
+        #expect(chain.map { SecCertificateCopySubjectSummary($0) } == ["Alice Client", "Example CA"])
+        let plain = try p12(password: "pw", extra: ["-keypbe", "NONE", "-certpbe", "NONE"])
+        #expect(SecPKCS12Import(plain as CFData, [kSecImportExportPassphrase: "pw"] as CFDictionary, &items) == errSecSuccess)
+        #expect((items?.first as? [String: Any])?[kSecImportItemIdentity as String] is SecIdentity)
     }
 
     @Test("a wrong password is errSecAuthFailed, an empty one works when the file was made with it, a legacy cipher is named, and garbage is errSecDecode")
