@@ -199,6 +199,15 @@ public struct Sandbox: Sendable {
         return data
     }
 
+    /// The protection class a write recorded for a file under Documents; nil for none.
+    public func protection(ofFile name: String) throws -> FileProtection? {
+        _ = try documentURL(name)
+        let recorded = try device.database.unsafeRead { db in
+            try String.fetchOne(db, sql: "SELECT protection FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
+        }
+        return recorded.flatMap(FileProtection.init(rawValue:))
+    }
+
     /// Removes a file under Documents, whatever the lock state: as on iOS, unlinking needs no
     /// class key. The record goes first, so a crash in between leaves a file no one lists
     /// rather than a listed file that is gone.
@@ -281,6 +290,12 @@ public struct Sandbox: Sendable {
 }
 
 extension Device {
+    /// Where the app's Documents directory is inside a device's directory, whether or not the
+    /// device is powered on here.
+    public static func documentsDirectory(of directory: URL, app bundleID: String) -> URL {
+        DeviceLayout(root: directory).documents(bundleID)
+    }
+
     /// The sandbox of an installed app.
     public func sandbox(for bundleID: String) throws -> Sandbox {
         _ = try app(bundleID)

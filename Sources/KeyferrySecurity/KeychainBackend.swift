@@ -16,6 +16,16 @@ protocol KeychainBackend: Sendable {
     func delete(_ query: ItemQuery, app: String) throws
     /// Passcode and biometry, as `LAContext` sees them.
     func status() throws -> DeviceStatus
+
+    // The app's sandbox, as its own code reaches it.
+    /// Every UserDefaults entry; nil while they cannot be read (before first unlock).
+    func defaults(app: String) throws -> [String: Any]?
+    /// Sets entries and removes keys; refused while UserDefaults cannot be written.
+    func changeDefaults(set: [String: Any], remove: [String], app: String) throws
+    /// A file under Documents, by its path there; refused while its class is unavailable.
+    func readFile(_ path: String, app: String) throws -> Data
+    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String) throws
+    func removeFile(_ path: String, app: String) throws
 }
 
 /// A `Device` in this process: what `KeyferryTesting` makes, or a device directory no node runs.
@@ -33,6 +43,23 @@ struct InProcessBackend: KeychainBackend {
     }
     func delete(_ query: ItemQuery, app: String) throws { _ = try device.keychain(for: app).delete(query) }
     func status() throws -> DeviceStatus { try device.status() }
+
+    func defaults(app: String) throws -> [String: Any]? {
+        let sandbox = try device.sandbox(for: app)
+        return sandbox.defaultsAreReadable ? try sandbox.defaults() : nil
+    }
+
+    func changeDefaults(set: [String: Any], remove: [String], app: String) throws {
+        let sandbox = try device.sandbox(for: app)
+        for (key, value) in set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
+        for key in remove { try sandbox.set(nil, forKey: key) }
+    }
+
+    func readFile(_ path: String, app: String) throws -> Data { try device.sandbox(for: app).readFile(path) }
+    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String) throws {
+        try device.sandbox(for: app).writeFile(path, contents, protection: protection)
+    }
+    func removeFile(_ path: String, app: String) throws { try device.sandbox(for: app).removeFile(path) }
 }
 
 /// A running node, reached over its socket; each call waits on the calling thread.
@@ -66,5 +93,32 @@ struct NodeBackend: KeychainBackend {
     func status() throws -> DeviceStatus {
         let answer: NodeAPI.NodeStatus = try client.getSynchronously(.status)
         return answer.device
+    }
+
+    func defaults(app: String) throws -> [String: Any]? {
+        try defaults(NodeAPI.DefaultsPlist(bundleID: app))
+    }
+
+    func changeDefaults(set: [String: Any], remove: [String], app: String) throws {
+        let plist = set.isEmpty ? nil : try PropertyListSerialization.data(fromPropertyList: set, format: .binary, options: 0)
+        _ = try defaults(NodeAPI.DefaultsPlist(bundleID: app, set: plist, remove: remove))
+    }
+
+    private func defaults(_ request: NodeAPI.DefaultsPlist) throws -> [String: Any]? {
+        let answer: NodeAPI.DefaultsPlistContents = try client.callSynchronously(.defaultsPlist, request)
+        return try answer.plist.map { try PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] ?? [:] }
+    }
+
+    func readFile(_ path: String, app: String) throws -> Data {
+        let answer: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path))
+        return answer.contents ?? Data()
+    }
+
+    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String) throws {
+        let _: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path, contents: contents, protection: protection))
+    }
+
+    func removeFile(_ path: String, app: String) throws {
+        let _: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path, remove: true))
     }
 }

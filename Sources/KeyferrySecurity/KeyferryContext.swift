@@ -33,6 +33,8 @@ public final class KeyferryContext: Sendable {
         /// Statuses the test asked the next calls of each function to fail with.
         var faults: [SecItemFunction: [OSStatus]] = [:]
         var beforeEachCall: (@Sendable (SecItemFunction) -> OSStatus?)?
+        /// What `os_log` wrote in this context.
+        var logged: [String] = []
     }
 
     /// The device at `directory`, as `app`. The app must be installed there.
@@ -215,6 +217,13 @@ public final class KeyferryContext: Sendable {
             throw KeychainError(.notAvailable, "\(error)")
         }
     }
+
+    // MARK: Logs
+
+    /// What the app's code logged with `os_log` in this context, each as `TYPE: message`.
+    public var loggedMessages: [String] { state.withLock { $0.logged } }
+
+    func log(_ line: String) { state.withLock { $0.logged.append(line) } }
 
     // MARK: Failures
 

@@ -98,18 +98,38 @@ public final class SimulatedDevice: Sendable {
 
     // MARK: Lock, power, time
 
+    // As iOS, UIApplication's notifications follow the lock: "will become unavailable" when the
+    // device locks or restarts with protected data available (the grace period is the "will"),
+    // "did become available" when an unlock makes it available again. Without a passcode the
+    // data never becomes unavailable, and nothing is posted.
+
     /// Locks the device. `immediately` skips the grace period.
-    public func lock(immediately: Bool = true) throws { try device.lock(immediately: immediately) }
+    public func lock(immediately: Bool = true) throws {
+        if passcode != nil, isProtectedDataAvailable { post(UIApplication.protectedDataWillBecomeUnavailableNotification) }
+        try device.lock(immediately: immediately)
+    }
 
     /// Unlocks with the device's passcode, or with `passcode` (a wrong one fails with
     /// `errSecAuthFailed` and counts as a failed attempt).
-    public func unlock(passcode: String? = nil) throws { try device.unlock(passcode: passcode ?? self.passcode) }
+    public func unlock(passcode: String? = nil) throws {
+        let before = isProtectedDataAvailable
+        try device.unlock(passcode: passcode ?? self.passcode)
+        if !before, isProtectedDataAvailable { post(UIApplication.protectedDataDidBecomeAvailableNotification) }
+    }
 
     /// Restarts the device: before first unlock until `unlock`, when it has a passcode.
-    public func reboot() throws { try device.reboot() }
+    public func reboot() throws {
+        if passcode != nil, isProtectedDataAvailable { post(UIApplication.protectedDataWillBecomeUnavailableNotification) }
+        try device.reboot()
+    }
 
     /// Moves the device's clock forward (past a grace period, a token's expiry).
     public func advanceClock(by seconds: TimeInterval) { clock.advance(by: seconds) }
+
+    /// `UIApplication.isProtectedDataAvailable`: whether files with complete protection can be read now.
+    public var isProtectedDataAvailable: Bool { (try? device.status().protectedDataAvailable) ?? false }
+
+    private func post(_ name: Notification.Name) { NotificationCenter.default.post(name: name, object: self) }
 
     // MARK: Passcode and biometry
 

@@ -134,6 +134,18 @@ public enum NodeServer {
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
             return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
         }
+        call(.defaultsPlist, API.DefaultsPlist.self) { request in
+            let sandbox = try device.sandbox(for: request.bundleID)
+            if let set = request.set {
+                guard let entries = try? PropertyListSerialization.propertyList(from: set, format: nil) as? [String: Any] else {
+                    throw API.Failure(request: "'set' is not a property list of entries.")
+                }
+                for (key, value) in entries.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
+            }
+            for key in request.remove { try sandbox.set(nil, forKey: key) }
+            guard sandbox.defaultsAreReadable else { return API.DefaultsPlistContents(plist: nil) }
+            return API.DefaultsPlistContents(plist: try PropertyListSerialization.data(fromPropertyList: try sandbox.defaults(), format: .binary, options: 0))
+        }
         call(.files, API.Files.self) { request in
             try device.sandbox(for: request.bundleID).files().map { API.FileInfo(path: $0.path, protection: $0.protection, bytes: $0.bytes) }
         }

@@ -18,6 +18,7 @@ public enum NodeAPI {
         case reboot
         case unlock, lock, passcode, biometry
         case apps, install, uninstall, defaults, files, file
+        case defaultsPlist = "defaults/plist"
         case add, copy, update, delete, list
         case copyMany = "copy-many"
         case backup, transfer, survival, clock
@@ -137,6 +138,27 @@ public enum NodeAPI {
     /// given (with `protection`, by default complete until first user authentication), removed
     /// when `remove` is true, else read. The answer is the file as it now is; `contents` is
     /// nil after a removal.
+    /// An app's UserDefaults as property-list values, for app code (`KeyferryContext.userDefaults`):
+    /// entries to set and keys to remove, then every entry back.
+    public struct DefaultsPlist: Codable, Sendable {
+        public var bundleID: String
+        /// A binary property list of the entries to set.
+        public var set: Data?
+        public var remove: [String]
+        public init(bundleID: String, set: Data? = nil, remove: [String] = []) {
+            self.bundleID = bundleID
+            self.set = set
+            self.remove = remove
+        }
+    }
+
+    /// Every UserDefaults entry as a binary property list; nil while they cannot be read
+    /// (before first unlock).
+    public struct DefaultsPlistContents: Codable, Sendable {
+        public var plist: Data?
+        package init(plist: Data?) { self.plist = plist }
+    }
+
     public struct File: Codable, Sendable {
         /// What one request writes at most: its JSON (base64) stays under a node's body limit.
         public static let maximumBytes = 4 << 20

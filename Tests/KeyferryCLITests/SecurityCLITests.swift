@@ -40,6 +40,31 @@ struct SecurityCLITests {
         context.run { #expect(Self.read("token").0 == errSecNotAvailable, "a node that stopped: no keychain") }
     }
 
+    @Test("through a running node: the app's UserDefaults and Documents, with their protection, as the command line sees them")
+    func sandboxThroughNode() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let context = try KeyferryContext(device: URL(fileURLWithPath: dir), app: "com.example.mail")
+        defer { context.close() }
+        context.userDefaults.set("alice@example.com", forKey: "signedInUser")
+        context.userDefaults.set(true, forKey: "onboarded")
+        #expect(context.userDefaults.bool(forKey: "onboarded"))
+        let shown = try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--list", "--json"]).text
+        #expect(shown.contains("alice@example.com"), "\(shown)")
+
+        let files = context.fileManager
+        let documents = try #require(files.urls(for: .documentDirectory, in: .userDomainMask).first)
+        let index = documents.appendingPathComponent("index.db").path
+        #expect(files.createFile(atPath: index, contents: Data("mail".utf8), attributes: [.protectionKey: FileProtectionType.complete]))
+        let listed = try cli.ok(["app", "file", dir, "--bundle", "com.example.mail", "--list"]).text
+        #expect(listed.contains("index.db") && listed.contains("complete"), "\(listed)")
+        try cli.ok(["device", "lock", dir, "--now"])
+        #expect(files.contents(atPath: index) == nil)
+        #expect(context.run { !context.isProtectedDataAvailable })
+        try cli.ok(["node", "reboot", dir])
+        #expect(context.userDefaults.string(forKey: "signedInUser") == nil, "before first unlock")
+    }
+
     @Test("a directory no node runs is powered on in this process, unlocked, and held: no node starts meanwhile")
     func inProcess() throws {
         let cli = try CLI()
