@@ -1,6 +1,5 @@
 import Foundation
 import KeyferryTesting
-import Synchronization
 import Testing
 
 /// The app's world beside the keychain, as its code reaches it through the context: its
@@ -94,8 +93,9 @@ struct AppWorldTests {
 }
 
 /// Notifications seen, from whichever thread posts them.
-private final class Notes: Sendable {
-    private let names = Mutex<[String]>([])
-    func add(_ name: String) { names.withLock { $0.append(name) } }
-    var all: [String] { names.withLock { $0 } }
+private final class Notes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var names: [String] = []
+    func add(_ name: String) { lock.withLock { names.append(name) } }
+    var all: [String] { lock.withLock { names } }
 }
