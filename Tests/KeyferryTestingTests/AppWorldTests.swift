@@ -76,7 +76,8 @@ struct AppWorldTests {
 
     @Test("the seed's first-launch guard, run while pre-warmed: it waits for protected data, logs why, and cleans up once the phone is unlocked")
     func firstLaunchGuard() async throws {
-        try app.run { #expect(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "stale", kSecValueData: Data("old".utf8)] as CFDictionary, nil) == errSecSuccess) }
+        let stale: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "stale", kSecValueData: Data("old".utf8)]
+        app.run { #expect(SecItemAdd(stale as CFDictionary, nil) == errSecSuccess) }
         try phone.reboot()
         let guardian = FirstLaunchGuard(defaults: app.userDefaults)
         let cleanup = Task { await app.run { await guardian.performCleanupIfNeeded() } }
