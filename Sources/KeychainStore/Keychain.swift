@@ -111,9 +111,7 @@ public struct Keychain: Sendable {
         }
         let protection = item.accessControl?.protection ?? item.protection ?? item.itemClass.defaultProtection
         try checkSynchronizable(item.synchronizable, item.accessControl)
-        if item.synchronizable, item.attributes[.tokenID] != nil {
-            throw KeychainError(.param, "a Secure Enclave key cannot be synchronizable: it never leaves the device it was made on.")
-        }
+        if item.synchronizable, item.attributes[.tokenID] != nil { throw Self.secureEnclaveSync }
         let group = try groupForWriting(item.accessGroup)
         try checkPasscode(for: protection)
         guard let classKeys = keys[protection] else { throw unavailable(protection) }
@@ -298,6 +296,9 @@ public struct Keychain: Sendable {
     }
 
     /// Apple refuses access-control constraints on an item that would leave the device.
+    private static let secureEnclaveSync = KeychainError(
+        .param, "a Secure Enclave key cannot be synchronizable: it never leaves the device it was made on.")
+
     private func checkSynchronizable(_ synchronizable: Bool, _ accessControl: AccessControl?) throws {
         if synchronizable, let accessControl, accessControl.requiresAuthentication {
             throw KeychainError(.param, "a synchronizable item cannot have access control constraints (\(accessControl.expression)).")
@@ -344,6 +345,7 @@ public struct Keychain: Sendable {
                 guard let newKeys = keys[protection] else { throw unavailable(protection) }
                 let synchronizable = changes.synchronizable ?? row.header.synchronizable
                 try checkSynchronizable(synchronizable, metadata.accessControl)
+                if synchronizable, metadata.attributes[.tokenID] != nil { throw Self.secureEnclaveSync }
                 var updated = metadata
                 updated.accessGroup = changes.accessGroup ?? metadata.accessGroup
                 updated.attributes.merge(changes.attributes) { $1 }

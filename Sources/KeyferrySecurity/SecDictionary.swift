@@ -274,7 +274,7 @@ package enum SecDictionary {
     /// `privateKey` finds an identity's key (its record has the certificate's data).
     package static func result(
         _ records: [ItemRecord], returning: ReturnOptions, matchLimit: MatchLimit,
-        privateKey: (ItemRecord) throws(KeychainError) -> SecKey = { _ throws(KeychainError) in throw KeychainError(.internalError, "no key lookup") }
+        privateKey: (ItemRecord) throws(KeychainError) -> SecKey
     ) throws(KeychainError) -> Any? {
         guard !returning.isEmpty else { return nil }
         var values: [Any] = []

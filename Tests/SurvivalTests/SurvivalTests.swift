@@ -109,6 +109,8 @@ struct SurvivalTests {
         var synced = NewItem.ellipticCurveKey(label: "synced enclave key", secureEnclave: true)
         synced.synchronizable = true
         #expect(throws: KeychainError.self) { try keychain.add(synced) }
+        let enclave = ItemQuery(.key, attributes: [.label: .string("enclave key")], matchLimit: .one)
+        #expect(throws: KeychainError.self, "made synchronizable later") { try keychain.update(enclave, with: ItemChanges(synchronizable: true)) }
     }
 
     @Test("a secret the device itself cannot read (biometryCurrentSet after a new face) is unreadable now and on every path it stays on, never kept")
