@@ -37,7 +37,8 @@ public func SecItemAdd(
         let returning = item.returning
         item.returning = try SecDictionary.storeReturning(returning, itemClass: item.itemClass)
         let record = try context.backend.add(item, app: context.app)
-        result?.pointee = try SecDictionary.result([record], returning: returning, matchLimit: .one, privateKey: context.privateKey(of:)).map { $0 as AnyObject }
+        result?.pointee = try SecDictionary.result([record], returning: returning, matchLimit: .one, privateKey: context.privateKey(of:))
+            .map { $0 as AnyObject }
     }
 }
 
