@@ -4,6 +4,7 @@ import KeychainModel
 import KeychainStore
 import KeyferrySecurity
 import KeyferrySystem
+import KeyferryThreads
 import Node
 import NodeControl
 
@@ -87,7 +88,8 @@ struct ItemCommand: AsyncParsableCommand {
         private func addIdentities(from path: String) async throws {
             let data = try readInput(path, what: "the PKCS #12 file", limit: 16 << 20)
             let password = try passwordFile.map { firstLine(of: try readInput($0, what: "the password file", limit: 64 << 10)) } ?? ""
-            let found = try SecIdentity.identities(in: try PKCS12(data, password: password))
+            // Key derivation may take a while for a file that asks for many iterations: off the cooperative pool.
+            let found = try await onThreadOfItsOwn { _ in try SecIdentity.identities(in: try PKCS12(data, password: password)) }
             guard !found.isEmpty else { throw CommandFailure("\(path) holds no private key, so no identity.") }
             var added: [[String: Any]] = []
             for (identity, _, bag) in found {
