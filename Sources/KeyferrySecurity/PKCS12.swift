@@ -31,7 +31,8 @@ package struct PKCS12: Sendable {
         } catch let error as KeychainError {
             throw error
         } catch {
-            throw KeychainError(.decode, "the data is not a PKCS #12 file: \(error)")
+            // The parser's own error names its source file and line, not the user's input.
+            throw KeychainError(.decode, "the data is not a PKCS #12 file: its DER structure is malformed or truncated.")
         }
     }
 

@@ -89,7 +89,12 @@ struct ItemCommand: AsyncParsableCommand {
             let data = try readInput(path, what: "the PKCS #12 file", limit: 16 << 20)
             let password = try passwordFile.map { firstLine(of: try readInput($0, what: "the password file", limit: 64 << 10)) } ?? ""
             // Key derivation may take a while for a file that asks for many iterations: off the cooperative pool.
-            let found = try await onThreadOfItsOwn { _ in try SecIdentity.identities(in: try PKCS12(data, password: password)) }
+            let found: [(identity: SecIdentity, chain: [SecCertificate], bag: PKCS12.Bag)]
+            do {
+                found = try await onThreadOfItsOwn { _ in try SecIdentity.identities(in: try PKCS12(data, password: password)) }
+            } catch let error as KeychainError where error.status == .authFailed && passwordFile == nil {
+                throw KeychainError(.authFailed, "\(path) is protected by a password; give it with --password-file F (its first line).")
+            }
             guard !found.isEmpty else { throw CommandFailure("\(path) holds no private key, so no identity.") }
             var added: [[String: Any]] = []
             for (identity, _, bag) in found {
