@@ -77,7 +77,7 @@ let package = Package(
             ]),
 
         // Backup archives: the sealed, compressed container; what goes in it and back out.
-        .target(name: "Backup", dependencies: ["KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferrySystem", "KeyferryThreads"]),
+        .target(name: "Backup", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferrySystem", "KeyferryThreads"]),
 
         // A device as a phone's own backup (a Finder or iTunes folder), written and read: what
         // moves between Keyferry and real iPhones, by Backup's restore rules.
@@ -136,7 +136,7 @@ let package = Package(
         .target(
             name: "NodeControl",
             dependencies: [
-                "KeychainModel", "KeychainStore", "Backup", "Sync", "SyncWire", "KeyferryHTTP", "KeyferrySystem",
+                "KeychainModel", "SyncWire", "KeyferryHTTP", "KeyferrySystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]),
 

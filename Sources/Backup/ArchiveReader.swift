@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
@@ -251,7 +252,7 @@ private final class ArchiveFile {
         case .file(let url):
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-                throw ArchiveError.unreadable("there is no file \(url.path)")
+                throw ArchiveError.noSuchFile(url.path)
             }
             guard !isDirectory.boolValue else { throw ArchiveError.unreadable("\(url.path) is a directory") }
             do {

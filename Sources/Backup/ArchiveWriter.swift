@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
@@ -59,10 +60,10 @@ public final class ArchiveWriter {
         guard FileManager.default.fileExists(atPath: destination.deletingLastPathComponent().path, isDirectory: &isDirectory),
             isDirectory.boolValue
         else {
-            throw ArchiveError.cannotWrite("the directory \(destination.deletingLastPathComponent().path) does not exist")
+            throw ArchiveError.noSuchDirectory(destination.deletingLastPathComponent().path)
         }
         guard (try? FileManager.default.attributesOfItem(atPath: destination.path)) == nil else {
-            throw ArchiveError.cannotWrite("\(destination.path) already exists; a backup never replaces a file or directory, so choose a new name")
+            throw ArchiveError.exists(destination.path)
         }
         temporary = destination.deletingLastPathComponent()
             .appendingPathComponent(Self.partialPrefix(of: destination) + UUID().uuidString)

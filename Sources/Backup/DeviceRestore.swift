@@ -40,7 +40,7 @@ public enum DeviceRestore {
         defer { if !swapped { try? FileManager.default.removeItem(at: staging) } }
         let device = try Device.unlockedCopy(
             of: target, at: staging, passcode: passcode,
-            missingPasscode: "\(target.path) has a passcode; give it with --passcode to restore onto it.")
+            missingPasscode: "\(target.path) has a passcode; give it to restore onto it.")
         defer { device.powerOff() }
         let report = try restore(device)
         device.powerOff()
@@ -120,6 +120,11 @@ public enum DeviceRestore {
         private(set) var done = 0
         /// The target's synchronizable items, as they were before the restore, by primary key.
         private let synchronizedOnTarget: [PrimaryKey: ItemChange]
+        /// The target's own items that a restore replaces (non-synchronizable, live): what it
+        /// loses is reported.
+        private let localOnTarget: [ItemRecord]
+        /// When each restored item was last modified, by primary key.
+        private var restoredVersions: [PrimaryKey: Date] = [:]
         private var entitledGroups: Set<String>?
         /// The file whose pieces are arriving, and how many bytes of it are written.
         private var currentFile: (id: String, bytes: Int)?
@@ -129,6 +134,7 @@ public enum DeviceRestore {
         /// A keychain section once opened: what happens to each item, and the rows to write.
         private struct OpenedSection: Sendable {
             var outcomes: [RestoreReport.ItemOutcome]
+            var versions: [PrimaryKey: Date]
             var rows: Keychain.RestoreRows
         }
 
@@ -136,8 +142,9 @@ public enum DeviceRestore {
             self.device = device
             self.keys = keys
             self.report = report
-            synchronizedOnTarget = try device.deviceKeychain.changes(since: 0).filter(\.record.synchronizable)
-                .reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
+            let before = try device.deviceKeychain.changes(since: 0)
+            synchronizedOnTarget = before.filter(\.record.synchronizable).reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
+            localOnTarget = before.filter { !$0.isTombstone && !$0.record.synchronizable && $0.record.accessGroup != Device.ownAccessGroup }.map(\.record)
             try device.deviceKeychain.deleteNonSynchronizableItems()
         }
 
@@ -166,11 +173,21 @@ public enum DeviceRestore {
             }
         }
 
-        /// Writes the last keychain section, once every section is read.
+        /// Writes the last keychain section, once every section is read, and reports what the
+        /// target's own items lost to it.
         mutating func finish() throws {
-            guard let last = opening else { return }
-            opening = nil
-            try write(try last.result())
+            if let last = opening {
+                opening = nil
+                try write(try last.result())
+            }
+            for local in localOnTarget {
+                let archived = restoredVersions[local.primaryKey]
+                guard archived.map({ local.modificationDate > $0 }) ?? true else { continue }
+                report.localItemsLost.append(
+                    .init(
+                        name: ArchivedItem.name { local.attributes[$0] }, itemClass: local.itemClass, accessGroup: local.accessGroup,
+                        reason: archived == nil ? .notInArchive : .olderInArchive))
+            }
         }
 
         /// Waits out a section still being opened, on the way out of a restore that stopped.
@@ -197,6 +214,7 @@ public enum DeviceRestore {
                 }
                 var outcomes: [RestoreReport.ItemOutcome] = []
                 var restored: [ItemRecord] = []
+                var versions: [PrimaryKey: Date] = [:]
                 for (item, record) in zip(items, opened) {
                     let outcome: RestoreReport.Reason?
                     var name = item.name
@@ -204,7 +222,10 @@ public enum DeviceRestore {
                     if let record {
                         name = name ?? ArchivedItem.name { record.attributes[$0] }
                         outcome = DeviceRestore.decide(record, onTarget: onTarget[record.primaryKey])
-                        if outcome == nil { restored.append(record) }
+                        if outcome == nil {
+                            restored.append(record)
+                            versions[record.primaryKey] = record.modificationDate
+                        }
                         waitsForApp = outcome == nil && !groups.contains(record.accessGroup)
                     } else {
                         // Sealed with the password's keys and still shut: altered. Sealed with a
@@ -218,7 +239,7 @@ public enum DeviceRestore {
                     }
                     outcomes.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
                 }
-                return OpenedSection(outcomes: outcomes, rows: try keychain.sealedForRestore(restored))
+                return OpenedSection(outcomes: outcomes, versions: versions, rows: try keychain.sealedForRestore(restored))
             }
         }
 
@@ -228,6 +249,7 @@ public enum DeviceRestore {
             }
             try device.deviceKeychain.restore(section.rows)
             report.items += section.outcomes
+            restoredVersions.merge(section.versions) { $1 }
             done += section.outcomes.count
         }
 
@@ -296,6 +318,53 @@ public struct RestoreReport: Codable, Sendable {
     public var format: BackupFormat = .keyferry
     /// iOS backups: files outside any app's Documents and UserDefaults, by domain; not restored.
     public var filesNotRestored: [String: Int] = [:]
+    /// The target's own (non-synchronizable) items that the restore replaced and that are not
+    /// back as they were: not in the archive, or in it in an older version. Apple's restore
+    /// replaces what is device-local; this says what that cost.
+    public var localItemsLost: [LocalItemLost] = []
+
+    public struct LocalItemLost: Codable, Sendable {
+        public enum Reason: String, Codable, Sendable {
+            /// Added after the backup was made (or never in it): gone.
+            case notInArchive
+            /// Changed after the backup was made: back as the archive holds it.
+            case olderInArchive
+        }
+
+        public var name: String?
+        public var itemClass: ItemClass
+        public var accessGroup: String
+        public var reason: Reason
+
+        private enum CodingKeys: String, CodingKey { case name, itemClass = "class", accessGroup, reason }
+
+        init(name: String?, itemClass: ItemClass, accessGroup: String, reason: Reason) {
+            self.name = name
+            self.itemClass = itemClass
+            self.accessGroup = accessGroup
+            self.reason = reason
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(name, forKey: .name)
+            try container.encode(itemClass.name, forKey: .itemClass)
+            try container.encode(accessGroup, forKey: .accessGroup)
+            try container.encode(reason, forKey: .reason)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let className = try container.decode(String.self, forKey: .itemClass)
+            guard let itemClass = ItemClass(name: className) else {
+                throw DecodingError.dataCorruptedError(forKey: .itemClass, in: container, debugDescription: "'\(className)' is not one of Apple's names")
+            }
+            self.itemClass = itemClass
+            name = try container.decodeIfPresent(String.self, forKey: .name)
+            accessGroup = try container.decode(String.self, forKey: .accessGroup)
+            reason = try container.decode(Reason.self, forKey: .reason)
+        }
+    }
 
     package init(sameDevice: Bool, mode: ArchiveMode, authenticity: ArchiveAuthenticity, archiveCreated: Date?, newerBackupOnDevice: Date?) {
         self.sameDevice = sameDevice

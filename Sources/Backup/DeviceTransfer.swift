@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 
 /// Quick Start, the device-to-device transfer of a new iPhone: the apps, their sandboxes and

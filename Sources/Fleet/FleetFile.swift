@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import Relay
 
@@ -157,10 +158,7 @@ extension FleetFile.Member {
         if biometry, passcode == nil, let biometryField = fields["biometry"] {
             throw biometryField.failure("biometry needs a passcode, as on iOS; give this device a passcode.")
         }
-        grace = try fields["grace"]?.number() ?? 10
-        if grace < 0, let graceField = fields["grace"] {
-            throw graceField.failure("the grace period must be zero or more seconds.")
-        }
+        grace = try fields["grace"]?.duration() ?? 10
         apps =
             try fields["apps"].map { field in
                 try field.texts().map { bundleID in

@@ -1,6 +1,20 @@
+import KeychainModel
+
 /// A fleet file that cannot be used, located the way a compiler locates an error:
 /// `Peers/family.yaml:12:15: devices.phone.biometry: expected true or false, found "often".`
-public struct FleetFileError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct FleetFileError: CodedError, Equatable {
+    public static let domain = "file"
+
+    public enum Code: String, Sendable, Codable {
+        /// There is no such file.
+        case noSuchFile
+        /// The file is there and cannot be read (a directory, unreadable, too large, not text).
+        case unreadable
+        /// The file reads and says something wrong: bad YAML, an unknown field, a wrong value.
+        case malformed
+    }
+
+    public var code: Code
     /// The file as the user named it.
     public var file: String
     /// 1-based; nil when the whole file is at fault (unreadable).
@@ -11,13 +25,18 @@ public struct FleetFileError: Error, Equatable, Sendable, CustomStringConvertibl
     public var field: String?
     public var problem: String
 
-    public init(file: String, line: Int? = nil, column: Int? = nil, field: String? = nil, problem: String) {
+    public init(_ code: Code = .malformed, file: String, line: Int? = nil, column: Int? = nil, field: String? = nil, problem: String) {
+        self.code = code
         self.file = file
         self.line = line
         self.column = column
         self.field = field
         self.problem = problem
     }
+
+    public var kind: ProblemKind { code == .noSuchFile ? .notFound : .invalidInput }
+
+    public var message: String { description }
 
     public var description: String {
         var location = file

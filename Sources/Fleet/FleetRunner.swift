@@ -91,8 +91,17 @@ public struct FleetRunner: Sendable {
         /// Bundle IDs installed by this call (apps already there are left as they are).
         public var installed: [String] = []
         public var device: DeviceStatus?
-        /// The fleet's circle, when the fleet syncs.
+        /// This call put the member in the fleet's circle (it created it, or joined it).
+        public var joinedCircle = false
+    }
+
+    /// What `up` did: each member, and the fleet's relay and circle when it syncs.
+    public struct Arrivals: Codable, Sendable {
+        public var members: [Arrival]
         public var circle: UUID?
+        public var relay: String?
+        /// This call started the fleet's relay: a first `up`, or a relay that had stopped.
+        public var relayStarted = false
     }
 
     /// How many members come up together: each creation hashes a passcode with 64 MiB of
@@ -106,7 +115,7 @@ public struct FleetRunner: Sendable {
     /// what was rolled back. `progress` hears each member as it is ready. A fleet that syncs
     /// then gets its relay started and every member in one circle; a failure there leaves the
     /// devices up, and `up` again finishes the circle.
-    public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> [Arrival] {
+    public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> Arrivals {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
             var waiting = Array(fleet.members.enumerated()).makeIterator()
@@ -143,10 +152,15 @@ public struct FleetRunner: Sendable {
             }
             throw FleetError(failures: failures, rolledBack: rolledBack, interrupted: interrupted)
         }
-        var arrivals = outcomes.map(\.1)
+        var arrivals = Arrivals(members: outcomes.map(\.1))
         if let address = fleet.relay {
-            let circle = try await formCircle(relay: address)
-            for index in arrivals.indices { arrivals[index].circle = circle }
+            let formed = try await formCircle(relay: address)
+            arrivals.circle = formed.circle
+            arrivals.relay = formed.relay.absoluteString
+            arrivals.relayStarted = formed.relayStarted
+            for index in arrivals.members.indices where formed.joined.contains(arrivals.members[index].member) {
+                arrivals.members[index].joinedCircle = true
+            }
         }
         return arrivals
     }
@@ -154,7 +168,7 @@ public struct FleetRunner: Sendable {
     /// Starts the fleet's relay unless it runs (or someone else runs it), where the circle's
     /// members know it (the address a first `up` chose); the first member creates the circle
     /// unless it is in one, and vouches for every other member that is in none.
-    private func formCircle(relay file: RelayAddress) async throws -> UUID {
+    private func formCircle(relay file: RelayAddress) async throws -> (circle: UUID, relay: URL, relayStarted: Bool, joined: Set<String>) {
         let clients = fleet.members.map { NodeClient(directory: directory(of: $0)) }
         var circle: NodeAPI.CircleStatus = try await clients[0].get(.circleStatus)
         guard var address = file.on(port: relayPort ?? file.port) else {
@@ -168,9 +182,12 @@ public struct FleetRunner: Sendable {
             }
             address = known
         }
+        let relayStarted = fleet.runsRelay && RelayLauncher.running(data: relayDirectory) == nil
         let relay = fleet.runsRelay ? try await RelayLauncher.start(data: relayDirectory, listen: address, executable: executable) : address.url
+        var joined: Set<String> = []
         if circle.circle == nil {
             circle = try await clients[0].call(.circleCreate, NodeAPI.CircleCreate(relay: relay.absoluteString, name: fleet.members[0].id))
+            joined.insert(fleet.members[0].id)
         }
         guard let id = circle.circle else { throw NodeError(.conflict, "\(fleet.members[0].id) did not create the fleet's circle") }
         var failures: [(String, any Error)] = []
@@ -179,6 +196,7 @@ public struct FleetRunner: Sendable {
                 let own: NodeAPI.CircleStatus = try await client.get(.circleStatus)
                 if own.circle == nil {
                     _ = try await client.joinCircle(sponsor: clients[0], name: member.id)
+                    joined.insert(member.id)
                 } else if own.circle != id {
                     throw NodeError(.conflict, "it is in another circle (\(own.circle!)) than the fleet's (\(id))")
                 }
@@ -187,7 +205,7 @@ public struct FleetRunner: Sendable {
             }
         }
         if !failures.isEmpty { throw FleetError(failures: failures) }
-        return id
+        return (id, relay, relayStarted, joined)
     }
 
     private func bringUp(_ member: FleetFile.Member, _ arrival: inout Arrival) async throws {
@@ -249,16 +267,52 @@ public struct FleetRunner: Sendable {
         public var device: DeviceStatus?
     }
 
-    public func status() async throws -> [MemberStatus] {
+    /// The fleet as `status` shows it: each member, and for a fleet that syncs its relay and
+    /// its circle (as the first running member sees it).
+    public struct Overview: Codable, Sendable {
+        public var members: [MemberStatus]
+        public var relay: RelayState?
+        public var circle: CircleState?
+    }
+
+    public struct RelayState: Codable, Sendable {
+        public var url: String?
+        /// nil for a relay someone else runs.
+        public var running: Bool?
+    }
+
+    public struct CircleState: Codable, Sendable {
+        public var id: UUID
+        public var members: [String]
+        /// The member that answered was removed from it.
+        public var removed: Bool
+    }
+
+    public func status() async throws -> Overview {
         try checkDirectories()
-        var statuses: [MemberStatus] = []
+        var overview = Overview(members: [])
         for member in fleet.members {
             let directory = directory(of: member)
             let exists = FileManager.default.fileExists(atPath: directory.path)
             let device = exists ? try await NodeClient(directory: directory).deviceStatus() : nil
-            statuses.append(MemberStatus(member: member.id, directory: directory.path, device: device))
+            overview.members.append(MemberStatus(member: member.id, directory: directory.path, device: device))
         }
-        return statuses
+        guard let address = fleet.relay else { return overview }
+        let running = overview.members.filter { $0.device?.poweredOn == true }
+        var circle: NodeAPI.CircleStatus?
+        for member in running where circle?.circle == nil {
+            circle = try? await NodeClient(directory: URL(fileURLWithPath: member.directory)).get(.circleStatus)
+        }
+        if fleet.runsRelay {
+            let url = RelayLauncher.running(data: relayDirectory)
+            overview.relay = RelayState(url: (url?.absoluteString ?? circle?.relay), running: url != nil)
+        } else {
+            overview.relay = RelayState(url: address.url.absoluteString, running: nil)
+        }
+        if let circle, let id = circle.circle {
+            overview.circle = CircleState(id: id, members: circle.members.map(\.name), removed: circle.removed == true)
+        }
+        return overview
     }
 
     public enum Departure: String, Codable, Sendable {
@@ -340,6 +394,13 @@ public struct FleetError: Error, CustomStringConvertible {
     public var rolledBack: [(member: String, undone: String)] = []
     /// Ctrl-C (SIGINT) or SIGTERM stopped `up` before it finished.
     public var interrupted = false
+
+    /// The members' kind of problem when they share one (every member's passcode was wrong),
+    /// else a failure.
+    public var kind: ProblemKind {
+        let kinds = Set(failures.map { ($0.error as? any CodedError)?.kind ?? .failure })
+        return kinds.count == 1 ? kinds.first! : .failure
+    }
 
     public init(failures: [(member: String, error: any Error)], rolledBack: [(member: String, undone: String)] = [], interrupted: Bool = false) {
         self.failures = failures

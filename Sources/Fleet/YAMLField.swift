@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import Yams
 
@@ -86,6 +87,15 @@ package struct YAMLField {
             throw failure("expected a number, found \(kind).")
         }
         return value
+    }
+
+    /// A span of time as every Keyferry input writes it: `90s`, `10m`, `1h30m` (a bare number is
+    /// seconds).
+    package func duration() throws -> TimeInterval {
+        let text = try text()
+        var seconds: TimeInterval = 0
+        try check { seconds = try AdvancingClock.seconds(in: text) }
+        return seconds
     }
 
     /// A list of text, or a single text standing for a list of one.

@@ -10,22 +10,22 @@ package enum YAMLFile {
     package static func text(of url: URL, file: String, kind: String) throws -> String {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw FleetFileError(file: file, problem: "cannot read the \(kind): there is no such file.")
+            throw FleetFileError(.noSuchFile, file: file, problem: "cannot read the \(kind): there is no such file.")
         }
-        guard !isDirectory.boolValue else { throw FleetFileError(file: file, problem: "cannot read the \(kind): it is a directory.") }
+        guard !isDirectory.boolValue else { throw FleetFileError(.unreadable, file: file, problem: "cannot read the \(kind): it is a directory.") }
         let data: Data
         do {
             let handle = try FileHandle(forReadingFrom: url)
             defer { try? handle.close() }
             data = try handle.read(upToCount: maximumBytes + 1) ?? Data()
         } catch {
-            throw FleetFileError(file: file, problem: "cannot read the \(kind) (\(error.localizedDescription)).")
+            throw FleetFileError(.unreadable, file: file, problem: "cannot read the \(kind) (\(error.localizedDescription)).")
         }
         guard data.count <= maximumBytes else {
-            throw FleetFileError(file: file, problem: "larger than \(maximumBytes >> 20) MiB; a \(kind) is a short YAML document.")
+            throw FleetFileError(.unreadable, file: file, problem: "larger than \(maximumBytes >> 20) MiB; a \(kind) is a short YAML document.")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw FleetFileError(file: file, problem: "not UTF-8 text; a \(kind) is YAML.")
+            throw FleetFileError(.unreadable, file: file, problem: "not UTF-8 text; a \(kind) is YAML.")
         }
         return text
     }

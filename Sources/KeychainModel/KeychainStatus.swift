@@ -1,5 +1,5 @@
 /// A keychain result code with Apple's name, so callers can match on the constants they know.
-public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public struct KeychainStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: Int32
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
@@ -113,9 +113,15 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
 }
 
 /// A failed keychain call: Apple's status plus a sentence saying what happened and what to do.
-public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct KeychainError: CodedError, Hashable {
+    public static let domain = "keychain"
     public let status: KeychainStatus
     public let message: String
+
+    public var code: KeychainStatus { status }
+    /// errSecAuthFailed is a wrong or missing passcode, password or biometry wherever it comes
+    /// from; every other status is the keychain's answer.
+    public var kind: ProblemKind { status == .authFailed ? .authentication : .keychain }
 
     public init(_ status: KeychainStatus, _ message: String) {
         self.status = status

@@ -98,24 +98,6 @@ struct AppCache {
     }
 }
 
-/// iOS file protection classes, for sandbox files.
-public enum FileProtection: String, Codable, Sendable, CaseIterable {
-    /// Class A: readable only while unlocked.
-    case complete
-    /// Class C, the default: readable after first unlock.
-    case completeUntilFirstUserAuthentication
-    /// Class D: always readable.
-    case none
-
-    var keyClass: ProtectionClass {
-        switch self {
-        case .complete: .whenUnlocked
-        case .completeUntilFirstUserAuthentication: .afterFirstUnlock
-        case .none: .always
-        }
-    }
-}
-
 /// An app's sandbox: its UserDefaults (a real property list, plaintext as on iOS) and its files.
 /// Reads honour file protection: before first unlock UserDefaults reads back empty, the trap
 /// behind iOS 15's pre-warming logouts.

@@ -162,10 +162,7 @@ public final class Device: Sendable {
     /// opening anything: the check a launcher makes before starting a process for it.
     public static func requireDevice(at directory: URL) throws {
         recoverReplacement(at: directory)
-        guard FileManager.default.fileExists(atPath: DeviceLayout(root: directory).info.path) else {
-            throw DeviceError(
-                .notADevice, "\(directory.path) is not a Keyferry device (no device.json); create one with `keyferry device init \(directory.path)`.")
-        }
+        try DeviceLayout(root: directory).requireDevice()
     }
 
     private struct FormatProbe: Decodable { var format: Int }
@@ -403,7 +400,7 @@ public final class Device: Sendable {
             guard settings.biometryEnrollment == nil else {
                 throw DeviceError(
                     .invalidArgument,
-                    "biometry is already enrolled; change the enrollment instead (`keyferry device biometry DIR --change`) to simulate a new face or finger.")
+                    "biometry is already enrolled; change the enrollment instead to simulate a new face or finger.")
             }
             return entropy.bytes(16)
         }
@@ -427,7 +424,7 @@ public final class Device: Sendable {
     /// Enrolling, changing and removing biometry happen in Settings, on an unlocked device.
     private func setBiometry(_ next: (Keybag.Settings) throws -> [UInt8]?) throws {
         guard try withPower({ $0.state }) == .unlocked else {
-            throw DeviceError(.invalidArgument, "biometry is changed on an unlocked device, as in Settings on iOS; unlock it first (`keyferry device unlock`).")
+            throw DeviceError(.protectedDataUnavailable, "biometry is changed on an unlocked device, as in Settings on iOS; unlock it first.")
         }
         try database.write { db in
             let enrollment = try next(try Keybag.Settings.load(db))

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeyferryCrypto
 
 /// The keys that bind a device's backups to it, derived from its hardware UID: no other device

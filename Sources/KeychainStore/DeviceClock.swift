@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeyferryThreads
 
 /// The device's notion of now. Injected so grace periods and modification dates are testable.

@@ -1,15 +1,6 @@
 import Foundation
 import KeychainModel
 
-/// Where the device is in its power and lock cycle.
-public enum LockState: String, Sendable, Codable {
-    /// Booted, not yet unlocked: only class D keys are in memory.
-    case beforeFirstUnlock = "bfu"
-    case unlocked
-    /// Screen locked: class A keys stay only until the grace period ends.
-    case locked
-}
-
 /// The in-memory half of a powered-on device: which class keys are loaded, and the lock
 /// state with its grace period. A value; `Device` keeps it behind a mutex.
 struct LockStateMachine {

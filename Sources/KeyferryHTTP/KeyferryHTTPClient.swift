@@ -41,12 +41,20 @@ public enum ConnectionFailure {
         case let error as HTTPClientError where error == .remoteConnectionClosed:
             "the other side closed the connection"
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
-            "TLS failed (\(error)): is the relay's certificate for this host, and signed by an authority this machine trusts "
+            "TLS failed (\(tlsReason(error))): is the relay's certificate for this host, and signed by an authority this machine trusts "
                 + "(the system's, or the PEM file \(HTTPClient.relayAuthorityVariable) names)?"
         case is HTTPClientError, is IOError:
             "the connection failed"
         default:
             "\(error)"
         }
+    }
+
+    /// BoringSSL's reason code (`CERTIFICATE_VERIFY_FAILED`) rather than its whole error
+    /// stack with source paths.
+    private static func tlsReason(_ error: any Error) -> String {
+        let text = "\(error)"
+        guard let range = text.range(of: #"OPENSSL_internal:([A-Z_]+)"#, options: .regularExpression) else { return text }
+        return String(text[range].dropFirst("OPENSSL_internal:".count))
     }
 }

@@ -13,7 +13,7 @@ public struct AuditLog: Sendable {
     public static let capacity = 8 << 20
 
     public init(device directory: URL) {
-        file = directory.appendingPathComponent("audit.jsonl")
+        file = DeviceLayout(root: directory).auditLog
     }
 
     /// Appends `records`; a full or unwritable log drops them (an audit never fails the call it
@@ -45,7 +45,7 @@ public struct AuditLog: Sendable {
             throw DeviceError(.io, "cannot read \(file.path): \(error.localizedDescription)")
         }
         guard data.count <= Self.capacity + (1 << 20) else {
-            throw DeviceError(.io, "\(file.path) is \(data.count) bytes, more than an audit log grows to; remove it or run keyferry audit --clear.")
+            throw DeviceError(.io, "\(file.path) is \(data.count) bytes, more than an audit log grows to; clear it.")
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601

@@ -46,10 +46,8 @@ extension NodeClient {
             defer { device.powerOff() }
             if try device.passcodeIsSet() {
                 guard let passcode else {
-                    throw DeviceError(
-                        .protectedDataUnavailable,
-                        "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
-                    )
+                    throw KeychainError(
+                        .authFailed, "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node.")
                 }
                 let earlierFailures = try device.status().failedPasscodeAttempts
                 do {

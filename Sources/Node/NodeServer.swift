@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NodeControl
 import PhoneBackup
+import SyncWire
 import Survival
 import Synchronization
 
@@ -104,10 +105,10 @@ public enum NodeServer {
         }
         call(.passcode, API.Passcode.self) { request in
             if request.remove {
-                guard let current = request.current else { throw API.Failure(request: "removing the passcode needs the current one.") }
+                guard let current = request.current else { throw NodeError.invalidRequest("removing the passcode needs the current one.") }
                 try device.removePasscode(current: current)
             } else {
-                guard let new = request.new else { throw API.Failure(request: "give the new passcode, or ask to remove it.") }
+                guard let new = request.new else { throw NodeError.invalidRequest("give the new passcode, or ask to remove it.") }
                 try device.setPasscode(new, current: request.current)
             }
             return API.Empty()
@@ -138,7 +139,7 @@ public enum NodeServer {
             let sandbox = try device.sandbox(for: request.bundleID)
             if let set = request.set {
                 guard let entries = try? PropertyListSerialization.propertyList(from: set, format: nil) as? [String: Any] else {
-                    throw API.Failure(request: "'set' is not a property list of entries.")
+                    throw NodeError.invalidRequest("'set' is not a property list of entries.")
                 }
                 for (key, value) in entries.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
             }
@@ -152,7 +153,7 @@ public enum NodeServer {
         call(.file, API.File.self) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             if request.remove == true {
-                guard request.contents == nil else { throw API.Failure(request: "a file is either written or removed, not both.") }
+                guard request.contents == nil else { throw NodeError.invalidRequest("a file is either written or removed, not both.") }
                 try sandbox.removeFile(request.path)
                 return API.FileContents(path: request.path, contents: nil)
             }
@@ -186,7 +187,7 @@ public enum NodeServer {
         // A caller that goes away (Ctrl-C, a timeout) takes its backup with it: the archive is
         // dropped unfinished, so that none appears after its command has failed.
         post(router, .backup, API.Backup.self, logger) { request in
-            guard request.path.hasPrefix("/") else { throw API.Failure(request: "the archive path must be absolute.") }
+            guard request.path.hasPrefix("/") else { throw NodeError.invalidRequest("the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
             defer { backupProgress.withLock { $0 = nil } }
             let manifest = try await onThreadOfItsOwn { checkCancellation in
@@ -199,7 +200,7 @@ public enum NodeServer {
             return manifest
         }
         post(router, .phoneBackup, API.PhoneBackup.self, logger) { request in
-            guard request.path.hasPrefix("/") else { throw API.Failure(request: "the backup path must be absolute.") }
+            guard request.path.hasPrefix("/") else { throw NodeError.invalidRequest("the backup path must be absolute.") }
             let options = PhoneBackupWriter.Options(password: request.password.map { Data($0.utf8) }, dataProtectionRounds: request.rounds ?? 10_000_000)
             defer { backupProgress.withLock { $0 = nil } }
             let summary = try await onThreadOfItsOwn { checkCancellation in
@@ -218,7 +219,7 @@ public enum NodeServer {
             return summary
         }
         post(router, .transfer, API.Transfer.self, logger) { request in
-            guard request.target.hasPrefix("/") else { throw API.Failure(request: "the target path must be absolute.") }
+            guard request.target.hasPrefix("/") else { throw NodeError.invalidRequest("the target path must be absolute.") }
             let target = URL(fileURLWithPath: request.target)
             try DeviceTransfer.requireAnotherDevice(target, than: device)
             let report = try await onThreadOfItsOwn { checkCancellation in
@@ -276,15 +277,14 @@ public enum NodeServer {
             } catch is NIOTooManyBytesError {
                 return failure(
                     logger, route,
-                    NodeAPI.Failure(
-                        request:
+                    NodeError.invalidRequest(
                             "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."
                     ))
             } catch let error as HTTPError {
                 return failure(
-                    logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not valid: \(error.body ?? "not the control API's JSON")"))
+                    logger, route, NodeError.invalidRequest("the \(route.rawValue) request body is not valid: \(error.body ?? "not the control API's JSON")"))
             } catch {
-                return failure(logger, route, NodeAPI.Failure(request: "the \(route.rawValue) request body is not the control API's JSON."))
+                return failure(logger, route, NodeError.invalidRequest("the \(route.rawValue) request body is not the control API's JSON."))
             }
             return try await reply(logger, route) { try await action(decoded) }
         }
@@ -296,19 +296,20 @@ public enum NodeServer {
             logger.debug("\(route.rawValue): ok")
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
         } catch {
-            return failure(logger, route, NodeAPI.Failure(error))
+            return failure(logger, route, error)
         }
     }
 
-    private static func failure(_ logger: Logger, _ route: NodeAPI.Route, _ failure: NodeAPI.Failure) -> Response {
-        // The status only: messages may name an account or a service.
-        logger.info("\(route.rawValue): \(failure.domain.rawValue) \(failure.status.map(String.init) ?? failure.code ?? "")")
+    private static func failure(_ logger: Logger, _ route: NodeAPI.Route, _ error: any Error) -> Response {
+        let failure = NodeAPI.Failure(error)
+        // The code only: messages may name an account or a service.
+        logger.info("\(route.rawValue): \(failure.error.domain) \(failure.error.codeName)")
         let status: HTTPResponse.Status =
-            switch failure.domain {
-            case .keychain: .conflict
-            case .device, .circle, .archive, .node: .unprocessableContent
-            case .relay: .badGateway
-            case .request: .badRequest
+            switch failure.error {
+            case is KeychainError: .conflict
+            case let error as NodeError where error.code == .invalidRequest: .badRequest
+            case is RelayError: .badGateway
+            default: .unprocessableContent
             }
         let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -63,7 +63,7 @@ final class NodeSync: Sendable {
     func identity() async throws -> NodeAPI.Peer {
         try requireFirstUnlock("join a circle")
         if let engine {
-            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle); `keyferry circle leave` it first.")
+            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle).")
         }
         return Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
     }
@@ -87,7 +87,7 @@ final class NodeSync: Sendable {
                 entry: try request.entry.map { try MembershipEntry(bytes: [UInt8]($0)) },
                 share: try CircleKeyShare(bytes: [UInt8](request.share)))
         } catch {
-            throw NodeAPI.Failure(request: "the voucher does not decode: \(error)")
+            throw NodeError.invalidRequest("the voucher does not decode: \(error)")
         }
         let engine = try await SyncEngine.join(voucher, device: device, transport: RelayClient(url: relay))
         progress.withLock {
@@ -114,8 +114,7 @@ final class NodeSync: Sendable {
         } catch RelayError.unreachable(let why) {
             throw CircleError(
                 .relayUnreachable,
-                "the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed. "
-                    + "`circle leave --force` forgets the circle here anyway.")
+                "the relay cannot be reached (\(why)), so the others cannot be told; nothing was changed.")
         }
         progress.withLock { $0 = Progress() }
         logger.info("left the circle", metadata: ["circle": "\(circle)"])
@@ -139,7 +138,7 @@ final class NodeSync: Sendable {
         throw KeychainError(
             .interactionNotAllowed,
             "\(device.info.name) has not been unlocked since it was powered on; "
-                + "unlock it (keyferry device unlock DIR --passcode ...) before it can \(action).")
+                + "unlock it before it can \(action).")
     }
 
     /// After a reboot: the member's secrets leave memory, until the first unlock.
@@ -147,7 +146,7 @@ final class NodeSync: Sendable {
 
     /// One exchange now, whatever the loop is doing.
     func syncNow() async throws -> SyncReport {
-        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle; `keyferry circle create` or `circle join` first.") }
+        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle.") }
         return try await exchange(engine)
     }
 
@@ -208,7 +207,7 @@ final class NodeSync: Sendable {
 
     private static func relayURL(_ text: String) throws -> URL {
         guard let address = RelayAddress(text), address.port != 0 else {
-            throw NodeAPI.Failure(request: RelayAddress.problem(with: text))
+            throw NodeError.invalidRequest(RelayAddress.problem(with: text))
         }
         return address.url
     }
@@ -223,7 +222,7 @@ final class NodeSync: Sendable {
         guard let signing = Hex.decode(peer.signingKey), let sealing = Hex.decode(peer.encryptionKey),
             let signingKey = try? SigningPublicKey(bytes: signing), let sealingKey = try? SealingPublicKey(bytes: sealing)
         else {
-            throw NodeAPI.Failure(request: "the peer's keys are not 32 bytes each in hex")
+            throw NodeError.invalidRequest("the peer's keys are not 32 bytes each in hex")
         }
         return PeerIdentity(name: peer.name, signing: signingKey, sealing: sealingKey)
     }

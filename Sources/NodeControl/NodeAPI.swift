@@ -1,8 +1,5 @@
-import Backup
 import Foundation
 import KeychainModel
-import KeychainStore
-import Sync
 import SyncWire
 
 /// The control API a node serves on `DIR/node.sock`: JSON over HTTP/1.1, one POST per
@@ -505,68 +502,55 @@ public enum NodeAPI {
 
     // MARK: Failures
 
-    /// Why a call failed, carried so that the client throws the very error the node threw:
-    /// `keychain` failures carry Apple's status, the others their error's code; an archive's or
-    /// a relay's failure carries the error itself.
-    public struct Failure: Codable, Sendable, Error, CustomStringConvertible {
-        public enum Domain: String, Codable, Sendable {
-            /// A keychain status other than success (`KeychainError`).
-            case keychain
-            /// The device refused: not installed, invalid argument, corrupt store (`DeviceError`).
-            case device
-            /// A circle operation failed (`CircleError`).
-            case circle
-            /// A backup archive could not be written or read (`ArchiveError`).
-            case archive
-            /// The circle's relay did not answer or refused (`RelayError`).
-            case relay
-            /// The node machinery (`NodeError`).
-            case node
-            /// The request itself was malformed.
-            case request
-        }
+    /// Why a call failed, carried so that the client throws the very error the node threw. Any
+    /// `CodedError` goes over the wire as its domain, code, kind, sentence and retryability,
+    /// which any client can read, and as itself (`detail`), which this client decodes for the
+    /// types it knows (`knownErrors`); a domain it does not know stays a `RemoteError` with the
+    /// same domain, code and kind.
+    public struct Failure: Codable, Sendable {
+        public let error: any CodedError
 
-        public var domain: Domain
-        public var status: Int32?
-        public var code: String?
-        public var message: String
-        public var archive: ArchiveError?
-        public var relay: RelayError?
+        package init(_ error: any CodedError) { self.error = error }
 
-        package init(
-            domain: Domain, status: Int32? = nil, code: String? = nil, message: String,
-            archive: ArchiveError? = nil, relay: RelayError? = nil
-        ) {
-            self.domain = domain
-            self.status = status
-            self.code = code
-            self.message = message
-            self.archive = archive
-            self.relay = relay
-        }
+        /// The error types a client rebuilds from their domain.
+        static let knownErrors: [any CodedError.Type] = [
+            KeychainError.self, DeviceError.self, ArchiveError.self, CircleError.self, RelayError.self, NodeError.self,
+        ]
 
-        public var description: String { message }
+        private enum CodingKeys: String, CodingKey { case domain, code, kind, message, retryable, detail }
 
-        public init(request message: String) {
-            domain = .request
-            self.message = message
-        }
-
-        /// The typed error back, on the client side; a failure this build cannot rebuild (a
-        /// newer node's domain) stays itself.
-        public var error: any Error {
-            switch domain {
-            case .keychain: KeychainError(KeychainStatus(rawValue: status ?? KeychainStatus.internalError.rawValue), message)
-            case .device: DeviceError(DeviceError.Code(rawValue: code ?? "io"), message)
-            case .circle: CircleError(CircleError.Code(rawValue: code ?? "invalidHistory"), message)
-            case .node: NodeError(NodeError.Code(rawValue: code ?? "unanswered"), message)
-            case .archive: archive ?? self
-            case .relay: relay ?? self
-            case .request: self
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let domain = try container.decode(String.self, forKey: .domain)
+            if let type = Self.knownErrors.first(where: { $0.domain == domain }), let error = try? container.decode(type, forKey: .detail) {
+                self.error = error
+                return
             }
+            // Only the sentence is required, so that a node of another version is still understood.
+            error = RemoteError(
+                domain: domain, code: (try? container.decode(String.self, forKey: .code)) ?? "",
+                kind: (try? container.decode(ProblemKind.self, forKey: .kind)) ?? .failure,
+                message: try container.decode(String.self, forKey: .message), isRetryable: (try? container.decode(Bool.self, forKey: .retryable)) ?? false)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(error.domain, forKey: .domain)
+            try container.encode(error.codeName, forKey: .code)
+            try container.encode(error.kind, forKey: .kind)
+            try container.encode(error.message, forKey: .message)
+            try container.encode(error.isRetryable, forKey: .retryable)
+            try error.encode(into: &container, forKey: .detail)
         }
     }
 
     package static let encoder = JSONEncoder()
     package static let decoder = JSONDecoder()
+}
+
+extension CodedError {
+    /// The error itself under `key`: a method, so that an `any CodedError` encodes as its type.
+    fileprivate func encode<Key: CodingKey>(into container: inout KeyedEncodingContainer<Key>, forKey key: Key) throws {
+        try container.encode(self, forKey: key)
+    }
 }

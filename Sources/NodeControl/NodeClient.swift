@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import Foundation
 import KeychainModel
-import KeychainStore
 import KeyferryHTTP
 import NIOCore
 
@@ -46,7 +45,7 @@ public struct NodeClient: Sendable {
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
         guard NodeLock.isHeld(paths) else {
-            try Device.requireDevice(at: paths.directory)
+            try DeviceLayout(root: paths.directory).requireDevice()
             throw NodeError.notRunning(paths.directory)
         }
         var request = HTTPClientRequest(url: url.absoluteString)

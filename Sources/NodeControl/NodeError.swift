@@ -1,10 +1,13 @@
 import Foundation
+import KeychainModel
 
 /// Failures of the node machinery itself (not of the device or the keychain): a code to branch
 /// on, and a sentence that names the fix.
-public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct NodeError: CodedError, Hashable {
+    public static let domain = "node"
+
     /// Open, like `DeviceError.Code`.
-    public struct Code: RawRepresentable, Hashable, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
@@ -28,19 +31,32 @@ public struct NodeError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public let code: Code
     public let message: String
+    /// The directory or file the error is about, when there is one: for a remedy to name.
+    public let subject: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, subject: String? = nil) {
         self.code = code
         self.message = message
+        self.subject = subject
     }
 
     public static func notRunning(_ directory: URL) -> NodeError {
-        NodeError(.notRunning, "no node is running for \(directory.path); start it with `keyferry node start \(directory.path)`.")
+        NodeError(.notRunning, "no node is running for \(directory.path).", subject: directory.path)
     }
+
+    /// A request the node could not take as sent.
+    public static func invalidRequest(_ message: String) -> NodeError { NodeError(.invalidRequest, message) }
 
     public static func alreadyRunning(_ directory: URL) -> NodeError {
-        NodeError(.alreadyRunning, "a node is already running for \(directory.path); stop it first with `keyferry node stop \(directory.path)`.")
+        NodeError(.alreadyRunning, "a node is already running for \(directory.path).", subject: directory.path)
     }
 
-    public var description: String { message }
+    public var kind: ProblemKind {
+        switch code {
+        case .notRunning, .unanswered: .unavailable
+        case .alreadyRunning: .unavailable
+        case .unusablePath, .invalidRequest, .conflict: .invalidInput
+        default: .failure
+        }
+    }
 }

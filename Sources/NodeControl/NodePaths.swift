@@ -1,16 +1,15 @@
 import Foundation
+import KeychainModel
 
 /// The files a node keeps beside the device, inside its directory.
 public struct NodePaths: Sendable {
     public let directory: URL
     public init(directory: URL) { self.directory = directory.standardizedFileURL }
 
-    /// The control API (owner-only).
-    public var socket: URL { directory.appendingPathComponent("node.sock") }
-    /// Held locked by the running node: a second start of the same device fails on it.
-    var lock: URL { directory.appendingPathComponent("node.lock") }
-    /// What the node did, without secrets.
-    public var log: URL { directory.appendingPathComponent("node.log") }
+    private var layout: DeviceLayout { DeviceLayout(root: directory) }
+    public var socket: URL { layout.socket }
+    var lock: URL { layout.lock }
+    public var log: URL { layout.log }
 
     /// Fails when the socket's path is too long to bind: sun_path holds 107 bytes and a
     /// terminating zero.

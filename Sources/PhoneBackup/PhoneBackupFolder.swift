@@ -1,6 +1,7 @@
 import AppleFormats
 import Crypto
 import Foundation
+import KeychainModel
 
 /// What a Keyferry device says it is in the backups it writes as a phone: a modern iPhone, so
 /// that readers take the iOS 10.2+ code path (`IOS-BACKUP.md`, section 2).
@@ -56,18 +57,43 @@ enum PhoneDomain {
 }
 
 /// Why a backup folder cannot be read or written.
-public enum PhoneBackupError: Error, Sendable, CustomStringConvertible {
+public enum PhoneBackupError: CodedError, Equatable {
+    public static let domain = "phoneBackup"
+
     case malformed(String)
     case wrongPassword
     case needsPassword
     case exists(String)
     case unsupported(String)
 
+    public enum Code: String, Sendable {
+        case malformed, wrongPassword, needsPassword, exists, unsupported
+    }
+
+    public var code: Code {
+        switch self {
+        case .malformed: .malformed
+        case .wrongPassword: .wrongPassword
+        case .needsPassword: .needsPassword
+        case .exists: .exists
+        case .unsupported: .unsupported
+        }
+    }
+
+    public var kind: ProblemKind {
+        switch self {
+        case .wrongPassword, .needsPassword: .authentication
+        case .malformed, .exists, .unsupported: .invalidInput
+        }
+    }
+
+    public var message: String { description }
+
     public var description: String {
         switch self {
         case .malformed(let detail): "the iOS backup is malformed: \(detail)"
         case .wrongPassword: "wrong password: it does not open the backup's keybag"
-        case .needsPassword: "the iOS backup is encrypted: give its password (--password-file F, --password-stdin or KEYFERRY_BACKUP_PASSWORD)"
+        case .needsPassword: "the iOS backup is encrypted, and no password was given"
         case .exists(let path): "\(path) already exists; an iOS backup is written to a new folder"
         case .unsupported(let detail): "the iOS backup cannot be read: \(detail)"
         }

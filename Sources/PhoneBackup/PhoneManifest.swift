@@ -1,5 +1,6 @@
 import AppleFormats
 import Foundation
+import KeychainModel
 import KeychainStore
 
 /// `Manifest.plist`: what a backup is before its password opens anything (`IOS-BACKUP.md`,

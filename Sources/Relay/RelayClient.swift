@@ -72,7 +72,7 @@ public struct RelayClient: RelayTransport {
             let refused = (error as? IOError)?.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue
             throw RelayError.unreachable(
                 "\(base.absoluteString): \(ConnectionFailure.reason(error))"
-                    + (refused ? " (is `keyferry relay serve` running?)" : ""))
+                    + (refused ? " (is a relay serving there?)" : ""))
         }
         guard response.status == .ok else {
             // A relay always says why; a server that does not is something else.

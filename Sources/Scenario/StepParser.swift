@@ -169,11 +169,11 @@ struct StepParser {
             return (.transfer(from: source, to: target), "Quick Start from \(source) to \(target)")
         case "wait":
             if value.node.scalar != nil {
-                let span = try duration(value)
+                let span = try value.duration()
                 return (.wait(span, devices: fleet.members.map(\.id)), "wait \(try value.text())")
             }
             let fields = try value.fields(allowed: ["for", "devices"])
-            let span = try duration(required("for", fields, value))
+            let span = try required("for", fields, value).duration()
             let devices = try fields["devices"].map { field in try field.texts().map { try checkDevice($0, field) } } ?? fleet.members.map(\.id)
             return (.wait(span, devices: devices), "wait \(try fields["for"]!.text()) on \(devices.joined(separator: ", "))")
         case "expect":
@@ -364,10 +364,4 @@ struct StepParser {
         return status
     }
 
-    private func duration(_ field: YAMLField) throws -> TimeInterval {
-        let text = try field.text()
-        var seconds: TimeInterval = 0
-        try field.check { seconds = try AdvancingClock.seconds(in: text) }
-        return seconds
-    }
 }

@@ -45,7 +45,7 @@ public enum Survival {
         guard device.lockState == .unlocked else {
             throw DeviceError(
                 .protectedDataUnavailable,
-                "\(device.info.name) is locked, so its secrets cannot be read; unlock it first (`keyferry device unlock DIR --passcode ...`).")
+                "\(device.info.name) is locked, so its secrets cannot be read; unlock it first.")
         }
         if let app = options.app { _ = try device.app(app) }
         // Guesses count here, on the device, never only on its copies.

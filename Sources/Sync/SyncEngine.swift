@@ -5,45 +5,6 @@ import KeyferryCrypto
 import KeyferryThreads
 import SyncWire
 
-/// What one pass of `SyncEngine.sync()` did.
-public struct SyncReport: Equatable, Sendable, Codable {
-    /// Local writes sealed and pushed.
-    public var pushed = 0
-    /// Versions received that won and were written.
-    public var applied = 0
-    /// Versions received that lost to what this device holds, or that it already held.
-    public var superseded = 0
-    /// Records refused (envelopes one by one or a whole batch at once, membership entries, key
-    /// records), never applied: the first reasons, and how many in all. A flood of junk on the
-    /// relay makes the count grow, never the report.
-    public var rejected: [String] = []
-    public var rejectedCount = 0
-    /// Class A items received while locked: kept sealed until unlock.
-    public var waitingForUnlock = 0
-    /// Local class A changes sealed in this lock state: pushed at unlock, with the time they
-    /// were made as their version.
-    public var waitingToPush = 0
-    /// Synchronizable ThisDeviceOnly items seen in the change feed: they stay here.
-    public var skippedDeviceBound = 0
-    /// Versions received whose primary key a device-bound item holds here: that item stays,
-    /// and the version is not written (replication never replaces a ThisDeviceOnly item).
-    public var keptDeviceBound = 0
-    /// The pass stopped at its bound with more on the relay: run the next one at once.
-    public var more = false
-
-    /// Reasons a report keeps.
-    public static let keptReasons = 16
-
-    public init() {}
-
-    public mutating func reject(_ reason: String) {
-        rejectedCount += 1
-        if rejected.count < Self.keptReasons { rejected.append(reason) }
-    }
-
-    mutating func reject(_ reasons: [String]) { reasons.forEach { reject($0) } }
-}
-
 /// What a member hands a device it vouches for: everything the joiner needs to check before
 /// anything changes anywhere. The sponsor signs the joiner's entry but does not publish it; the
 /// joiner publishes it once it has verified the circle and opened the keys, so a join that
@@ -387,7 +348,7 @@ public actor SyncEngine {
             throw KeychainError(
                 .interactionNotAllowed,
                 "\(device.info.name) has not been unlocked since it was powered on, so its sync "
-                    + "identity stays sealed; unlock it (keyferry device unlock DIR --passcode ...) and it syncs from then on.")
+                    + "identity stays sealed; unlock it and it syncs from then on.")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import SyncWire
 
 /// What a member remembers between runs, in `sync.json` in its device directory. Nothing in it
@@ -7,7 +8,6 @@ import SyncWire
 /// renamed, so a crash leaves the previous state; a member that restarts from it pulls and
 /// pushes again, which the merge rule makes harmless.
 struct SyncState: Codable {
-    static let fileName = "sync.json"
     static let formatVersion = 1
 
     struct Held: Codable {
@@ -41,7 +41,7 @@ struct SyncState: Codable {
     var ownChain: BatchLink?
     var received: AuthorChains?
 
-    static func url(in directory: URL) -> URL { directory.appendingPathComponent(fileName) }
+    static func url(in directory: URL) -> URL { DeviceLayout(root: directory).syncState }
 
     /// Forgets the circle: the state goes, so the device is in none.
     static func remove(from directory: URL) throws {

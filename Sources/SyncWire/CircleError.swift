@@ -1,8 +1,12 @@
+import KeychainModel
+
 /// Why a circle operation failed: a code to branch on (retry a lost race, give up on a removal)
 /// and a sentence that names the fix.
-public struct CircleError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CircleError: CodedError, Hashable {
+    public static let domain = "circle"
+
     /// Open, like `DeviceError.Code`: a layer above may add codes of its own.
-    public struct Code: RawRepresentable, Hashable, Sendable {
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
@@ -40,8 +44,15 @@ public struct CircleError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
+    public var kind: ProblemKind {
+        switch code {
+        case .concurrentChange, .relayUnreachable, .keysUnavailable: .unavailable
+        case .unknownCircle, .noSuchMember, .notInCircle: .notFound
+        case .alreadyInCircle, .ambiguousMember, .cannotRemoveSelf, .invalidName, .notVouched: .invalidInput
+        default: .failure
+        }
+    }
+
     /// Whether the same call may succeed later, unchanged.
     public var isRetryable: Bool { code == .concurrentChange || code == .relayUnreachable }
-
-    public var description: String { message }
 }

@@ -105,7 +105,7 @@ public struct MembershipEntry: Hashable, Sendable {
                 throw CircleError(
                     .invalidHistory,
                     "membership entry format \(format) is from a circle made by an older Keyferry, before circles were "
-                        + "named after their creator; leave it (`circle leave --force`) and create a new one")
+                        + "named after their creator; leave it (by force: its history no longer verifies) and create a new one")
             }
             guard format == Self.formatVersion else { throw CircleError(.invalidHistory, "membership entry format \(format) is newer than this build reads") }
             circle = try r.uuid()

@@ -69,11 +69,35 @@ public protocol RelayTransport: Sendable {
 
 /// Why a relay call failed: no answer (worth asking again later), a refusal, or a relay that
 /// cannot serve.
-public enum RelayError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
+public enum RelayError: CodedError, Equatable {
+    public static let domain = "relay"
+
     case unreachable(String)
     case refused(String)
     /// The relay itself could not bind its address.
     case cannotListen(String)
+
+    public enum Code: String, Sendable {
+        case unreachable, refused, cannotListen
+    }
+
+    public var code: Code {
+        switch self {
+        case .unreachable: .unreachable
+        case .refused: .refused
+        case .cannotListen: .cannotListen
+        }
+    }
+
+    public var kind: ProblemKind {
+        switch self {
+        case .unreachable: .unavailable
+        case .refused: .failure
+        case .cannotListen: .unavailable
+        }
+    }
+
+    public var message: String { description }
 
     public var description: String {
         switch self {

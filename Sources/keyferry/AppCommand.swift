@@ -20,16 +20,23 @@ struct AppCommand: AsyncParsableCommand {
         )
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID, e.g. com.example.mail.", transform: Checked.bundleID) var bundle: String
+        @Option(help: "The app's bundle ID, e.g. com.example.mail.", transform: Checked.bundleID) var app: String
         @Option(help: "Ten-character team ID.", transform: Checked.teamID) var team: String
         @Option(help: "An extra keychain access group (repeatable), e.g. TEAMID.shared.") var group: [String] = []
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let manifest = AppManifest(bundleID: bundle, teamID: team, accessGroups: group)
+            let manifest = AppManifest(bundleID: app, teamID: team, accessGroups: group)
             try manifest.validate()
+            let before = try await device.client.apps().first { $0.bundleID == app }
             try await device.client.send(.install, manifest)
-            if output.json { printJSON(manifest.presented) } else { say("installed \(bundle), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
+            if let before, before.teamID != team {
+                let lost = before.entitledGroups.filter { !manifest.entitledGroups.contains($0) }
+                warn(
+                    "\(app) was installed under team \(before.teamID): under \(team) this is an app transfer"
+                        + (lost.isEmpty ? "." : "; the app no longer reaches \(lost.joined(separator: ", ")), nor the items in them."))
+            }
+            if output.json { printJSON(manifest.presented) } else { say("installed \(app), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
         }
     }
 
@@ -37,12 +44,12 @@ struct AppCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "uninstall", abstract: "Uninstall an app: its sandbox is wiped, its keychain items stay.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
+        @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: bundle))
-            if output.json { printJSON(["uninstalled": bundle]) } else { say("uninstalled \(bundle); its keychain items stay on the device") }
+            try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: app))
+            if output.json { printJSON(["uninstalled": app]) } else { say("uninstalled \(app); its keychain items stay on the device") }
         }
     }
 
@@ -69,7 +76,7 @@ struct AppCommand: AsyncParsableCommand {
             discussion: "UserDefaults are unreadable before first unlock, as on iOS.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
+        @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
         @Option(help: "Set KEY=VALUE (a string).") var set: String?
         @Option(help: "Print one value.") var get: String?
         @Flag(help: "Print every entry.") var list = false
@@ -83,14 +90,14 @@ struct AppCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            var request = NodeAPI.Defaults(bundleID: bundle)
+            var request = NodeAPI.Defaults(bundleID: app)
             if let set, let equals = set.firstIndex(of: "=") {
                 request.set[String(set[..<equals])] = String(set[set.index(after: equals)...])
             }
             let all: [String: String] = try await device.client.call(.defaults, request)
             if let get {
                 guard let value = all[get] else {
-                    throw DeviceError(.invalidArgument, "\(bundle) has no UserDefaults value for '\(get)'.")
+                    throw CommandFailure(.notFound, "\(app) has no UserDefaults value for '\(get)'.")
                 }
                 if output.json { printJSON([get: value]) } else { print(value) }
             } else if list {
@@ -113,14 +120,15 @@ extension AppCommand {
                 or none. Reading a file whose class is unavailable fails; backups carry the files \
                 in every archive, encrypted or not.
 
-                  keyferry app file DIR --bundle com.example.mail --list
-                  keyferry app file DIR --bundle com.example.mail --write TokenCache.dat --text abc
-                  keyferry app file DIR --bundle com.example.mail --write Vault.db --from vault.db --protection complete
-                  keyferry app file DIR --bundle com.example.mail --read TokenCache.dat > token
+                  keyferry app file DIR --app APP --list
+                  keyferry app file DIR --app APP --write Token.dat --text abc
+                  keyferry app file DIR --app APP --write Vault.db --from vault.db \\
+                      --protection complete
+                  keyferry app file DIR --app APP --read Token.dat > token
                 """)
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Bundle ID.", transform: Checked.bundleID) var bundle: String
+        @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
         @Flag(help: "List the files with their protection class and size.") var list = false
         @Option(help: "Write the file at PATH (under Documents) from --text or --from.") var write: String?
         @Option(help: "Print the file at PATH, byte for byte (--json: as text or base64).") var read: String?
@@ -154,12 +162,12 @@ extension AppCommand {
         func run() async throws {
             let client = device.client
             if list {
-                let files: [NodeAPI.FileInfo] = try await client.call(.files, NodeAPI.Files(bundleID: bundle))
+                let files: [NodeAPI.FileInfo] = try await client.call(.files, NodeAPI.Files(bundleID: app))
                 if output.json {
                     try printJSON(encodable: files)
                     return
                 }
-                if files.isEmpty { say("\(bundle) has no files under Documents") }
+                if files.isEmpty { say("\(app) has no files under Documents") }
                 for file in files { print("Documents/\(file.path)  \(file.protection.rawValue)  \(byteSize(file.bytes))") }
             } else if let path = write {
                 let limit = NodeAPI.File.maximumBytes
@@ -168,10 +176,10 @@ extension AppCommand {
                     throw ValidationError("\(from ?? "the text") is larger than a file Keyferry writes in one call (\(byteSize(limit))).")
                 }
                 let _: NodeAPI.FileContents = try await client.call(
-                    .file, NodeAPI.File(bundleID: bundle, path: path, contents: contents, protection: protection))
+                    .file, NodeAPI.File(bundleID: app, path: path, contents: contents, protection: protection))
                 if output.json { printJSON(["path": path, "bytes": contents.count]) } else { say("wrote Documents/\(path) (\(byteSize(contents.count)))") }
             } else if let path = read {
-                let file: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path))
+                let file: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: app, path: path))
                 let contents = file.contents ?? Data()
                 if output.json {
                     let text = String(data: contents, encoding: .utf8)
@@ -180,7 +188,7 @@ extension AppCommand {
                     FileHandle.standardOutput.write(contents)
                 }
             } else if let path = remove {
-                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: bundle, path: path, remove: true))
+                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: app, path: path, remove: true))
                 if output.json { printJSON(["removed": path]) } else { say("removed Documents/\(path)") }
             }
         }

@@ -243,12 +243,14 @@ struct BackupCommand: AsyncParsableCommand {
             }
             guard reader.version >= 2 else {
                 throw CommandFailure(
+                    .invalidInput,
                     "\(file) is a format \(reader.version) archive, whose unencrypted sections carry checksums only: no device can authenticate it. Verify it without --device, or make a new backup."
                 )
             }
             let keys = try Device.backupKeys(at: URL(fileURLWithPath: directory))
             guard keys.deviceID == reader.header.deviceID else {
                 throw CommandFailure(
+                    .invalidInput,
                     "\(file) was written by \(reader.header.deviceName.escapingControlCharacters) (\(reader.header.deviceID.uuidString)), not by the device in \(directory) (\(keys.deviceID.uuidString)); only the device that wrote an unencrypted archive can authenticate it."
                 )
             }
@@ -302,6 +304,7 @@ struct BackupPassword: ParsableArguments {
             : ProcessInfo.processInfo.environment["KEYFERRY_BACKUP_PASSWORD"].map { _ in ("KEYFERRY_BACKUP_PASSWORD", "unset it") }
         guard let (source, fix) = given else { return }
         throw CommandFailure(
+            .invalidInput,
             "\(file) is unencrypted, so \(source) means nothing for it; if you expected an encrypted archive, it may have been replaced. "
                 + "To use it as it is, \(fix).")
     }

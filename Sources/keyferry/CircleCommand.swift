@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import Node
 import NodeControl
+import SyncWire
 import Relay
 
 struct CircleCommand: AsyncParsableCommand {
@@ -88,7 +89,16 @@ struct CircleCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status: NodeAPI.CircleStatus = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
+            let status: NodeAPI.CircleStatus
+            do {
+                status = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
+            } catch let error as CircleError where error.code == .notInCircle {
+                // Leaving is done once the device is in no circle, whoever got it there.
+                if output.json { try printJSON(encodable: try await device.client.get(.circleStatus) as NodeAPI.CircleStatus) } else {
+                    say("nothing to do: \(error.message)")
+                }
+                return
+            }
             if output.json { try printJSON(encodable: status) } else { say("left the circle; in no circle now") }
         }
     }

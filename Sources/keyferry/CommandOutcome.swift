@@ -1,40 +1,58 @@
 import ArgumentParser
+import Fleet
 import Foundation
 import KeychainModel
 import KeyferrySystem
 
-/// How a failed command ends, the same for every command: exit 3 with `errSecName (-NNNNN):
-/// sentence` for a keychain status; 64 with the sentence and the command's usage for a usage
-/// mistake; 1 with a sentence naming the fix for anything else. The text goes to stderr; with
-/// `--json` the same failure is also a JSON object on stdout, so a consumer never reads nothing.
+/// How a failed command ends, the same for every command: the exit status of its kind of
+/// problem (`ExitStatus`), the sentence on stderr (`errSecName (-NNNNN): sentence` for a keychain
+/// status, the usage line for a usage mistake, the remedy where the command line knows one), and
+/// with `--json` one JSON object on stdout too, so a consumer never reads nothing.
 struct CommandOutcome {
     var status: Int32
     var text: String
     var json: [String: Any]?
-
-    static let keychainStatus: Int32 = 3
-    static let usage: Int32 = 64
-    static let failure: Int32 = 1
 
     init(_ error: any Error, command: any ParsableCommand.Type, json: Bool) {
         switch error {
         case let exit as ExitCode:
             self.init(status: exit.rawValue, text: "", json: nil)
         case let interrupted as Interrupted:
-            self.init(status: 130, text: "error: \(interrupted)", json: json ? ["error": interrupted.description, "interrupted": true] : nil)
-        case let error as KeychainError:
-            self.init(
-                status: Self.keychainStatus, text: error.description,
-                json: json ? ["status": Int(error.status.rawValue), "name": error.status.name, "message": error.message] : nil)
+            self.init(.interrupted, "error: \(interrupted)", json: json, ["error": interrupted.description, "interrupted": true])
         case let error as ValidationError:
             let usage = Keyferry.usageString(for: command)
             self.init(
-                status: Self.usage, text: "error: \(error.message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more.",
-                json: json ? ["error": error.message, "usage": usage] : nil)
+                .usage, "error: \(error.message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more.",
+                json: json, ["error": error.message, "usage": usage])
+        case let problems as FileProblems:
+            let sentences = problems.errors.map { $0.description }
+            self.init(
+                ExitStatus(problems.kind), sentences.map { "error: \($0)" }.joined(separator: "\n"), json: json,
+                ["error": sentences.first ?? "", "problems": sentences, "domain": FleetFileError.domain], kind: problems.kind)
+        case let error as any CodedError:
+            let sentence = Remedy.sentence(for: error)
+            var fields: [String: Any] = ["error": sentence, "domain": error.domain, "code": error.codeName, "retryable": error.isRetryable]
+            var text = "error: \(sentence)"
+            if let error = error as? KeychainError {
+                fields["status"] = Int(error.status.rawValue)
+                fields["name"] = error.status.name
+                fields["message"] = error.message
+                text = "\(error.status): \(sentence)"
+            }
+            self.init(ExitStatus(error.kind), text, json: json, fields, kind: error.kind)
+        case let failure as CommandFailure:
+            self.init(ExitStatus(failure.kind), "error: \(failure.description)", json: json, ["error": failure.description], kind: failure.kind)
         default:
-            let message = userMessage(for: error)
-            self.init(status: Self.failure, text: "error: \(message)", json: json ? ["error": message] : nil)
+            let (message, kind) = userMessage(for: error)
+            self.init(ExitStatus(kind), "error: \(message)", json: json, ["error": message], kind: kind)
         }
+    }
+
+    private init(_ status: ExitStatus, _ text: String, json: Bool, _ fields: [String: Any], kind: ProblemKind? = nil) {
+        var fields = fields
+        fields["exitStatus"] = Int(status.rawValue)
+        if let kind { fields["kind"] = kind.rawValue }
+        self.init(status: status.rawValue, text: text, json: json ? fields : nil)
     }
 
     private init(status: Int32, text: String, json: [String: Any]?) {
@@ -46,16 +64,19 @@ struct CommandOutcome {
     /// A mistake ArgumentParser found while parsing, with "did you mean" for a mistyped
     /// subcommand.
     static func usage(parsing error: any Error, arguments: [String], json: Bool) -> CommandOutcome {
-        if let typo = SubcommandTypo.find(in: arguments) {
-            return CommandOutcome(
-                status: usage, text: "error: \(typo.message)\n  See '\(typo.parentPath) --help'.",
-                json: json ? ["error": typo.message] : nil)
-        }
+        if let typo = SubcommandTypo.find(in: arguments) { return .typo(typo, json: json) }
         var text = Keyferry.fullMessage(for: error)
         if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst(7) }
         return CommandOutcome(
             status: Keyferry.exitCode(for: error).rawValue, text: text,
-            json: json ? ["error": Keyferry.message(for: error)] : nil)
+            json: json
+                ? ["error": Keyferry.message(for: error), "kind": ProblemKind.invalidInput.rawValue, "exitStatus": Int(Keyferry.exitCode(for: error).rawValue)]
+                : nil)
+    }
+
+    /// A word where a subcommand belongs that names none.
+    static func typo(_ typo: SubcommandTypo, json: Bool) -> CommandOutcome {
+        CommandOutcome(.usage, "error: \(typo.message)\n  See '\(typo.parentPath) --help'.", json: json, ["error": typo.message], kind: .invalidInput)
     }
 
     func finish() -> Never {
@@ -67,6 +88,14 @@ struct CommandOutcome {
         if let json { printJSON(json) }
         exit(status)
     }
+}
+
+/// Every mistake found in the files a command was given (fleet and scenario files are checked
+/// whole before anything starts), reported together.
+struct FileProblems: Error {
+    var errors: [FleetFileError]
+    /// Not found only when every file is missing; any malformed one makes it a usage mistake.
+    var kind: ProblemKind { errors.allSatisfy { $0.kind == .notFound } ? .notFound : .invalidInput }
 }
 
 /// `keyferry item add` from the usage line `keyferry item add <dir> --app <app> ...`.
@@ -136,24 +165,28 @@ struct SubcommandTypo {
     }
 }
 
-/// The sentence a user reads for a failure that is not Keyferry's own: no Foundation or NIO
-/// type names or debug text.
-func userMessage(for error: any Error) -> String {
+/// The sentence a user reads for a failure that is not Keyferry's own (no Foundation or NIO
+/// type names or debug text), and its kind.
+func userMessage(for error: any Error) -> (message: String, kind: ProblemKind) {
     switch error {
     case let error as CocoaError:
         let path = (error.userInfo[NSFilePathErrorKey] as? String) ?? error.filePath ?? error.url?.path
         let subject = path.map { " (\($0))" } ?? ""
         switch error.code {
-        case .fileNoSuchFile, .fileReadNoSuchFile: return "no such file or directory\(subject)."
-        case .fileReadNoPermission, .fileWriteNoPermission: return "permission denied\(subject)."
-        case .fileWriteOutOfSpace: return "the disk is full\(subject)."
-        case .fileWriteVolumeReadOnly: return "the file system is read-only\(subject)."
-        case .fileWriteFileExists: return "it already exists\(subject)."
-        default: return "a file operation failed\(subject): code \(error.code.rawValue)."
+        case .fileNoSuchFile, .fileReadNoSuchFile: return ("no such file or directory\(subject).", .notFound)
+        case .fileReadNoPermission, .fileWriteNoPermission: return ("permission denied\(subject).", .failure)
+        case .fileWriteOutOfSpace: return ("the disk is full\(subject).", .failure)
+        case .fileWriteVolumeReadOnly: return ("the file system is read-only\(subject).", .failure)
+        case .fileWriteFileExists: return ("it already exists\(subject).", .invalidInput)
+        default: return ("a file operation failed\(subject): code \(error.code.rawValue).", .failure)
         }
     case let error as POSIXError:
-        return SystemError.reason(error.code.rawValue) + "."
+        return (SystemError.reason(error.code.rawValue) + ".", error.code == .ENOENT ? .notFound : .failure)
+    case let error as any CodedError:
+        return (error.message, error.kind)
+    case let error as FleetError:
+        return (error.description, error.kind)
     default:
-        return "\(error)"
+        return ("\(error)", .failure)
     }
 }

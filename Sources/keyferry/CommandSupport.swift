@@ -20,7 +20,20 @@ struct DeviceDirectory: ParsableArguments {
 struct OutputOptions: ParsableArguments {
     @Flag(help: "Print the result as JSON on stdout.") var json = false
     @Flag(name: .shortAndLong, help: "Print only results and errors: no confirmations, summaries or progress.") var quiet = false
-    @Flag(name: .shortAndLong, help: "Print more: every item a restore handles, every step.") var verbose = false
+
+    func validate() throws {
+        Verbosity.current = json || quiet ? .quiet : .normal
+    }
+}
+
+/// The output flags of a command that reports item by item (restore, transfer): `--verbose`
+/// lists every item, where the others print a summary.
+/// (A group of its own rather than one nesting `OutputOptions`, so that one `validate` sets the
+/// verbosity.)
+struct ReportOptions: ParsableArguments {
+    @Flag(help: "Print the result as JSON on stdout.") var json = false
+    @Flag(name: .shortAndLong, help: "Print only results and errors: no confirmations, summaries or progress.") var quiet = false
+    @Flag(name: .shortAndLong, help: "List every item, with what happened to it and why.") var verbose = false
 
     func validate() throws {
         if quiet && verbose { throw ValidationError("choose --quiet or --verbose, not both.") }
@@ -67,10 +80,16 @@ func warnPasscodeInArgv(_ option: String, instead: String) {
 
 private let passcodeInArgvWarned = Locked(false)
 
-/// A failure that is only a sentence naming the fix (exit status 1).
+/// A failure the command line words itself: a sentence naming the fix, and its kind (a failure,
+/// exit status 1, unless said).
 struct CommandFailure: Error, CustomStringConvertible {
+    let kind: ProblemKind
     let description: String
-    init(_ description: String) { self.description = description }
+    init(_ kind: ProblemKind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+    init(_ description: String) { self.init(.failure, description) }
 }
 
 /// A line on stdout at once, even into a pipe: progress a CI log shows as it happens.
@@ -128,7 +147,7 @@ func interruptibly<Success: Sendable>(_ body: @escaping @Sendable () async throw
 /// when the work says more than that it was cancelled.
 struct Interrupted: Error, CustomStringConvertible {
     var cause: any Error
-    var description: String { cause is CancellationError ? "interrupted" : "interrupted: \(userMessage(for: cause))" }
+    var description: String { cause is CancellationError ? "interrupted" : "interrupted: \(userMessage(for: cause).message)" }
 }
 
 /// A line on stderr, after whatever stdout holds, so that the two read in order in one log.
@@ -294,7 +313,7 @@ func readInput(_ path: String?, what: String, limit: Int) throws -> Data {
     do {
         return try handle.read(upToCount: limit + 1) ?? Data()
     } catch {
-        throw ValidationError("cannot read \(what)\(path.map { " " + $0 } ?? ""): \(userMessage(for: error))")
+        throw ValidationError("cannot read \(what)\(path.map { " " + $0 } ?? ""): \(userMessage(for: error).message)")
     }
 }
 

@@ -86,7 +86,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let tour = Tour()
         tour.heading("The \(runner.fleet.name) fleet comes up (\(fleet))")
-        for arrival in try await runner.up() {
+        for arrival in try await runner.up().members {
             tour.say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
         }
         let phone = NodeClient(directory: runner.directory(of: member))
@@ -186,8 +186,12 @@ struct DemoCommand: AsyncParsableCommand {
         await tour.attempt("read vault-key") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
 
         tour.heading("Fleet status")
-        for status in try await runner.status() {
+        let overview = try await runner.status()
+        for status in overview.members {
             tour.say(runner.line(status.member, status.device?.fleetLine ?? "not created"))
+        }
+        if let relay = overview.relay?.url, let circle = overview.circle {
+            tour.say(runner.line("circle", "\(circle.members.joined(separator: ", ")), through the relay at \(relay)"))
         }
 
         tour.heading("The fleet goes down: every class key leaves memory")

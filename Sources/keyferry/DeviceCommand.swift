@@ -22,11 +22,11 @@ struct DeviceCommand: AsyncParsableCommand {
         /// The passcode the device is given, if any.
         @OptionGroup var passcode: PasscodeInput
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
-        @Option(help: "Seconds class A keys stay in memory after the screen locks.") var grace: Double = 10
+        @Option(help: "How long class A keys stay in memory after the screen locks: 10s, 1m (a bare number is seconds).", transform: Checked.duration)
+        var grace: TimeInterval = 10
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard grace >= 0, grace.isFinite else { throw ValidationError("--grace must be zero or more seconds.") }
             if biometry && !passcode.given { throw ValidationError("--biometry needs a passcode: iOS enrolls biometry only on a device with a passcode.") }
         }
 
@@ -46,7 +46,8 @@ struct DeviceCommand: AsyncParsableCommand {
             discussion: "The clock follows real time, plus every advance; it never goes back, and a restarted node starts again at real time.")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "Move the clock forward by this much: 90s, 10m, 1h30m, 30d.", transform: Checked.duration) var advance: TimeInterval?
+        @Option(parsing: .unconditional, help: "Move the clock forward by this much: 90s, 10m, 1h30m, 30d.", transform: Checked.duration)
+        var advance: TimeInterval?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
@@ -99,7 +100,7 @@ struct DeviceCommand: AsyncParsableCommand {
             }
             let typed = hasPasscode ? try passcode.readOrAsk("Passcode of \(device.dir): ") : nil
             if hasPasscode && typed == nil {
-                throw ValidationError("this device has a passcode; give it with --passcode-file F, --passcode-stdin, or --passcode.")
+                throw KeychainError(.authFailed, "this device has a passcode; give it with --passcode-file F, --passcode-stdin, or --passcode.")
             }
             try await device.send(.unlock, NodeAPI.Unlock(passcode: typed), json: output.json)
         }
@@ -152,7 +153,7 @@ struct DeviceCommand: AsyncParsableCommand {
             var old = try current ?? currentFile.map { try PasscodeInput.read(file: $0, what: "current passcode") }
             if hasPasscode && old == nil { old = PasscodeInput.ask("Current passcode of \(device.dir): ") }
             guard !hasPasscode || old != nil else {
-                throw ValidationError("this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
+                throw KeychainError(.authFailed, "this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
             }
             let new = try set ?? setFile.map { try PasscodeInput.read(file: $0, what: "new passcode") }
             try await device.send(.passcode, NodeAPI.Passcode(new: new, current: old, remove: remove), json: output.json)
@@ -189,9 +190,11 @@ extension NodeAPI.BiometryAction: EnumerableFlag {
 extension DeviceDirectory {
     /// Sends one request to the node, then shows the device's status: what every lock,
     /// passcode and biometry command prints.
+    /// (The status line confirms the change: --quiet leaves it out.)
     func send(_ route: NodeAPI.Route, _ body: some Encodable, json: Bool) async throws {
         try await client.send(route, body)
-        try await printStatus(self, json: json)
+        let status = try await client.deviceStatus()
+        if json { try printJSON(encodable: status) } else { say(status.summary) }
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Fleet
 import Foundation
+import KeychainModel
 import KeychainStore
 import Node
 import NodeControl
@@ -59,12 +60,16 @@ struct FleetCommand: AsyncParsableCommand {
                 try printJSON(encodable: arrivals)
                 return
             }
-            for arrival in arrivals {
+            for arrival in arrivals.members {
                 say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
             }
-            let relay = runner.fleet.runsRelay ? RelayLauncher.running(data: runner.relayDirectory) : runner.fleet.relay?.url
-            if let circle = arrivals.first?.circle, let relay {
-                print("every device is in circle \(circle), syncing through the relay at \(relay.absoluteString)")
+            // What this `up` repaired or set up, said: a relay that had stopped, a member that
+            // had left the circle.
+            if arrivals.relayStarted, let relay = arrivals.relay { say("started the fleet's relay at \(relay)") }
+            let joined = arrivals.members.filter(\.joinedCircle).map(\.member)
+            if let circle = arrivals.circle, !joined.isEmpty { say("\(joined.joined(separator: ", ")) joined circle \(circle)") }
+            if let circle = arrivals.circle, let relay = arrivals.relay {
+                say("every device is in circle \(circle), syncing through the relay at \(relay)")
             }
         }
     }
@@ -78,14 +83,21 @@ struct FleetCommand: AsyncParsableCommand {
 
         func run() async throws {
             let runner = try fleet.runner()
-            let statuses = try await runner.status()
+            let overview = try await runner.status()
             if output.json {
-                try printJSON(encodable: statuses)
+                try printJSON(encodable: overview)
                 return
             }
             print("\(runner.fleet.name) fleet in \(runner.root.path)")
-            for status in statuses {
+            for status in overview.members {
                 print("  " + runner.line(status.member, status.device?.fleetLine ?? "not created"))
+            }
+            if let relay = overview.relay {
+                let state = relay.running.map { $0 ? "running" : "not running" } ?? "run by someone else"
+                print("  " + runner.line("relay", "\(relay.url ?? "no address yet"), \(state)"))
+            }
+            if let circle = overview.circle {
+                print("  " + runner.line("circle", "\(circle.id) of \(circle.members.joined(separator: ", "))"))
             }
         }
     }
@@ -94,20 +106,25 @@ struct FleetCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "down",
             abstract: "Stop every node of the fleet, and its relay (the devices stay on disk).",
-            discussion: "Exits 1 when nothing of the fleet was running, so a teardown that found nothing to stop is seen.")
+            discussion: """
+                Stopping a fleet that is already down does nothing and says so (exit status 0); a \
+                root that holds none of the fleet's devices is exit status 5 (was it brought up \
+                with --root somewhere else?).
+                """)
         @OptionGroup var fleet: FleetArguments
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let runner = try fleet.runner()
             let departures = try await runner.down()
-            guard departures.stoppedAny else {
-                let created = departures.members.contains { $0.departure != .notCreated }
+            guard departures.members.contains(where: { $0.departure != .notCreated }) else {
                 throw CommandFailure(
-                    created
-                        ? "nothing to stop: no node or relay of the \(runner.fleet.name) fleet runs in \(runner.root.path)."
-                        : "nothing to stop: no device of the \(runner.fleet.name) fleet exists in \(runner.root.path); was it brought up with --root somewhere else?"
-                )
+                    .notFound,
+                    "no device of the \(runner.fleet.name) fleet exists in \(runner.root.path); was it brought up with --root somewhere else?")
+            }
+            if !departures.stoppedAny && !output.json {
+                say("nothing to stop: no node or relay of the \(runner.fleet.name) fleet runs in \(runner.root.path).")
+                return
             }
             if output.json {
                 printJSON([

@@ -78,12 +78,6 @@ private let ownOptions: [AttributeKey: String] = [
     .creationDate: "none, the keychain keeps it", .modificationDate: "none, the keychain keeps it",
 ]
 
-/// Apple's named values of numeric attributes, as app code spells them.
-private let namedNumbers: [String: Int64] = [
-    "kSecAttrKeyTypeRSA": 42, "kSecAttrKeyTypeECSECPrimeRandom": 73,
-    "kSecAttrKeyClassPublic": 0, "kSecAttrKeyClassPrivate": 1, "kSecAttrKeyClassSymmetric": 2,
-]
-
 func attributeValue(_ raw: String, key: AttributeKey, name: String) throws -> AttributeValue {
     switch key.kind! {
     case .string:
@@ -91,7 +85,7 @@ func attributeValue(_ raw: String, key: AttributeKey, name: String) throws -> At
         if key.isBlob, raw.hasPrefix("hex:") || raw.hasPrefix("base64:") { return try data(raw, name: name) }
         return .string(raw)
     case .number:
-        guard let n = Int64(raw) ?? namedNumbers[raw] else {
+        guard let n = Int64(raw) ?? NamedNumbers.byName[raw]?.value else {
             throw ValidationError("\(name) takes a whole number or one of Apple's named values, not '\(raw)'.")
         }
         return .number(n)

@@ -21,15 +21,17 @@ struct Keyferry: AsyncParsableCommand {
             $ keyferry device init ./phone --passcode 123456
             $ keyferry node start ./phone
             $ keyferry device unlock ./phone --passcode 123456
-            $ keyferry app install ./phone --bundle com.example.mail --team ABCDE12345
+            $ keyferry app install ./phone --app com.example.mail --team ABCDE12345
             $ printf s3cret | keyferry item add ./phone \\
                 --app com.example.mail --account alice --value-stdin
             $ keyferry item get ./phone --app com.example.mail --account alice
             $ keyferry node stop ./phone
 
-            Exit status: 0 success; 3 a keychain status other than success (errSecName (-NNNNN) on \
-            stderr); 64 a usage error; 1 any other failure. With --json, failures are JSON on stdout \
-            too.
+            Exit status, the same in every command (`keyferry help exit-codes` says more): 0 success \
+            or nothing to do; 1 a failure; 3 a keychain status (errSecName (-NNNNN) on stderr); 4 a \
+            wrong or missing passcode or password; 5 not found; 6 unavailable now (no node, no \
+            relay); 64 a usage mistake or malformed input; 130 interrupted. With --json, a failure \
+            is one JSON object on stdout too.
 
             Shell completion: keyferry --generate-completion-script bash|zsh|fish
             """,
@@ -37,7 +39,7 @@ struct Keyferry: AsyncParsableCommand {
         subcommands: [
             DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self,
             TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self,
-            KeyCommand.self, DemoCommand.self,
+            KeyCommand.self, DemoCommand.self, ExitCodesCommand.self,
         ])
 
     private static var buildDescription: String {
@@ -66,8 +68,17 @@ struct Keyferry: AsyncParsableCommand {
         // offline); none of it goes into a core file. KEYFERRY_DEBUG_CRASHES=1 keeps cores and
         // full backtraces for whoever debugs Keyferry itself, knowing they may hold secrets.
         if ProcessInfo.processInfo.environment["KEYFERRY_DEBUG_CRASHES"] != "1" { ProcessControl.keepMemoryPrivate() }
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        // `app` commands named the bundle ID `--bundle` before every command took `--app`.
+        if arguments.first == "app", let index = arguments.firstIndex(where: { $0 == "--bundle" || $0.hasPrefix("--bundle=") }) {
+            arguments[index] = "--app" + arguments[index].dropFirst("--bundle".count)
+            warn("--bundle is now --app, as in every other command.")
+        }
         let json = arguments.contains("--json")
+        // `keyferry help WORD` for a WORD that names no command would print the top-level help.
+        if arguments.first == "help", let typo = SubcommandTypo.find(in: Array(arguments.dropFirst())) {
+            CommandOutcome.typo(typo, json: json).finish()
+        }
         let command: any ParsableCommand
         do {
             command = try parseAsRoot(arguments)

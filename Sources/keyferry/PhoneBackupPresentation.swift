@@ -13,6 +13,7 @@ enum PhoneBackupPresentation {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return false }
         guard PhoneBackupReader.isBackup(url) else {
             throw CommandFailure(
+                .invalidInput,
                 "\(path) is a folder with no Manifest.plist: neither an iOS backup nor a Keyferry archive. Finder keeps each backup in a folder named by the phone's UDID (MobileSync/Backup/UDID); give that folder."
             )
         }
@@ -60,6 +61,7 @@ enum PhoneBackupPresentation {
             let keys = try Device.backupKeys(at: URL(fileURLWithPath: directory))
             guard reader.wasWritten(by: keys.deviceID) else {
                 throw CommandFailure(
+                    .invalidInput,
                     "\(path) was written by \(reader.deviceName.escapingControlCharacters) (UDID \(reader.udid.escapingControlCharacters)), not by the device in \(directory); only the device that wrote a backup opens its ThisDeviceOnly items."
                 )
             }

@@ -78,13 +78,13 @@ struct RelayCommand: AsyncParsableCommand {
             let directory = URL(fileURLWithPath: data)
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                throw CommandFailure("--data \(data) is a file; give a directory for the relay's database.")
+                throw CommandFailure(.invalidInput, "--data \(data) is a file; give a directory for the relay's database.")
             }
             let tls = try tlsCertificate.map { certificate in
                 do {
                     return try RelayTLS(certificateChain: URL(fileURLWithPath: certificate), privateKey: URL(fileURLWithPath: tlsKey!))
                 } catch let error as RelayError {
-                    throw CommandFailure("\(error)")
+                    throw CommandFailure(.invalidInput, "\(error)")
                 }
             }
             let postgres = try database.map { try postgresDatabase($0) }
@@ -135,14 +135,14 @@ struct RelayCommand: AsyncParsableCommand {
             var password = ProcessInfo.processInfo.environment[PostgresRelayDatabase.passwordVariable]
             if let file = databasePasswordFile {
                 guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw CommandFailure("--database-password-file \(file) cannot be read.")
+                    throw CommandFailure(.notFound, "--database-password-file \(file) cannot be read.")
                 }
                 password = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             }
             do {
                 return try PostgresRelayDatabase(url: url, password: password)
             } catch let error as RelayStorageError {
-                throw CommandFailure("--database: \(error.reason).")
+                throw CommandFailure(.invalidInput, "--database: \(error.reason).")
             }
         }
     }

@@ -34,7 +34,7 @@ struct RestoreCommand: AsyncParsableCommand {
             that, so anyone could have written its apps, access groups, defaults and files.
             """)
     var acceptUnauthenticated = false
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var output: ReportOptions
 
     func run() async throws {
         let archive = URL(fileURLWithPath: file)
@@ -79,7 +79,7 @@ struct RestoreCommand: AsyncParsableCommand {
             try printJSON(encodable: report)
             return
         }
-        print(Verbosity.current == .verbose ? report.table(target: to) : report.summary(target: to))
+        if Verbosity.current == .verbose { print(report.table(target: to)) } else { say(report.summary(target: to)) }
     }
 }
 
@@ -129,6 +129,7 @@ extension RestoreReport {
         for (reason, count) in dropped.sorted(by: { $0.value > $1.value }) {
             lines.append("  dropped \(count.items): \(reason.sentence)")
         }
+        lines += localLossLines
         let waiting = items.filter(\.waitingForApp).count
         if waiting > 0 { lines.append("  \(waiting.items) restored for apps not installed yet; seen once one is installed") }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
@@ -161,6 +162,20 @@ extension RestoreReport {
                 "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)"
             )
         }
-        return lines.joined(separator: "\n")
+        return (lines + localLossLines).joined(separator: "\n")
+    }
+
+    /// What the target's own items lost: the restore replaces what is device-local, so items
+    /// added or changed on it since the backup are named.
+    private var localLossLines: [String] {
+        let named = { (items: [LocalItemLost]) in
+            items.map { ($0.name ?? "a \($0.itemClass.name) item").escapingControlCharacters }.sorted().joined(separator: ", ")
+        }
+        let gone = localItemsLost.filter { $0.reason == .notInArchive }
+        let older = localItemsLost.filter { $0.reason == .olderInArchive }
+        var lines: [String] = []
+        if !gone.isEmpty { lines.append("  removed \(gone.count.items(as: "local item")) not in the archive: \(named(gone))") }
+        if !older.isEmpty { lines.append("  back as the archive holds \(older.count == 1 ? "it" : "them"), losing later changes: \(named(older))") }
+        return lines
     }
 }

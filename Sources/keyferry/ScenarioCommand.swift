@@ -32,19 +32,15 @@ struct ScenarioCommand: AsyncParsableCommand {
 
         func run() async throws {
             var scenarios: [Scenario] = []
-            var problems: [String] = []
+            var problems: [FleetFileError] = []
             for file in files {
                 do {
                     scenarios.append(try Scenario.load(URL(fileURLWithPath: file), displayName: file))
                 } catch let error as FleetFileError {
-                    problems.append(error.description)
+                    problems.append(error)
                 }
             }
-            guard problems.isEmpty else {
-                if output.json { printJSON(["errors": problems]) }
-                for problem in problems { printError("error: \(problem)") }
-                throw ExitCode(CommandOutcome.usage)
-            }
+            guard problems.isEmpty else { throw FileProblems(errors: problems) }
             var results: [ScenarioResult] = []
             let human = !output.json && Verbosity.current >= .normal
             for (index, scenario) in scenarios.enumerated() {
@@ -70,7 +66,7 @@ struct ScenarioCommand: AsyncParsableCommand {
                 do {
                     try Data(JUnitReport.xml(results).utf8).write(to: URL(fileURLWithPath: junit), options: .atomic)
                 } catch {
-                    throw CommandFailure("cannot write \(junit): \(userMessage(for: error))")
+                    throw CommandFailure("cannot write \(junit): \(userMessage(for: error).message)")
                 }
             }
             let failed = results.filter { !$0.passed }

@@ -43,7 +43,7 @@ struct SurvivalCommand: AsyncParsableCommand {
             do {
                 try Data(matrix.html().utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
             } catch {
-                throw CommandFailure("cannot write \(html): \(userMessage(for: error))")
+                throw CommandFailure("cannot write \(html): \(userMessage(for: error).message)")
             }
         }
         if output.json {

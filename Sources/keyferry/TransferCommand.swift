@@ -18,7 +18,7 @@ struct TransferCommand: AsyncParsableCommand {
     @Argument(help: "The device to move from (running and unlocked).", completion: .directory) var from: String
     @Option(help: "The device to move onto (another device, powered off).", completion: .directory) var to: String
     @OptionGroup var targetPasscode: PasscodeInput
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var output: ReportOptions
 
     func run() async throws {
         let target = URL(fileURLWithPath: to).standardizedFileURL
@@ -31,6 +31,6 @@ struct TransferCommand: AsyncParsableCommand {
             try printJSON(encodable: report)
             return
         }
-        print(Verbosity.current == .verbose ? report.table(target: to, transfer: true) : report.summary(target: to, transfer: true))
+        if Verbosity.current == .verbose { print(report.table(target: to, transfer: true)) } else { say(report.summary(target: to, transfer: true)) }
     }
 }

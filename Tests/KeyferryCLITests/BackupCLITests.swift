@@ -42,21 +42,21 @@ struct BackupCLITests {
         try cli.ok(["device", "init", other])
         let byAnother = try cli.run(["backup", "verify", plain, "--device", other])
         #expect(
-            byAnother.status == 1 && byAnother.stderr.contains("only the device that wrote an unencrypted archive can authenticate it"), "\(byAnother.stderr)")
+            byAnother.status == 64 && byAnother.stderr.contains("only the device that wrote an unencrypted archive can authenticate it"), "\(byAnother.stderr)")
         let forEncrypted = try cli.run(["backup", "verify", encrypted, "--password-file", passwordFile.path, "--device", dir])
         #expect(forEncrypted.status == 64 && forEncrypted.stderr.contains("--device means nothing"), "\(forEncrypted.stderr)")
         // A password for an unencrypted archive is refused, not ignored: it may have replaced an encrypted one.
         let refused = try cli.run(["backup", "verify", plain, "--password-file", passwordFile.path])
-        #expect(refused.status == 1 && refused.stderr.contains("is unencrypted, so --password-file means nothing"))
+        #expect(refused.status == 64 && refused.stderr.contains("is unencrypted, so --password-file means nothing"))
         let refusedRestore = try cli.run(["restore", plain, "--to", dir, "--passcode", "123456", "--password-file", passwordFile.path])
-        #expect(refusedRestore.status == 1 && refusedRestore.stderr.contains("is unencrypted, so --password-file means nothing"), "\(refusedRestore.stderr)")
+        #expect(refusedRestore.status == 64 && refusedRestore.stderr.contains("is unencrypted, so --password-file means nothing"), "\(refusedRestore.stderr)")
         // The same from the environment.
         let fromEnvironment = ["KEYFERRY_BACKUP_PASSWORD": "expected encrypted"]
         let refusedByEnvironment = try cli.run(["restore", plain, "--to", dir, "--passcode", "123456"], environment: fromEnvironment)
         #expect(
-            refusedByEnvironment.status == 1 && refusedByEnvironment.stderr.contains("so KEYFERRY_BACKUP_PASSWORD means nothing for it")
+            refusedByEnvironment.status == 64 && refusedByEnvironment.stderr.contains("so KEYFERRY_BACKUP_PASSWORD means nothing for it")
                 && refusedByEnvironment.stderr.contains("unset it"), "\(refusedByEnvironment.stderr)")
-        #expect(try cli.run(["backup", "verify", plain], environment: fromEnvironment).status == 1)
+        #expect(try cli.run(["backup", "verify", plain], environment: fromEnvironment).status == 64)
 
         let bytes = try Data(contentsOf: URL(fileURLWithPath: encrypted))
         for marker in ["marker-secret", "marker-account", "marker-defaults"] {
@@ -82,27 +82,27 @@ struct BackupCLITests {
 
         try cli.ok(["backup", "create", dir, "--out", archive, "--encrypted"], environment: ["KEYFERRY_BACKUP_PASSWORD": "from env"])
         let wrongPassword = try cli.run(["backup", "verify", archive, "--password-file", wrong.path])
-        #expect(wrongPassword.status == 1 && wrongPassword.stderr.contains("wrong password"))
+        #expect(wrongPassword.status == 4 && wrongPassword.stderr.contains("wrong password"))
         let before = try Data(contentsOf: URL(fileURLWithPath: archive))
         let exists = try cli.run(["backup", "create", dir, "--out", archive, "--unencrypted"])
-        #expect(exists.status == 1 && exists.stderr.contains("already exists"))
+        #expect(exists.status == 64 && exists.stderr.contains("already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: archive)) == before)
 
         try before.prefix(before.count / 2).write(to: URL(fileURLWithPath: archive))
         let truncated = try cli.run(["backup", "verify", archive], environment: ["KEYFERRY_BACKUP_PASSWORD": "from env"])
-        #expect(truncated.status == 1 && truncated.stderr.contains("truncated"))
+        #expect(truncated.status == 64 && truncated.stderr.contains("truncated"))
 
         let noDirectory = try cli.run(["backup", "create", dir, "--out", cli.root.appendingPathComponent("none/a.kfbackup").path, "--unencrypted"])
-        #expect(noDirectory.status == 1 && noDirectory.stderr.contains("the directory") && noDirectory.stderr.contains("does not exist"))
+        #expect(noDirectory.status == 5 && noDirectory.stderr.contains("the directory") && noDirectory.stderr.contains("does not exist"))
         let noArchive = try cli.run(["backup", "inspect", cli.root.appendingPathComponent("none.kfbackup").path])
-        #expect(noArchive.status == 1 && noArchive.stderr.contains("there is no file"))
+        #expect(noArchive.status == 5 && noArchive.stderr.contains("there is no file"))
         let directoryArchive = try cli.run(["backup", "verify", cli.root.path])
-        #expect(directoryArchive.status == 1 && directoryArchive.stderr.contains("is a folder with no Manifest.plist"), "\(directoryArchive.stderr)")
+        #expect(directoryArchive.status == 64 && directoryArchive.stderr.contains("is a folder with no Manifest.plist"), "\(directoryArchive.stderr)")
 
         try cli.ok(["device", "lock", dir, "--now"])
         let other = cli.root.appendingPathComponent("b.kfbackup").path
         let locked = try cli.run(["backup", "create", dir, "--out", other, "--unencrypted"])
-        #expect(locked.status == 1 && locked.stderr.contains("locked"))
+        #expect(locked.status == 6 && locked.stderr.contains("locked"))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.contains("b.kfbackup") }
         #expect(leftovers.isEmpty)
     }
@@ -137,11 +137,11 @@ struct RestoreCLITests {
         #expect(try cli.ok(["item", "get", newPhone] + app + ["--account", "marker-account-whenUnlocked"]).text == "marker-secret-whenUnlocked")
         let missing = try cli.run(["item", "get", newPhone] + app + ["--account", "marker-account-afterFirstUnlockThisDeviceOnly"])
         #expect(missing.status == 3 && missing.stderr.hasPrefix("errSecItemNotFound (-25300)"))
-        #expect(try cli.ok(["app", "defaults", newPhone, "--bundle", "com.example.mail", "--get", "token"]).text.contains("marker-defaults"))
+        #expect(try cli.ok(["app", "defaults", newPhone, "--app", "com.example.mail", "--get", "token"]).text.contains("marker-defaults"))
 
         // The running source is refused; powered off, the same device gets every exported item back.
         let running = try cli.run(["restore", archive, "--to", dir, "--passcode", "123456", "--password-file", password.path])
-        #expect(running.status == 1 && running.stderr.contains("keyferry node stop"))
+        #expect(running.status == 6 && running.stderr.contains("keyferry node stop"))
         try cli.ok(["node", "stop", dir])
         let same = try cli.ok(["restore", archive, "--to", dir, "--passcode", "123456", "--password-file", password.path]).text
         #expect(same.hasPrefix("restored 2 of 2 keychain items") && same.contains("the same device"))
@@ -198,9 +198,9 @@ struct RestoreCLITests {
 
         let wrongPasscode = try cli.run(["restore", archive, "--to", newPhone, "--passcode", "0000"])
         // After the warning that --passcode is visible to every user of the machine.
-        #expect(wrongPasscode.status == 3 && wrongPasscode.stderr.contains("\nerrSecAuthFailed (-25293)"), "\(wrongPasscode.stderr)")
+        #expect(wrongPasscode.status == 4 && wrongPasscode.stderr.contains("\nerrSecAuthFailed (-25293)"), "\(wrongPasscode.stderr)")
         let notADevice = try cli.run(["restore", archive, "--to", cli.path("nowhere")])
-        #expect(notADevice.status == 1 && notADevice.stderr.contains("not a Keyferry device"))
+        #expect(notADevice.status == 5 && notADevice.stderr.contains("not a Keyferry device"))
         #expect(!FileManager.default.fileExists(atPath: cli.path("nowhere")))
 
         let report = try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468", "--json"]).object()
@@ -225,7 +225,7 @@ extension CLI {
                 "--value", "marker-secret-\(protection)", "--accessible", protection,
             ])
         }
-        try ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "token=marker-defaults"])
+        try ok(["app", "defaults", dir, "--app", "com.example.mail", "--set", "token=marker-defaults"])
         return dir
     }
 }

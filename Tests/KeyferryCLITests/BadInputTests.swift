@@ -36,44 +36,44 @@ struct BadInputTests {
         #expect(!FileManager.default.fileExists(atPath: cli.path("other")))
     }
 
-    @Test("failures outside the keychain exit 1 with a sentence naming the fix")
+    @Test("failures outside the keychain exit with their kind's status and a sentence naming the fix")
     func otherFailures() throws {
         let cli = try CLI()
         let notADevice = cli.path("empty")
         try FileManager.default.createDirectory(atPath: notADevice, withIntermediateDirectories: true)
         let start = try cli.run(["node", "start", notADevice])
-        #expect(start.status == 1)
+        #expect(start.status == 5)
         #expect(start.stderr.contains("keyferry device init"))
 
         let dir = cli.path("phone")
         try cli.ok(["device", "init", dir])
         let notRunning = try cli.run(["item", "list", dir, "--json"])
-        #expect(notRunning.status == 1)
+        #expect(notRunning.status == 6)
         #expect(notRunning.stderr.contains("keyferry node start \(dir)"))
         #expect(try notRunning.object()["error"] is String)
 
         let again = try cli.run(["device", "init", dir])
-        #expect(again.status == 1)
+        #expect(again.status == 64)
         #expect(again.stderr.contains("not empty"))
 
         // A file where the device should go is refused, and left as it was.
         let file = cli.path("notes.txt")
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
         let onFile = try cli.run(["device", "init", file])
-        #expect(onFile.status == 1)
+        #expect(onFile.status == 64)
         #expect(onFile.stderr.contains("is a file"))
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "keep me")
         let stopNothing = try cli.run(["node", "stop", notADevice])
-        #expect(stopNothing.status == 1)
+        #expect(stopNothing.status == 5)
         #expect(stopNothing.stderr.contains("keyferry device init"))
         for command in [["item", "list", notADevice, "--app", "com.example.mail"], ["circle", "status", notADevice], ["sync", "now", notADevice]] {
             let onNothing = try cli.run(command)
-            #expect(onNothing.status == 1 && onNothing.stderr.contains("is not a Keyferry device"), "\(command): \(onNothing.stderr)")
+            #expect(onNothing.status == 5 && onNothing.stderr.contains("is not a Keyferry device"), "\(command): \(onNothing.stderr)")
         }
 
         try cli.ok(["node", "start", dir])
         let noApp = try cli.run(["item", "get", dir, "--app", "com.example.absent", "--account", "a"])
-        #expect(noApp.status == 1)
+        #expect(noApp.status == 5)
         #expect(noApp.stderr.contains("com.example.absent"))
         let badFile = try cli.run(["item", "add", dir, "--app", "com.example.absent", "--value-file", cli.path("missing")])
         #expect(badFile.status == 64)
@@ -103,11 +103,11 @@ struct BadInputTests {
             (["item", "get", dir] + app + ["--limit", "0"], 64, "from 1"),
             (["item", "delete", dir] + app, 64, "--all"),
             (["item", "update", dir] + app + ["--set-label", "x"], 64, "--all"),
-            (["app", "install", dir, "--bundle", "com.example.x", "--team", "short"], 64, "not a team ID"),
-            (["app", "install", dir, "--bundle", "", "--team", "ABCDE12345"], 64, "bundle ID cannot be empty"),
+            (["app", "install", dir, "--app", "com.example.x", "--team", "short"], 64, "not a team ID"),
+            (["app", "install", dir, "--app", "", "--team", "ABCDE12345"], 64, "bundle ID cannot be empty"),
             (["device", "init", cli.path("new"), "--passcode", ""], 64, "passcode cannot be empty"),
             (["device", "init", cli.path("new"), "--name", ""], 64, "name cannot be empty"),
-            (["device", "passcode", dir, "--set", "2222"], 64, "give it with --current"),
+            (["device", "passcode", dir, "--set", "2222"], 4, "give it with --current"),
             (["device", "unlock", open, "--passcode", "1234"], 64, "has no passcode"),
             (["circle", "create", dir, "--relay", "ftp://127.0.0.1:7700"], 64, "https://HOST:PORT"),
             (["circle", "create", dir, "--relay", "127.0.0.1"], 64, "HOST:PORT"),
@@ -164,7 +164,7 @@ struct BadInputTests {
         // Enrolling biometry is done unlocked, as in Settings.
         try cli.ok(["node", "start", dir])
         let early = try cli.run(["device", "biometry", dir, "--enroll"])
-        #expect(early.status == 1 && early.stderr.contains("unlock it first"), "\(early.stderr)")
+        #expect(early.status == 6 && early.stderr.contains("unlock it first"), "\(early.stderr)")
     }
 
     @Test("of several device inits racing for one directory, exactly one succeeds; the others say it exists")
@@ -176,7 +176,7 @@ struct BadInputTests {
             let status = (try? cli.run(["device", "init", dir, "--passcode", "100\(index)"]))?.status ?? -1
             results.withLock { $0.append(status) }
         }
-        #expect(results.withLock { $0.sorted() } == [0, 1, 1, 1])
+        #expect(results.withLock { $0.sorted() } == [0, 64, 64, 64])
         try cli.ok(["node", "start", dir])
         let unlocked = try (0..<4).map { try cli.run(["device", "unlock", dir, "--passcode", "100\($0)"]).status }
         #expect(unlocked.filter { $0 == 0 }.count == 1, "one passcode works: the winner's")
@@ -224,7 +224,7 @@ struct BadInputTests {
         curl.waitUntilExit()
         guard curl.terminationStatus == 0 else { return }  // no curl on this machine
         #expect(answer.hasSuffix("400"))
-        #expect(answer.contains("\"domain\":\"request\""))
+        #expect(answer.contains("\"code\":\"invalidRequest\""))
         #expect(try cli.status(dir)["itemCount"] as? Int == 0)
     }
 }

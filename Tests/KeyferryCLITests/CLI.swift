@@ -166,7 +166,7 @@ final class CLI: @unchecked Sendable {
         try ok(["device", "init", dir, "--name", name] + (passcode.map { ["--passcode", $0] } ?? []) + extra)
         try ok(["node", "start", dir])
         if let passcode { try ok(["device", "unlock", dir, "--passcode", passcode]) }
-        try ok(["app", "install", dir, "--bundle", app, "--team", team])
+        try ok(["app", "install", dir, "--app", app, "--team", team])
         return dir
     }
 

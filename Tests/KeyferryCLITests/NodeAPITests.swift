@@ -85,8 +85,7 @@ struct NodeAPITests {
         // Locked: the whenUnlocked item is unreadable, the afterFirstUnlock one still reads.
         try cli.ok(["device", "lock", dir, "--now"])
         let locked: NodeAPI.FoundMany = try await client.call(.copyMany, batch)
-        let status = (locked.results[0].failure?.status).map(KeychainStatus.init(rawValue:))
-        #expect(status == .interactionNotAllowed)
+        #expect((locked.results[0].failure?.error as? KeychainError)?.status == .interactionNotAllowed)
         #expect(try locked.results[2].get().first?.data == Data("secret-b".utf8))
 
         // An app that is not installed fails the whole call, as `copy` would.

@@ -16,12 +16,12 @@ struct NodeCLITests {
         #expect(try cli.status(dir)["poweredOn"] as? Bool == false)
         try cli.ok(["node", "start", dir])
         let second = try cli.run(["node", "start", dir])
-        #expect(second.status == 1)
+        #expect(second.status == 6)
         #expect(second.stderr.contains("already running"))
         #expect(try cli.status(dir)["lockState"] as? String == "bfu")
 
         let wrong = try cli.run(["device", "unlock", dir, "--passcode", "000000", "--json"])
-        #expect(wrong.status == 3)
+        #expect(wrong.status == 4)
         #expect(wrong.stderr.hasPrefix("warning: --passcode puts the passcode on the command line"))
         #expect(wrong.stderr.contains("\nerrSecAuthFailed (-25293): "), "\(wrong.stderr)")
         #expect(try wrong.object()["status"] as? Int == -25293)
@@ -32,7 +32,7 @@ struct NodeCLITests {
         try cli.ok(["node", "stop", dir])
         #expect(try cli.status(dir)["poweredOn"] as? Bool == false)
         let stopped = try cli.run(["device", "lock", dir])
-        #expect(stopped.status == 1)
+        #expect(stopped.status == 6)
         #expect(stopped.stderr.contains("keyferry node start"))
     }
 
@@ -139,11 +139,11 @@ struct NodeCLITests {
         try cli.ok(["item", "update", dir] + app + ["--service", "old", "--set-service", "new"])
         #expect(try cli.ok(["item", "get", dir] + app + ["--account", "a", "--service", "new"]).text == "x")
 
-        try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "hasLaunched=yes"])
-        try cli.ok(["app", "uninstall", dir, "--bundle", "com.example.mail"])
+        try cli.ok(["app", "defaults", dir, "--app", "com.example.mail", "--set", "hasLaunched=yes"])
+        try cli.ok(["app", "uninstall", dir, "--app", "com.example.mail"])
         #expect(try cli.ok(["item", "list", dir]).text.contains("account=a"))
-        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
-        #expect(try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--list", "--json"]).object().isEmpty)
+        try cli.ok(["app", "install", dir, "--app", "com.example.mail", "--team", "ABCDE12345"])
+        #expect(try cli.ok(["app", "defaults", dir, "--app", "com.example.mail", "--list", "--json"]).object().isEmpty)
         #expect(try cli.ok(["item", "get", dir] + app + ["--account", "a", "--service", "new"]).text == "x")
     }
 
@@ -151,7 +151,7 @@ struct NodeCLITests {
     func sandboxFiles() throws {
         let cli = try CLI()
         let dir = try cli.poweredDevice("phone")
-        let file = ["app", "file", dir, "--bundle", "com.example.mail"]
+        let file = ["app", "file", dir, "--app", "com.example.mail"]
         let bytes = Data([0, 0xff, 0x0a, 0x80])
         let binary = cli.path("blob.bin")
         try bytes.write(to: URL(fileURLWithPath: binary))
@@ -166,7 +166,7 @@ struct NodeCLITests {
 
         try cli.ok(["device", "lock", dir, "--now"])
         let locked = try cli.run(file + ["--read", "Vault/blob.bin"])
-        #expect(locked.status == 1 && locked.stderr.contains("is complete and cannot be read"), "\(locked.stderr)")
+        #expect(locked.status == 6 && locked.stderr.contains("is complete and cannot be read"), "\(locked.stderr)")
         #expect(try cli.ok(file + ["--read", "TokenCache.dat"]).text == "legacy")
         try cli.ok(["device", "unlock", dir, "--passcode", "123456"])
 
@@ -190,8 +190,8 @@ struct NodeCLITests {
         #expect(try cli.run(file + ["--read", "TokenCache.dat"]).stderr.contains("has no file"))
         #expect(try cli.run(file + ["--remove", "TokenCache.dat"]).stderr.contains("has no file"))
         // Uninstalling wipes the sandbox.
-        try cli.ok(["app", "uninstall", dir, "--bundle", "com.example.mail"])
-        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+        try cli.ok(["app", "uninstall", dir, "--app", "com.example.mail"])
+        try cli.ok(["app", "install", dir, "--app", "com.example.mail", "--team", "ABCDE12345"])
         #expect(try #require(try cli.ok(file + ["--list", "--json"]).json() as? [[String: Any]]).isEmpty)
     }
 
@@ -286,7 +286,7 @@ struct NodeCLITests {
                 as? [[String: Any]])
         #expect((pinned.first?["attributes"] as? [String: Any])?["certificateType"] as? Int == 3, "\(pinned)")
         let refused = try cli.run(["item", "add", dir] + app + ["--class", "identity", "--p12", "\(work)/alice.p12", "--password-file", "\(work)/wrong"])
-        #expect(refused.status == 3 && refused.stderr.contains("errSecAuthFailed"), "\(refused.stderr)")
+        #expect(refused.status == 4 && refused.stderr.contains("errSecAuthFailed"), "\(refused.stderr)")
         #expect(try cli.ok(["item", "list", dir] + app + ["--json"]).text.contains("Alice") == false, "nothing added")
         let added = try cli.ok(["item", "add", dir] + app + ["--class", "identity", "--p12", "\(work)/alice.p12", "--password-file", "\(work)/password"])
         #expect(added.text.contains("identity Alice Client: certificate and P-256 private key"), "\(added.text)")

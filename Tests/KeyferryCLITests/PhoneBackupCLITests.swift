@@ -47,11 +47,11 @@ struct PhoneBackupCLITests {
         try cli.ok(add + ["--account", "bound", "--service", "mail", "--value", "bound-secret", "--accessible", "afterFirstUnlockThisDeviceOnly"])
         try cli.ok(add + ["--account", "pinned", "--service", "mail", "--value", "pinned-secret", "--accessible", "whenPasscodeSetThisDeviceOnly"])
         try cli.ok(add + ["--account", "face", "--service", "mail", "--value", "face-secret", "--access-control", "biometryAny"])
-        try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--set", "signedInUser=alice"])
-        try cli.ok(["app", "file", dir, "--bundle", "com.example.mail", "--write", "notes/today.txt", "--text", "remember the milk"])
+        try cli.ok(["app", "defaults", dir, "--app", "com.example.mail", "--set", "signedInUser=alice"])
+        try cli.ok(["app", "file", dir, "--app", "com.example.mail", "--write", "notes/today.txt", "--text", "remember the milk"])
         let binary = cli.root.appendingPathComponent("vault.bin")
         try Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }).write(to: binary)
-        try cli.ok(["app", "file", dir, "--bundle", "com.example.mail", "--write", "Vault.db", "--from", binary.path, "--protection", "complete"])
+        try cli.ok(["app", "file", dir, "--app", "com.example.mail", "--write", "Vault.db", "--from", binary.path, "--protection", "complete"])
         return dir
     }
 
@@ -168,11 +168,11 @@ struct PhoneBackupCLITests {
             case "keychain":
                 #expect(names.contains(name) == kept, "\(name): \(cell ?? [:])")
             case "userDefaults":
-                let value = try cli.run(["app", "defaults", newPhone, "--bundle", "com.example.mail", "--get", "signedInUser"])
+                let value = try cli.run(["app", "defaults", newPhone, "--app", "com.example.mail", "--get", "signedInUser"])
                 #expect((value.text.trimmingCharacters(in: .newlines) == "alice") == kept, "\(name)")
             default:
                 let path = String(name.dropFirst("Documents/".count))
-                let file = try cli.run(["app", "file", newPhone, "--bundle", "com.example.mail", "--read", path])
+                let file = try cli.run(["app", "file", newPhone, "--app", "com.example.mail", "--read", path])
                 #expect((file.status == 0) == kept, "\(name)")
             }
         }
@@ -190,7 +190,7 @@ struct PhoneBackupCLITests {
         let existing = cli.root.appendingPathComponent("existing")
         try FileManager.default.createDirectory(at: existing, withIntermediateDirectories: false)
         let onExisting = try cli.run(["backup", "create", dir, "--out", existing.path, "--format", "ios", "--unencrypted"])
-        #expect(onExisting.status == 1 && onExisting.stderr.contains("already exists"), "\(onExisting.stderr)")
+        #expect(onExisting.status == 64 && onExisting.stderr.contains("already exists"), "\(onExisting.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: existing.path).isEmpty)
         let roundsForArchive = try cli.run(["backup", "create", dir, "--out", cli.path("a.kfb"), "--encrypted", "--rounds", "5"])
         #expect(roundsForArchive.status == 64 && roundsForArchive.stderr.contains("--rounds is for --format ios"))
@@ -199,7 +199,7 @@ struct PhoneBackupCLITests {
 
         for command in [["restore", existing.path, "--to", dir], ["backup", "inspect", existing.path], ["backup", "verify", existing.path]] {
             let result = try cli.run(command)
-            #expect(result.status == 1 && result.stderr.contains("no Manifest.plist"), "\(command): \(result.stderr)")
+            #expect(result.status == 64 && result.stderr.contains("no Manifest.plist"), "\(command): \(result.stderr)")
         }
 
         // The password from standard input; a wrong one is refused before the target is touched.

@@ -205,7 +205,7 @@ struct ScenarioCLITests {
     func missing() throws {
         let cli = try CLI()
         let run = try cli.run(["scenario", "run", cli.path("nope.yaml")])
-        #expect(run.status == 64)
+        #expect(run.status == 5)
         #expect(run.stderr.contains("no such file"))
     }
 }

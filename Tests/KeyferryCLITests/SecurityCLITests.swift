@@ -49,14 +49,14 @@ struct SecurityCLITests {
         context.userDefaults.set("alice@example.com", forKey: "signedInUser")
         context.userDefaults.set(true, forKey: "onboarded")
         #expect(context.userDefaults.bool(forKey: "onboarded"))
-        let shown = try cli.ok(["app", "defaults", dir, "--bundle", "com.example.mail", "--list", "--json"]).text
+        let shown = try cli.ok(["app", "defaults", dir, "--app", "com.example.mail", "--list", "--json"]).text
         #expect(shown.contains("alice@example.com"), "\(shown)")
 
         let files = context.fileManager
         let documents = try #require(files.urls(for: .documentDirectory, in: .userDomainMask).first)
         let index = documents.appendingPathComponent("index.db").path
         #expect(files.createFile(atPath: index, contents: Data("mail".utf8), attributes: [.protectionKey: FileProtectionType.complete]))
-        let listed = try cli.ok(["app", "file", dir, "--bundle", "com.example.mail", "--list"]).text
+        let listed = try cli.ok(["app", "file", dir, "--app", "com.example.mail", "--list"]).text
         #expect(listed.contains("index.db") && listed.contains("complete"), "\(listed)")
         try cli.ok(["device", "lock", dir, "--now"])
         #expect(files.contents(atPath: index) == nil)
@@ -124,7 +124,7 @@ struct AuditCLITests {
     func notADevice() throws {
         let cli = try CLI()
         let result = try cli.run(["audit", cli.root.appendingPathComponent("nothing").path])
-        #expect(result.status == 1)
+        #expect(result.status == 5)
         #expect(result.stderr.contains("nothing"))
     }
 }
@@ -163,14 +163,15 @@ struct PasscodeInputCLITests {
         try cli.ok(["node", "reboot", dir])
         let empty = cli.root.appendingPathComponent("empty")
         try Data().write(to: empty)
-        for (arguments, message) in [
-            ([String](), "give it with --passcode-file F, --passcode-stdin, or --passcode"),
-            (["--passcode", "123456", "--passcode-stdin"], "give the passcode once"),
-            (["--passcode-file", cli.root.appendingPathComponent("missing").path], "there is no such file"),
-            (["--passcode-file", empty.path], "is empty"),
-        ] {
+        // A missing passcode is the authentication status, as a wrong one is; the rest are usage.
+        for (arguments, status, message) in [
+            ([String](), 4, "give it with --passcode-file F, --passcode-stdin, or --passcode"),
+            (["--passcode", "123456", "--passcode-stdin"], 64, "give the passcode once"),
+            (["--passcode-file", cli.root.appendingPathComponent("missing").path], 64, "there is no such file"),
+            (["--passcode-file", empty.path], 64, "is empty"),
+        ] as [([String], Int32, String)] {
             let result = try cli.run(["device", "unlock", dir] + arguments, stdin: Data())
-            #expect(result.status == 64 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            #expect(result.status == status && result.stderr.contains(message), "\(arguments): \(result.stderr)")
         }
         #expect(try cli.ok(["device", "status", dir, "--json"]).object()["lockState"] as? String == "bfu", "nothing unlocked it")
     }
@@ -193,10 +194,10 @@ struct PasscodeInputCLITests {
         try cli.ok(["device", "init", dir, "--passcode-file", first])
         try cli.ok(["node", "start", dir])
         try cli.ok(["device", "unlock", dir, "--passcode-file", first])
-        try cli.ok(["app", "install", dir, "--bundle", "com.example.mail", "--team", "ABCDE12345"])
+        try cli.ok(["app", "install", dir, "--app", "com.example.mail", "--team", "ABCDE12345"])
 
         let noCurrent = try cli.run(["device", "passcode", dir, "--set-file", second], stdin: Data())
-        #expect(noCurrent.status == 64 && noCurrent.stderr.contains("--current-file F"), "\(noCurrent.stderr)")
+        #expect(noCurrent.status == 4 && noCurrent.stderr.contains("--current-file F"), "\(noCurrent.stderr)")
         let wrong = try cli.run(["device", "passcode", dir, "--set-file", second, "--current-file", second])
         #expect(wrong.status != 0)
         #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 1, "a wrong current passcode counts")

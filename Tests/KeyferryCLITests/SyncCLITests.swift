@@ -48,7 +48,7 @@ struct SyncCLITests {
             #expect(try synced(cli, node) == expected, "\(node)")
         }
         // The item keeps its access group: on the laptop, an app of another team does not see it.
-        try cli.ok(["app", "install", laptop, "--bundle", "com.other.reader", "--team", "ZZZZZ99999"])
+        try cli.ok(["app", "install", laptop, "--app", "com.other.reader", "--team", "ZZZZZ99999"])
         let foreign = try cli.run(["item", "get", laptop, "--app", "com.other.reader", "--account", "alice", "--sync", "yes"])
         #expect(foreign.status == 3 && foreign.stderr.contains("errSecItemNotFound"), "\(foreign.stderr)")
         for node in [tablet, laptop] {
@@ -85,17 +85,17 @@ struct SyncCLITests {
         let phone = try cli.poweredDevice("phone")
         let tablet = try cli.poweredDevice("tablet")
         let noCircle = try cli.run(["circle", "join", tablet, "--sponsor", phone])
-        #expect(noCircle.status == 1 && noCircle.stderr.contains("in no circle"), "\(noCircle.stderr)")
+        #expect(noCircle.status == 5 && noCircle.stderr.contains("in no circle"), "\(noCircle.stderr)")
         let badRelay = try cli.run(["circle", "create", phone, "--relay", "not a url"])
         #expect(badRelay.status == 64 && badRelay.stderr.contains("http://HOST:PORT"), "\(badRelay.stderr)")
         let syncAlone = try cli.run(["sync", "now", phone])
-        #expect(syncAlone.status == 1 && syncAlone.stderr.contains("in no circle"), "\(syncAlone.stderr)")
+        #expect(syncAlone.status == 5 && syncAlone.stderr.contains("in no circle"), "\(syncAlone.stderr)")
         #expect(try cli.ok(["circle", "status", phone]).text.contains("in no circle"))
         #expect(!FileManager.default.fileExists(atPath: phone + "/sync.json"))
         let stopped = cli.path("stopped")
         try cli.ok(["device", "init", stopped])
         let notRunning = try cli.run(["circle", "status", stopped])
-        #expect(notRunning.status == 1 && notRunning.stderr.contains("node start"), "\(notRunning.stderr)")
+        #expect(notRunning.status == 6 && notRunning.stderr.contains("node start"), "\(notRunning.stderr)")
     }
 
     @Test("fleet up starts the relay and puts every device in one circle; nodes then sync on their own; down stops the relay")
@@ -118,9 +118,11 @@ struct SyncCLITests {
           two: {passcode: "2222", apps: [com.example.mail]}
         """.write(to: file, atomically: true, encoding: .utf8)
         let root = cli.path("fleet")
-        let up = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
-        let circles = Set(up.compactMap { $0["circle"] as? String })
-        #expect(up.count == 2 && circles.count == 1)
+        let up = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).object()
+        let circles = Set([up["circle"] as? String].compactMap { $0 })
+        let members = up["members"] as? [[String: Any]] ?? []
+        #expect(members.count == 2 && circles.count == 1 && up["relayStarted"] as? Bool == true)
+        #expect(members.map { $0["joinedCircle"] as? Bool } == [true, true])
         try cli.ok(["item", "add", root + "/one", "--app", "com.example.mail", "--account", "otp", "--value", "123456", "--sync"])
         // No `sync now`: the nodes sync every second on their own.
         #expect(try await arrival(cli, root + "/two", "otp") == "123456")
@@ -129,21 +131,37 @@ struct SyncCLITests {
         try cli.ok(["fleet", "down", file.path, "--root", root])
         #expect(!FileManager.default.fileExists(atPath: root + "/relay/relay.json"), "the relay stopped")
         let statusAfter = try cli.run(["circle", "status", root + "/two"])
-        #expect(statusAfter.status == 1, "the node is down")
+        #expect(statusAfter.status == 6, "the node is down")
 
         // Up again: every device powers on before first unlock with its sync sealed, is unlocked
         // by the fleet, and syncs both ways.
-        let back = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
-        #expect(back.map { $0["started"] as? Bool } == [true, true] && Set(back.compactMap { $0["circle"] as? String }) == circles)
+        let back = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).object()
+        let backMembers = back["members"] as? [[String: Any]] ?? []
+        #expect(backMembers.map { $0["started"] as? Bool } == [true, true] && Set([back["circle"] as? String].compactMap { $0 }) == circles)
+        #expect(back["relayStarted"] as? Bool == true && backMembers.map { $0["joinedCircle"] as? Bool } == [false, false])
         try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "up-again")
 
         // A node killed outright: `fleet up` starts it again, unlocks it, and it syncs both ways.
         let pid = try #require(try cli.ok(["node", "status", root + "/two", "--json"]).object()["pid"] as? Int)
         ProcessControl.send(.kill, to: Int32(pid))
         while ProcessControl.isAlive(Int32(pid)) { try await Task.sleep(for: .milliseconds(10)) }
-        let repaired = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).json() as? [[String: Any]] ?? []
-        #expect(repaired.map { $0["started"] as? Bool } == [false, true] && Set(repaired.compactMap { $0["circle"] as? String }) == circles)
+        let repaired = try cli.ok(["fleet", "up", file.path, "--root", root, "--json"]).object()
+        #expect(
+            (repaired["members"] as? [[String: Any]] ?? []).map { $0["started"] as? Bool } == [false, true]
+                && Set([repaired["circle"] as? String].compactMap { $0 }) == circles)
         try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "kill")
+
+        // The relay killed and a member out of the circle: `fleet up` repairs both, and says so.
+        let announced = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: root + "/relay/relay.json"))) as? [String: Any]
+        let relayPID = try #require(announced?["pid"] as? Int)
+        ProcessControl.send(.kill, to: Int32(relayPID))
+        while ProcessControl.isAlive(Int32(relayPID)) { try await Task.sleep(for: .milliseconds(10)) }
+        try cli.ok(["circle", "leave", root + "/two", "--force"])
+        let status = try cli.ok(["fleet", "status", file.path, "--root", root]).text
+        #expect(status.contains("not running") && status.contains("circle"), "\(status)")
+        let fixed = try cli.ok(["fleet", "up", file.path, "--root", root]).text
+        #expect(fixed.contains("started the fleet's relay at") && fixed.contains("two joined circle"), "\(fixed)")
+        try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "repair")
         try cli.ok(["fleet", "down", file.path, "--root", root])
     }
 
@@ -237,13 +255,13 @@ struct SyncCLITests {
         #expect(try members() == ["a"])
 
         let again = try cli.run(["circle", "join", b, "--sponsor", a])
-        #expect(again.status == 1 && again.stderr.contains("already in circle") && again.stderr.contains("circle leave"), "\(again.stderr)")
+        #expect(again.status == 64 && again.stderr.contains("already in circle") && again.stderr.contains("circle leave"), "\(again.stderr)")
         #expect(try members() == ["a"])
         let removed = try cli.run(["sync", "now", b])
         #expect(removed.status == 1 && removed.stderr.contains("`circle leave` forgets the circle"), "\(removed.stderr)")
         #expect(try cli.ok(["circle", "status", b, "--json"]).object()["removed"] as? Bool == true)
         let own = try cli.run(["circle", "remove", a, "--peer", "a"])
-        #expect(own.status == 1 && own.stderr.contains("circle leave"), "\(own.stderr)")
+        #expect(own.status == 64 && own.stderr.contains("circle leave"), "\(own.stderr)")
         #expect(try members() == ["a"])
         let emptyName = try cli.run(["circle", "join", c, "--sponsor", a, "--name", ""])
         #expect(emptyName.status == 64 && emptyName.stderr.contains("name cannot be empty"), "\(emptyName.stderr)")
@@ -261,8 +279,9 @@ struct SyncCLITests {
         try cli.ok(["sync", "now", a])
         #expect(try members() == ["a"], "a member that leaves is removed for the others")
         #expect(try cli.ok(["circle", "status", a, "--json"]).object()["epoch"] as? Int == 3, "with new keys it does not hold")
+        // Leaving again has nothing to do, and says so.
         let notIn = try cli.run(["circle", "leave", b])
-        #expect(notIn.status == 1 && notIn.stderr.contains("in no circle"), "\(notIn.stderr)")
+        #expect(notIn.status == 0 && notIn.text.contains("nothing to do") && notIn.text.contains("in no circle"), "\(notIn.text)")
 
         // With the relay down, leave changes nothing and points to --force, which forgets anyway.
         try cli.ok(["circle", "join", b, "--sponsor", a])
@@ -270,7 +289,7 @@ struct SyncCLITests {
         relayProcess.waitUntilExit()
         let unreachable = try cli.run(["circle", "leave", b])
         #expect(
-            unreachable.status == 1 && unreachable.stderr.contains("nothing was changed") && unreachable.stderr.contains("--force"),
+            unreachable.status == 6 && unreachable.stderr.contains("nothing was changed") && unreachable.stderr.contains("--force"),
             "\(unreachable.stderr)")
         #expect(FileManager.default.fileExists(atPath: b + "/sync.json"))
         try cli.ok(["circle", "leave", b, "--force"])

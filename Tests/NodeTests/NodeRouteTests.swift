@@ -28,7 +28,7 @@ struct NodeRouteTests {
             let missing = try await post(client, .copy, NodeAPI.Search(app: app, query: .password(account: "bob")))
             #expect(missing.status == .conflict)
             let failure = try decode(NodeAPI.Failure.self, missing)
-            #expect(failure.domain == .keychain)
+            #expect(failure.error.domain == "keychain" && failure.error.codeName == "-25300" && failure.error.kind == .keychain)
             let rebuilt = try #require(failure.error as? KeychainError)
             #expect(rebuilt.status == .itemNotFound)
 
@@ -47,8 +47,8 @@ struct NodeRouteTests {
             let response = try await post(client, .circleVouch, NodeAPI.Vouch(peer: stranger))
             #expect(response.status == .unprocessableContent)
             let failure = try decode(NodeAPI.Failure.self, response)
-            #expect(failure.domain == .circle)
-            #expect(failure.code == CircleError.Code.notInCircle.rawValue)
+            #expect(failure.error.domain == "circle")
+            #expect(failure.error.codeName == CircleError.Code.notInCircle.rawValue)
             let rebuilt = try #require(failure.error as? CircleError)
             #expect(rebuilt.code == .notInCircle)
             #expect(!rebuilt.isRetryable)
@@ -74,10 +74,10 @@ struct NodeRouteTests {
             let response = try await post(client, .backup, NodeAPI.Backup(path: taken.path, password: nil))
             #expect(response.status == .unprocessableContent)
             let failure = try decode(NodeAPI.Failure.self, response)
-            #expect(failure.domain == .archive)
+            #expect(failure.error.domain == "archive")
             let rebuilt = try #require(failure.error as? ArchiveError)
-            guard case .cannotWrite = rebuilt else {
-                Issue.record("expected cannotWrite, got \(rebuilt)")
+            guard case .exists = rebuilt else {
+                Issue.record("expected exists, got \(rebuilt)")
                 return
             }
         }
@@ -92,7 +92,7 @@ struct NodeRouteTests {
                     uri: "/v1/add", method: .post, headers: [.contentType: "application/json"],
                     body: ByteBuffer(string: body))
                 #expect(response.status == .badRequest, "body \(body)")
-                #expect(try decode(NodeAPI.Failure.self, response).domain == .request)
+                #expect((try decode(NodeAPI.Failure.self, response).error as? NodeError)?.code == .invalidRequest)
             }
             let listed = try await post(client, .list, NodeAPI.List(app: app))
             #expect(try decode(NodeAPI.Items.self, listed).items.isEmpty)
@@ -105,8 +105,24 @@ struct NodeRouteTests {
             let huge = ByteBuffer(repeating: UInt8(ascii: "a"), count: 4 * NewItem.maximumDataBytes + 1)
             let response = try await client.execute(uri: "/v1/add", method: .post, headers: [.contentType: "application/json"], body: huge)
             #expect(response.status == .badRequest)
-            #expect(try decode(NodeAPI.Failure.self, response).message.contains("larger than a node accepts"))
+            #expect(try decode(NodeAPI.Failure.self, response).error.message.contains("larger than a node accepts"))
         }
+    }
+
+    @Test("a failure is one JSON shape any client reads, and a domain this client does not know keeps its kind")
+    func failureShape() throws {
+        let wire = try NodeAPI.encoder.encode(NodeAPI.Failure(DeviceError(.appNotInstalled, "com.example.absent is not installed.")))
+        let fields = try #require(try JSONSerialization.jsonObject(with: wire) as? [String: Any])
+        #expect(fields["domain"] as? String == "device")
+        #expect(fields["code"] as? String == "appNotInstalled")
+        #expect(fields["kind"] as? String == "notFound")
+        #expect(fields["retryable"] as? Bool == false)
+        #expect(fields["message"] as? String == "com.example.absent is not installed.")
+
+        let newer = Data(#"{"domain": "hologram", "code": "flicker", "kind": "unavailable", "message": "the hologram flickers.", "retryable": true, "detail": {"x": 1}}"#.utf8)
+        let remote = try #require(try NodeAPI.decoder.decode(NodeAPI.Failure.self, from: newer).error as? RemoteError)
+        #expect(remote.domain == "hologram" && remote.codeName == "flicker" && remote.kind == .unavailable && remote.isRetryable)
+        #expect(remote.message == "the hologram flickers.")
     }
 
     // MARK: Support

@@ -2,7 +2,9 @@ import Foundation
 
 /// Why an archive cannot be read. Each kind of damage has its own case and sentence, so a user
 /// can tell a wrong password from a truncated copy from a flipped byte.
-public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
+public enum ArchiveError: CodedError, Equatable {
+    public static let domain = "archive"
+
     /// No Keyferry magic at the front.
     case notAnArchive
     /// Written by a newer Keyferry.
@@ -20,11 +22,55 @@ public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConve
     case misplacedSection(expected: Int, found: Int)
     /// Bytes after the manifest, or a manifest that miscounts the sections.
     case inconsistent(String)
+    /// No file at the path given.
+    case noSuchFile(String)
     case unreadable(String)
+    /// The folder an archive was to be written in does not exist.
+    case noSuchDirectory(String)
+    /// A file is already where the archive was to be written; nothing replaces it.
+    case exists(String)
     case cannotWrite(String)
     /// An archive that claims to be the target's own and that nothing can authenticate (format
     /// 1, unencrypted): anyone can write one, so it is restored only when asked by name.
     case unauthenticated(String)
+
+    public enum Code: String, Sendable {
+        case notAnArchive, newerFormat, corruptHeader, passwordRequired, wrongPassword, truncated, corruptSection
+        case misplacedSection, inconsistent, noSuchFile, unreadable, noSuchDirectory, exists, cannotWrite, unauthenticated
+    }
+
+    public var code: Code {
+        switch self {
+        case .notAnArchive: .notAnArchive
+        case .newerFormat: .newerFormat
+        case .corruptHeader: .corruptHeader
+        case .passwordRequired: .passwordRequired
+        case .wrongPassword: .wrongPassword
+        case .truncated: .truncated
+        case .corruptSection: .corruptSection
+        case .misplacedSection: .misplacedSection
+        case .inconsistent: .inconsistent
+        case .noSuchFile: .noSuchFile
+        case .unreadable: .unreadable
+        case .noSuchDirectory: .noSuchDirectory
+        case .exists: .exists
+        case .cannotWrite: .cannotWrite
+        case .unauthenticated: .unauthenticated
+        }
+    }
+
+    /// A damaged or foreign archive is input the user must change; a password is
+    /// authentication; a file that cannot be read or written is the machine's failure.
+    public var kind: ProblemKind {
+        switch self {
+        case .passwordRequired, .wrongPassword: .authentication
+        case .noSuchFile, .noSuchDirectory: .notFound
+        case .unreadable, .cannotWrite: .failure
+        default: .invalidInput
+        }
+    }
+
+    public var message: String { description }
 
     public var description: String {
         switch self {
@@ -35,7 +81,7 @@ public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConve
         case .corruptHeader(let detail):
             "the archive's header is damaged (\(detail)); the archive cannot be used."
         case .passwordRequired:
-            "the archive is encrypted; give its password with --password-file or KEYFERRY_BACKUP_PASSWORD."
+            "the archive is encrypted, and no password was given."
         case .wrongPassword:
             "wrong password: it does not open this archive's key."
         case .truncated(let count):
@@ -46,8 +92,14 @@ public enum ArchiveError: Error, Equatable, Sendable, Codable, CustomStringConve
             "section \(found) is where section \(expected) belongs: sections were swapped, dropped or repeated."
         case .inconsistent(let detail):
             "the archive is inconsistent: \(detail)."
+        case .noSuchFile(let path):
+            "cannot read the archive: there is no file \(path)."
         case .unreadable(let detail):
             "cannot read the archive: \(detail)."
+        case .noSuchDirectory(let path):
+            "cannot write the archive: the directory \(path) does not exist."
+        case .exists(let path):
+            "cannot write the archive: \(path) already exists; a backup never replaces a file or directory, so choose a new name."
         case .cannotWrite(let detail):
             "cannot write the archive: \(detail)."
         case .unauthenticated(let detail):

@@ -1,8 +1,10 @@
 /// A failure of the simulated device itself rather than of a keychain call: a directory that
 /// is not a device, an app that is not installed, a sandbox file that is protected right now.
 /// (A device that is off answers keychain calls with `errSecNotAvailable`.)
-public struct DeviceError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable {
+public struct DeviceError: CodedError, Hashable {
+    public static let domain = "device"
+
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
@@ -15,15 +17,28 @@ public struct DeviceError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let protectedDataUnavailable = Code(rawValue: "protectedDataUnavailable")
         public static let noSuchFile = Code(rawValue: "noSuchFile")
         public static let io = Code(rawValue: "io")
+        /// A failure Keyferry did not foresee (a database error, say): the device's, not the
+        /// caller's.
+        public static let `internal` = Code(rawValue: "internal")
     }
 
     public let code: Code
     public let message: String
+    /// The directory or file the error is about, when there is one: for a remedy to name.
+    public let subject: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, subject: String? = nil) {
         self.code = code
         self.message = message
+        self.subject = subject
     }
 
-    public var description: String { message }
+    public var kind: ProblemKind {
+        switch code {
+        case .notADevice, .appNotInstalled, .noSuchFile: .notFound
+        case .alreadyExists, .invalidArgument: .invalidInput
+        case .protectedDataUnavailable: .unavailable
+        default: .failure
+        }
+    }
 }
