@@ -57,7 +57,8 @@ package struct YAMLField {
             let field = YAMLField(node: value, path: path.isEmpty ? name : "\(path).\(name)", file: file, key: key)
             guard !name.isEmpty else { throw field.keyFailure("expected a name as the key.") }
             if let allowed, !allowed.contains(name) {
-                throw field.keyFailure("unknown field; expected one of: \(allowed.joined(separator: ", ")).")
+                let guess = Spelling.closest(to: name, among: allowed).map { "did you mean \($0)? " } ?? ""
+                throw field.keyFailure("unknown field; \(guess)expected one of: \(allowed.joined(separator: ", ")).")
             }
             return (name, field)
         }

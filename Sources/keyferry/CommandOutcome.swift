@@ -131,7 +131,7 @@ struct SubcommandTypo {
         let known = "\(parentPath) has \(candidates.joined(separator: ", "))"
         guard
             let guess = Self.synonyms[word.lowercased()].flatMap({ candidates.contains($0) ? $0 : nil })
-                ?? candidates.min(by: { distance(word, $0) < distance(word, $1) }).flatMap({ distance(word, $0) <= 2 ? $0 : nil })
+                ?? Spelling.closest(to: word, among: candidates)
         else { return "'\(word)' is not a subcommand; \(known)." }
         return "'\(word)' is not a subcommand; did you mean '\(guess)'? (\(known))"
     }
@@ -147,21 +147,6 @@ struct SubcommandTypo {
     /// this compiler.
     private static func configuration<Command: ParsableCommand>(of command: Command.Type) -> CommandConfiguration {
         Command.configuration
-    }
-
-    /// Levenshtein distance, case-insensitive.
-    private func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased())
-        let b = Array(b.lowercased())
-        var previous = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...max(b.count, 1) where !b.isEmpty {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return a.isEmpty ? b.count : previous[b.count]
     }
 }
 

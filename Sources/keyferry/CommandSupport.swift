@@ -9,7 +9,7 @@ import NodeControl
 
 /// The device directory argument every device, node, app and item command takes.
 struct DeviceDirectory: ParsableArguments {
-    @Argument(help: "The device directory (made by `keyferry device init`).", completion: .directory)
+    @Argument(help: "The device's directory.", completion: .directory)
     var dir: String
 
     var url: URL { URL(fileURLWithPath: dir) }
@@ -181,15 +181,19 @@ extension AppleNamed where Self: ExpressibleByArgument {
     }
 }
 
+// (No per-value descriptions: the help names the values in its sentence, and ArgumentParser
+// would list each with an empty one.)
 extension ProtectionClass: ExpressibleByArgument {
     public init?(argument: String) { self.init(spelling: argument) }
     public static var allValueStrings: [String] { allCases.map(\.name) }
+    public static var allValueDescriptions: [String: String] { [:] }
     public var defaultValueDescription: String { name }
 }
 
 extension ItemClass: ExpressibleByArgument {
     public init?(argument: String) { self.init(spelling: argument) }
     public static var allValueStrings: [String] { allCases.map(\.name) }
+    public static var allValueDescriptions: [String: String] { [:] }
     public var defaultValueDescription: String { name }
 }
 

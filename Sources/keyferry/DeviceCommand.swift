@@ -212,7 +212,7 @@ extension DeviceStatus {
         }
         parts.append(passcodeSet ? "passcode set" : "no passcode")
         parts.append(biometryEnrolled ? "biometry enrolled" : "no biometry")
-        if failedPasscodeAttempts > 0 { parts.append("\(failedPasscodeAttempts) failed passcode attempts") }
+        if failedPasscodeAttempts > 0 { parts.append(failedPasscodeAttempts.items(as: "failed passcode attempt")) }
         if let passcodeRetryAfter { parts.append(String(format: "disabled for %.0f s more", passcodeRetryAfter.rounded(.up))) }
         parts.append(itemCount == 1 ? "1 item" : "\(itemCount) items")
         return "\(name): " + parts.joined(separator: ", ")

@@ -5,8 +5,11 @@ import KeychainModel
 /// The class and attribute flags shared by every item command, named as Apple names the
 /// attributes (`kSecAttrAccount` is `--account`). `--attr NAME=VALUE` reaches the rest.
 struct ItemAttributes: ParsableArguments {
-    @Option(name: .customLong("class"), help: "Item class: genericPassword, internetPassword, certificate, key, identity.")
-    var itemClass: ItemClass = .genericPassword
+    // Optional, with the default said in the help: ArgumentParser would show a default by its
+    // raw value (`genp`).
+    @Option(name: .customLong("class"), help: "Item class: genericPassword (the default), internetPassword, certificate, key, identity.")
+    var givenClass: ItemClass?
+    var itemClass: ItemClass { givenClass ?? .genericPassword }
     @Option(help: "kSecAttrService.") var service: String?
     @Option(help: "kSecAttrAccount.") var account: String?
     @Option(help: "kSecAttrServer.") var server: String?

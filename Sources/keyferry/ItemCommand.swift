@@ -13,7 +13,8 @@ struct ItemCommand: AsyncParsableCommand {
         commandName: "item",
         abstract: "SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete as one app sees them.",
         discussion: """
-            Failures print `errSecName (-NNNNN): sentence` on stderr and exit with status 3. Classes and \
+            A keychain status prints `errSecName (-NNNNN): sentence` on stderr and exits 3 \
+            (errSecAuthFailed: 4, as every wrong or missing passcode). Classes and \
             protection classes are written as Apple names them without prefix (genericPassword, \
             whenUnlocked), in any case; Apple's short codes (genp, ak) and constants \
             (kSecClassGenericPassword, kSecAttrAccessibleWhenUnlocked) are read too. Output always \
@@ -31,7 +32,7 @@ struct ItemCommand: AsyncParsableCommand {
                 keychain derives them. An identity comes from a PKCS #12 file (--class identity --p12 \
                 FILE.p12 --password-file F, as `openssl pkcs12 -export` writes one): its certificate \
                 and private key are added together, as SecItemAdd adds a SecIdentity. A wrong password \
-                exits 3 with errSecAuthFailed.
+                exits 4 with errSecAuthFailed.
                 """)
 
         @OptionGroup var device: DeviceDirectory

@@ -59,8 +59,15 @@ struct NodeCommand: AsyncParsableCommand {
                 let status = try await device.client.status()
                 if output.json { try printJSON(encodable: status) } else { print("running (pid \(status.pid)): \(status.device.summary)") }
             } catch let error as NodeError where error.code == .notRunning {
-                let device = try await device.client.deviceStatus()
-                if output.json { try printJSON(encodable: Off(device: device)) } else { print("off: \(device.summary)") }
+                // A node that stops removes its socket: one left behind says the last run was cut.
+                let cut = FileManager.default.fileExists(atPath: DeviceLayout(root: device.url).socket.path)
+                let status = try await device.client.deviceStatus()
+                if output.json {
+                    try printJSON(encodable: Off(device: status, lastRunEndedUncleanly: cut))
+                } else {
+                    print("not running: \(status.summary)")
+                    if cut { print("  its last run ended without a stop (killed or crashed); its log is \(DeviceLayout(root: device.url).log.path)") }
+                }
             }
         }
     }
@@ -69,6 +76,7 @@ struct NodeCommand: AsyncParsableCommand {
     private struct Off: Encodable {
         var running = false
         var device: DeviceStatus
+        var lastRunEndedUncleanly: Bool
     }
 
     /// What `start` launches in the background; run it by hand to keep a node in the foreground.

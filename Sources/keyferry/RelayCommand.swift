@@ -39,8 +39,9 @@ struct RelayCommand: AsyncParsableCommand {
 
         @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
         var data: String
-        @Option(help: "Address to listen on, as HOST:PORT or http://HOST:PORT (port 0 picks a free one).", transform: Checked.relayAddress)
-        var listen = RelayAddress.loopback(port: 7700)
+        // Kept as typed: an explicit http:// beside a certificate is a contradiction to refuse.
+        @Option(help: "Address to listen on, as HOST:PORT, http://HOST:PORT or https://HOST:PORT (port 0 picks a free one).")
+        var listen = "127.0.0.1:7700"
         @Option(
             help: "The most bytes one circle's records may take, such as 500M or 2G (1G by default); envelopes past it are refused (507).",
             transform: Checked.byteSize)
@@ -67,8 +68,12 @@ struct RelayCommand: AsyncParsableCommand {
         func validate() throws {
             guard (tlsCertificate == nil) == (tlsKey == nil) else { throw ValidationError("give --tls-certificate and --tls-key together, or neither.") }
             if databasePasswordFile != nil && database == nil { throw ValidationError("--database-password-file goes with --database.") }
-            if listen.secure && tlsCertificate == nil {
+            let address = try Checked.relayAddress(listen)
+            if address.secure && tlsCertificate == nil {
                 throw ValidationError("--listen \(listen) asks for https: give --tls-certificate and --tls-key, or listen on HOST:PORT.")
+            }
+            if listen.lowercased().hasPrefix("http://") && tlsCertificate != nil {
+                throw ValidationError("--listen \(listen) asks for http, but --tls-certificate serves https: listen on https://\(address.host):\(address.port) or HOST:PORT.")
             }
         }
         @Flag(help: .hidden) var detach = false
@@ -100,7 +105,7 @@ struct RelayCommand: AsyncParsableCommand {
             let lock = try RelayLauncher.holdServingLock(data: directory)
             defer { lock.release() }
             let logger = Logger(label: "keyferry.relay") { _ in FileLogHandler(url: directory.appendingPathComponent("relay.log")) }
-            let address = listen
+            let address = try Checked.relayAddress(listen)
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }

@@ -22,7 +22,9 @@ struct ScenarioCommand: AsyncParsableCommand {
                 Every file is checked before anything starts.
 
                 Exit status: 0 every expectation holds; 1 one failed (the step, what was expected and \
-                what came back); 64 a malformed file (FILE:LINE:COLUMN: field: problem, nothing started).
+                what came back); 64 a malformed file (FILE:LINE:COLUMN: field: problem, nothing \
+                started); 5 a file that is not there. With --json, a malformed file's problems are \
+                listed under "problems".
                 """)
 
         @Argument(help: "Scenario files (YAML).", completion: .file()) var files: [String]
@@ -75,7 +77,7 @@ struct ScenarioCommand: AsyncParsableCommand {
             } else {
                 let seconds = String(format: "%.1f", results.map(\.seconds).reduce(0, +))
                 say(
-                    "\(results.count - failed.count) of \(results.count) scenarios passed (\(seconds) s)"
+                    "\(results.count - failed.count) of \(results.count.items(as: "scenario")) passed (\(seconds) s)"
                         + (failed.isEmpty ? "" : "; failed: " + failed.map(\.name).joined(separator: ", ")))
             }
             if !failed.isEmpty { throw ExitCode.failure }

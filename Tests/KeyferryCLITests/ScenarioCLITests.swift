@@ -75,7 +75,7 @@ struct ScenarioCLITests {
         #expect(run.text.contains("FAIL 10"))
         #expect(run.text.contains("expected \"s3cret\", got errSecInteractionNotAllowed (-25308)"))
         #expect(!run.text.contains("unlock phone"), "no step runs after the failure")
-        #expect(run.text.contains("0 of 1 scenarios passed"))
+        #expect(run.text.contains("0 of 1 scenario passed"))
         let xml = try String(contentsOfFile: junit, encoding: .utf8)
         #expect(xml.contains("<failure message=\"line 10: expect alice on phone = &quot;s3cret&quot;"))
         #expect(Self.nothingRunning(under: keep))
