@@ -307,7 +307,7 @@ struct RelayTests {
                 try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed))
             }
         }
-        #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is `keyferry relay serve` running?)"))
+        #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is a relay serving there?)"))
         let pushing = Task {
             try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) }
         }
