@@ -10,19 +10,8 @@ let package = Package(
         .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeyferrySecurity", targets: ["KeyferrySecurity"]),
         .library(name: "KeyferryTesting", targets: ["KeyferryTesting"]),
-        // The layers beneath the command line, for tools built on them: the benchmarks
-        // (Benchmarks/, a package of their own so the shipped binary carries none of them).
-        .library(name: "KeyferryCrypto", targets: ["KeyferryCrypto"]),
-        .library(name: "Backup", targets: ["Backup"]),
-        .library(name: "PhoneBackup", targets: ["PhoneBackup"]),
-        .library(name: "AppleFormats", targets: ["AppleFormats"]),
-        .library(name: "SyncWire", targets: ["SyncWire"]),
-        .library(name: "Sync", targets: ["Sync"]),
-        .library(name: "Relay", targets: ["Relay"]),
-        .library(name: "RelayPostgres", targets: ["RelayPostgres"]),
+        // A Swift client of a running node's control API.
         .library(name: "NodeControl", targets: ["NodeControl"]),
-        .library(name: "Node", targets: ["Node"]),
-        .library(name: "Survival", targets: ["Survival"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -201,6 +190,20 @@ let package = Package(
             dependencies: [
                 "Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+
+        // The benchmarks (scripts/bench), each against a floor or a peer measured in the same
+        // run. A target of this package, so that they reach its modules without making them
+        // products, and are built (and cannot rot) with everything else; no product ships them.
+        .executableTarget(
+            name: "keyferry-bench",
+            dependencies: [
+                "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Backup", "PhoneBackup", "AppleFormats", "SyncWire",
+                "Sync", "Relay", "RelayPostgres", "NodeControl", "Node", "Survival",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]),
 
         // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.

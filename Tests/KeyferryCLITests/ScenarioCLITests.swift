@@ -150,7 +150,8 @@ struct ScenarioCLITests {
             ("steps:\n  - install: {device: phone, app: com.example.none}\n", "'com.example.none' is not among the scenario's apps"),
             ("steps:\n  - restore: {archive: never.kfb, to: phone}\n", "no earlier `backup:` step makes archive 'never.kfb'"),
             ("steps:\n  - wait: soon\n", "'soon' is not a span of time"),
-            ("steps:\n  - fly: phone\n", "unknown field; expected one of: lock"),
+            ("steps:\n  - jump: phone\n", "unknown field; expected one of: lock"),
+            ("steps:\n  - lokc: phone\n", "unknown field; did you mean lock? expected one of: lock"),
             ("steps:\n  - sync: phone\n", "in no circle"),
             ("steps: [\n", "not valid YAML"),
             (
