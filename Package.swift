@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -66,7 +67,8 @@ let package = Package(
             ]),
 
         // Backup archives: the sealed, compressed container; what goes in it and back out.
-        .target(name: "Backup", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferrySystem", "KeyferryThreads"]),
+        .target(
+            name: "Backup", dependencies: ["KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryCompression", "KeyferrySystem", "KeyferryThreads"]),
 
         // A device as a phone's own backup (a Finder or iTunes folder), written and read: what
         // moves between Keyferry and real iPhones, by Backup's restore rules.
@@ -90,6 +92,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]),
 
         // The untrusted relay between members: logs of records per circle on embedded SQLite,
@@ -104,6 +107,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
 
         // The relay's storage on PostgreSQL, which several relays share. Apart from Relay so that
@@ -126,7 +130,7 @@ let package = Package(
             name: "NodeControl",
             dependencies: [
                 "KeychainModel", "SyncWire", "KeyferryHTTP", "KeyferrySystem",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
             ]),
 
         // A powered-on device as a process: the server of the control API, its sync loop, the
@@ -135,10 +139,10 @@ let package = Package(
         .target(
             name: "Node",
             dependencies: [
-                "NodeControl", "KeychainStore", "KeychainModel", "KeyferrySystem", "KeyferryThreads", "Backup", "PhoneBackup", "Sync", "SyncWire", "Relay",
-                "Survival",
+                "NodeControl", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads", "Backup", "PhoneBackup", "Sync",
+                "SyncWire", "Relay", "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
             ]),
 
         // Devices run side by side: fleet files (YAML) and bringing their nodes up and down.
@@ -237,8 +241,9 @@ let package = Package(
             dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // Written as a user's own test suite would be: only KeyferryTesting, and app code that
         // compiles unchanged for Apple's platforms (Samples/).
-        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting"]),
-        .testTarget(name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting"]),
+        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting", "KeyferrySecurity"]),
+        .testTarget(
+            name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting"]),
         .testTarget(
             name: "RelayTests",
             dependencies: [
@@ -254,7 +259,7 @@ let package = Package(
             name: "NodeTests",
             dependencies: [
                 "Node", "NodeControl", "Relay", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

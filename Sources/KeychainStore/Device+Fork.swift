@@ -1,6 +1,6 @@
 import Foundation
-import KeychainModel
 import GRDB
+import KeychainModel
 import KeyferryCrypto
 
 extension Device {

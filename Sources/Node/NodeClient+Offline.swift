@@ -47,7 +47,9 @@ extension NodeClient {
             if try device.passcodeIsSet() {
                 guard let passcode else {
                     throw KeychainError(
-                        .authFailed, "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node.")
+                        .authFailed,
+                        "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
+                    )
                 }
                 let earlierFailures = try device.status().failedPasscodeAttempts
                 do {

@@ -8,8 +8,8 @@ import Logging
 import NIOCore
 import NodeControl
 import PhoneBackup
-import SyncWire
 import Survival
+import SyncWire
 import Synchronization
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
@@ -278,7 +278,7 @@ public enum NodeServer {
                 return failure(
                     logger, route,
                     NodeError.invalidRequest(
-                            "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."
+                        "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."
                     ))
             } catch let error as HTTPError {
                 return failure(

@@ -1,4 +1,5 @@
 import KeychainModel
+
 /// What one pass of a member's sync did: what it pushed, applied, refused and left waiting.
 public struct SyncReport: Equatable, Sendable, Codable {
     /// Local writes sealed and pushed.

@@ -3,8 +3,8 @@ import Foundation
 import KeychainModel
 import Node
 import NodeControl
-import SyncWire
 import Relay
+import SyncWire
 
 struct CircleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -94,7 +94,9 @@ struct CircleCommand: AsyncParsableCommand {
                 status = try await device.client.call(.circleLeave, NodeAPI.CircleLeave(force: force))
             } catch let error as CircleError where error.code == .notInCircle {
                 // Leaving is done once the device is in no circle, whoever got it there.
-                if output.json { try printJSON(encodable: try await device.client.get(.circleStatus) as NodeAPI.CircleStatus) } else {
+                if output.json {
+                    try printJSON(encodable: try await device.client.get(.circleStatus) as NodeAPI.CircleStatus)
+                } else {
                     say("nothing to do: \(error.message)")
                 }
                 return

@@ -153,7 +153,8 @@ struct DeviceCommand: AsyncParsableCommand {
             var old = try current ?? currentFile.map { try PasscodeInput.read(file: $0, what: "current passcode") }
             if hasPasscode && old == nil { old = PasscodeInput.ask("Current passcode of \(device.dir): ") }
             guard !hasPasscode || old != nil else {
-                throw KeychainError(.authFailed, "this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
+                throw KeychainError(
+                    .authFailed, "this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
             }
             let new = try set ?? setFile.map { try PasscodeInput.read(file: $0, what: "new passcode") }
             try await device.send(.passcode, NodeAPI.Passcode(new: new, current: old, remove: remove), json: output.json)

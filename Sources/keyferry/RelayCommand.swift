@@ -73,7 +73,8 @@ struct RelayCommand: AsyncParsableCommand {
                 throw ValidationError("--listen \(listen) asks for https: give --tls-certificate and --tls-key, or listen on HOST:PORT.")
             }
             if listen.lowercased().hasPrefix("http://") && tlsCertificate != nil {
-                throw ValidationError("--listen \(listen) asks for http, but --tls-certificate serves https: listen on https://\(address.host):\(address.port) or HOST:PORT.")
+                throw ValidationError(
+                    "--listen \(listen) asks for http, but --tls-certificate serves https: listen on https://\(address.host):\(address.port) or HOST:PORT.")
             }
         }
         @Flag(help: .hidden) var detach = false

@@ -38,7 +38,8 @@ enum Remedy {
             case .alreadyInCircle: return "`keyferry circle leave` it first"
             case .notInCircle: return "`keyferry circle create` or `keyferry circle join` first"
             case .removed: return "`keyferry circle leave` forgets the circle, so that the device can join again"
-            case .relayUnreachable: return "run the same command again once the relay answers, or `keyferry circle leave --force` to forget the circle here anyway"
+            case .relayUnreachable:
+                return "run the same command again once the relay answers, or `keyferry circle leave --force` to forget the circle here anyway"
             default: return nil
             }
         case let error as KeychainError where error.status == .interactionNotAllowed && error.message.contains("needs user authentication"):

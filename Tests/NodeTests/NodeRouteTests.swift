@@ -119,7 +119,9 @@ struct NodeRouteTests {
         #expect(fields["retryable"] as? Bool == false)
         #expect(fields["message"] as? String == "com.example.absent is not installed.")
 
-        let newer = Data(#"{"domain": "hologram", "code": "flicker", "kind": "unavailable", "message": "the hologram flickers.", "retryable": true, "detail": {"x": 1}}"#.utf8)
+        let newer = Data(
+            #"{"domain": "hologram", "code": "flicker", "kind": "unavailable", "message": "the hologram flickers.", "retryable": true, "detail": {"x": 1}}"#
+                .utf8)
         let remote = try #require(try NodeAPI.decoder.decode(NodeAPI.Failure.self, from: newer).error as? RemoteError)
         #expect(remote.domain == "hologram" && remote.codeName == "flicker" && remote.kind == .unavailable && remote.isRetryable)
         #expect(remote.message == "the hologram flickers.")
