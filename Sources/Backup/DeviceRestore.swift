@@ -32,14 +32,16 @@ public enum DeviceRestore {
 
     /// Runs `restore` on an unlocked copy of the device in `target`, built beside it, and swaps
     /// the copy in once `restore` returns; whatever it throws leaves the target as it was and
-    /// the copy removed. `passcode` is the target's own.
+    /// the copy removed. `passcode` is the target's own. The target is held throughout, so no
+    /// node starts on it meanwhile, and one that runs makes the restore fail with `inUse`.
     package static func intoCopy(of target: URL, passcode: String?, _ restore: (Device) throws -> RestoreReport) throws -> RestoreReport {
-        Device.removeAbandonedStaging(for: target)
+        let hold = try DeviceHold.take(target)
+        defer { hold.release() }
         let staging = Device.stagingDirectory(for: target)
         var swapped = false
         defer { if !swapped { try? FileManager.default.removeItem(at: staging) } }
         let device = try Device.unlockedCopy(
-            of: target, at: staging, passcode: passcode,
+            of: hold, at: staging, passcode: passcode,
             missingPasscode: "\(target.path) has a passcode; give it to restore onto it.")
         defer { device.powerOff() }
         let report = try restore(device)

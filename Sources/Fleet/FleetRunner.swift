@@ -212,7 +212,7 @@ public struct FleetRunner: Sendable {
         let directory = directory(of: member)
         if !FileManager.default.fileExists(atPath: directory.path) {
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            try Device.create(at: directory, options: member.deviceOptions).powerOff()
+            try Device.initialize(at: directory, options: member.deviceOptions)
             arrival.created = true
         }
         let client = NodeClient(directory: directory)
@@ -378,7 +378,7 @@ public struct FleetRunner: Sendable {
             let directory = directory(of: member)
             do {
                 try NodePaths(directory: directory).requireSocketPathFits()
-                if FileManager.default.fileExists(atPath: directory.path) { try Device.requireDevice(at: directory) }
+                if FileManager.default.fileExists(atPath: directory.path) { try DeviceLayout(root: directory).requireDevice() }
             } catch {
                 failures.append((member.id, error))
             }

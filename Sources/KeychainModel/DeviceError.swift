@@ -1,3 +1,5 @@
+import Foundation
+
 /// A failure of the simulated device itself rather than of a keychain call: a directory that
 /// is not a device, an app that is not installed, a sandbox file that is protected right now.
 /// (A device that is off answers keychain calls with `errSecNotAvailable`.)
@@ -17,6 +19,8 @@ public struct DeviceError: CodedError, Hashable {
         public static let protectedDataUnavailable = Code(rawValue: "protectedDataUnavailable")
         public static let noSuchFile = Code(rawValue: "noSuchFile")
         public static let io = Code(rawValue: "io")
+        /// Another holder has the device: its node, or a command that restores or reads it.
+        public static let inUse = Code(rawValue: "inUse")
         /// A failure Keyferry did not foresee (a database error, say): the device's, not the
         /// caller's.
         public static let `internal` = Code(rawValue: "internal")
@@ -33,11 +37,19 @@ public struct DeviceError: CodedError, Hashable {
         self.subject = subject
     }
 
+    /// The device in `directory` is held by another: a node runs it, or a command restores or
+    /// reads it powered off.
+    public static func inUse(_ directory: URL) -> DeviceError {
+        DeviceError(
+            .inUse, "\(directory.path) is in use: its node runs it, or another command holds it (a restore, a read of it powered off).", subject: directory.path
+        )
+    }
+
     public var kind: ProblemKind {
         switch code {
         case .notADevice, .appNotInstalled, .noSuchFile: .notFound
         case .alreadyExists, .invalidArgument: .invalidInput
-        case .protectedDataUnavailable: .unavailable
+        case .protectedDataUnavailable, .inUse: .unavailable
         default: .failure
         }
     }

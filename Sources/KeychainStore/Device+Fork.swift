@@ -31,11 +31,28 @@ extension Device {
         return Device(layout: fork, info: info, uid: uid, database: database, clock: AdvancingClock(clock), entropy: entropy, machine: machine)
     }
 
-    /// Copies the powered-off device in `directory` to `copy` (which must not exist) without
+    /// A fork as `fork(to:)`, unlocked with `passcode` whatever this device's lock state: the
+    /// passcode is checked here, on this device (a wrong one counts, as every check does), and
+    /// the class keys that check opens unlock the fork. This device stays as locked as it was.
+    package func fork(to directory: URL, unlockingWith passcode: String) throws -> Device {
+        let keys = try verifyPasscode(passcode)
+        let fork = try fork(to: directory)
+        do {
+            try fork.withPower { $0.unlocked(with: keys) }
+        } catch {
+            fork.powerOff()
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        return fork
+    }
+
+    /// Copies the powered-off device the caller holds to `copy` (which must not exist) without
     /// opening its store: even opening SQLite folds its write-ahead log into the database, and
-    /// a device someone only looks at stays byte for byte as it was. The caller holds the
-    /// device, so nothing writes meanwhile.
-    package static func copyAtRest(_ directory: URL, to copy: URL) throws {
+    /// a device someone only looks at stays byte for byte as it was. Held, nothing writes to it
+    /// meanwhile.
+    package static func copyAtRest(_ hold: DeviceHold, to copy: URL) throws {
+        let directory = hold.directory
         let files = FileManager.default
         let original = DeviceLayout(root: directory)
         let layout = DeviceLayout(root: copy)

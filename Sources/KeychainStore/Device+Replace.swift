@@ -6,23 +6,24 @@ import KeychainModel
 ///
 /// The new device is built in `.NAME.restoring-UUID`. Then: a `replace-ready` marker is written
 /// into it, `NAME` becomes `.NAME.replaced-UUID`, the new one becomes `NAME`, and the old device
-/// and then the marker are removed. Any access to the device (`requireDevice`) first finishes or
-/// undoes a swap a crash interrupted; a half-built replacement is removed by the next restore.
+/// and then the marker are removed. Whoever next takes the device (`DeviceHold.take`) first
+/// finishes or undoes a swap a crash interrupted, and removes a half-built replacement.
 extension Device {
     /// A fresh sibling path to build a replacement for the device in `directory`.
     public static func stagingDirectory(for directory: URL) -> URL {
         sibling(of: directory, "restoring-\(UUID().uuidString)")
     }
 
-    /// Checks `passcode` on the device in `directory` itself (a wrong one counts there and its
-    /// delays hold, as for every check; on a copy it would be forgotten with it), then copies
-    /// the device to `staging` and powers the copy on, unlocked with the class keys that check
+    /// Checks `passcode` on the held device itself (a wrong one counts there and its delays
+    /// hold, as for every check; on a copy it would be forgotten with it), then copies the
+    /// device to `staging` and powers the copy on, unlocked with the class keys that check
     /// opened: one passcode derivation for both. `missingPasscode` is the refusal when the
     /// device has a passcode and none is given.
     package static func unlockedCopy(
-        of directory: URL, at staging: URL, passcode: String?, missingPasscode: @autoclosure () -> String
+        of hold: DeviceHold, at staging: URL, passcode: String?, missingPasscode: @autoclosure () -> String
     ) throws -> Device {
-        let original = try powerOn(at: directory)
+        let directory = hold.directory
+        let original = try powerOn(holding: hold)
         let keys: [ProtectionClass: ClassKeys]
         do {
             defer { original.powerOff() }
@@ -95,9 +96,9 @@ extension Device {
         for leftover in replaced where files.fileExists(atPath: leftover.path) { try? files.removeItem(at: leftover) }
     }
 
-    /// Removes replacements that a killed restore left half-built. Call only while holding the
-    /// device (no node, no other restore).
-    public static func removeAbandonedStaging(for directory: URL) {
+    /// Removes replacements that a killed restore left half-built: by whoever takes the device
+    /// (no node, no other restore is building one then).
+    static func removeAbandonedStaging(for directory: URL) {
         let parent = directory.deletingLastPathComponent()
         let prefix = ".\(directory.lastPathComponent).restoring-"
         for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? [] where name.hasPrefix(prefix) {

@@ -20,6 +20,10 @@ public final class Device: Sendable {
     package let backupKeys: DeviceBackupKeys
     /// nil while powered off.
     private let power: Locked<LockStateMachine?>
+    /// The claim on the directory this device was powered on with, let go at power-off when it
+    /// is the device's own; nil for a fork, whose directory is scratch.
+    private let hold: DeviceHold?
+    private let ownsHold: Bool
     /// Installed apps as last read, with their keychains' group hashes: every app's call looks
     /// its app up, and only this device's install and uninstall change them (each moves the
     /// generation on, so a read that raced with one is not kept).
@@ -39,8 +43,10 @@ public final class Device: Sendable {
 
     init(
         layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
-        clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?
+        clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?, hold: DeviceHold? = nil, ownsHold: Bool = false
     ) {
+        self.hold = hold
+        self.ownsHold = ownsHold
         self.layout = layout
         self.info = info
         self.database = database
@@ -55,12 +61,31 @@ public final class Device: Sendable {
     // MARK: Creating and powering
 
     /// Creates a device in `directory` (which must not exist, or be empty) and powers it on,
-    /// unlocked. A failure part-way leaves no device behind.
+    /// unlocked: for a caller that uses it at once (a test). A failure part-way leaves no device
+    /// behind.
     @discardableResult
     public static func create(
         at directory: URL, options: DeviceOptions = DeviceOptions(),
         clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
     ) throws -> Device {
+        try initialize(at: directory, options: options, clock: clock, entropy: entropy)
+        let device = try powerOn(at: directory, clock: clock, entropy: entropy)
+        do {
+            if let passcode = options.passcode { try device.unlock(passcode: passcode) }
+        } catch {
+            device.powerOff()
+            throw error
+        }
+        return device
+    }
+
+    /// Creates a device in `directory` (which must not exist, or be empty), powered off: what
+    /// `keyferry device init` and a fleet do, with no power-on and no unlock to pay for. A
+    /// failure part-way leaves no device behind.
+    public static func initialize(
+        at directory: URL, options: DeviceOptions = DeviceOptions(),
+        clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
+    ) throws {
         let files = FileManager.default
         var isDirectory: ObjCBool = false
         if files.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
@@ -115,16 +140,33 @@ public final class Device: Sendable {
             }
             throw DeviceError(.io, "could not move the new device into \(directory.path): \(error.reason).")
         }
-        let device = try powerOn(at: directory, clock: clock, entropy: entropy)
-        if let passcode = options.passcode { try device.unlock(passcode: passcode) }
-        return device
     }
 
-    /// Powers on the device in `directory`: before first unlock if it has a passcode, otherwise
-    /// unlocked. Committed items are all there, whatever happened to the last power-on.
+    /// Powers on the device in `directory`, holding it until `powerOff` (a device that another
+    /// holds fails with `inUse`): before first unlock if it has a passcode, otherwise unlocked.
+    /// Committed items are all there, whatever happened to the last power-on.
     public static func powerOn(
         at directory: URL, clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
     ) throws -> Device {
+        let hold = try DeviceHold.take(directory)
+        do {
+            return try powerOn(hold, owned: true, clock: clock, entropy: entropy)
+        } catch {
+            hold.release()
+            throw error
+        }
+    }
+
+    /// Powers on the device the caller holds (a restore that checks the passcode on it); the
+    /// hold stays the caller's at `powerOff`.
+    package static func powerOn(
+        holding hold: DeviceHold, clock: any DeviceClock = SystemClock(), entropy: any EntropySource = SystemEntropy()
+    ) throws -> Device {
+        try powerOn(hold, owned: false, clock: clock, entropy: entropy)
+    }
+
+    private static func powerOn(_ hold: DeviceHold, owned: Bool, clock: any DeviceClock, entropy: any EntropySource) throws -> Device {
+        let directory = hold.directory
         let info = try info(at: directory)
         let layout = DeviceLayout(root: directory)
         let uid = try hardwareUID(in: layout)
@@ -134,14 +176,24 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.corrupt, "\(layout.database.path) cannot be opened: \(error)")
         }
-        let device = Device(layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil)
+        let device = Device(
+            layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil, hold: hold, ownsHold: owned)
         try device.boot()
         return device
     }
 
+    /// The status of the powered-off device in `directory`, read while holding it: what a
+    /// client shows of a device no node runs.
+    public static func status(at directory: URL) throws -> DeviceStatus {
+        let device = try powerOn(at: directory)
+        defer { device.powerOff() }
+        device.dropPower()
+        return try device.status()
+    }
+
     /// What the device in `directory` is (its name and identity), read without powering it on.
     public static func info(at directory: URL) throws -> DeviceInfo {
-        try requireDevice(at: directory)
+        try DeviceLayout(root: directory).requireDevice()
         let layout = DeviceLayout(root: directory)
         do {
             let raw = try Data(contentsOf: layout.info)
@@ -156,13 +208,6 @@ public final class Device: Sendable {
         } catch {
             throw DeviceError(.corrupt, "\(layout.info.path) is not a readable device description: \(error.localizedDescription)")
         }
-    }
-
-    /// Fails with `notADevice` unless `directory` holds a device (its `device.json`), without
-    /// opening anything: the check a launcher makes before starting a process for it.
-    public static func requireDevice(at directory: URL) throws {
-        recoverReplacement(at: directory)
-        try DeviceLayout(root: directory).requireDevice()
     }
 
     private struct FormatProbe: Decodable { var format: Int }
@@ -198,13 +243,20 @@ public final class Device: Sendable {
 
     /// Power-off: every class key leaves memory. Calls afterwards fail with `errSecNotAvailable`
     /// until `reboot`.
+    /// Every class key leaves memory, and the directory is let go (when this device took it).
     public func powerOff() {
+        dropPower()
+        if ownsHold { hold?.release() }
+    }
+
+    private func dropPower() {
         power.withLock { $0 = nil }
     }
 
     /// Power-cycles the device: back to before first unlock (or unlocked, without a passcode).
+    /// It stays held throughout.
     public func reboot() throws {
-        powerOff()
+        dropPower()
         try boot()
     }
 
@@ -255,7 +307,7 @@ public final class Device: Sendable {
     /// device waits after failed attempts, nothing is tried. The check and its record are one
     /// write transaction, so concurrent checks run one after another, each seeing the failures
     /// recorded before it: no more guesses than the schedule allows.
-    private func verifyPasscode(_ passcode: String) throws -> [ProtectionClass: ClassKeys] {
+    func verifyPasscode(_ passcode: String) throws -> [ProtectionClass: ClassKeys] {
         try saveAttempts()
         let now = attemptClock.now()
         let outcome = try database.write { db -> Result<[ProtectionClass: ClassKeys], KeychainError> in

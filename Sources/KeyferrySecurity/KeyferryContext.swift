@@ -23,7 +23,7 @@ public final class KeyferryContext: Sendable {
     private let currentPasscode: @Sendable () -> String?
     /// Where the traps its calls fall into are recorded: the device's audit log.
     public let audit: AuditLog
-    private let local: LocalDevice?
+    private let local: Device?
     private let state = Locked(State())
 
     struct State {
@@ -43,14 +43,15 @@ public final class KeyferryContext: Sendable {
         if (try? client.getSynchronously(.status) as NodeAPI.NodeStatus) != nil {
             self.init(backend: NodeBackend(client: client), local: nil, app: app, passcode: { passcode })
         } else {
-            let local = try LocalDevice(directory: directory)
+            // Held by this process until it is done with it: no node starts on it meanwhile.
+            let local = try Device.powerOn(at: directory)
             do {
-                if local.device.lockState != .unlocked { try local.device.unlock(passcode: passcode) }
+                if local.lockState != .unlocked { try local.unlock(passcode: passcode) }
             } catch {
                 local.powerOff()
                 throw error
             }
-            self.init(backend: InProcessBackend(device: local.device), local: local, app: app, passcode: { passcode })
+            self.init(backend: InProcessBackend(device: local), local: local, app: app, passcode: { passcode })
         }
         _ = try backend.status()
     }
@@ -66,7 +67,7 @@ public final class KeyferryContext: Sendable {
         self.init(backend: InProcessBackend(device: device), local: nil, app: app, passcode: passcode)
     }
 
-    private init(backend: any KeychainBackend, local: LocalDevice?, app: String, passcode: @escaping @Sendable () -> String?) {
+    private init(backend: any KeychainBackend, local: Device?, app: String, passcode: @escaping @Sendable () -> String?) {
         self.backend = backend
         self.audit = AuditLog(device: backend.directory)
         self.local = local

@@ -190,7 +190,7 @@ public final class SimulatedDevice: Sendable {
         let directory = targetRoot.appendingPathComponent("device")
         do {
             let options = DeviceOptions(name: name, passcode: passcode, gracePeriod: device.info.gracePeriod, passcodeHashing: .minimum)
-            try Device.create(at: directory, options: options, clock: targetClock).powerOff()
+            try Device.initialize(at: directory, options: options, clock: targetClock)
             let report = try DeviceRestore.restore(archive, password: password, to: directory, passcode: passcode)
             let restored = try Device.powerOn(at: directory, clock: targetClock)
             try restored.unlock(passcode: passcode)

@@ -5,7 +5,7 @@ import NodeControl
 import Survival
 
 /// What the command line can learn of a device whose node is not running: read in this
-/// process, from the device at rest, holding its node lock meanwhile.
+/// process, from the device at rest, holding it meanwhile.
 extension NodeClient {
     /// The device's status: from its node when it runs, otherwise read from the powered-off
     /// device on disk.
@@ -13,14 +13,7 @@ extension NodeClient {
         do {
             return try await status().device
         } catch let error as NodeError where error.code == .notRunning {
-            // Holding the device for a moment: what a killed restore left beside it goes.
-            if let lock = try? NodeLock.acquire(paths) {
-                Device.removeAbandonedStaging(for: paths.directory)
-                lock.release()
-            }
-            let offline = try Device.powerOn(at: paths.directory)
-            offline.powerOff()
-            return try offline.status()
+            return try Device.status(at: paths.directory)
         }
     }
 
@@ -33,15 +26,14 @@ extension NodeClient {
         do {
             return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
         } catch let error as NodeError where error.code == .notRunning {
-            let lock = try NodeLock.acquire(paths)
-            defer { lock.release() }
-            Device.removeAbandonedStaging(for: paths.directory)
+            let hold = try DeviceHold.take(paths.directory)
+            defer { hold.release() }
             let scratch = Survival.scratch(of: paths.directory)
             Survival.removeScratch(of: paths.directory)
             defer { Survival.removeScratch(of: paths.directory) }
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
             let copy = scratch.appendingPathComponent("at-rest")
-            try Device.copyAtRest(paths.directory, to: copy)
+            try Device.copyAtRest(hold, to: copy)
             let device = try Device.powerOn(at: copy)
             defer { device.powerOff() }
             if try device.passcodeIsSet() {
@@ -55,20 +47,20 @@ extension NodeClient {
                 do {
                     try device.unlock(passcode: passcode)
                 } catch let refusal as KeychainError where refusal.status == .authFailed {
-                    try checkOnDevice(passcode)
+                    try Self.check(passcode, on: hold)
                     throw refusal
                 }
                 // The right passcode after wrong ones clears the device's count, as it would there.
-                if earlierFailures > 0 { try checkOnDevice(passcode) }
+                if earlierFailures > 0 { try Self.check(passcode, on: hold) }
             }
             return try await Survival.matrix(of: device, options: .init(app: app, passcode: passcode, scratch: scratch))
         }
     }
 
-    /// Checks `passcode` on the powered-off device itself (held by the caller): counted, and
+    /// Checks `passcode` on the powered-off device itself, which the caller holds: counted, and
     /// refused while it waits.
-    private func checkOnDevice(_ passcode: String) throws {
-        let device = try Device.powerOn(at: paths.directory)
+    private static func check(_ passcode: String, on hold: DeviceHold) throws {
+        let device = try Device.powerOn(holding: hold)
         defer { device.powerOff() }
         try device.checkPasscode(passcode)
     }

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainStore
+import KeychainModel
 import KeyferrySystem
 import NodeControl
 
@@ -9,8 +9,11 @@ public enum NodeLauncher {
     /// `executable` is the keyferry binary to run (normally this one).
     public static func start(directory: URL, executable: URL = currentExecutable, timeout: Duration = .seconds(20)) async throws -> NodeAPI.NodeStatus {
         let paths = NodePaths(directory: directory)
-        try Device.requireDevice(at: paths.directory)
-        guard !NodeLock.isHeld(paths) else { throw NodeError.alreadyRunning(paths.directory) }
+        try DeviceLayout(root: paths.directory).requireDevice()
+        if NodeLock.isHeld(paths) {
+            // Held by a node, or by a command that restores or reads the device.
+            throw (try? await NodeClient(directory: directory).status()) != nil ? NodeError.alreadyRunning(paths.directory) : DeviceError.inUse(paths.directory)
+        }
         try paths.requireSocketPathFits()
         // Asked every few milliseconds while it starts: a node that is not up yet must not hold
         // one probe for a whole call's timeout.
@@ -26,21 +29,11 @@ public enum NodeLauncher {
     @discardableResult
     public static func stop(directory: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         let paths = NodePaths(directory: directory)
-        try Device.requireDevice(at: paths.directory)
+        try DeviceLayout(root: paths.directory).requireDevice()
         guard NodeLock.isHeld(paths) else { return false }
         let pid = try await NodeClient(directory: directory).status().pid
         try await Daemon.stop(pid, timeout: timeout) { ProcessControl.isAlive(pid) || NodeLock.isHeld(paths) }
         return true
-    }
-
-    /// Runs `body` while holding the powered-off device, so that no node starts on it meanwhile
-    /// (what a restore needs). Fails, doing nothing, when a node is running.
-    public static func whilePoweredOff<T>(directory: URL, _ body: () throws -> T) throws -> T {
-        let paths = NodePaths(directory: directory)
-        try Device.requireDevice(at: paths.directory)
-        let lock = try NodeLock.acquire(paths)
-        defer { lock.release() }
-        return try body()
     }
 
     /// The binary of this process.

@@ -18,17 +18,14 @@ public enum NodeServer {
     /// Runs in the foreground: `keyferry node start` launches this in a detached process.
     public static func run(directory: URL) async throws {
         let paths = NodePaths(directory: directory)
-        let lock = try NodeLock.acquire(paths)
-        defer { lock.release() }
-        // What a restore killed outright left beside the device (held now, so none is running).
-        Device.removeAbandonedStaging(for: directory)
-        // And what a survival matrix cut short left inside it.
-        Survival.removeScratch(of: directory)
-        let logger = Logger(label: "keyferry.node") { _ in FileLogHandler(url: paths.log) }
-
-        // Real time, until `device clock --advance` moves it on.
+        // Powered on, the device is this process's until it powers off: a second node, a
+        // restore or an offline read of it fails meanwhile. Real time, until `device clock
+        // --advance` moves it on.
         let device = try Device.powerOn(at: directory, clock: AdvancingClock())
         defer { device.powerOff() }
+        // What a survival matrix cut short left inside it.
+        Survival.removeScratch(of: directory)
+        let logger = Logger(label: "keyferry.node") { _ in FileLogHandler(url: paths.log) }
         // A socket left by a killed node: safe to remove, since this process holds the lock.
         try? FileManager.default.removeItem(at: paths.socket)
 
@@ -223,9 +220,7 @@ public enum NodeServer {
             let target = URL(fileURLWithPath: request.target)
             try DeviceTransfer.requireAnotherDevice(target, than: device)
             let report = try await onThreadOfItsOwn { checkCancellation in
-                try NodeLauncher.whilePoweredOff(directory: target) {
-                    try DeviceTransfer.transfer(from: device, to: target, passcode: request.passcode) { _, _, _ in try checkCancellation() }
-                }
+                try DeviceTransfer.transfer(from: device, to: target, passcode: request.passcode) { _, _, _ in try checkCancellation() }
             }
             logger.info("transferred", metadata: ["items": "\(report.restoredCount)"])
             return report

@@ -1,19 +1,10 @@
 import Foundation
 import KeyferrySystem
 
-/// A node's lock, `node.lock` in its device directory: a second start of the device fails on it.
+/// The device's lock (`DeviceLayout.lock`), as a client sees it: whoever holds the device holds it
+/// (`DeviceHold`), so a client that finds it free knows no node runs.
 package enum NodeLock {
-    package static func acquire(_ paths: NodePaths) throws -> ProcessLock {
-        let lock: ProcessLock?
-        do {
-            lock = try ProcessLock.acquire(paths.lock)
-        } catch {
-            throw NodeError(error)
-        }
-        guard let lock else { throw NodeError.alreadyRunning(paths.directory) }
-        return lock
-    }
-
+    /// Whether something holds the device: its node, or a command restoring or reading it.
     package static func isHeld(_ paths: NodePaths) -> Bool { ProcessLock.isHeld(paths.lock) }
 }
 

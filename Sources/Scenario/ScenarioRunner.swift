@@ -29,6 +29,15 @@ public struct ScenarioResult: Codable, Sendable {
     public var seconds: Double
     public var passed: Bool { steps.allSatisfy(\.passed) }
     public var failure: StepResult? { steps.first { !$0.passed } }
+
+    /// A scenario stopped by Ctrl-C or SIGTERM after `steps`: failed at an "interrupted" step,
+    /// so that a CI report still says how far it got.
+    public static func interrupted(_ scenario: Scenario, after steps: [StepResult], seconds: Double) -> ScenarioResult {
+        let stop = StepResult(
+            line: scenario.steps.dropFirst(steps.count).first?.line ?? 0, step: "interrupted", passed: false,
+            failure: "interrupted (Ctrl-C or SIGTERM); every device and relay was stopped", seconds: 0)
+        return ScenarioResult(name: scenario.name, file: scenario.file, source: scenario.source, steps: steps + [stop], seconds: seconds)
+    }
 }
 
 /// Runs a scenario on fresh devices, each a real node process in `root`: brings its fleet up,
@@ -207,11 +216,10 @@ actor RunState {
             _ = try await NodeLauncher.stop(directory: dir)
             let passcode = passcodes[target]
             let password = archive.encrypted ? ScenarioRunner.archivePassword : nil
-            let report = try NodeLauncher.whilePoweredOff(directory: dir) {
+            let report =
                 archive.phone
-                    ? try PhoneRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
-                    : try DeviceRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
-            }
+                ? try PhoneRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
+                : try DeviceRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
             lastReport = Self.lines(report)
             try await powerOnAndUnlock(target)
         case .transfer(let source, let target):

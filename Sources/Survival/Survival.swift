@@ -39,24 +39,27 @@ public enum Survival {
         try? FileManager.default.removeItem(at: scratch(of: directory))
     }
 
-    /// The matrix of `device`, which must be powered on and unlocked. Paths run side by side,
-    /// each on a thread of its own.
+    /// The matrix of `device`, which must be powered on and unlocked, or locked with its
+    /// passcode given: the matrix then starts from a copy unlocked with it, and the device
+    /// stays locked. Paths run side by side, each on a thread of its own.
     public static func matrix(of device: Device, options: Options) async throws -> SurvivalMatrix {
-        guard device.lockState == .unlocked else {
+        let passcode = try device.passcodeIsSet() ? options.passcode : nil
+        let locked = device.lockState != .unlocked
+        guard !locked || passcode != nil else {
             throw DeviceError(
                 .protectedDataUnavailable,
-                "\(device.info.name) is locked, so its secrets cannot be read; unlock it first.")
+                "\(device.info.name) is locked, so its secrets cannot be read; unlock it first, or give its passcode.")
         }
         if let app = options.app { _ = try device.app(app) }
         // Guesses count here, on the device, never only on its copies.
-        let passcode = try device.passcodeIsSet() ? options.passcode : nil
-        if let passcode { try await onThreadOfItsOwn { _ in try device.checkPasscode(passcode) } }
+        if let passcode, !locked { try await onThreadOfItsOwn { _ in try device.checkPasscode(passcode) } }
         let work = options.scratch.appendingPathComponent("survival-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: work) }
 
         let (now, secrets, status) = try await onThreadOfItsOwn { _ in
-            let now = try device.fork(to: work.appendingPathComponent("now"))
+            let directory = work.appendingPathComponent("now")
+            let now = try locked ? device.fork(to: directory, unlockingWith: passcode!) : device.fork(to: directory)
             return (now, try Secret.all(on: now, app: options.app, passcode: passcode), try now.status())
         }
         let runner = PathRunner(

@@ -57,7 +57,7 @@ struct BackupBench: ParsableCommand {
         var restored = 0
         for run in 0..<runs {
             let target = root.appendingPathComponent("new-phone-\(run)")
-            try Device.create(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode)).powerOff()
+            try Device.initialize(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode))
             try alternating(
                 run,
                 {

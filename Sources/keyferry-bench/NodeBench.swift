@@ -34,7 +34,7 @@ struct NodeBench: AsyncParsableCommand {
         let dir = root.appendingPathComponent("phone")
         defer { try? FileManager.default.removeItem(at: root) }
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        try Device.create(at: dir, options: DeviceOptions(name: "Bench iPhone")).powerOff()
+        try Device.initialize(at: dir, options: DeviceOptions(name: "Bench iPhone"))
         _ = try await NodeLauncher.start(directory: dir, executable: try KeyferryBinary.url())
         do {
             try await measure(dir)

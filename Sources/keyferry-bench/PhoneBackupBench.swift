@@ -68,7 +68,7 @@ struct PhoneBackupBench: ParsableCommand {
         var restored = 0
         for run in 0..<runs {
             let target = root.appendingPathComponent("new-phone-\(run)")
-            try Device.create(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode)).powerOff()
+            try Device.initialize(at: target, options: DeviceOptions(name: "New iPhone", passcode: passcode))
             let folder = root.appendingPathComponent("ios-\(run)")
             try alternating(
                 run,

@@ -57,7 +57,7 @@ struct SecurityBench: AsyncParsableCommand {
         }
 
         let remote = root.appendingPathComponent("node")
-        try Device.create(at: remote, options: options).powerOff()
+        try Device.initialize(at: remote, options: options)
         _ = try await NodeLauncher.start(directory: remote, executable: try KeyferryBinary.url())
         do {
             let client = NodeClient(directory: remote)

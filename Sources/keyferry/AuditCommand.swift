@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeyferrySecurity
 
@@ -26,7 +27,7 @@ struct AuditCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        try Device.requireDevice(at: device.url)
+        try DeviceLayout(root: device.url).requireDevice()
         let log = AuditLog(device: device.url)
         let report = try log.read()
         if clear { try log.clear() }

@@ -378,10 +378,8 @@ struct DemoCommand: AsyncParsableCommand {
                 )
             }
             let target = runner.root.appendingPathComponent("new-phone-\(kind)")
-            try Device.create(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321")).powerOff()
-            let report = try NodeLauncher.whilePoweredOff(directory: target) {
-                try DeviceRestore.restore(archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321")
-            }
+            try Device.initialize(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321"))
+            let report = try DeviceRestore.restore(archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321")
             tour.say(
                 "restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file\(report.sandboxFiles == 1 ? "" : "s")"
             )
@@ -417,11 +415,9 @@ struct DemoCommand: AsyncParsableCommand {
             tour.say("(scripts/ios-readers installs iphone-backup-decrypt, mvt and others, which open this folder as a phone's)")
         }
         let target = runner.root.appendingPathComponent("new-phone-ios")
-        try Device.create(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321")).powerOff()
+        try Device.initialize(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321"))
         let report = try await onThreadOfItsOwn { _ in
-            try NodeLauncher.whilePoweredOff(directory: target) {
-                try PhoneRestore.restore(folder, password: Data(password.utf8), to: target, passcode: "654321")
-            }
+            try PhoneRestore.restore(folder, password: Data(password.utf8), to: target, passcode: "654321")
         }
         tour.say(
             "restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.apps.count) apps, \(report.sandboxFiles) files"

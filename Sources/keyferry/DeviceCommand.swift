@@ -31,10 +31,9 @@ struct DeviceCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let created = try Device.create(
+            try Device.initialize(
                 at: device.url, options: DeviceOptions(name: name, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace))
-            created.powerOff()
-            let status = try created.status()
+            let status = try Device.status(at: device.url)
             if output.json { try printJSON(encodable: status) } else { say("created \(name) in \(device.dir) (powered off)") }
         }
     }

@@ -22,6 +22,8 @@ enum Remedy {
             case .alreadyRunning: return error.subject.map { "stop it first with `keyferry node stop \($0)`" }
             default: return nil
             }
+        case let error as DeviceError where error.code == .inUse:
+            return error.subject.map { "if its node runs, stop it first with `keyferry node stop \($0)`" }
         case let error as DeviceError where error.code == .notADevice:
             guard let directory = error.subject else { return nil }
             // Only an empty or missing directory is worth making a device of.

@@ -63,12 +63,12 @@ struct RestoreCommand: AsyncParsableCommand {
                 }
             }
             if phoneBackup?.isEncrypted == true { line.show("deriving the password's key (\(phoneBackup!.dataProtectionRounds.formatted()) rounds of PBKDF2)") }
-            report = try NodeLauncher.whilePoweredOff(directory: URL(fileURLWithPath: to)) {
-                if phoneBackup != nil {
-                    return try PhoneRestore.restore(
-                        archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode, progress: progress)
-                }
-                return try DeviceRestore.restore(
+            // The restore holds the target throughout: a running node makes it fail, untouched.
+            if phoneBackup != nil {
+                report = try PhoneRestore.restore(
+                    archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode, progress: progress)
+            } else {
+                report = try DeviceRestore.restore(
                     archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode,
                     acceptingUnauthenticated: acceptUnauthenticated, progress: progress)
             }
@@ -127,7 +127,7 @@ extension RestoreReport {
         var lines = [headline(target: target, transfer: transfer)] + authenticityNote
         let dropped = Dictionary(grouping: items.compactMap(\.reason), by: { $0 }).mapValues(\.count)
         for (reason, count) in dropped.sorted(by: { $0.value > $1.value }) {
-            lines.append("  dropped \(count.items): \(reason.sentence)")
+            lines.append("  \(transfer ? "left behind" : "dropped") \(count.items): \(reason.sentence(transfer: transfer))")
         }
         lines += localLossLines
         let waiting = items.filter(\.waitingForApp).count
@@ -154,7 +154,8 @@ extension RestoreReport {
                 item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
                 item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local",
             ]
-            let note = item.reason?.sentence ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
+            let note =
+                item.reason?.sentence(transfer: transfer) ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
             lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
@@ -177,5 +178,14 @@ extension RestoreReport {
         if !gone.isEmpty { lines.append("  removed \(gone.count.items(as: "local item")) not in the archive: \(named(gone))") }
         if !older.isEmpty { lines.append("  back as the archive holds \(older.count == 1 ? "it" : "them"), losing later changes: \(named(older))") }
         return lines
+    }
+}
+
+extension RestoreReport.Reason {
+    /// In Quick Start's words, where nothing is a backup: a device-bound item stays on the phone
+    /// it was made on.
+    func sentence(transfer: Bool) -> String {
+        guard transfer, self == .deviceBound else { return sentence }
+        return "device-bound (ThisDeviceOnly): it stays on the device it was made on"
     }
 }

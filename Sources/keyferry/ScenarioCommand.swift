@@ -1,6 +1,7 @@
 import ArgumentParser
 import Fleet
 import Foundation
+import KeyferryThreads
 import Node
 import NodeControl
 import Scenario
@@ -43,34 +44,37 @@ struct ScenarioCommand: AsyncParsableCommand {
                 }
             }
             guard problems.isEmpty else { throw FileProblems(errors: problems) }
+            // Where each scenario's devices go, all checked before anything starts.
+            let roots = try scenarios.indices.map { try root(for: scenarios[$0], index: $0) }
             var results: [ScenarioResult] = []
             let human = !output.json && Verbosity.current >= .normal
-            for (index, scenario) in scenarios.enumerated() {
+            for (scenario, root) in zip(scenarios, roots) {
                 if human { printNow("scenario: \(scenario.name) (\(scenario.file))") }
-                let root = try root(for: scenario, index: index)
+                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
                 // The runner has stopped every node by the time it returns or throws.
                 defer { if keep == nil { try? FileManager.default.removeItem(at: root) } }
+                let started = ContinuousClock.now
+                let done = Locked<[StepResult]>([])
                 let result: ScenarioResult
                 do {
                     result = try await interruptibly {
                         try await ScenarioRunner(scenario: scenario, root: root).run { step in
+                            done.withLock { $0.append(step) }
                             guard human else { return }
                             printNow("  \(step.passed ? "ok  " : "FAIL") \(String(step.line).padded(4)) \(step.step)")
                             if let failure = step.failure { printNow("       " + failure.replacingOccurrences(of: "\n", with: "\n       ")) }
                         }
                     }
                 } catch is Interrupted {
+                    // CI still gets its report: the scenarios that ran, and how far this one got.
+                    let elapsed = started.duration(to: .now)
+                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    try writeJUnit(results + [.interrupted(scenario, after: done.withLock { $0 }, seconds: seconds)])
                     throw Interrupted(cause: CommandFailure("every device and relay of \"\(scenario.name)\" was stopped"))
                 }
                 results.append(result)
             }
-            if let junit {
-                do {
-                    try Data(JUnitReport.xml(results).utf8).write(to: URL(fileURLWithPath: junit), options: .atomic)
-                } catch {
-                    throw CommandFailure("cannot write \(junit): \(userMessage(for: error).message)")
-                }
-            }
+            try writeJUnit(results)
             let failed = results.filter { !$0.passed }
             if output.json {
                 try printJSON(encodable: results)
@@ -83,14 +87,25 @@ struct ScenarioCommand: AsyncParsableCommand {
             if !failed.isEmpty { throw ExitCode.failure }
         }
 
+        private func writeJUnit(_ results: [ScenarioResult]) throws {
+            guard let junit else { return }
+            do {
+                try Data(JUnitReport.xml(results).utf8).write(to: URL(fileURLWithPath: junit), options: .atomic)
+            } catch {
+                throw CommandFailure("cannot write \(junit): \(userMessage(for: error).message)")
+            }
+        }
+
+        /// Where a scenario's devices go: a scratch directory, or one named after it under --keep,
+        /// which an earlier run must not have left there.
         private func root(for scenario: Scenario, index: Int) throws -> URL {
             let base = keep.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
             let root = base.appendingPathComponent(
                 keep == nil ? "keyferry-scenario-\(UUID().uuidString.prefix(8))" : "\(index + 1)-\(scenario.slug.prefix(24))")
             guard !FileManager.default.fileExists(atPath: root.path) else {
-                throw CommandFailure("\(root.path) already exists; give --keep an empty directory")
+                throw CommandFailure(
+                    .invalidInput, "--keep \(keep ?? ""): \(root.lastPathComponent) is there from an earlier run; give --keep a new or empty directory.")
             }
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             return root
         }
     }

@@ -407,7 +407,7 @@ struct DeviceRestoreTests {
         #expect(restored["n20999"] == "v20999")
     }
 
-    @Test("a swap cut between its two renames is finished on the next access; a half-built restore is undone")
+    @Test("a swap cut between its two renames is finished by whoever next takes the device; a half-built restore is undone")
     func interruptedSwap() throws {
         let fixture = try source()
         fixture.device.powerOff()
@@ -418,18 +418,18 @@ struct DeviceRestoreTests {
         try FileManager.default.copyItem(at: directory, to: staging)
         #expect(FileManager.default.createFile(atPath: staging.appendingPathComponent("replace-ready").path, contents: Data()))
         try FileManager.default.moveItem(at: directory, to: parent.appendingPathComponent(".device.replaced-1"))
-        try Device.requireDevice(at: directory)
+        try DeviceHold.take(directory).release()
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("device.json").path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix(".") }.isEmpty)
         // Cut before it: the old device moved aside, the new one not ready.
         try FileManager.default.moveItem(at: directory, to: parent.appendingPathComponent(".device.replaced-2"))
         try FileManager.default.createDirectory(at: parent.appendingPathComponent(".device.restoring-x"), withIntermediateDirectories: true)
-        try Device.requireDevice(at: directory)
+        try DeviceHold.take(directory).release()
         #expect(try contents(directory)["acct-always-local"] == "secret-always-local")
         // Cut after the swap, before its clean-up: the marker still in place clears the old device.
         try FileManager.default.createDirectory(at: parent.appendingPathComponent(".device.replaced-3"), withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("replace-ready").path, contents: Data()))
-        try Device.requireDevice(at: directory)
+        try DeviceHold.take(directory).release()
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix(".device.replaced") }.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("replace-ready").path))
     }

@@ -368,6 +368,35 @@ struct CrashPointTests {
         #expect(try keychain.copy(ItemQuery(.genericPassword, matchLimit: .all)).count == 9_001)
     }
 
+    @Test("a powered-on device is held until it powers off: another power-on or a read at rest fails with inUse, and changes nothing")
+    func heldWhilePoweredOn() throws {
+        let t = try TestDevice()
+        #expect { try Device.powerOn(at: t.directory) } throws: { ($0 as? DeviceError)?.code == .inUse }
+        #expect { try Device.status(at: t.directory) } throws: { ($0 as? DeviceError)?.code == .inUse }
+        #expect(t.device.lockState == .unlocked, "the holder is untouched")
+        t.device.powerOff()
+        #expect(try Device.status(at: t.directory).poweredOn == false)
+        let again = try Device.powerOn(at: t.directory, clock: t.clock)
+        #expect(again.lockState == .beforeFirstUnlock)
+        // A reboot keeps the device held.
+        try again.reboot()
+        #expect { try Device.status(at: t.directory) } throws: { ($0 as? DeviceError)?.code == .inUse }
+        again.powerOff()
+    }
+
+    @Test("a device is made powered off and unheld, with no unlock to pay for; its first power-on is before first unlock")
+    func initializedPoweredOff() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directory = root.appendingPathComponent("device")
+        try Device.initialize(at: directory, options: DeviceOptions(passcode: "123456", passcodeHashing: .minimum))
+        let status = try Device.status(at: directory)
+        #expect(!status.poweredOn && status.passcodeSet && status.failedPasscodeAttempts == 0)
+        let device = try Device.powerOn(at: directory)
+        #expect(device.lockState == .beforeFirstUnlock)
+        device.powerOff()
+    }
+
     @Test("the change sequence never repeats, even after the newest item is deleted and the device restarts")
     func changeSequenceSurvivesDeletes() throws {
         let t = try TestDevice()
@@ -376,6 +405,7 @@ struct CrashPointTests {
         try keychain.add(.password(account: "b"))
         let before = try t.device.deviceKeychain.changes(since: 0).map(\.changeSequence).max()!
         try keychain.delete(ItemQuery(.genericPassword, attributes: [.account: .string("b")]))
+        t.device.powerOff()
         let reopened = try Device.powerOn(at: t.directory, clock: t.clock)
         try reopened.unlock(passcode: TestDevice.defaultPasscode)
         try reopened.keychain(for: TestDevice.appID).add(.password(account: "c"))

@@ -96,7 +96,8 @@ struct ScenarioCLITests {
 
         let process = Process()
         process.executableURL = cli.binary
-        process.arguments = ["scenario", "run", file]
+        let junit = cli.path("report.xml")
+        process.arguments = ["scenario", "run", file, "--junit", junit]
         process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": cli.stateHome.path, "TMPDIR": temporary]) { $1 }
         let out = Pipe()
         let err = Pipe()
@@ -122,6 +123,9 @@ struct ScenarioCLITests {
         #expect(!String(decoding: stdout, as: UTF8.self).contains("scenarios passed"))
         #expect(Self.nothingRunning(under: temporary))
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty, "the scenario's devices are removed")
+        // CI still gets its report: the scenario failed at an "interrupted" step, after the steps it ran.
+        let report = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(report.contains("interrupted (Ctrl-C or SIGTERM)") && report.contains("failures=\"1\""), "\(report)")
     }
 
     @Test("sandbox file steps: a wrong expectation names what was found")

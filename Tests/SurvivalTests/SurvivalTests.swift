@@ -144,6 +144,24 @@ struct SurvivalTests {
         #expect(phone.device.lockState == .unlocked)
     }
 
+    @Test("a locked device with its passcode: the matrix reads an unlocked copy, the device stays locked, and a wrong passcode counts on it")
+    func lockedWithPasscode() async throws {
+        let phone = try Self.phone()
+        try phone.device.lock(immediately: true)
+        let whileLocked = try await Self.matrix(phone)
+        #expect(phone.device.lockState == .locked)
+        #expect(whileLocked.rows.first { $0.name == "classA @ com.example.app" }?.now == nil, "read now, from the unlocked copy")
+        await #expect(throws: KeychainError.self) { try await Self.matrix(phone, passcode: "000000") }
+        #expect(try phone.device.status().failedPasscodeAttempts == 1, "the guess counted on the device")
+        // The same cells as the matrix of the device unlocked.
+        try phone.device.unlock(passcode: TestDevice.defaultPasscode)
+        let unlocked = try await Self.matrix(phone)
+        func outcomes(_ matrix: SurvivalMatrix) -> [String] {
+            matrix.rows.flatMap { row in matrix.paths.map { "\(row.name) \($0.rawValue) \(row.cells[$0]?.outcome.rawValue ?? "-")" } }
+        }
+        #expect(outcomes(whileLocked) == outcomes(unlocked))
+    }
+
     @Test("without the passcode, a copy still loses what the passcode's removal destroys")
     func passcodeUnknown() async throws {
         let phone = try Self.phone()
@@ -163,12 +181,12 @@ struct SurvivalTests {
         #expect(matrix.cell("a @ com.example.app", .beforeFirstUnlock)?.outcome == .kept)
     }
 
-    @Test("a locked device and an unknown app are refused, naming the fix")
+    @Test("a locked device without its passcode and an unknown app are refused, naming the fix")
     func refusals() async throws {
         let phone = try Self.phone()
         try phone.device.lock(immediately: true)
-        await #expect { try await Self.matrix(phone) } throws: { error in
-            (error as? DeviceError)?.message.contains("unlock it first") == true
+        await #expect { try await Self.matrix(phone, passcode: nil) } throws: { error in
+            (error as? DeviceError)?.message.contains("unlock it first, or give its passcode") == true
         }
         try phone.device.unlock(passcode: TestDevice.defaultPasscode)
         await #expect {
