@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NodeControl
 import PhoneBackup
+import ServiceLifecycle
 import Survival
 import SyncWire
 import Synchronization
@@ -30,29 +31,18 @@ public enum NodeServer {
         try? FileManager.default.removeItem(at: paths.socket)
 
         let sync = await NodeSync(device: device, logger: logger)
+        // The server, the grace-period settler and the sync loop run as one service group: one
+        // SIGTERM or SIGINT stops them all, and the device powers off after.
         let app = Application(
             router: router(device: device, sync: sync, logger: logger),
             configuration: .init(address: .unixDomainSocket(path: paths.socket.path), serverName: "keyferry-node"),
+            services: [GracePeriodSettler(device: device, logger: logger), SyncLoop(sync: sync)],
             onServerRunning: { _ in
                 try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: paths.socket.path)
                 logger.info("node up", metadata: ["device": "\(device.info.name)", "pid": "\(ProcessInfo.processInfo.processIdentifier)"])
             },
             logger: logger)
 
-        // The lock-state machine settles lazily; this makes the grace period end on time even
-        // when nobody asks, so class A keys really leave memory.
-        let settler = Task {
-            var wasAvailable = device.isProtectedDataAvailable
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                let available = device.isProtectedDataAvailable
-                if wasAvailable && !available { logger.info("class A keys discarded") }
-                wasAvailable = available
-            }
-        }
-        defer { settler.cancel() }
-        let syncing = Task { await sync.run() }
-        defer { syncing.cancel() }
         try await app.runService()
         try? FileManager.default.removeItem(at: paths.socket)
         logger.info("node down")
@@ -337,4 +327,32 @@ public struct NodeRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public init(source: Source) { coreContext = .init(source: source) }
     public var maxUploadSize: Int { 4 * NewItem.maximumDataBytes }
+}
+
+/// The lock-state machine settles lazily; this makes the grace period end on time even when
+/// nobody asks, so class A keys really leave memory.
+private struct GracePeriodSettler: Service {
+    let device: Device
+    let logger: Logger
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            var wasAvailable = device.isProtectedDataAvailable
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                let available = device.isProtectedDataAvailable
+                if wasAvailable && !available { logger.info("class A keys discarded") }
+                wasAvailable = available
+            }
+        }
+    }
+}
+
+/// The member's sync passes, every second while the node runs (`NodeSync.run`).
+private struct SyncLoop: Service {
+    let sync: NodeSync
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await sync.run() }
+    }
 }

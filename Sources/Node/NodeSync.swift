@@ -172,14 +172,16 @@ final class NodeSync: Sendable {
     /// Before first unlock the member waits, sealed, and joins in at the first pass after.
     func run() async {
         var delay = Self.interval
+        var backoff = Backoff(initial: Self.interval * 2, maximum: Self.maximumBackoff)
         while !Task.isCancelled {
             try? await Task.sleep(for: delay)
             guard let engine, device.lockState != .beforeFirstUnlock else { continue }
             do {
                 // A pass that stopped at its bound goes on at once.
                 delay = try await exchange(engine).more ? .zero : Self.interval
+                backoff.reset()
             } catch {
-                delay = min(delay * 2, Self.maximumBackoff)
+                delay = backoff.next()
             }
         }
     }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import KeychainModel
 import KeyferryHTTP
+import KeyferryThreads
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -35,22 +36,22 @@ public struct RelayClient: RelayTransport {
         do { return try RelayWire.decodePull(answer) } catch { throw RelayError.refused("its answer is not a list of records") }
     }
 
-    /// Retries while the relay is unreachable, waiting longer each time (0.1 s doubling to
-    /// `maximumDelay`), until `deadline`; a refusal ends it at once.
+    /// Retries while the relay is unreachable, waiting longer each time (`Backoff` from 0.1 s
+    /// to `maximumDelay`), until `deadline`; a refusal ends it at once.
     public func retrying<T: Sendable>(
         until deadline: ContinuousClock.Instant, maximumDelay: Duration = .seconds(2),
         _ operation: @Sendable (RelayClient) async throws -> T
     ) async throws -> T {
-        var delay = Duration.milliseconds(100)
+        var backoff = Backoff(initial: .milliseconds(100), maximum: maximumDelay)
         while true {
             var attempt = self
             attempt.timeout = min(timeout, max(.milliseconds(50), deadline - .now))
             do {
                 return try await operation(attempt)
             } catch RelayError.unreachable(let why) {
+                let delay = backoff.next()
                 guard ContinuousClock.now + delay < deadline else { throw RelayError.unreachable(why) }
                 try await Task.sleep(for: delay)
-                delay = min(delay * 2, maximumDelay)
             }
         }
     }
