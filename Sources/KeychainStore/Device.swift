@@ -226,9 +226,13 @@ public final class Device: Sendable {
         return (error as? CocoaError).map { "file system error \($0.code.rawValue)" } ?? "\(error)"
     }
 
+    /// What iOS takes as a new passcode: four digits at least (its shortest, a 4-digit code).
     static func validatePasscode(_ passcode: String) throws {
         guard !passcode.isEmpty else {
             throw DeviceError(.invalidArgument, "a passcode cannot be empty; to have none, leave it out.")
+        }
+        guard passcode.count >= 4 else {
+            throw DeviceError(.invalidArgument, "a passcode has at least 4 characters, as on iOS, where a 4-digit code is the shortest.")
         }
     }
 

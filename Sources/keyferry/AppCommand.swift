@@ -66,6 +66,7 @@ struct AppCommand: AsyncParsableCommand {
                 return
             }
             for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
+            if apps.isEmpty { say("no apps installed") }
         }
     }
 

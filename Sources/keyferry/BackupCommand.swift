@@ -161,8 +161,11 @@ struct BackupCommand: AsyncParsableCommand {
                 print("password Argon2id, \(hashing.parameters.operations) passes, \(hashing.parameters.memoryBytes >> 20) MiB")
             }
             print("holds    \(manifest.summary)")
+            // `items.CLASS.PROTECTION` and `notExported.CLASS.WHY` as a table in Apple's words.
             for (name, count) in manifest.counts.sorted(by: { $0.key < $1.key }) where name.hasPrefix("items.") || name.hasPrefix("notExported.") {
-                print("  \(name.padded(70)) \(count)")
+                let parts = name.split(separator: ".").map(String.init)
+                let what = parts.dropFirst().joined(separator: "  ")
+                print("  \(String(count).padding(toLength: 6, withPad: " ", startingAt: 0)) \(parts[0] == "items" ? "" : "never exported: ")\(what)")
             }
             for warning in manifest.warnings { warn(warning) }
             if header.mode == .encrypted {
@@ -216,7 +219,7 @@ struct BackupCommand: AsyncParsableCommand {
             let authenticity = reader.authenticity(device: keys)
             if output.json {
                 printJSON([
-                    "verified": true, "authenticated": authenticity != .checksums, "authenticity": authenticity.rawValue, "sections": sections + 1,
+                    "verified": true, "authenticated": authenticity != .checksums, "authenticity": authenticity.rawValue, "sections": sections,
                     "created": reader.header.created.formatted(.iso8601),
                 ])
                 return
@@ -224,13 +227,13 @@ struct BackupCommand: AsyncParsableCommand {
             defer { print("made \(reader.header.created.formatted(.iso8601)) by \(reader.header.deviceName.escapingControlCharacters)") }
             switch authenticity {
             case .password:
-                print("\(file): every byte authenticated under its password (\(sections + 1) sections); \(manifest.summary)")
+                print("\(file): every byte authenticated under its password (\(sections) sections and its manifest); \(manifest.summary)")
             case .device:
                 print(
-                    "\(file): every byte authenticated by \(reader.header.deviceName.escapingControlCharacters), which wrote it (\(sections + 1) sections); \(manifest.summary)"
+                    "\(file): every byte authenticated by \(reader.header.deviceName.escapingControlCharacters), which wrote it (\(sections) sections and its manifest); \(manifest.summary)"
                 )
             case .checksums, .keychainItems, .unauthenticated:
-                print("\(file): every byte intact (\(sections + 1) sections); \(manifest.summary)")
+                print("\(file): every byte intact (\(sections) sections and its manifest); \(manifest.summary)")
                 print("(unencrypted: its checksums detect damage, not forgery; --device DIR with the device that wrote it authenticates it)")
             }
         }

@@ -272,6 +272,8 @@ struct ItemCommand: AsyncParsableCommand {
                 return
             }
             for item in listing.items { print(item.headline) }
+            // A sentence rather than nothing; --quiet and --json leave it out, for scripts.
+            if listing.items.isEmpty && listing.unavailable.isEmpty { say(app.map { "no keychain item \($0) can see" } ?? "no keychain items") }
             if !listing.unavailable.isEmpty {
                 print("sealed in this lock state: \(listing.unavailable.map(\.name).joined(separator: ", "))")
             }

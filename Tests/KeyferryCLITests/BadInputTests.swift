@@ -106,6 +106,7 @@ struct BadInputTests {
             (["app", "install", dir, "--app", "com.example.x", "--team", "short"], 64, "not a team ID"),
             (["app", "install", dir, "--app", "", "--team", "ABCDE12345"], 64, "bundle ID cannot be empty"),
             (["device", "init", cli.path("new"), "--passcode", ""], 64, "passcode cannot be empty"),
+            (["device", "init", cli.path("new"), "--passcode", "12"], 64, "at least 4 characters"),
             (["device", "init", cli.path("new"), "--name", ""], 64, "name cannot be empty"),
             (["device", "passcode", dir, "--set", "2222"], 4, "give it with --current"),
             (["device", "unlock", open, "--passcode", "1234"], 64, "has no passcode"),
