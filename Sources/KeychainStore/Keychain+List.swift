@@ -1,12 +1,5 @@
 import KeychainModel
 
-/// Every item a keychain can see, attributes only: what `keyferry item list` shows.
-public struct ItemListing: Codable, Sendable {
-    public var items: [ItemRecord]
-    /// Protection classes whose items exist but cannot be opened in the current lock state.
-    public var unavailable: [ProtectionClass]
-}
-
 extension Keychain {
     /// Lists every live item (but the device's own), class by class and protection class by
     /// protection class, so that a locked class hides only its own items. Never returns secrets.

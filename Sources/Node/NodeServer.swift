@@ -61,36 +61,32 @@ public enum NodeServer {
         typealias API = NodeAPI
         let calls = DeviceCalls()
         // A route whose work is a call of the device's: it runs on the device's queues.
-        func call<Body: Decodable & Sendable, Result: Encodable & Sendable>(
-            _ route: API.Route, _ body: Body.Type, _ work: @escaping @Sendable (Body) throws -> Result
-        ) {
-            post(router, route, body, logger) { request in try await calls.run { try work(request) } }
+        func call<Body, Answer>(_ route: API.Route<Body, Answer>, _ work: @escaping @Sendable (Body) throws -> Answer) {
+            post(router, route, logger) { request in try await calls.run { try work(request) } }
         }
         // How far a backup in progress has come, for `status` to report while it runs.
         let backupProgress = Locked<API.Progress?>(nil)
-        router.get(path(.status)) { _, _ in
-            try await reply(logger, .status) {
-                API.NodeStatus(
-                    pid: ProcessInfo.processInfo.processIdentifier, device: try await calls.run { try device.status() },
-                    backupProgress: backupProgress.withLock { $0 })
-            }
+        get(router, .status, logger) {
+            API.NodeStatus(
+                pid: ProcessInfo.processInfo.processIdentifier, device: try await calls.run { try device.status() },
+                backupProgress: backupProgress.withLock { $0 })
         }
-        post(router, .reboot, API.Empty.self, logger) { _ in
+        post(router, .reboot, logger) { _ in
             try await calls.run { try device.reboot() }
             // What the member unsealed leaves memory with the class keys.
             await sync.seal()
             logger.info("rebooted: before first unlock")
             return API.Empty()
         }
-        call(.unlock, API.Unlock.self) {
+        call(.unlock) {
             try device.unlock(passcode: $0.passcode)
             return API.Empty()
         }
-        call(.lock, API.Lock.self) {
+        call(.lock) {
             try device.lock(immediately: $0.immediately)
             return API.Empty()
         }
-        call(.passcode, API.Passcode.self) { request in
+        call(.passcode) { request in
             if request.remove {
                 guard let current = request.current else { throw NodeError.invalidRequest("removing the passcode needs the current one.") }
                 try device.removePasscode(current: current)
@@ -100,7 +96,7 @@ public enum NodeServer {
             }
             return API.Empty()
         }
-        call(.biometry, API.Biometry.self) { request in
+        call(.biometry) { request in
             switch request.action {
             case .enroll: try device.enrollBiometry()
             case .change: try device.changeBiometryEnrollment()
@@ -108,21 +104,21 @@ public enum NodeServer {
             }
             return API.Empty()
         }
-        router.get(path(.apps)) { _, _ in try await reply(logger, .apps) { try await calls.run { try device.installedApps() } } }
-        call(.install, AppManifest.self) {
+        get(router, .apps, logger) { try await calls.run { try device.installedApps() } }
+        call(.install) {
             try device.install($0)
             return API.Empty()
         }
-        call(.uninstall, API.Uninstall.self) {
+        call(.uninstall) {
             try device.uninstall(bundleID: $0.bundleID)
             return API.Empty()
         }
-        call(.defaults, API.Defaults.self) { request in
+        call(.defaults) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
             return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
         }
-        call(.defaultsPlist, API.DefaultsPlist.self) { request in
+        call(.defaultsPlist) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             if let set = request.set {
                 guard let entries = try? PropertyListSerialization.propertyList(from: set, format: nil) as? [String: Any] else {
@@ -134,10 +130,10 @@ public enum NodeServer {
             guard sandbox.defaultsAreReadable else { return API.DefaultsPlistContents(plist: nil) }
             return API.DefaultsPlistContents(plist: try PropertyListSerialization.data(fromPropertyList: try sandbox.defaults(), format: .binary, options: 0))
         }
-        call(.files, API.Files.self) { request in
+        call(.files) { request in
             try device.sandbox(for: request.bundleID).files().map { API.FileInfo(path: $0.path, protection: $0.protection, bytes: $0.bytes) }
         }
-        call(.file, API.File.self) { request in
+        call(.file) { request in
             let sandbox = try device.sandbox(for: request.bundleID)
             if request.remove == true {
                 guard request.contents == nil else { throw NodeError.invalidRequest("a file is either written or removed, not both.") }
@@ -149,31 +145,31 @@ public enum NodeServer {
             }
             return API.FileContents(path: request.path, contents: try sandbox.readFile(request.path))
         }
-        call(.add, API.Add.self) { request in
+        call(.add) { request in
             let keychain = try device.keychain(for: request.app)
             guard let privateKey = request.privateKey else { return API.Items(items: [try keychain.add(request.item)]) }
             try keychain.addIdentity(certificate: request.item, privateKey: privateKey)
             return API.Items(items: [])
         }
-        call(.copy, API.Search.self) { request in
+        call(.copy) { request in
             API.Items(items: try device.keychain(for: request.app).copy(request.query))
         }
-        call(.copyMany, API.SearchMany.self) { request in
+        call(.copyMany) { request in
             let keychain = try device.keychain(for: request.app)
             return API.FoundMany(results: request.queries.map { query in API.Found(Result { try keychain.copy(query) }) })
         }
-        call(.update, API.Update.self) { request in
+        call(.update) { request in
             API.Changed(count: try device.keychain(for: request.app).update(request.query, with: request.changes))
         }
-        call(.delete, API.Search.self) { request in
+        call(.delete) { request in
             API.Changed(count: try device.keychain(for: request.app).delete(request.query))
         }
-        call(.list, API.List.self) { request in
+        call(.list) { request in
             try (request.app.map(device.keychain(for:)) ?? device.deviceKeychain).list()
         }
         // A caller that goes away (Ctrl-C, a timeout) takes its backup with it: the archive is
         // dropped unfinished, so that none appears after its command has failed.
-        post(router, .backup, API.Backup.self, logger) { request in
+        post(router, .backup, logger) { request in
             guard request.path.hasPrefix("/") else { throw NodeError.invalidRequest("the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
             defer { backupProgress.withLock { $0 = nil } }
@@ -186,7 +182,7 @@ public enum NodeServer {
             logger.info("backup written", metadata: ["mode": "\(request.password == nil ? "unencrypted" : "encrypted")"])
             return manifest
         }
-        post(router, .phoneBackup, API.PhoneBackup.self, logger) { request in
+        post(router, .phoneBackup, logger) { request in
             guard request.path.hasPrefix("/") else { throw NodeError.invalidRequest("the backup path must be absolute.") }
             let options = PhoneBackupWriter.Options(password: request.password.map { Data($0.utf8) }, dataProtectionRounds: request.rounds ?? 10_000_000)
             defer { backupProgress.withLock { $0 = nil } }
@@ -205,7 +201,7 @@ public enum NodeServer {
             logger.info("iOS backup written", metadata: ["encrypted": "\(summary.encrypted)"])
             return summary
         }
-        post(router, .transfer, API.Transfer.self, logger) { request in
+        post(router, .transfer, logger) { request in
             guard request.target.hasPrefix("/") else { throw NodeError.invalidRequest("the target path must be absolute.") }
             let target = URL(fileURLWithPath: request.target)
             try DeviceTransfer.requireAnotherDevice(target, than: device)
@@ -215,11 +211,11 @@ public enum NodeServer {
             logger.info("transferred", metadata: ["items": "\(report.restoredCount)"])
             return report
         }
-        post(router, .survival, API.SurvivalOptions.self, logger) { request in
+        post(router, .survival, logger) { request in
             let scratch = Survival.scratch(of: device.directory)
             return try await Survival.matrix(of: device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
         }
-        call(.clock, API.Clock.self) { request in
+        call(.clock) { request in
             if request.advance > 0 {
                 try device.advanceClock(by: request.advance)
                 logger.info("clock advanced", metadata: ["seconds": "\(request.advance)"])
@@ -229,26 +225,35 @@ public enum NodeServer {
     }
 
     private static func syncRoutes(_ router: Router<NodeRequestContext>, sync: NodeSync, logger: Logger) {
-        post(router, .circleCreate, NodeAPI.CircleCreate.self, logger) { try await sync.create($0) }
-        router.get(path(.circleIdentity)) { _, _ in try await reply(logger, .circleIdentity) { try await sync.identity() } }
-        post(router, .circleVouch, NodeAPI.Vouch.self, logger) { try await sync.vouch($0) }
-        post(router, .circleJoin, NodeAPI.Voucher.self, logger) { try await sync.join($0) }
-        post(router, .circleRemove, NodeAPI.CircleRemove.self, logger) { try await sync.remove($0) }
-        post(router, .circleLeave, NodeAPI.CircleLeave.self, logger) { try await sync.leave($0) }
-        router.get(path(.circleStatus)) { _, _ in try await reply(logger, .circleStatus) { await sync.circleStatus() } }
-        post(router, .syncNow, NodeAPI.Empty.self, logger) { _ in try await sync.syncNow() }
-        router.get(path(.syncStatus)) { _, _ in try await reply(logger, .syncStatus) { try await sync.syncStatus() } }
+        post(router, .circleCreate, logger) { try await sync.create($0) }
+        get(router, .circleIdentity, logger) { try await sync.identity() }
+        post(router, .circleVouch, logger) { try await sync.vouch($0) }
+        post(router, .circleJoin, logger) { try await sync.join($0) }
+        post(router, .circleRemove, logger) { try await sync.remove($0) }
+        post(router, .circleLeave, logger) { try await sync.leave($0) }
+        get(router, .circleStatus, logger) { await sync.circleStatus() }
+        post(router, .syncNow, logger) { _ in try await sync.syncNow() }
+        get(router, .syncStatus, logger) { try await sync.syncStatus() }
     }
 
-    private static func path(_ route: NodeAPI.Route) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.rawValue)") }
+    private static func path(_ route: NodeAPI.Route<some Any, some Any>) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.path)") }
+
+    /// Registers one GET route: act, answer JSON.
+    private static func get<Answer>(
+        _ router: Router<NodeRequestContext>, _ route: NodeAPI.Route<NodeAPI.Empty, Answer>, _ logger: Logger,
+        _ action: @escaping @Sendable () async throws -> Answer
+    ) {
+        router.get(path(route)) { _, _ in try await reply(logger, route.path) { try await action() } }
+    }
 
     /// Registers one POST route: decode the body, act, answer JSON. Bodies are never logged,
     /// since they carry secrets and passcodes. For a route `cancelledWhenCallerLeaves`, the
     /// action's task is cancelled if the connection closes before it answers.
-    private static func post<Body: Decodable & Sendable, Result: Encodable & SendableMetatype>(
-        _ router: Router<NodeRequestContext>, _ route: NodeAPI.Route, _ body: Body.Type, _ logger: Logger,
-        _ action: @escaping @Sendable (Body) async throws -> Result
+    private static func post<Body, Answer>(
+        _ router: Router<NodeRequestContext>, _ route: NodeAPI.Route<Body, Answer>, _ logger: Logger,
+        _ action: @escaping @Sendable (Body) async throws -> Answer
     ) {
+        let name = route.path
         router.post(path(route)) { request, context in
             guard route.cancelledWhenCallerLeaves else { return try await handle(request, context) }
             return try await request.body.consumeWithCancellationOnInboundClose { body in
@@ -261,34 +266,34 @@ public enum NodeServer {
                 decoded = try await request.decode(as: Body.self, context: context)
             } catch is NIOTooManyBytesError {
                 return failure(
-                    logger, route,
+                    logger, name,
                     NodeError.invalidRequest(
-                        "the \(route.rawValue) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."
+                        "the \(name) request is larger than a node accepts (\(byteSize(context.maxUploadSize))); a secret holds up to \(byteSize(NewItem.maximumDataBytes))."
                     ))
             } catch let error as HTTPError {
                 return failure(
-                    logger, route, NodeError.invalidRequest("the \(route.rawValue) request body is not valid: \(error.body ?? "not the control API's JSON")"))
+                    logger, name, NodeError.invalidRequest("the \(name) request body is not valid: \(error.body ?? "not the control API's JSON")"))
             } catch {
-                return failure(logger, route, NodeError.invalidRequest("the \(route.rawValue) request body is not the control API's JSON."))
+                return failure(logger, name, NodeError.invalidRequest("the \(name) request body is not the control API's JSON."))
             }
-            return try await reply(logger, route) { try await action(decoded) }
+            return try await reply(logger, name) { try await action(decoded) }
         }
     }
 
-    private static func reply(_ logger: Logger, _ route: NodeAPI.Route, _ action: () async throws -> some Encodable) async throws -> Response {
+    private static func reply(_ logger: Logger, _ route: String, _ action: () async throws -> some Encodable) async throws -> Response {
         do {
             let body = try NodeAPI.encoder.encode(try await action())
-            logger.debug("\(route.rawValue): ok")
+            logger.debug("\(route): ok")
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
         } catch {
             return failure(logger, route, error)
         }
     }
 
-    private static func failure(_ logger: Logger, _ route: NodeAPI.Route, _ error: any Error) -> Response {
+    private static func failure(_ logger: Logger, _ route: String, _ error: any Error) -> Response {
         let failure = NodeAPI.Failure(error)
         // The code only: messages may name an account or a service.
-        logger.info("\(route.rawValue): \(failure.error.domain) \(failure.error.codeName)")
+        logger.info("\(route): \(failure.error.domain) \(failure.error.codeName)")
         let status: HTTPResponse.Status =
             switch failure.error {
             case is KeychainError: .conflict

@@ -10,29 +10,25 @@ public enum NodeAPI {
     public static let version = "v1"
 
     /// Paths, relative to `/v1/`.
-    public enum Route: String, CaseIterable, Sendable {
-        case status
-        case reboot
-        case unlock, lock, passcode, biometry
-        case apps, install, uninstall, defaults, files, file
-        case defaultsPlist = "defaults/plist"
-        case add, copy, update, delete, list
-        case copyMany = "copy-many"
-        case backup, transfer, survival, clock
-        case phoneBackup = "backup/ios"
-        case circleCreate = "circle/create"
-        case circleIdentity = "circle/identity"
-        case circleVouch = "circle/vouch"
-        case circleJoin = "circle/join"
-        case circleRemove = "circle/remove"
-        case circleLeave = "circle/leave"
-        case circleStatus = "circle/status"
-        case syncNow = "sync/now"
-        case syncStatus = "sync/status"
-
+    /// A route of the control API, typed by what it takes and what it answers: the client and
+    /// the server name the same constant, so a call with the wrong body or answer does not
+    /// compile. The routes are below; those that answer with an engine's values (a backup's
+    /// manifest, a restore report, the survival matrix) are declared where those values are
+    /// (`Node`).
+    public struct Route<Body: Codable & Sendable, Answer: Codable & Sendable>: Sendable {
+        /// Under `/v1/`.
+        public let path: String
+        /// A read without a body (`GET`); every other route is a `POST` with a JSON body.
+        public let isGet: Bool
         /// Long work that stops when its caller goes away (Ctrl-C, a timeout). The node watches
         /// the connection's inbound side for that, so the connection serves this one call.
-        public var cancelledWhenCallerLeaves: Bool { self == .backup || self == .phoneBackup || self == .transfer || self == .survival }
+        public let cancelledWhenCallerLeaves: Bool
+
+        package init(_ path: String, get: Bool = false, cancelledWhenCallerLeaves: Bool = false) {
+            self.path = path
+            isGet = get
+            self.cancelledWhenCallerLeaves = cancelledWhenCallerLeaves
+        }
     }
 
     // MARK: Device
@@ -553,4 +549,122 @@ extension CodedError {
     fileprivate func encode<Key: CodingKey>(into container: inout KeyedEncodingContainer<Key>, forKey key: Key) throws {
         try container.encode(self, forKey: key)
     }
+}
+
+// MARK: Routes
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.NodeStatus {
+    public static var status: Self { Self("status", get: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.Empty {
+    public static var reboot: Self { Self("reboot") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Unlock, Answer == NodeAPI.Empty {
+    public static var unlock: Self { Self("unlock") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Lock, Answer == NodeAPI.Empty {
+    public static var lock: Self { Self("lock") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Passcode, Answer == NodeAPI.Empty {
+    public static var passcode: Self { Self("passcode") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Biometry, Answer == NodeAPI.Empty {
+    public static var biometry: Self { Self("biometry") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == [AppManifest] {
+    public static var apps: Self { Self("apps", get: true) }
+}
+
+extension NodeAPI.Route where Body == AppManifest, Answer == NodeAPI.Empty {
+    public static var install: Self { Self("install") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Uninstall, Answer == NodeAPI.Empty {
+    public static var uninstall: Self { Self("uninstall") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Defaults, Answer == [String: String] {
+    public static var defaults: Self { Self("defaults") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.DefaultsPlist, Answer == NodeAPI.DefaultsPlistContents {
+    public static var defaultsPlist: Self { Self("defaults/plist") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Files, Answer == [NodeAPI.FileInfo] {
+    public static var files: Self { Self("files") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.File, Answer == NodeAPI.FileContents {
+    public static var file: Self { Self("file") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Add, Answer == NodeAPI.Items {
+    public static var add: Self { Self("add") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Search, Answer == NodeAPI.Items {
+    public static var copy: Self { Self("copy") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.SearchMany, Answer == NodeAPI.FoundMany {
+    public static var copyMany: Self { Self("copy-many") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Update, Answer == NodeAPI.Changed {
+    public static var update: Self { Self("update") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Search, Answer == NodeAPI.Changed {
+    public static var delete: Self { Self("delete") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.List, Answer == ItemListing {
+    public static var list: Self { Self("list") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Clock, Answer == NodeAPI.ClockState {
+    public static var clock: Self { Self("clock") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.CircleCreate, Answer == NodeAPI.CircleStatus {
+    public static var circleCreate: Self { Self("circle/create") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.Peer {
+    public static var circleIdentity: Self { Self("circle/identity", get: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Vouch, Answer == NodeAPI.Voucher {
+    public static var circleVouch: Self { Self("circle/vouch") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Voucher, Answer == NodeAPI.CircleStatus {
+    public static var circleJoin: Self { Self("circle/join") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.CircleRemove, Answer == NodeAPI.CircleStatus {
+    public static var circleRemove: Self { Self("circle/remove") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.CircleLeave, Answer == NodeAPI.CircleStatus {
+    public static var circleLeave: Self { Self("circle/leave") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.CircleStatus {
+    public static var circleStatus: Self { Self("circle/status", get: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == SyncReport {
+    public static var syncNow: Self { Self("sync/now") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.SyncStatus {
+    public static var syncStatus: Self { Self("sync/status", get: true) }
 }

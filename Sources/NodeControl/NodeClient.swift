@@ -18,29 +18,29 @@ public struct NodeClient: Sendable {
     }
 
     public func status() async throws -> NodeAPI.NodeStatus {
-        try await call(.status, get: true, body: Optional<NodeAPI.Empty>.none)
+        try await get(.status)
     }
 
     public func apps() async throws -> [AppManifest] {
-        try await call(.apps, get: true, body: Optional<NodeAPI.Empty>.none)
+        try await get(.apps)
     }
 
     /// One GET: the route's answer.
-    public func get<Answer: Decodable>(_ route: NodeAPI.Route) async throws -> Answer {
+    public func get<Answer>(_ route: NodeAPI.Route<NodeAPI.Empty, Answer>) async throws -> Answer {
         try await call(route, get: true, body: Optional<NodeAPI.Empty>.none)
     }
 
     /// One POST: `body` as JSON in, the route's answer out.
-    public func call<Answer: Decodable>(_ route: NodeAPI.Route, _ body: some Encodable) async throws -> Answer {
+    public func call<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, _ body: Body) async throws -> Answer {
         try await call(route, get: false, body: body)
     }
 
     /// A POST whose answer carries nothing.
-    public func send(_ route: NodeAPI.Route, _ body: some Encodable) async throws {
-        let _: NodeAPI.Empty = try await call(route, get: false, body: body)
+    public func send<Body>(_ route: NodeAPI.Route<Body, NodeAPI.Empty>, _ body: Body) async throws {
+        _ = try await call(route, get: false, body: body)
     }
 
-    private func call<Answer: Decodable, Body: Encodable>(_ route: NodeAPI.Route, get: Bool, body: Body?) async throws -> Answer {
+    private func call<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, get: Bool, body: Body?) async throws -> Answer {
         let url = try url(of: route)
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
@@ -88,7 +88,7 @@ extension NodeClient {
         if let relay { voucher.relay = relay }
         let joined: NodeAPI.CircleStatus = try await call(.circleJoin, voucher)
         // The joiner published its entry; the sponsor reads it now rather than at its next pass.
-        let _: NodeAPI.Empty? = try? await sponsor.call(.syncNow, NodeAPI.Empty())
+        _ = try? await sponsor.call(.syncNow, NodeAPI.Empty())
         return joined
     }
 }
@@ -98,16 +98,16 @@ extension NodeClient {
     /// which block their caller as `securityd` does on a device. The request runs on the HTTP
     /// client's event loops, never on Swift's cooperative pool, so a caller blocked here cannot
     /// starve the work it waits for.
-    public func callSynchronously<Answer: Decodable>(_ route: NodeAPI.Route, _ body: some Encodable) throws -> Answer {
+    public func callSynchronously<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, _ body: Body) throws -> Answer {
         try callSynchronously(route, body: try NodeAPI.encoder.encode(body))
     }
 
     /// One GET, waiting on the calling thread.
-    public func getSynchronously<Answer: Decodable>(_ route: NodeAPI.Route) throws -> Answer {
+    public func getSynchronously<Answer>(_ route: NodeAPI.Route<NodeAPI.Empty, Answer>) throws -> Answer {
         try callSynchronously(route, body: nil)
     }
 
-    private func callSynchronously<Answer: Decodable>(_ route: NodeAPI.Route, body: Data?) throws -> Answer {
+    private func callSynchronously<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, body: Data?) throws -> Answer {
         var request = try HTTPClient.Request(url: try url(of: route), method: body == nil ? .GET : .POST)
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -125,8 +125,8 @@ extension NodeClient {
     }
 
     /// The route's address on the node's socket.
-    private func url(of route: NodeAPI.Route) throws -> URL {
-        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.rawValue)") else {
+    private func url(of route: NodeAPI.Route<some Any, some Any>) throws -> URL {
+        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.path)") else {
             throw NodeError(.unusablePath, "the socket path \(paths.socket.path) cannot be addressed.")
         }
         return url
@@ -137,8 +137,8 @@ extension NodeClient {
     }
 
     /// The answer of a 200, or the failure the node sent back, typed.
-    private static func answer<Answer: Decodable>(
-        _ type: Answer.Type, ok: Bool, status: String, bytes: Data, route: NodeAPI.Route,
+    private static func answer<Body, Answer>(
+        _ type: Answer.Type, ok: Bool, status: String, bytes: Data, route: NodeAPI.Route<Body, Answer>,
         paths: NodePaths
     ) throws -> Answer {
         guard ok else {
@@ -150,7 +150,7 @@ extension NodeClient {
         do {
             return try NodeAPI.decoder.decode(Answer.self, from: bytes)
         } catch {
-            throw NodeError(.incompatible, "the node's answer to \(route.rawValue) is not what this keyferry expects (\(error)); is it a different version?")
+            throw NodeError(.incompatible, "the node's answer to \(route.path) is not what this keyferry expects (\(error)); is it a different version?")
         }
     }
 }

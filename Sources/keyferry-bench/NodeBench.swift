@@ -58,7 +58,7 @@ struct NodeBench: AsyncParsableCommand {
         let body = String(decoding: try JSONEncoder().encode(NodeAPI.Search(app: app, query: query)), as: UTF8.self)
         let curlArguments = [
             "--silent", "--fail", "--unix-socket", NodePaths(directory: dir).socket.path, "-X", "POST", "-H", "content-type: application/json",
-            "--data-binary", body, "http://node/v1/\(NodeAPI.Route.copy.rawValue)",
+            "--data-binary", body, "http://node/v1/\(NodeAPI.Route.copy.path)",
         ]
         // hyperfine starts each command without a shell and times it alone.
         let medians = try Self.hyperfine(

@@ -106,8 +106,8 @@ struct BackupCommand: AsyncParsableCommand {
         /// `building` says nothing is being built beside `destination` (watched on disk: asking
         /// the node would queue behind the backup's read of the store), so that no partial
         /// backup is left for whoever looks next.
-        private func inNode<Answer: Decodable & Sendable>(
-            _ route: NodeAPI.Route, _ request: some Encodable & Sendable, to destination: URL, building: (URL) -> Bool, nothingWritten: String
+        private func inNode<Body, Answer>(
+            _ route: NodeAPI.Route<Body, Answer>, _ request: Body, to destination: URL, building: (URL) -> Bool, nothingWritten: String
         ) async throws -> Answer {
             let client = device.client
             let patientClient = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))

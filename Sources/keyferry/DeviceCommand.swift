@@ -191,7 +191,7 @@ extension DeviceDirectory {
     /// Sends one request to the node, then shows the device's status: what every lock,
     /// passcode and biometry command prints.
     /// (The status line confirms the change: --quiet leaves it out.)
-    func send(_ route: NodeAPI.Route, _ body: some Encodable, json: Bool) async throws {
+    func send<Body>(_ route: NodeAPI.Route<Body, NodeAPI.Empty>, _ body: Body, json: Bool) async throws {
         try await client.send(route, body)
         let status = try await client.deviceStatus()
         if json { try printJSON(encodable: status) } else { say(status.summary) }

@@ -138,9 +138,9 @@ struct NodeRouteTests {
         withExtendedLifetime(fixture) {}
     }
 
-    private func post(_ client: any TestClientProtocol, _ route: NodeAPI.Route, _ body: some Encodable) async throws -> TestResponse {
+    private func post<Body, Answer>(_ client: any TestClientProtocol, _ route: NodeAPI.Route<Body, Answer>, _ body: Body) async throws -> TestResponse {
         try await client.execute(
-            uri: "/\(NodeAPI.version)/\(route.rawValue)", method: .post, headers: [.contentType: "application/json"],
+            uri: "/\(NodeAPI.version)/\(route.path)", method: .post, headers: [.contentType: "application/json"],
             body: ByteBuffer(bytes: try NodeAPI.encoder.encode(body)))
     }
 

@@ -1,0 +1,11 @@
+/// Every item a keychain can see, attributes only: what `keyferry item list` shows.
+public struct ItemListing: Codable, Sendable {
+    public var items: [ItemRecord]
+    /// Protection classes whose items exist but cannot be opened in the current lock state.
+    public var unavailable: [ProtectionClass]
+
+    public init(items: [ItemRecord], unavailable: [ProtectionClass]) {
+        self.items = items
+        self.unavailable = unavailable
+    }
+}

@@ -1,0 +1,23 @@
+import Backup
+import NodeControl
+import PhoneBackup
+import Survival
+
+// The control API's routes that answer with an engine's values, typed where those values are
+// known: the node serves them and the command line calls them by these same constants.
+
+extension NodeAPI.Route where Body == NodeAPI.Backup, Answer == ArchiveManifest {
+    public static var backup: Self { Self("backup", cancelledWhenCallerLeaves: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.PhoneBackup, Answer == PhoneBackupWriter.Summary {
+    public static var phoneBackup: Self { Self("backup/ios", cancelledWhenCallerLeaves: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Transfer, Answer == RestoreReport {
+    public static var transfer: Self { Self("transfer", cancelledWhenCallerLeaves: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.SurvivalOptions, Answer == SurvivalMatrix {
+    public static var survival: Self { Self("survival", cancelledWhenCallerLeaves: true) }
+}
