@@ -3,23 +3,23 @@ import Foundation
 import _CryptoExtras
 
 /// How an iOS backup names and seals its files (`IOS-BACKUP.md`, sections 1, 4 and 7).
-public enum BackupFileCrypto {
+package enum BackupFileCrypto {
     /// A file's name in the backup: the lowercase hex SHA-1 of `DOMAIN-RELATIVEPATH`, stored at
     /// `ID[0..1]/ID`.
-    public static func fileID(domain: String, relativePath: String) -> String {
+    package static func fileID(domain: String, relativePath: String) -> String {
         Insecure.SHA1.hash(data: Array("\(domain)-\(relativePath)".utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// AES-256-CBC with sixteen zero bytes of IV and PKCS#7 padding, as every blob and the
     /// Manifest.db are sealed. No MAC exists: the padding is the only check.
-    public static func seal(_ plaintext: some DataProtocol, key: SymmetricKey) throws -> Data {
+    package static func seal(_ plaintext: some DataProtocol, key: SymmetricKey) throws -> Data {
         try AES._CBC.encrypt(plaintext, using: key, iv: zeroIV)
     }
 
     /// The plaintext of a CBC blob. With `requirePadding` false (Manifest.db, which some
     /// writers leave unpadded), a whole number of blocks whose padding does not check is
     /// returned as it is.
-    public static func open(_ ciphertext: some DataProtocol, key: SymmetricKey, requirePadding: Bool = true) throws -> Data {
+    package static func open(_ ciphertext: some DataProtocol, key: SymmetricKey, requirePadding: Bool = true) throws -> Data {
         guard ciphertext.count % 16 == 0, !ciphertext.isEmpty else { throw BackupFileCryptoError.notWholeBlocks(ciphertext.count) }
         do {
             return try AES._CBC.decrypt(ciphertext, using: key, iv: zeroIV)
@@ -34,32 +34,32 @@ public enum BackupFileCrypto {
 
 /// A key wrapped under a class key, as `ManifestKey` and a file's `EncryptionKey` carry it: a
 /// little-endian u32 protection class, then the 40-byte RFC 3394 wrap of a 32-byte key.
-public struct ClassWrappedKey: Equatable, Sendable {
-    public var protectionClass: UInt32
-    public var wrapped: [UInt8]
+package struct ClassWrappedKey: Equatable, Sendable {
+    package var protectionClass: UInt32
+    package var wrapped: [UInt8]
 
-    public init(protectionClass: UInt32, wrapped: [UInt8]) {
+    package init(protectionClass: UInt32, wrapped: [UInt8]) {
         self.protectionClass = protectionClass
         self.wrapped = wrapped
     }
 
     /// `key` wrapped under `classKey`, for class `protectionClass`.
-    public init(wrapping key: SymmetricKey, protectionClass: UInt32, under classKey: SymmetricKey) throws {
+    package init(wrapping key: SymmetricKey, protectionClass: UInt32, under classKey: SymmetricKey) throws {
         self.protectionClass = protectionClass
         wrapped = Array(try AES.KeyWrap.wrap(key, using: classKey))
     }
 
-    public init(bytes: some Collection<UInt8>) throws {
+    package init(bytes: some Collection<UInt8>) throws {
         let bytes = Array(bytes)
         guard bytes.count == 44 else { throw BackupFileCryptoError.wrappedKeyLength(bytes.count) }
         protectionClass = bytes[0..<4].reversed().reduce(0) { $0 << 8 | UInt32($1) }
         wrapped = Array(bytes[4...])
     }
 
-    public var bytes: [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: protectionClass >> (8 * $0)) } + wrapped }
+    package var bytes: [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: protectionClass >> (8 * $0)) } + wrapped }
 
     /// The key, under the class key of its class; `unwrapFailed` under any other.
-    public func unwrap(with classKey: SymmetricKey) throws -> SymmetricKey {
+    package func unwrap(with classKey: SymmetricKey) throws -> SymmetricKey {
         do {
             return try AES.KeyWrap.unwrap(wrapped, using: classKey)
         } catch {
@@ -68,13 +68,13 @@ public struct ClassWrappedKey: Equatable, Sendable {
     }
 }
 
-public enum BackupFileCryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum BackupFileCryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     case notWholeBlocks(Int)
     case badPadding
     case wrappedKeyLength(Int)
     case unwrapFailed(UInt32)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notWholeBlocks(let count): "an encrypted blob of \(count) bytes, not a whole number of 16-byte blocks"
         case .badPadding: "an encrypted blob whose padding does not check: damaged, or under another key"

@@ -3,24 +3,24 @@ import Foundation
 /// One row's `file` column in an iOS backup's Manifest.db: an `MBFile`, as NSKeyedArchiver
 /// writes it (`IOS-BACKUP.md`, section 6). Written in a phone's object order, since some
 /// readers take `$objects[1]` for the MBFile rather than following `$top`; read leniently.
-public struct BackupFileRecord: Equatable, Sendable {
-    public var relativePath: String
-    public var size: Int64
+package struct BackupFileRecord: Equatable, Sendable {
+    package var relativePath: String
+    package var size: Int64
     /// `0o100644` a file, `0o040755` a directory, `0o120xxx` a symbolic link.
-    public var mode: Int64
+    package var mode: Int64
     /// 1–4 for files (the class of `encryptionKey`), 0 for most directories.
-    public var protectionClass: Int64
+    package var protectionClass: Int64
     /// The file's own key, wrapped under its class key; nil for directories and links.
-    public var encryptionKey: ClassWrappedKey?
-    public var inode: Int64 = 0
-    public var userID: Int64 = 501
-    public var groupID: Int64 = 501
+    package var encryptionKey: ClassWrappedKey?
+    package var inode: Int64 = 0
+    package var userID: Int64 = 501
+    package var groupID: Int64 = 501
     /// Unix seconds.
-    public var birth: Int64 = 0
-    public var lastModified: Int64 = 0
-    public var lastStatusChange: Int64 = 0
+    package var birth: Int64 = 0
+    package var lastModified: Int64 = 0
+    package var lastStatusChange: Int64 = 0
 
-    public init(relativePath: String, size: Int64, mode: Int64, protectionClass: Int64, encryptionKey: ClassWrappedKey?) {
+    package init(relativePath: String, size: Int64, mode: Int64, protectionClass: Int64, encryptionKey: ClassWrappedKey?) {
         self.relativePath = relativePath
         self.size = size
         self.mode = mode
@@ -28,12 +28,12 @@ public struct BackupFileRecord: Equatable, Sendable {
         self.encryptionKey = encryptionKey
     }
 
-    public var isDirectory: Bool { mode & 0o170000 == 0o040000 }
-    public var isRegularFile: Bool { mode & 0o170000 == 0o100000 }
+    package var isDirectory: Bool { mode & 0o170000 == 0o040000 }
+    package var isRegularFile: Bool { mode & 0o170000 == 0o100000 }
 
     /// The keyed archive: `$null`, the MBFile, its path, then for a file its key and
     /// NSMutableData's class, and MBFile's class last.
-    public var keyedArchive: PropertyList {
+    package var keyedArchive: PropertyList {
         var objects: [PropertyList] = [.string("$null"), .null, .string(relativePath)]
         var file: [String: PropertyList] = [
             "RelativePath": .uid(2), "Size": .integer(size), "Mode": .integer(mode), "UserID": .integer(userID), "GroupID": .integer(groupID),
@@ -56,7 +56,7 @@ public struct BackupFileRecord: Equatable, Sendable {
 
     /// Reads an MBFile archive: the root that `$top` names; `NS.data` inline or by UID; a
     /// missing `ProtectionClass` taken from the key's prefix; missing times as 0.
-    public init(keyedArchive archive: PropertyList) throws {
+    package init(keyedArchive archive: PropertyList) throws {
         guard let objects = archive["$objects"]?.array, let root = archive["$top"]?["root"]?.uid, let file = Self.object(root, in: objects),
             file.dictionary != nil
         else {

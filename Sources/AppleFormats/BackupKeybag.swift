@@ -6,35 +6,35 @@ import _CryptoExtras
 /// ASCII tag, a big-endian u32 length and the value (four-byte values are integers). A header,
 /// then one block of five TLVs per protection class. The password opens it in two PBKDF2 steps;
 /// each class key is an RFC 3394 wrap under the result. (`IOS-BACKUP.md`, sections 3 and 4.)
-public struct BackupKeybag: Equatable, Sendable {
-    public var version: UInt32 = 4
-    public var type: UInt32 = 1
-    public var uuid: [UInt8]
-    public var hmacKey: [UInt8]
-    public var wrap: UInt32 = 0
+package struct BackupKeybag: Equatable, Sendable {
+    package var version: UInt32 = 4
+    package var type: UInt32 = 1
+    package var uuid: [UInt8]
+    package var hmacKey: [UInt8]
+    package var wrap: UInt32 = 0
     /// PBKDF2-SHA1's salt and rounds (the second step).
-    public var salt: [UInt8]
-    public var iterations: UInt32
-    public var dpwt: UInt32 = 1
+    package var salt: [UInt8]
+    package var iterations: UInt32
+    package var dpwt: UInt32 = 1
     /// PBKDF2-SHA256's rounds and salt (the first step).
-    public var dataProtectionIterations: UInt32
-    public var dataProtectionSalt: [UInt8]
-    public var classes: [ClassKey]
+    package var dataProtectionIterations: UInt32
+    package var dataProtectionSalt: [UInt8]
+    package var classes: [ClassKey]
 
-    public struct ClassKey: Equatable, Sendable {
-        public var uuid: [UInt8]
+    package struct ClassKey: Equatable, Sendable {
+        package var uuid: [UInt8]
         /// 1–5 for files, 6–11 for keychain items.
-        public var protectionClass: UInt32
+        package var protectionClass: UInt32
         /// Bit 1: tangled with the device's own key (only that device opens it); bit 2: wrapped
         /// under the password's key.
-        public var wrap: UInt32
-        public var keyType: UInt32 = 0
-        public var wrappedKey: [UInt8]
+        package var wrap: UInt32
+        package var keyType: UInt32 = 0
+        package var wrappedKey: [UInt8]
 
-        public static let deviceWrap: UInt32 = 1
-        public static let passwordWrap: UInt32 = 2
+        package static let deviceWrap: UInt32 = 1
+        package static let passwordWrap: UInt32 = 2
 
-        public init(uuid: [UInt8], protectionClass: UInt32, wrap: UInt32, keyType: UInt32 = 0, wrappedKey: [UInt8]) {
+        package init(uuid: [UInt8], protectionClass: UInt32, wrap: UInt32, keyType: UInt32 = 0, wrappedKey: [UInt8]) {
             self.uuid = uuid
             self.protectionClass = protectionClass
             self.wrap = wrap
@@ -45,10 +45,10 @@ public struct BackupKeybag: Equatable, Sendable {
 
     /// The most PBKDF2 rounds a keybag may ask of its reader, as iphone-backup-decrypt bounds
     /// them: a phone uses 10,000,000 and 10,000.
-    public static let maximumDataProtectionIterations: UInt32 = 20_000_000
-    public static let maximumIterations: UInt32 = 1_000_000
+    package static let maximumDataProtectionIterations: UInt32 = 20_000_000
+    package static let maximumIterations: UInt32 = 1_000_000
 
-    public init(
+    package init(
         uuid: [UInt8], hmacKey: [UInt8], salt: [UInt8], iterations: UInt32, dataProtectionIterations: UInt32, dataProtectionSalt: [UInt8],
         classes: [ClassKey]
     ) {
@@ -65,7 +65,7 @@ public struct BackupKeybag: Equatable, Sendable {
 
     /// Reads a keybag: lengths checked against what remains, integers where integers belong,
     /// class blocks of the five TLVs in order, Curve25519 keys (never in backups) refused.
-    public init(tlv data: Data) throws {
+    package init(tlv data: Data) throws {
         let bytes = Array(data)
         var offset = 0
         var header: [String: [UInt8]] = [:]
@@ -128,7 +128,7 @@ public struct BackupKeybag: Equatable, Sendable {
     }
 
     /// The keybag as a phone writes it: the header in its order, then each class block.
-    public var tlv: Data {
+    package var tlv: Data {
         func field(_ tag: String, _ value: [UInt8]) -> [UInt8] { Array(tag.utf8) + Self.bigEndian(UInt32(value.count)) + value }
         var bytes = field("VERS", Self.bigEndian(version)) + field("TYPE", Self.bigEndian(type)) + field("UUID", uuid)
         bytes += field("HMCK", hmacKey) + field("WRAP", Self.bigEndian(wrap)) + field("SALT", salt) + field("ITER", Self.bigEndian(iterations))
@@ -152,7 +152,7 @@ public struct BackupKeybag: Equatable, Sendable {
     /// The key that unwraps the class keys: PBKDF2-SHA256 over the password with `DPSL` and
     /// `DPIC` rounds, then PBKDF2-SHA1 over that with `SALT` and `ITER` rounds. Seconds of work
     /// at a phone's 10,000,000 rounds.
-    public func passwordKey(_ password: some DataProtocol) throws -> SymmetricKey {
+    package func passwordKey(_ password: some DataProtocol) throws -> SymmetricKey {
         let stretched = try KDF.Insecure.PBKDF2.deriveKey(
             from: password, salt: dataProtectionSalt, using: .sha256, outputByteCount: 32, unsafeUncheckedRounds: Int(dataProtectionIterations))
         return try stretched.withUnsafeBytes { bytes in
@@ -164,7 +164,7 @@ public struct BackupKeybag: Equatable, Sendable {
     /// own key (`sealedToDevice`) open only with `deviceKey`, the key of the device that made
     /// the backup; without it they are left out. A password-wrapped key that does not unwrap
     /// means a wrong password; a device-wrapped one, another device.
-    public func classKeys(with passwordKey: SymmetricKey?, deviceKey: SymmetricKey? = nil) throws -> [UInt32: SymmetricKey] {
+    package func classKeys(with passwordKey: SymmetricKey?, deviceKey: SymmetricKey? = nil) throws -> [UInt32: SymmetricKey] {
         var keys: [UInt32: SymmetricKey] = [:]
         for key in classes {
             let byPassword = key.wrap & ClassKey.passwordWrap != 0
@@ -195,7 +195,7 @@ public struct BackupKeybag: Equatable, Sendable {
 
     /// A class key tied to a device, as a phone ties its ThisDeviceOnly classes to key 0x835:
     /// AES-256-CBC under the device key, zero IV, no padding (the key is two whole blocks).
-    public static func tangled(_ classKey: SymmetricKey, deviceKey: SymmetricKey) throws -> SymmetricKey {
+    package static func tangled(_ classKey: SymmetricKey, deviceKey: SymmetricKey) throws -> SymmetricKey {
         let bytes = classKey.withUnsafeBytes { Data($0) }
         return SymmetricKey(data: try AES._CBC.encrypt(bytes, using: deviceKey, iv: zeroIV, noPadding: true))
     }
@@ -207,15 +207,15 @@ public struct BackupKeybag: Equatable, Sendable {
     private static let zeroIV = try! AES._CBC.IV(ivBytes: [UInt8](repeating: 0, count: 16))
 
     /// Classes whose keys only the device that made the backup can open.
-    public var sealedToDevice: Set<UInt32> { Set(classes.filter { $0.wrap & ClassKey.deviceWrap != 0 }.map(\.protectionClass)) }
+    package var sealedToDevice: Set<UInt32> { Set(classes.filter { $0.wrap & ClassKey.deviceWrap != 0 }.map(\.protectionClass)) }
 }
 
 /// Why a backup keybag cannot be used.
-public enum BackupKeybagError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum BackupKeybagError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformed(String)
     case wrongPassword
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let detail): "the backup's keybag is malformed: \(detail)"
         case .wrongPassword: "wrong password: it does not open the backup's keybag"

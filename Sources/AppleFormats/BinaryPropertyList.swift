@@ -4,14 +4,14 @@ import Foundation
 /// (swift-corelibs-foundation, `CFBinaryPList.c`): a header, the objects, an offset table, and a
 /// 32-byte trailer. Foundation on Linux reads and writes them too, but hides a keyed archive's
 /// UIDs and cannot name an archived class `MBFile`; this codec does both.
-public enum BinaryPropertyList {
+package enum BinaryPropertyList {
     static let magic = Array("bplist00".utf8)
 
     // MARK: Writing
 
     /// `value` as a binary plist. Dictionaries are written with their keys sorted, so the same
     /// value always gives the same bytes, and each key string once, as CoreFoundation does.
-    public static func encode(_ value: PropertyList) -> Data {
+    package static func encode(_ value: PropertyList) -> Data {
         // Every object is numbered before it is written: a collection's references need the
         // numbers of its members.
         var objects: [PropertyList] = []
@@ -106,7 +106,7 @@ public enum BinaryPropertyList {
     /// The value of a binary plist. Every offset, count and reference is checked against the
     /// bytes there are, nesting is bounded and cycles are refused, so no input makes the
     /// reader trap, loop or allocate more than a small multiple of its size.
-    public static func decode(_ data: Data) throws -> PropertyList {
+    package static func decode(_ data: Data) throws -> PropertyList {
         var reader = try Reader(Array(data))
         return try reader.value(reader.top, depth: 0)
     }

@@ -4,7 +4,7 @@ import Foundation
 /// a backup (`der_plist.c` and its siblings in Security/OSX/utilities). DER, with Apple's own
 /// choices: a dictionary is a SET of SEQUENCEs {key, value} sorted by their encoded bytes, and
 /// true is 0x01, not DER's 0xFF.
-public enum DERPropertyList {
+package enum DERPropertyList {
     enum Tag {
         static let boolean: UInt8 = 0x01
         static let integer: UInt8 = 0x02
@@ -19,7 +19,7 @@ public enum DERPropertyList {
     // MARK: Writing
 
     /// `value` in DER; a real number or a UID has no DER form and is refused.
-    public static func encode(_ value: PropertyList) throws -> Data {
+    package static func encode(_ value: PropertyList) throws -> Data {
         var bytes: [UInt8] = []
         try append(value, to: &bytes)
         return Data(bytes)
@@ -111,7 +111,7 @@ public enum DERPropertyList {
 
     /// The value of DER bytes: one element, nothing after it. Lengths are checked against what
     /// remains, nesting is bounded, and only the tags above are understood.
-    public static func decode(_ data: Data) throws -> PropertyList {
+    package static func decode(_ data: Data) throws -> PropertyList {
         let bytes = Array(data)
         var offset = 0
         let value = try read(bytes, &offset, end: bytes.count, depth: 0)

@@ -4,24 +4,24 @@ import Foundation
 /// One keychain item as `keychain-backup.plist` carries it, sealed in version 3 (`IOS-BACKUP.md`,
 /// section 9): little-endian version, class and wrapped-key length, the item key wrapped under
 /// the backup keybag's class key, then AES-GCM (empty IV) of the item's DER attributes.
-public struct SealedKeychainItem: Equatable, Sendable {
+package struct SealedKeychainItem: Equatable, Sendable {
     /// 6–11 (`ak` … `dku`), masked to its low four bits as readers do.
-    public var protectionClass: UInt32
+    package var protectionClass: UInt32
     /// "Default IV" mode (version bit 31): a fixed 12-byte IV, the header as AAD. Read, never written.
-    public var defaultIV: Bool
-    public var wrappedKey: [UInt8]
+    package var defaultIV: Bool
+    package var wrappedKey: [UInt8]
     /// The GCM ciphertext, then its 16-byte tag.
-    public var sealed: [UInt8]
+    package var sealed: [UInt8]
     /// The first twelve bytes as read (the AAD of the default-IV mode).
     private var header: [UInt8]
 
-    public static let version: UInt32 = 3
+    package static let version: UInt32 = 3
     private static let defaultIVFlag: UInt32 = 0x8000_0000
     private static let fixedIV: [UInt8] = [0x1E, 0xA0, 0x5C, 0xA9, 0x98, 0x2E, 0x87, 0xDC, 0xF1, 0x45, 0xE8, 0x24]
 
     /// Seals `plaintext` (an item's DER attributes) under `itemKey`, a fresh key of its own
     /// (by default drawn here), wrapped under `classKey`.
-    public init(sealing plaintext: [UInt8], protectionClass: UInt32, classKey: SymmetricKey, itemKey: SymmetricKey = SymmetricKey(size: .bits256)) throws {
+    package init(sealing plaintext: [UInt8], protectionClass: UInt32, classKey: SymmetricKey, itemKey: SymmetricKey = SymmetricKey(size: .bits256)) throws {
         self.protectionClass = protectionClass
         defaultIV = false
         wrappedKey = Array(try AES.KeyWrap.wrap(itemKey, using: classKey))
@@ -30,7 +30,7 @@ public struct SealedKeychainItem: Equatable, Sendable {
     }
 
     /// Reads the layout; nothing is opened. Versions other than 3 are refused by name.
-    public init(bytes: some Collection<UInt8>) throws {
+    package init(bytes: some Collection<UInt8>) throws {
         let bytes = Array(bytes)
         guard bytes.count >= 12 else { throw KeychainBackupError.truncated("\(bytes.count) bytes, less than its 12-byte header") }
         let rawVersion = Self.number(bytes[0..<4])
@@ -48,11 +48,11 @@ public struct SealedKeychainItem: Equatable, Sendable {
         sealed = Array(bytes[(12 + keyLength)...])
     }
 
-    public var bytes: [UInt8] { header + wrappedKey + sealed }
+    package var bytes: [UInt8] { header + wrappedKey + sealed }
 
     /// The item's DER attributes. `KeychainBackupError.doesNotOpen` when the key does not
     /// unwrap or the tag does not match: another class key, or altered bytes.
-    public func open(classKey: SymmetricKey) throws -> [UInt8] {
+    package func open(classKey: SymmetricKey) throws -> [UInt8] {
         do {
             let itemKey = try AES.KeyWrap.unwrap(wrappedKey, using: classKey)
             return defaultIV
@@ -69,35 +69,35 @@ public struct SealedKeychainItem: Equatable, Sendable {
 
 /// `KeychainDomain/keychain-backup.plist`: a binary plist of the four tables (`genp`, `inet`,
 /// `cert`, `keys`), each an array of `{v_Data, v_PersistentRef}`, and the keybag's UUID.
-public struct KeychainBackupPlist: Equatable, Sendable {
-    public struct Entry: Equatable, Sendable {
+package struct KeychainBackupPlist: Equatable, Sendable {
+    package struct Entry: Equatable, Sendable {
         /// The sealed item (`SealedKeychainItem`'s bytes).
-        public var data: Data
+        package var data: Data
         /// Opaque: the old form is the 4-byte table name and a u64 row id.
-        public var persistentReference: Data
+        package var persistentReference: Data
 
-        public init(data: Data, persistentReference: Data) {
+        package init(data: Data, persistentReference: Data) {
             self.data = data
             self.persistentReference = persistentReference
         }
     }
 
-    public static let tables = ["genp", "inet", "cert", "keys"]
-    public var entries: [String: [Entry]]
+    package static let tables = ["genp", "inet", "cert", "keys"]
+    package var entries: [String: [Entry]]
     /// The backup keybag's UUID, lowercase with dashes.
-    public var keybagUUID: String?
+    package var keybagUUID: String?
 
-    public init(entries: [String: [Entry]], keybagUUID: String?) {
+    package init(entries: [String: [Entry]], keybagUUID: String?) {
         self.entries = entries
         self.keybagUUID = keybagUUID
     }
 
     /// A persistent reference in the old form: the table's four letters and the row id, big-endian.
-    public static func persistentReference(table: String, row: UInt64) -> Data {
+    package static func persistentReference(table: String, row: UInt64) -> Data {
         Data(table.utf8.prefix(4)) + Data(BigEndian.bytes(row, count: 8))
     }
 
-    public var propertyList: PropertyList {
+    package var propertyList: PropertyList {
         var top: [String: PropertyList] = [:]
         for (table, rows) in entries where !rows.isEmpty {
             top[table] = .array(rows.map { .dictionary(["v_Data": .data($0.data), "v_PersistentRef": .data($0.persistentReference)]) })
@@ -108,7 +108,7 @@ public struct KeychainBackupPlist: Equatable, Sendable {
 
     /// Reads the container; tables Keyferry does not know are left out, an entry without
     /// `v_Data` is malformed.
-    public init(propertyList: PropertyList) throws {
+    package init(propertyList: PropertyList) throws {
         guard let top = propertyList.dictionary else { throw KeychainBackupError.malformed("keychain-backup.plist is not a dictionary") }
         var entries: [String: [Entry]] = [:]
         for table in Self.tables {
@@ -124,13 +124,13 @@ public struct KeychainBackupPlist: Equatable, Sendable {
     }
 }
 
-public enum KeychainBackupError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum KeychainBackupError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncated(String)
     case malformed(String)
     case unsupportedVersion(UInt32)
     case doesNotOpen(UInt32)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .truncated(let detail): "a keychain item is cut short: \(detail)"
         case .malformed(let detail): "the backup's keychain is malformed: \(detail)"

@@ -7,11 +7,11 @@ import _CryptoExtras
 /// all but 12 bytes, so this builds it from the AES block function and GHASH (NIST SP 800-38D).
 /// An empty IV makes J0 = GHASH_H(one zero block) = 0: the keystream is E(K, 1), E(K, 2)… and
 /// the tag is GHASH_H(ciphertext, lengths) XOR E(K, 0).
-public enum KeychainGCM {
-    public static let tagByteCount = 16
+package enum KeychainGCM {
+    package static let tagByteCount = 16
 
     /// `plaintext` sealed under `key` (16, 24 or 32 bytes): ciphertext, then the tag.
-    public static func seal(_ plaintext: [UInt8], key: SymmetricKey, iv: [UInt8] = [], aad: [UInt8] = []) throws -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], key: SymmetricKey, iv: [UInt8] = [], aad: [UInt8] = []) throws -> [UInt8] {
         let cipher = try Cipher(key: key, iv: iv)
         let ciphertext = try cipher.crypt(plaintext)
         return ciphertext + (try cipher.tag(aad: aad, ciphertext: ciphertext))
@@ -19,7 +19,7 @@ public enum KeychainGCM {
 
     /// The plaintext of `sealed` (ciphertext, then the tag); `KeychainGCMError` when the tag
     /// does not match (another key, or altered bytes).
-    public static func open(_ sealed: [UInt8], key: SymmetricKey, iv: [UInt8] = [], aad: [UInt8] = []) throws -> [UInt8] {
+    package static func open(_ sealed: [UInt8], key: SymmetricKey, iv: [UInt8] = [], aad: [UInt8] = []) throws -> [UInt8] {
         guard sealed.count >= tagByteCount else { throw KeychainGCMError.tooShort }
         let ciphertext = Array(sealed.dropLast(tagByteCount))
         let cipher = try Cipher(key: key, iv: iv)
@@ -212,11 +212,11 @@ public enum KeychainGCM {
 }
 
 /// Why `KeychainGCM.open` refused its input.
-public enum KeychainGCMError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum KeychainGCMError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooShort
     case tagMismatch
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .tooShort: "the sealed item is shorter than its 16-byte tag"
         case .tagMismatch: "the sealed item's tag does not match: another key, or altered bytes"

@@ -2,9 +2,9 @@ import Foundation
 
 /// Apple's XML property lists, written only: a backup's `Info.plist` is one. Keys sorted, so the
 /// same value always gives the same bytes; text escaped as XML requires.
-public enum XMLPropertyList {
+package enum XMLPropertyList {
     /// `value` as an XML plist; a UID or DER's null has no XML form and is refused.
-    public static func encode(_ value: PropertyList) throws -> Data {
+    package static func encode(_ value: PropertyList) throws -> Data {
         var lines = [
             #"<?xml version="1.0" encoding="UTF-8"?>"#,
             #"<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">"#,

@@ -17,32 +17,32 @@ import Relay
 ///     biometry: true
 ///     apps: [com.example.mail]
 /// ```
-public struct FleetFile: Equatable, Sendable {
+package struct FleetFile: Equatable, Sendable {
     /// Names the fleet's default directory; letters, digits, `-` and `_`.
-    public var name: String
+    package var name: String
     /// In file order.
-    public var members: [Member]
+    package var members: [Member]
     /// Where the fleet's relay listens, when the fleet syncs: every device joins one circle,
     /// created by the first. Port 0 (`relay: auto`) lets the first `up` pick a free port; the
     /// circle remembers it.
-    public var relay: RelayAddress?
+    package var relay: RelayAddress?
     /// Whether the fleet starts and stops that relay itself (in `ROOT/relay`), or syncs
     /// through one someone else runs: on another machine, or several relays on one database.
-    public var runsRelay: Bool
+    package var runsRelay: Bool
 
     /// One device of the fleet.
-    public struct Member: Equatable, Sendable {
+    package struct Member: Equatable, Sendable {
         /// The key under `devices:`: the device's directory under the fleet's root.
-        public var id: String
+        package var id: String
         /// The device's own name (`Alice's iPhone`); the id when the file gives none.
-        public var deviceName: String
-        public var passcode: String?
-        public var biometry: Bool
+        package var deviceName: String
+        package var passcode: String?
+        package var biometry: Bool
         /// Seconds class A keys stay in memory after the screen locks.
-        public var grace: Double
-        public var apps: [AppManifest]
+        package var grace: Double
+        package var apps: [AppManifest]
 
-        public init(id: String, deviceName: String, passcode: String?, biometry: Bool, grace: Double, apps: [AppManifest]) {
+        package init(id: String, deviceName: String, passcode: String?, biometry: Bool, grace: Double, apps: [AppManifest]) {
             self.id = id
             self.deviceName = deviceName
             self.passcode = passcode
@@ -52,16 +52,16 @@ public struct FleetFile: Equatable, Sendable {
         }
 
         /// How `Device.create` makes this member when its directory does not exist yet.
-        public var deviceOptions: DeviceOptions {
+        package var deviceOptions: DeviceOptions {
             DeviceOptions(name: deviceName, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace)
         }
     }
 
     /// Each device is a node process and an Argon2id passcode hash at creation: a file that
     /// asks for more is a mistake, or someone else's idea of a test.
-    public static let maximumDevices = 32
+    package static let maximumDevices = 32
 
-    public init(name: String, members: [Member], relay: RelayAddress? = nil, runsRelay: Bool = true) {
+    package init(name: String, members: [Member], relay: RelayAddress? = nil, runsRelay: Bool = true) {
         self.name = name
         self.members = members
         self.relay = relay
@@ -70,13 +70,13 @@ public struct FleetFile: Equatable, Sendable {
 
     /// Reads and checks a fleet file. Any problem is a `FleetFileError` naming the file (as
     /// `displayName`, default the path given), the line and the field.
-    public static func load(_ url: URL, displayName: String? = nil) throws -> FleetFile {
+    package static func load(_ url: URL, displayName: String? = nil) throws -> FleetFile {
         let file = displayName ?? url.relativePath
         return try FleetFile(yaml: try YAMLFile.text(of: url, file: file, kind: "fleet file"), file: file)
     }
 
     /// Parses fleet YAML; `file` names it in errors.
-    public init(yaml: String, file: String) throws {
+    package init(yaml: String, file: String) throws {
         let document = try YAMLFile.top(yaml, file: file, kind: "fleet file", needs: "`fleet:` (its name) and `devices:`")
         let top = try document.fields(allowed: ["fleet", "apps", "devices", "sync"])
         guard let nameField = top["fleet"] else { throw document.failure("missing `fleet:`, the fleet's name.") }

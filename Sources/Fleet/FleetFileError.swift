@@ -2,10 +2,10 @@ import KeychainModel
 
 /// A fleet file that cannot be used, located the way a compiler locates an error:
 /// `Peers/family.yaml:12:15: devices.phone.biometry: expected true or false, found "often".`
-public struct FleetFileError: CodedError, Equatable {
-    public static let domain = "file"
+package struct FleetFileError: CodedError, Equatable {
+    package static let domain = "file"
 
-    public enum Code: String, Sendable, Codable {
+    package enum Code: String, Sendable, Codable {
         /// There is no such file.
         case noSuchFile
         /// The file is there and cannot be read (a directory, unreadable, too large, not text).
@@ -14,18 +14,18 @@ public struct FleetFileError: CodedError, Equatable {
         case malformed
     }
 
-    public var code: Code
+    package var code: Code
     /// The file as the user named it.
-    public var file: String
+    package var file: String
     /// 1-based; nil when the whole file is at fault (unreadable).
-    public var line: Int?
-    public var column: Int?
+    package var line: Int?
+    package var column: Int?
     /// The dotted path of the field at fault (`devices.phone.passcode`); nil for a YAML syntax
     /// error or a problem of the whole file.
-    public var field: String?
-    public var problem: String
+    package var field: String?
+    package var problem: String
 
-    public init(_ code: Code = .malformed, file: String, line: Int? = nil, column: Int? = nil, field: String? = nil, problem: String) {
+    package init(_ code: Code = .malformed, file: String, line: Int? = nil, column: Int? = nil, field: String? = nil, problem: String) {
         self.code = code
         self.file = file
         self.line = line
@@ -34,11 +34,11 @@ public struct FleetFileError: CodedError, Equatable {
         self.problem = problem
     }
 
-    public var kind: ProblemKind { code == .noSuchFile ? .notFound : .invalidInput }
+    package var kind: ProblemKind { code == .noSuchFile ? .notFound : .invalidInput }
 
-    public var message: String { description }
+    package var message: String { description }
 
-    public var description: String {
+    package var description: String {
         var location = file
         if let line {
             location += ":\(line)"

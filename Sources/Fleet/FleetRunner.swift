@@ -6,15 +6,15 @@ import NodeControl
 import Relay
 
 /// Brings a fleet's devices up and down as nodes, each in `ROOT/ID`.
-public struct FleetRunner: Sendable {
-    public let fleet: FleetFile
-    public let root: URL
+package struct FleetRunner: Sendable {
+    package let fleet: FleetFile
+    package let root: URL
     /// The keyferry binary the nodes run.
-    public let executable: URL
+    package let executable: URL
     /// The port a new circle's relay listens on instead of the file's (0: any free one).
-    public var relayPort: Int?
+    package var relayPort: Int?
 
-    public init(fleet: FleetFile, root: URL? = nil, executable: URL = NodeLauncher.currentExecutable) {
+    package init(fleet: FleetFile, root: URL? = nil, executable: URL = NodeLauncher.currentExecutable) {
         self.fleet = fleet
         self.root = (root ?? Self.defaultRoot(for: fleet)).standardizedFileURL
         self.executable = executable
@@ -31,7 +31,7 @@ public struct FleetRunner: Sendable {
 
     /// `STATE/fleets/NAME`: the same place whatever the working directory, so `status` and
     /// `down` find what `up` made.
-    public static func defaultRoot(for fleet: FleetFile) -> URL {
+    package static func defaultRoot(for fleet: FleetFile) -> URL {
         stateDirectory.appendingPathComponent("fleets/\(fleet.name)")
     }
 
@@ -49,7 +49,7 @@ public struct FleetRunner: Sendable {
 
     /// Records this root, unless it is the default one, so that `status` and `down` find the
     /// fleet without `--root`. Roots that no longer hold any of the fleet's devices are forgotten.
-    public func rememberRoot() throws {
+    package func rememberRoot() throws {
         guard root != Self.defaultRoot(for: fleet).standardizedFileURL else { return }
         let roots = Self.rememberedRoots(of: fleet).filter { $0 != root && holdsDevices($0) } + [root]
         let record = Self.rootsRecord(for: fleet)
@@ -59,7 +59,7 @@ public struct FleetRunner: Sendable {
 
     /// Where the fleet's devices are, for a command given no `--root`: the default root and
     /// every remembered one that holds at least one of its devices.
-    public static func roots(of fleet: FleetFile) -> [URL] {
+    package static func roots(of fleet: FleetFile) -> [URL] {
         let probe = FleetRunner(fleet: fleet)
         var found: [URL] = []
         for root in [probe.root] + rememberedRoots(of: fleet) where !found.contains(root) && probe.holdsDevices(root) {
@@ -72,36 +72,36 @@ public struct FleetRunner: Sendable {
         fleet.members.contains { FileManager.default.fileExists(atPath: root.appendingPathComponent("\($0.id)/device.json").path) }
     }
 
-    public func directory(of member: FleetFile.Member) -> URL {
+    package func directory(of member: FleetFile.Member) -> URL {
         root.appendingPathComponent(member.id)
     }
 
     /// Where the fleet's relay keeps its data, when the fleet syncs.
-    public var relayDirectory: URL { root.appendingPathComponent("relay") }
+    package var relayDirectory: URL { root.appendingPathComponent("relay") }
 
     // MARK: Up
 
     /// What `up` did for one member.
-    public struct Arrival: Codable, Sendable {
-        public var member: String
-        public var directory: String
-        public var created = false
-        public var started = false
-        public var unlocked = false
+    package struct Arrival: Codable, Sendable {
+        package var member: String
+        package var directory: String
+        package var created = false
+        package var started = false
+        package var unlocked = false
         /// Bundle IDs installed by this call (apps already there are left as they are).
-        public var installed: [String] = []
-        public var device: DeviceStatus?
+        package var installed: [String] = []
+        package var device: DeviceStatus?
         /// This call put the member in the fleet's circle (it created it, or joined it).
-        public var joinedCircle = false
+        package var joinedCircle = false
     }
 
     /// What `up` did: each member, and the fleet's relay and circle when it syncs.
-    public struct Arrivals: Codable, Sendable {
-        public var members: [Arrival]
-        public var circle: UUID?
-        public var relay: String?
+    package struct Arrivals: Codable, Sendable {
+        package var members: [Arrival]
+        package var circle: UUID?
+        package var relay: String?
         /// This call started the fleet's relay: a first `up`, or a relay that had stopped.
-        public var relayStarted = false
+        package var relayStarted = false
     }
 
     /// How many members come up together: each creation hashes a passcode with 64 MiB of
@@ -115,7 +115,7 @@ public struct FleetRunner: Sendable {
     /// what was rolled back. `progress` hears each member as it is ready. A fleet that syncs
     /// then gets its relay started and every member in one circle; a failure there leaves the
     /// devices up, and `up` again finishes the circle.
-    public func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> Arrivals {
+    package func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> Arrivals {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
             var waiting = Array(fleet.members.enumerated()).makeIterator()
@@ -260,35 +260,35 @@ public struct FleetRunner: Sendable {
     // MARK: Status and down
 
     /// One member as `status` sees it.
-    public struct MemberStatus: Codable, Sendable {
-        public var member: String
-        public var directory: String
+    package struct MemberStatus: Codable, Sendable {
+        package var member: String
+        package var directory: String
         /// nil when the device has not been created yet.
-        public var device: DeviceStatus?
+        package var device: DeviceStatus?
     }
 
     /// The fleet as `status` shows it: each member, and for a fleet that syncs its relay and
     /// its circle (as the first running member sees it).
-    public struct Overview: Codable, Sendable {
-        public var members: [MemberStatus]
-        public var relay: RelayState?
-        public var circle: CircleState?
+    package struct Overview: Codable, Sendable {
+        package var members: [MemberStatus]
+        package var relay: RelayState?
+        package var circle: CircleState?
     }
 
-    public struct RelayState: Codable, Sendable {
-        public var url: String?
+    package struct RelayState: Codable, Sendable {
+        package var url: String?
         /// nil for a relay someone else runs.
-        public var running: Bool?
+        package var running: Bool?
     }
 
-    public struct CircleState: Codable, Sendable {
-        public var id: UUID
-        public var members: [String]
+    package struct CircleState: Codable, Sendable {
+        package var id: UUID
+        package var members: [String]
         /// The member that answered was removed from it.
-        public var removed: Bool
+        package var removed: Bool
     }
 
-    public func status() async throws -> Overview {
+    package func status() async throws -> Overview {
         try checkDirectories()
         var overview = Overview(members: [])
         for member in fleet.members {
@@ -315,22 +315,22 @@ public struct FleetRunner: Sendable {
         return overview
     }
 
-    public enum Departure: String, Codable, Sendable {
+    package enum Departure: String, Codable, Sendable {
         case stopped, notRunning, notCreated
     }
 
     /// What `down` did: each member's departure, and whether the fleet's relay was stopped.
-    public struct Departures: Sendable {
-        public var members: [(member: String, departure: Departure)]
-        public var relayStopped: Bool
+    package struct Departures: Sendable {
+        package var members: [(member: String, departure: Departure)]
+        package var relayStopped: Bool
         /// Whether anything was running at all.
-        public var stoppedAny: Bool { relayStopped || members.contains { $0.departure == .stopped } }
+        package var stoppedAny: Bool { relayStopped || members.contains { $0.departure == .stopped } }
     }
 
     /// Stops every member's node and the fleet's relay; members that are off or absent are left
     /// alone. A member that cannot be stopped (its node hung) does not keep the others or the
     /// relay running: every stop is tried, then the failures are thrown together.
-    public func down() async throws -> Departures {
+    package func down() async throws -> Departures {
         try checkDirectories()
         let outcomes = await withTaskGroup(of: (Int, Result<Departure, any Error>).self) { group in
             for (index, member) in fleet.members.enumerated() {
@@ -389,26 +389,26 @@ public struct FleetRunner: Sendable {
 
 /// Members of a fleet that could not be brought up, checked or stopped, each with its reason,
 /// and what was rolled back because of them (or of an interruption).
-public struct FleetError: Error, CustomStringConvertible {
-    public var failures: [(member: String, error: any Error)]
-    public var rolledBack: [(member: String, undone: String)] = []
+package struct FleetError: Error, CustomStringConvertible {
+    package var failures: [(member: String, error: any Error)]
+    package var rolledBack: [(member: String, undone: String)] = []
     /// Ctrl-C (SIGINT) or SIGTERM stopped `up` before it finished.
-    public var interrupted = false
+    package var interrupted = false
 
     /// The members' kind of problem when they share one (every member's passcode was wrong),
     /// else a failure.
-    public var kind: ProblemKind {
+    package var kind: ProblemKind {
         let kinds = Set(failures.map { ($0.error as? any CodedError)?.kind ?? .failure })
         return kinds.count == 1 ? kinds.first! : .failure
     }
 
-    public init(failures: [(member: String, error: any Error)], rolledBack: [(member: String, undone: String)] = [], interrupted: Bool = false) {
+    package init(failures: [(member: String, error: any Error)], rolledBack: [(member: String, undone: String)] = [], interrupted: Bool = false) {
         self.failures = failures
         self.rolledBack = rolledBack
         self.interrupted = interrupted
     }
 
-    public var description: String {
+    package var description: String {
         var lines = failures.map { "\($0.member): \($0.error)" }
         if interrupted { lines.append("interrupted before every device was up") }
         if !rolledBack.isEmpty {

@@ -10,7 +10,7 @@ extension HTTPClient {
     /// (`RelayClient.retrying`, a node's next pass). Redirects are not followed. An `https://`
     /// relay speaks TLS 1.2 or later, its certificate verified against the system's roots and
     /// the certificates of the PEM file `KEYFERRY_RELAY_CA` names (for a private CA).
-    public static let keyferry: HTTPClient = {
+    package static let keyferry: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
         // A relay that answers 3xx is refused, not followed: a redirect would carry a signed
@@ -26,13 +26,13 @@ extension HTTPClient {
     }()
 
     /// The environment variable naming a PEM file of extra certificate authorities for relays.
-    public static let relayAuthorityVariable = "KEYFERRY_RELAY_CA"
+    package static let relayAuthorityVariable = "KEYFERRY_RELAY_CA"
 }
 
 /// Why an HTTP call got no answer, in words rather than the HTTP stack's type names: for the
 /// relay's members and the node's clients alike.
-public enum ConnectionFailure {
-    public static func reason(_ error: any Error) -> String {
+package enum ConnectionFailure {
+    package static func reason(_ error: any Error) -> String {
         switch error {
         case let error as IOError where error.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue:
             "nothing is listening there"

@@ -7,21 +7,21 @@ import Logging
 /// Appends one line per message to a log file (a node's, the relay's): timestamp, level,
 /// message, metadata. Control characters are escaped, so that text from outside (a relay's
 /// refusal, a member's name) can never forge a line.
-public struct FileLogHandler: LogHandler {
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
+package struct FileLogHandler: LogHandler {
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
     private let file: SharedFile
 
-    public init(url: URL) {
+    package init(url: URL) {
         file = SharedFile.open(url)
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
         let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))

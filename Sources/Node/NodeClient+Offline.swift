@@ -9,7 +9,7 @@ import Survival
 extension NodeClient {
     /// The device's status: from its node when it runs, otherwise read from the powered-off
     /// device on disk.
-    public func deviceStatus() async throws -> DeviceStatus {
+    package func deviceStatus() async throws -> DeviceStatus {
         do {
             return try await status().device
         } catch let error as NodeError where error.code == .notRunning {
@@ -22,7 +22,7 @@ extension NodeClient {
     /// process and unlocked with `passcode`. A passcode that does not unlock the copy is checked
     /// on the device itself, where it counts and waits as any unlock does; the right one leaves
     /// the device byte for byte as it was.
-    public func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
+    package func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
         do {
             return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
         } catch let error as NodeError where error.code == .notRunning {

@@ -4,10 +4,10 @@ import KeyferrySystem
 import NodeControl
 
 /// Starts and stops node processes: `keyferry node start|stop DIR`.
-public enum NodeLauncher {
+package enum NodeLauncher {
     /// Launches `keyferry node run DIR` detached, and returns once it answers.
     /// `executable` is the keyferry binary to run (normally this one).
-    public static func start(directory: URL, executable: URL = currentExecutable, timeout: Duration = .seconds(20)) async throws -> NodeAPI.NodeStatus {
+    package static func start(directory: URL, executable: URL = currentExecutable, timeout: Duration = .seconds(20)) async throws -> NodeAPI.NodeStatus {
         let paths = NodePaths(directory: directory)
         try DeviceLayout(root: paths.directory).requireDevice()
         if NodeLock.isHeld(paths) {
@@ -27,7 +27,7 @@ public enum NodeLauncher {
     /// Powers the node off (SIGTERM, then SIGKILL if it will not go) and waits until it is
     /// gone. Returns false when no node was running.
     @discardableResult
-    public static func stop(directory: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
+    package static func stop(directory: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         let paths = NodePaths(directory: directory)
         try DeviceLayout(root: paths.directory).requireDevice()
         guard NodeLock.isHeld(paths) else { return false }
@@ -37,12 +37,12 @@ public enum NodeLauncher {
     }
 
     /// The binary of this process.
-    public static var currentExecutable: URL {
+    package static var currentExecutable: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     }
 
     /// Called first thing by `keyferry node run --detach`: leaves the launching shell's
     /// session, so closing the terminal does not power the node off.
-    public static func detach() { ProcessControl.detachFromTerminal() }
+    package static func detach() { ProcessControl.detachFromTerminal() }
 
 }

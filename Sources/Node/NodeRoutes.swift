@@ -7,17 +7,17 @@ import Survival
 // known: the node serves them and the command line calls them by these same constants.
 
 extension NodeAPI.Route where Body == NodeAPI.Backup, Answer == ArchiveManifest {
-    public static var backup: Self { Self("backup", cancelledWhenCallerLeaves: true) }
+    package static var backup: Self { Self("backup", cancelledWhenCallerLeaves: true) }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.PhoneBackup, Answer == PhoneBackupWriter.Summary {
-    public static var phoneBackup: Self { Self("backup/ios", cancelledWhenCallerLeaves: true) }
+    package static var phoneBackup: Self { Self("backup/ios", cancelledWhenCallerLeaves: true) }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.Transfer, Answer == RestoreReport {
-    public static var transfer: Self { Self("transfer", cancelledWhenCallerLeaves: true) }
+    package static var transfer: Self { Self("transfer", cancelledWhenCallerLeaves: true) }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.SurvivalOptions, Answer == SurvivalMatrix {
-    public static var survival: Self { Self("survival", cancelledWhenCallerLeaves: true) }
+    package static var survival: Self { Self("survival", cancelledWhenCallerLeaves: true) }
 }

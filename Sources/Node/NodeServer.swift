@@ -15,9 +15,9 @@ import Synchronization
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.
-public enum NodeServer {
+package enum NodeServer {
     /// Runs in the foreground: `keyferry node start` launches this in a detached process.
-    public static func run(directory: URL) async throws {
+    package static func run(directory: URL) async throws {
         let paths = NodePaths(directory: directory)
         // Powered on, the device is this process's until it powers off: a second node, a
         // restore or an offline read of it fails meanwhile. Real time, until `device clock
@@ -328,10 +328,10 @@ final class DeviceCalls: Sendable {
 }
 
 /// Requests to a node: large enough for the largest secret as base64 in JSON.
-public struct NodeRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public init(source: Source) { coreContext = .init(source: source) }
-    public var maxUploadSize: Int { 4 * NewItem.maximumDataBytes }
+package struct NodeRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package init(source: Source) { coreContext = .init(source: source) }
+    package var maxUploadSize: Int { 4 * NewItem.maximumDataBytes }
 }
 
 /// The lock-state machine settles lazily; this makes the grace period end on time even when

@@ -5,17 +5,17 @@ import Relay
 
 /// Starts and stops a relay in the background (`keyferry relay serve --detach`), as a fleet
 /// that syncs needs one. The relay says where it listens in `DATA/relay.json`.
-public enum RelayLauncher {
+package enum RelayLauncher {
     /// The URL of the relay running on `data`, if one is: its announcement counts only while
     /// its lock is held, so a relay killed outright is never taken for a live one.
-    public static func running(data: URL) -> URL? {
+    package static func running(data: URL) -> URL? {
         guard ProcessLock.isHeld(lockFile(data)), let announced = RelayAnnouncement.read(from: data) else { return nil }
         return URL(string: announced.url)
     }
 
     /// Held by the relay serving `data` for its life (`relay serve`): a second relay on the
     /// same data is refused, and a launcher signals only the process that holds it.
-    public static func holdServingLock(data: URL) throws -> ProcessLock {
+    package static func holdServingLock(data: URL) throws -> ProcessLock {
         let held: ProcessLock?
         do {
             held = try ProcessLock.acquire(lockFile(data))
@@ -33,7 +33,7 @@ public enum RelayLauncher {
 
     /// Starts a relay on `data` listening on `listen`, unless one runs there already, and
     /// returns its URL once it is up.
-    public static func start(
+    package static func start(
         data: URL, listen: RelayAddress, executable: URL = NodeLauncher.currentExecutable,
         timeout: Duration = .seconds(20)
     ) async throws -> URL {
@@ -50,7 +50,7 @@ public enum RelayLauncher {
     /// Stops the relay running on `data` (SIGTERM, then SIGKILL) and waits until it is gone.
     /// Returns false when none was running.
     @discardableResult
-    public static func stop(data: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
+    package static func stop(data: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         guard ProcessLock.isHeld(lockFile(data)), let announced = RelayAnnouncement.read(from: data) else { return false }
         try await Daemon.stop(announced.pid, timeout: timeout) { ProcessLock.isHeld(lockFile(data)) }
         try? FileManager.default.removeItem(at: RelayAnnouncement.file(in: data))

@@ -57,8 +57,8 @@ enum PhoneDomain {
 }
 
 /// Why a backup folder cannot be read or written.
-public enum PhoneBackupError: CodedError, Equatable {
-    public static let domain = "phoneBackup"
+package enum PhoneBackupError: CodedError, Equatable {
+    package static let domain = "phoneBackup"
 
     case malformed(String)
     case wrongPassword
@@ -66,11 +66,11 @@ public enum PhoneBackupError: CodedError, Equatable {
     case exists(String)
     case unsupported(String)
 
-    public enum Code: String, Sendable {
+    package enum Code: String, Sendable {
         case malformed, wrongPassword, needsPassword, exists, unsupported
     }
 
-    public var code: Code {
+    package var code: Code {
         switch self {
         case .malformed: .malformed
         case .wrongPassword: .wrongPassword
@@ -80,16 +80,16 @@ public enum PhoneBackupError: CodedError, Equatable {
         }
     }
 
-    public var kind: ProblemKind {
+    package var kind: ProblemKind {
         switch self {
         case .wrongPassword, .needsPassword: .authentication
         case .malformed, .exists, .unsupported: .invalidInput
         }
     }
 
-    public var message: String { description }
+    package var message: String { description }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let detail): "the iOS backup is malformed: \(detail)"
         case .wrongPassword: "wrong password: it does not open the backup's keybag"

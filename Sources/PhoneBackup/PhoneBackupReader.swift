@@ -7,42 +7,42 @@ import KeyferryThreads
 
 /// A backup folder as a phone or Keyferry wrote it, read leniently and bounded: its manifest
 /// before any password, then, opened, its files and keychain items.
-public struct PhoneBackupReader: Sendable {
+package struct PhoneBackupReader: Sendable {
     let folder: PhoneBackupFolder
     let manifest: PhoneManifest
 
     /// The largest file blob read: a restore holds one file at a time.
-    public static let maximumFileBytes = 512 << 20
+    package static let maximumFileBytes = 512 << 20
     /// The most rows `Manifest.db` may have: a phone's has a few thousand.
-    public static let maximumRows = 2_000_000
+    package static let maximumRows = 2_000_000
 
     /// Reads `Manifest.plist` (and `Status.plist`); nothing is decrypted.
-    public init(folder url: URL) throws {
+    package init(folder url: URL) throws {
         guard PhoneBackupFolder.isBackupFolder(url) else { throw PhoneBackupError.malformed("\(url.path) is not a folder") }
         folder = PhoneBackupFolder(root: url)
         manifest = try PhoneManifest(folder: folder)
     }
 
     /// Whether `url` is a folder holding a `Manifest.plist`: an iOS backup, not a Keyferry archive.
-    public static func isBackup(_ url: URL) -> Bool {
+    package static func isBackup(_ url: URL) -> Bool {
         PhoneBackupFolder.isBackupFolder(url) && FileManager.default.fileExists(atPath: url.appendingPathComponent("Manifest.plist").path)
     }
 
-    public var isEncrypted: Bool { manifest.encrypted }
-    public var udid: String { manifest.udid }
-    public var deviceName: String { manifest.deviceName }
-    public var productVersion: String { manifest.productVersion }
-    public var date: Date? { manifest.date }
-    public var applications: [String] { manifest.applications.map(\.bundleID) }
-    public var leftOut: [String: Int] { manifest.leftOut }
-    public var dataProtectionRounds: UInt32 { manifest.keybag.dataProtectionIterations }
+    package var isEncrypted: Bool { manifest.encrypted }
+    package var udid: String { manifest.udid }
+    package var deviceName: String { manifest.deviceName }
+    package var productVersion: String { manifest.productVersion }
+    package var date: Date? { manifest.date }
+    package var applications: [String] { manifest.applications.map(\.bundleID) }
+    package var leftOut: [String: Int] { manifest.leftOut }
+    package var dataProtectionRounds: UInt32 { manifest.keybag.dataProtectionIterations }
     /// Whether `deviceID` names the Keyferry device that wrote this backup.
-    public func wasWritten(by deviceID: UUID) -> Bool { PhoneIdentity.udid(deviceID) == manifest.udid }
+    package func wasWritten(by deviceID: UUID) -> Bool { PhoneIdentity.udid(deviceID) == manifest.udid }
 
     /// Opens the keybag (the password's key derivation: seconds at a phone's cost) and
     /// `Manifest.db`. `device`, the keys of the device the backup is read on, opens the classes
     /// tied to the device that made it when it is that device.
-    public func open(password: Data?, device: DeviceBackupKeys?) throws -> OpenedPhoneBackup {
+    package func open(password: Data?, device: DeviceBackupKeys?) throws -> OpenedPhoneBackup {
         let deviceKey = device.flatMap { wasWritten(by: $0.deviceID) ? $0.phoneDeviceKey.withUnsafeBytes { SymmetricKey(data: $0) } : nil }
         var passwordKey: SymmetricKey?
         if manifest.encrypted {
@@ -107,7 +107,7 @@ public struct PhoneBackupReader: Sendable {
 }
 
 /// A backup whose keybag is open: its rows, and the means to read each file and keychain item.
-public struct OpenedPhoneBackup: Sendable {
+package struct OpenedPhoneBackup: Sendable {
     let folder: PhoneBackupFolder
     let manifest: PhoneManifest
     let classKeys: [UInt32: SymmetricKey]
@@ -115,7 +115,7 @@ public struct OpenedPhoneBackup: Sendable {
     /// The target is the device that made the backup: its tied classes were opened.
     let deviceKeyUsed: Bool
 
-    public var fileCount: Int { rows.filter { $0.flags == ManifestRow.regularFile }.count }
+    package var fileCount: Int { rows.filter { $0.flags == ManifestRow.regularFile }.count }
 
     /// The plaintext of a regular file's blob. The decrypted length is the truth; a `Size` that
     /// disagrees is only reported (phones record stale sizes for files written during a backup).
@@ -136,14 +136,14 @@ public struct OpenedPhoneBackup: Sendable {
     }
 
     /// One keychain item of the backup, opened as far as it opens.
-    public enum KeychainEntry: Sendable {
+    package enum KeychainEntry: Sendable {
         case item(ItemRecord)
         case tombstone
         /// Not opened: the table and, when its header reads, the class.
         /// `uuid` names it in reports, the same each time the backup is read (from its bytes).
         case sealed(uuid: UUID, table: ItemClass, protection: ProtectionClass?, why: Why)
 
-        public enum Why: Sendable {
+        package enum Why: Sendable {
             /// Its class key is tied to the device that made the backup.
             case sealedToSourceDevice
             /// A sealing Keyferry does not read (a version other than 3, or an unknown class).
@@ -212,22 +212,22 @@ public struct OpenedPhoneBackup: Sendable {
 extension OpenedPhoneBackup {
     /// What `verify` found: every file decrypted and its padding checked, every keychain item
     /// opened as far as it opens here.
-    public struct Verification: Codable, Sendable {
-        public var files = 0
-        public var bytes = 0
+    package struct Verification: Codable, Sendable {
+        package var files = 0
+        package var bytes = 0
         /// Files whose recorded `Size` differs from what they decrypt to (phones record stale
         /// sizes for files written during a backup).
-        public var sizeMismatches: [String] = []
-        public var keychainItems = 0
-        public var itemsOpened = 0
-        public var itemsSealedToSourceDevice = 0
-        public var itemsDamaged = 0
-        public var itemsUnsupported = 0
+        package var sizeMismatches: [String] = []
+        package var keychainItems = 0
+        package var itemsOpened = 0
+        package var itemsSealedToSourceDevice = 0
+        package var itemsDamaged = 0
+        package var itemsUnsupported = 0
     }
 
     /// Reads every byte the keybag opens. A file that does not decrypt fails the whole check
     /// (`PhoneBackupError.malformed` names it); items are counted by what became of them.
-    public func verify(progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }) throws -> Verification {
+    package func verify(progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }) throws -> Verification {
         var result = Verification()
         let files = rows.filter { $0.flags == ManifestRow.regularFile }
         for (index, row) in files.enumerated() {

@@ -13,34 +13,34 @@ import KeyferryThreads
 /// rules decide what goes in: each app's Documents and UserDefaults, and every keychain item but
 /// `akpu` ones and those whose access control asks for the user, ThisDeviceOnly items under class
 /// keys tied to this device.
-public enum PhoneBackupWriter {
-    public struct Options: Sendable {
+package enum PhoneBackupWriter {
+    package struct Options: Sendable {
         /// nil writes an unencrypted backup: files in plain, every keychain item tied to this device.
-        public var password: Data?
+        package var password: Data?
         /// PBKDF2-SHA256 rounds of the keybag: a phone's 10,000,000 unless a test asks for less.
-        public var dataProtectionRounds: UInt32
+        package var dataProtectionRounds: UInt32
 
-        public init(password: Data?, dataProtectionRounds: UInt32 = 10_000_000) {
+        package init(password: Data?, dataProtectionRounds: UInt32 = 10_000_000) {
             self.password = password
             self.dataProtectionRounds = dataProtectionRounds
         }
     }
 
     /// What went in, and what Apple's rules left out.
-    public struct Summary: Codable, Sendable {
-        public var udid: String
-        public var encrypted: Bool
-        public var apps: Int
-        public var files: Int
-        public var keychainItems: Int
+    package struct Summary: Codable, Sendable {
+        package var udid: String
+        package var encrypted: Bool
+        package var apps: Int
+        package var files: Int
+        package var keychainItems: Int
         /// Left out, by `CLASS.PROTECTION` (never exported) and `CLASS.accessControl` (asks for the user).
-        public var leftOut: [String: Int]
-        public var warnings: [String]
+        package var leftOut: [String: Int]
+        package var warnings: [String]
     }
 
     /// The stages `progress` hears about: deriving the password's key (seconds at a phone's
     /// cost), then items and files done of their total.
-    public enum Progress: Sendable {
+    package enum Progress: Sendable {
         case derivingKey(rounds: UInt32)
         case writing(done: Int, total: Int)
     }
@@ -48,7 +48,7 @@ public enum PhoneBackupWriter {
     /// Writes the backup folder `destination` (which must not exist), complete or not at all:
     /// it is built beside, then renamed into place. `progress` may throw to stop.
     @discardableResult
-    public static func create(
+    package static func create(
         from device: Device, to destination: URL, options: Options, progress: (Progress) throws -> Void = { _ in }
     ) throws -> Summary {
         guard device.isProtectedDataAvailable else {
@@ -145,7 +145,7 @@ public enum PhoneBackupWriter {
     }
 
     /// Whether a backup to `destination` is being built beside it (`.NAME.writing-UUID`).
-    public static func isWriting(_ destination: URL) -> Bool {
+    package static func isWriting(_ destination: URL) -> Bool {
         let prefix = stagingPrefix(destination)
         let siblings = (try? FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)) ?? []
         return siblings.contains { $0.hasPrefix(prefix) }

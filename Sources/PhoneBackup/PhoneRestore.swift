@@ -10,10 +10,10 @@ import KeyferryThreads
 /// non-synchronizable items are replaced and its synchronizable ones merged, and the new store is
 /// built beside it and swapped in only when complete. The backup's apps come back with their
 /// Documents and UserDefaults, and every keychain item the target may open.
-public enum PhoneRestore {
+package enum PhoneRestore {
     /// `progress` hears items and files done of their total; it may throw to stop the restore,
     /// which leaves the target as it was.
-    public static func restore(
+    package static func restore(
         _ backup: URL, password: Data?, to target: URL, passcode: String?, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         // What can be refused is refused before the target is touched: the password, Manifest.db,

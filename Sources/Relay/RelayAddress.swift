@@ -4,17 +4,17 @@ import Foundation
 /// `HOST:PORT` (as `relay serve --listen` and fleet files take it), `http://HOST:PORT` (as
 /// `relay serve` prints it) or `https://HOST:PORT` (a relay serving TLS); the port from 0 (any
 /// free one) to 65535.
-public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
-    public let host: String
-    public let port: Int
+package struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
+    package let host: String
+    package let port: Int
     /// Reached over TLS (`https://`), its certificate verified.
-    public let secure: Bool
+    package let secure: Bool
     /// What a member connects to: `http://HOST:PORT` or `https://HOST:PORT`.
-    public let url: URL
+    package let url: URL
 
     /// nil for a host that is not a DNS name, an IPv4 address or a bracketed IPv6 address (a
     /// space, a slash, a user@), or a port outside 0...65535.
-    public init?(host: String, port: Int, secure: Bool = false) {
+    package init?(host: String, port: Int, secure: Bool = false) {
         let name = #"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"#
         let ipv6 = #"^\[[0-9A-Fa-f:.]{2,45}\]$"#
         guard host.range(of: name, options: .regularExpression) != nil || host.range(of: ipv6, options: .regularExpression) != nil,
@@ -27,7 +27,7 @@ public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
         self.url = url
     }
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces))
         let secure = rest.hasPrefix("https://")
         if rest.hasPrefix("http://") { rest = rest.dropFirst(7) }
@@ -38,33 +38,33 @@ public struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// 127.0.0.1 on `port`: a constant host and a port in range, which every check passes.
-    public static func loopback(port: UInt16) -> RelayAddress { RelayAddress(host: "127.0.0.1", port: Int(port))! }
+    package static func loopback(port: UInt16) -> RelayAddress { RelayAddress(host: "127.0.0.1", port: Int(port))! }
 
     /// The same relay on another port (a fleet's `--relay-port`).
-    public func on(port: Int) -> RelayAddress? { RelayAddress(host: host, port: port, secure: secure) }
+    package func on(port: Int) -> RelayAddress? { RelayAddress(host: host, port: port, secure: secure) }
 
-    public var description: String { secure ? "https://\(host):\(port)" : "\(host):\(port)" }
+    package var description: String { secure ? "https://\(host):\(port)" : "\(host):\(port)" }
 
     /// The sentence for an address that is none of the forms.
-    public static func problem(with text: String) -> String {
+    package static func problem(with text: String) -> String {
         "'\(text)' is not a relay address; write HOST:PORT, http://HOST:PORT or https://HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7700."
     }
 }
 
 /// What a running relay writes in its data directory (`relay.json`), and removes when it
 /// stops: where it listens and which process it is, for whoever started it in the background.
-public struct RelayAnnouncement: Codable, Equatable, Sendable {
-    public var url: String
-    public var pid: Int32
+package struct RelayAnnouncement: Codable, Equatable, Sendable {
+    package var url: String
+    package var pid: Int32
 
-    public init(url: String, pid: Int32) {
+    package init(url: String, pid: Int32) {
         self.url = url
         self.pid = pid
     }
 
-    public static func file(in data: URL) -> URL { data.appendingPathComponent("relay.json") }
+    package static func file(in data: URL) -> URL { data.appendingPathComponent("relay.json") }
 
-    public static func read(from data: URL) -> RelayAnnouncement? {
+    package static func read(from data: URL) -> RelayAnnouncement? {
         (try? Data(contentsOf: file(in: data))).flatMap { try? JSONDecoder().decode(RelayAnnouncement.self, from: $0) }
     }
 }

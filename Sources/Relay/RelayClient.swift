@@ -11,34 +11,34 @@ import SyncWire
 /// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
 /// was sent (not worth one).
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
-public struct RelayClient: RelayTransport {
-    public let base: URL
+package struct RelayClient: RelayTransport {
+    package let base: URL
     /// How long one request may take, for a relay that accepts and then does not answer; one
     /// that refuses the connection fails the request at once.
-    public var timeout: Duration
+    package var timeout: Duration
 
     /// `url` as given to `circle create --relay`, such as `http://127.0.0.1:7700`.
-    public init(url: URL, timeout: Duration = .seconds(30)) {
+    package init(url: URL, timeout: Duration = .seconds(30)) {
         base = url
         self.timeout = timeout
     }
 
     /// Returns how many of `bodies` the relay did not hold yet.
     @discardableResult
-    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+    package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
         let headers = proof.map { [(RelayWire.signerHeader, Hex.encode($0.signer.bytes)), (RelayWire.signatureHeader, Hex.encode($0.signature))] } ?? []
         let answer = try await call(.POST, circle, stream, query: "", headers: headers, body: RelayWire.encodePush(bodies))
         return Int(String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
-    public func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int = RelayWire.maximumPullRecords) async throws -> [RelayRecord] {
+    package func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int = RelayWire.maximumPullRecords) async throws -> [RelayRecord] {
         let answer = try await call(.GET, circle, stream, query: "?after=\(cursor)&limit=\(limit)", headers: [], body: nil)
         do { return try RelayWire.decodePull(answer) } catch { throw RelayError.refused("its answer is not a list of records") }
     }
 
     /// Retries while the relay is unreachable, waiting longer each time (`Backoff` from 0.1 s
     /// to `maximumDelay`), until `deadline`; a refusal ends it at once.
-    public func retrying<T: Sendable>(
+    package func retrying<T: Sendable>(
         until deadline: ContinuousClock.Instant, maximumDelay: Duration = .seconds(2),
         _ operation: @Sendable (RelayClient) async throws -> T
     ) async throws -> T {

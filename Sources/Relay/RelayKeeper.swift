@@ -3,8 +3,8 @@ import KeyferryThreads
 import SyncWire
 
 /// Why a relay refused a push, with the HTTP status that says it.
-public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable {
+package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable {
         /// Not records of the stream, or for another circle.
         case malformed
         /// No member's signature on a push that needs one.
@@ -17,10 +17,10 @@ public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible 
         case full
     }
 
-    public var kind: Kind
-    public var reason: String
+    package var kind: Kind
+    package var reason: String
 
-    public var description: String { reason }
+    package var description: String { reason }
 }
 
 /// What a relay keeps and refuses: the checks of Protocol/sync.md, "Relay", for the server and
@@ -29,11 +29,11 @@ public struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible 
 /// history, and `keys` and `envelopes` records only from a member (a push signed by one,
 /// `PushProof`), so a stranger cannot write to a circle at all, and each circle's bytes stay
 /// within the relay's `RelayLimits`.
-public actor RelayKeeper {
+package actor RelayKeeper {
     /// Signature checks and history verification are CPU work: they run on a queue of the
     /// keeper's own, so a burst of pushes does not hold up the process's other tasks.
     private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.keeper")
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// A circle's membership as read from storage, up to `cursor`: a cache, brought up to date
     /// on every push, since other relays may share the storage.
@@ -43,8 +43,8 @@ public actor RelayKeeper {
         var cursor: UInt64
     }
 
-    public let storage: any RelayStorage
-    public let limits: RelayLimits
+    package let storage: any RelayStorage
+    package let limits: RelayLimits
     /// Circles recently pushed to, with when each was last used: at most `cachedCircles`, the
     /// least recently used going first (it is read again from storage when next pushed to), so
     /// memory does not grow with the circles a relay has seen.
@@ -52,7 +52,7 @@ public actor RelayKeeper {
     private var uses: UInt64 = 0
     private let cachedCircles: Int
 
-    public init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), cachedCircles: Int = 1_024) {
+    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), cachedCircles: Int = 1_024) {
         self.storage = storage
         self.limits = limits
         self.cachedCircles = cachedCircles
@@ -64,7 +64,7 @@ public actor RelayKeeper {
     /// Checks and keeps a push; returns how many records were new. A membership push is
     /// appended only if no entry arrived since it was checked (another relay of the same
     /// storage may have admitted one); then it is checked again.
-    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+    package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
         let limit = stream == .membership ? RelayWire.maximumMembershipRecordBytes : RelayWire.maximumRecordBytes
         if let big = bodies.first(where: { $0.count > limit }) {
             throw RelayRefusal(kind: .malformed, reason: "a \(stream.rawValue) record of \(big.count) bytes exceeds the \(limit)-byte limit")
@@ -95,7 +95,7 @@ public actor RelayKeeper {
     /// How many times a membership push is checked again when entries keep arriving meanwhile.
     private static let membershipAttempts = 8
 
-    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+    package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
         try await storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
     }
 

@@ -10,10 +10,10 @@ import SyncWire
 /// The untrusted store-and-forward service: members push records to a circle's logs and pull
 /// them by cursor. It keeps what it is given and checks what it can without keys; it can read,
 /// alter or forge nothing.
-public enum RelayServer {
+package enum RelayServer {
     /// Serves until SIGTERM or SIGINT, over TLS with `tls`. `onRunning` hears the bound port
     /// (useful with port 0).
-    public static func run(
+    package static func run(
         storage: any RelayStorage, limits: RelayLimits = RelayLimits(), tls: RelayTLS? = nil, host: String, port: Int,
         logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
@@ -116,11 +116,11 @@ public enum RelayServer {
 
 /// A relay's certificate chain and private key, for serving `https://` (a fleet past one
 /// machine reaches its relay over a network; members verify the certificate).
-public struct RelayTLS: Sendable {
+package struct RelayTLS: Sendable {
     let configuration: TLSConfiguration
 
     /// Reads PEM files: the certificate chain (the relay's own first) and its private key.
-    public init(certificateChain: URL, privateKey: URL) throws {
+    package init(certificateChain: URL, privateKey: URL) throws {
         let chain: [NIOSSLCertificate]
         do { chain = try NIOSSLCertificate.fromPEMFile(certificateChain.path) } catch {
             throw RelayError.cannotListen("https with the certificate \(certificateChain.path): it is not a readable PEM certificate chain (\(error))")

@@ -8,7 +8,7 @@ import SyncWire
 ///
 /// Within a stream, cursors only grow, in the order appends commit: a reader that has seen a
 /// cursor never misses a record below it that commits later.
-public protocol RelayStorage: Sendable {
+package protocol RelayStorage: Sendable {
     /// Appends the records not already held (a retried push stores nothing twice), in order,
     /// and returns how many were new. With `ifLastIs`, it appends only while the stream's
     /// newest record is still at that cursor (0: the stream is empty), and otherwise throws
@@ -28,48 +28,48 @@ public protocol RelayStorage: Sendable {
 
 extension RelayStorage {
     /// Appends whatever the stream holds meanwhile, with no limit.
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64? = nil) async throws -> Int {
+    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64? = nil) async throws -> Int {
         try await append(bodies, circle: circle, stream: stream, ifLastIs: expected, within: nil)
     }
 }
 
 /// What a relay holds at most, so that no one, member or stranger, fills its disk: a relay
 /// creates circles for anyone whose first entry is self-signed.
-public struct RelayLimits: Sendable, Equatable {
+package struct RelayLimits: Sendable, Equatable {
     /// Bytes of one circle's records, past which it takes no more envelopes. Membership entries
     /// and key records are not held back by it, so a full circle can still remove a member,
     /// admit one and hand out the new generation's keys; they count towards `totalBytes`.
-    public var circleBytes: Int
+    package var circleBytes: Int
     /// Bytes of every circle's records together.
-    public var totalBytes: Int
+    package var totalBytes: Int
     /// Circles the relay holds; creating one more is refused.
-    public var circles: Int
+    package var circles: Int
 
-    public init(circleBytes: Int = 1 << 30, totalBytes: Int = 64 << 30, circles: Int = 10_000) {
+    package init(circleBytes: Int = 1 << 30, totalBytes: Int = 64 << 30, circles: Int = 10_000) {
         self.circleBytes = circleBytes
         self.totalBytes = totalBytes
         self.circles = circles
     }
 
     /// Whether `stream`'s records are held back by `circleBytes`.
-    public static func countsTowardsCircle(_ stream: RelayStream) -> Bool { stream == .envelopes }
+    package static func countsTowardsCircle(_ stream: RelayStream) -> Bool { stream == .envelopes }
 }
 
 /// A conditional append found the stream moved on since the caller read it.
-public struct RelayStorageConflict: Error, Sendable {
-    public init() {}
+package struct RelayStorageConflict: Error, Sendable {
+    package init() {}
 }
 
 /// An append that would take a circle or the relay past its `RelayLimits`; nothing was stored.
-public struct RelayStorageFull: Error, Sendable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
+package struct RelayStorageFull: Error, Sendable, CustomStringConvertible {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
+    package var description: String { reason }
 
     /// The checks every storage makes inside its append, given what it holds: `held` bytes of
     /// the circle (nil: a circle it does not hold yet, when `circles` says how many it holds),
     /// `total` bytes in all, and `adding` new bytes.
-    public static func check(
+    package static func check(
         _ limits: RelayLimits, circle: UUID, stream: RelayStream, held: Int?, circles: Int?, total: Int, adding: Int
     ) throws {
         if held == nil, let circles, circles >= limits.circles {
@@ -86,23 +86,23 @@ public struct RelayStorageFull: Error, Sendable, CustomStringConvertible {
 
 /// The relay's database failed (it is down, full, or refused a statement): the push or pull
 /// was not served, and nothing of a push was kept.
-public struct RelayStorageError: Error, Sendable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { "the relay's database failed: \(reason)" }
+package struct RelayStorageError: Error, Sendable, CustomStringConvertible {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
+    package var description: String { "the relay's database failed: \(reason)" }
 }
 
 /// A relay inside this process: the storage a relay server keeps, and its checks, with no
 /// network between. For a circle on scratch devices, such as the survival matrix's iCloud
 /// Keychain path, or a test's `SyncCircle`.
-public struct LocalRelay: RelayTransport {
+package struct LocalRelay: RelayTransport {
     private let keeper: RelayKeeper
 
-    public init(storage: any RelayStorage, limits: RelayLimits = RelayLimits()) {
+    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits()) {
         keeper = RelayKeeper(storage: storage, limits: limits)
     }
 
-    public func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+    package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
         do {
             return try await keeper.push(bodies, circle: circle, stream: stream, proof: proof)
         } catch let refusal as RelayRefusal {
@@ -110,7 +110,7 @@ public struct LocalRelay: RelayTransport {
         }
     }
 
-    public func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+    package func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
         try await keeper.records(circle: circle, stream: stream, after: cursor, limit: limit)
     }
 }

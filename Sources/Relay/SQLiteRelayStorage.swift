@@ -7,14 +7,14 @@ import SyncWire
 
 /// The relay's embedded storage: one SQLite file in WAL mode. A record's cursor is its row id;
 /// a digest of its bytes keeps a retried push from being stored twice.
-public actor SQLiteRelayStorage: RelayStorage {
+package actor SQLiteRelayStorage: RelayStorage {
     /// SQLite calls block: they run on a queue of their own, beside the cooperative pool.
     private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.sqlite")
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let queue: DatabaseQueue
 
     /// Opens (or creates) `relay.sqlite` in `directory`.
-    public init(directory: URL) throws {
+    package init(directory: URL) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.label = "relay"
@@ -54,7 +54,7 @@ public actor SQLiteRelayStorage: RelayStorage {
         return migrator
     }
 
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) throws -> Int {
+    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) throws -> Int {
         let circleBytes = circle.bytes
         return try failing {
             try queue.write { db in
@@ -89,7 +89,7 @@ public actor SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
+    package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
         try failing {
             try queue.read { db in
                 try Row.fetchAll(
@@ -101,7 +101,7 @@ public actor SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    public func byteCount(circle: UUID) throws -> Int {
+    package func byteCount(circle: UUID) throws -> Int {
         try failing {
             try queue.read { db in
                 try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0

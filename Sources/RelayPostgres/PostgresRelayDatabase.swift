@@ -10,24 +10,24 @@ import Relay
 /// "no TLS" and ask for the password in clear. The password never travels in the address, since
 /// a command line is visible to every user of the machine: it comes from a file or the
 /// environment.
-public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public var user: String
-    public var database: String
-    public var sslMode: SSLMode
+package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
+    package var user: String
+    package var database: String
+    package var sslMode: SSLMode
     /// Extra certificate authorities for the database's certificate.
-    public var sslRootCertificate: String?
-    public var password: String?
+    package var sslRootCertificate: String?
+    package var password: String?
 
-    public enum SSLMode: String, Sendable, CaseIterable {
+    package enum SSLMode: String, Sendable, CaseIterable {
         case disable, prefer, require
     }
 
     /// The environment variable a password may come from, as for PostgreSQL's own tools.
-    public static let passwordVariable = "PGPASSWORD"
+    package static let passwordVariable = "PGPASSWORD"
 
-    public init(url text: String, password: String?) throws {
+    package init(url text: String, password: String?) throws {
         guard let url = URLComponents(string: text), url.scheme == "postgres" || url.scheme == "postgresql" else {
             throw RelayStorageError("'\(text)' is not a postgres://USER@HOST[:PORT]/DATABASE address")
         }
@@ -69,7 +69,7 @@ public struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
     }
 
     /// The address without any secret, for logs and messages.
-    public var description: String { "postgres://\(user)@\(host):\(port)/\(database)?sslmode=\(sslMode.rawValue)" }
+    package var description: String { "postgres://\(user)@\(host):\(port)/\(database)?sslmode=\(sslMode.rawValue)" }
 
     /// How long a connection may take to open, for the pool's connections and the first check alike.
     static let connectTimeout = Duration.seconds(5)

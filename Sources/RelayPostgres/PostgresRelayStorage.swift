@@ -11,7 +11,7 @@ import SyncWire
 /// Appends to one stream take its row in `relay_stream` for update, number their records
 /// after the newest, and commit before the next append may number its own: cursors grow in
 /// commit order, so a reader never sees a cursor before a smaller one is committed.
-public final class PostgresRelayStorage: RelayStorage {
+package final class PostgresRelayStorage: RelayStorage {
     private let client: PostgresClient
     private let logger: Logger
 
@@ -22,7 +22,7 @@ public final class PostgresRelayStorage: RelayStorage {
 
     /// Connects to `database`, creates or migrates the schema, and runs `body` with the storage;
     /// the connections close when it returns.
-    public static func withStorage<Result: Sendable>(
+    package static func withStorage<Result: Sendable>(
         _ database: PostgresRelayDatabase, logger: Logger = Logger(label: "keyferry.relay.postgres") { _ in SwiftLogNoOpLogHandler() },
         _ body: (PostgresRelayStorage) async throws -> Result
     ) async throws -> Result {
@@ -88,7 +88,7 @@ public final class PostgresRelayStorage: RelayStorage {
 
     // MARK: RelayStorage
 
-    public func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int {
+    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int {
         try await failing("cannot append to circle \(circle)") { [self] in
             try await client.withTransaction(logger: logger) { connection in
                 let name = stream.rawValue
@@ -140,7 +140,7 @@ public final class PostgresRelayStorage: RelayStorage {
         }
     }
 
-    public func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+    package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
         try await failing("cannot read circle \(circle)") { [self] in
             let rows = try await client.query(
                 """
@@ -155,7 +155,7 @@ public final class PostgresRelayStorage: RelayStorage {
         }
     }
 
-    public func byteCount(circle: UUID) async throws -> Int {
+    package func byteCount(circle: UUID) async throws -> Int {
         try await failing("cannot read circle \(circle)'s size") { [self] in
             Int(try await Self.first(Int64.self, client.query("SELECT bytes FROM relay_circle WHERE circle = \(circle)", logger: logger)) ?? 0)
         }

@@ -2,8 +2,8 @@ import Foundation
 
 /// Scenario results as JUnit XML, what common CI systems display: a test suite per file, a test
 /// case per scenario, and for a failed one the step, what was expected and what came back.
-public enum JUnitReport {
-    public static func xml(_ results: [ScenarioResult]) -> String {
+package enum JUnitReport {
+    package static func xml(_ results: [ScenarioResult]) -> String {
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
         let failures = results.filter { !$0.passed }.count
         lines.append(

@@ -7,34 +7,34 @@ import Survival
 /// A scenario file: devices and apps (inline, as in a fleet file, or a fleet file by path), the
 /// items to seed, then steps and expectations. Protocol/scenario.md specifies it. Everything is
 /// checked before anything runs; a problem is a `FleetFileError` naming file, line, column and field.
-public struct Scenario: Sendable {
-    public var name: String
+package struct Scenario: Sendable {
+    package var name: String
     /// The file as the user named it.
-    public var file: String
+    package var file: String
     /// Where the scenario comes from: a seed, an Apple test, a trap.
-    public var source: String?
-    public var fleet: FleetFile
-    public var steps: [Step]
+    package var source: String?
+    package var fleet: FleetFile
+    package var steps: [Step]
 
-    public struct Step: Sendable {
-        public var line: Int
-        public var action: Action
+    package struct Step: Sendable {
+        package var line: Int
+        package var action: Action
         /// The step as a line of output: `lock phone`, `expect phone alice = "s3cret"`.
-        public var summary: String
+        package var summary: String
     }
 
     /// One item by its primary key, as one app searches for it.
-    public struct ItemRef: Sendable {
-        public var device: String
-        public var app: String
-        public var account: String
-        public var service: String
-        public var synchronizable: SynchronizableMatch
+    package struct ItemRef: Sendable {
+        package var device: String
+        package var app: String
+        package var account: String
+        package var service: String
+        package var synchronizable: SynchronizableMatch
         /// The access group it is added to or searched in; nil: the app's default group on
         /// add, every group it is entitled to on a search.
-        public var group: String?
+        package var group: String?
         /// What the simulated user does if the item asks for authentication.
-        public var user: User
+        package var user: User
 
         /// The item's primary key, as an update or a delete gives it.
         var query: ItemQuery {
@@ -60,7 +60,7 @@ public struct Scenario: Sendable {
     }
 
     /// The simulated user, when an item's access control asks for them.
-    public enum User: String, Sendable, CaseIterable {
+    package enum User: String, Sendable, CaseIterable {
         /// No prompt can be shown (the background): the read is errSecInteractionNotAllowed.
         case none
         /// An enrolled face or finger that matches.
@@ -73,21 +73,21 @@ public struct Scenario: Sendable {
         case passcode
     }
 
-    public enum Expectation: Sendable {
+    package enum Expectation: Sendable {
         case value(String)
         case absent
         case status(KeychainStatus)
     }
 
     /// What a file under an app's Documents must be.
-    public enum FileExpectation: Sendable {
+    package enum FileExpectation: Sendable {
         case text(String)
         case absent
         /// Present, but its protection class is unavailable in the lock state.
         case protected
     }
 
-    public enum Action: Sendable {
+    package enum Action: Sendable {
         case lock(device: String, now: Bool)
         case unlock(device: String, passcode: String?)
         case reboot(String)
@@ -121,19 +121,19 @@ public struct Scenario: Sendable {
             status: KeychainStatus?, reason: String?)
     }
 
-    public enum BiometryChange: String, Sendable {
+    package enum BiometryChange: String, Sendable {
         case enroll, reenroll, remove
     }
 
     /// The name as a file name: lower-case letters and digits, `-` for the rest.
-    public var slug: String { Self.slug(name) }
+    package var slug: String { Self.slug(name) }
 
     private static func slug(_ name: String) -> String {
         let slug = String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(40))
         return slug.isEmpty ? "scenario" : slug
     }
 
-    public static let actions = [
+    package static let actions = [
         "lock", "unlock", "reboot", "power-off", "power-on", "passcode-set", "passcode-change", "passcode-remove",
         "biometry-enroll", "biometry-reenroll", "biometry-remove", "install", "uninstall", "reinstall", "transfer-team",
         "add", "update", "delete", "defaults", "file", "remove-file", "sync", "backup", "restore", "transfer", "wait",
@@ -141,14 +141,14 @@ public struct Scenario: Sendable {
     ]
 
     /// Reads and checks a scenario file; `displayName` names it in errors (default: the path).
-    public static func load(_ url: URL, displayName: String? = nil) throws -> Scenario {
+    package static func load(_ url: URL, displayName: String? = nil) throws -> Scenario {
         let file = displayName ?? url.relativePath
         let text = try YAMLFile.text(of: url, file: file, kind: "scenario file")
         return try Scenario(yaml: text, file: file, directory: url.deletingLastPathComponent())
     }
 
     /// Parses scenario YAML; a `fleet:` path is read relative to `directory`.
-    public init(yaml: String, file: String, directory: URL) throws {
+    package init(yaml: String, file: String, directory: URL) throws {
         let document = try YAMLFile.top(yaml, file: file, kind: "scenario file", needs: "`scenario:` (its name) and `steps:`")
         let top = try document.fields(allowed: ["scenario", "source", "fleet", "apps", "devices", "sync", "items", "steps"])
         guard let nameField = top["scenario"] else { throw document.failure("missing `scenario:`, the scenario's name.") }
@@ -187,7 +187,7 @@ public struct Scenario: Sendable {
 
 extension Scenario {
     /// Far more than a scenario a person reads; bounds what a shared file can make a run do.
-    public static let maximumSteps = 10_000
+    package static let maximumSteps = 10_000
 
     /// `fleet:` names a YAML file beside or below the scenario: a relative path without `..`,
     /// ending in `.yaml` or `.yml`, still inside the scenario's directory once symbolic links

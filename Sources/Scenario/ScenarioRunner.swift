@@ -11,28 +11,28 @@ import Sync
 import SyncWire
 
 /// What one step did.
-public struct StepResult: Codable, Sendable {
-    public var line: Int
-    public var step: String
-    public var passed: Bool
+package struct StepResult: Codable, Sendable {
+    package var line: Int
+    package var step: String
+    package var passed: Bool
     /// For a failed step: what was expected and what came back.
-    public var failure: String?
-    public var seconds: Double
+    package var failure: String?
+    package var seconds: Double
 }
 
 /// What one scenario did: every step up to the first failure.
-public struct ScenarioResult: Codable, Sendable {
-    public var name: String
-    public var file: String
-    public var source: String?
-    public var steps: [StepResult]
-    public var seconds: Double
-    public var passed: Bool { steps.allSatisfy(\.passed) }
-    public var failure: StepResult? { steps.first { !$0.passed } }
+package struct ScenarioResult: Codable, Sendable {
+    package var name: String
+    package var file: String
+    package var source: String?
+    package var steps: [StepResult]
+    package var seconds: Double
+    package var passed: Bool { steps.allSatisfy(\.passed) }
+    package var failure: StepResult? { steps.first { !$0.passed } }
 
     /// A scenario stopped by Ctrl-C or SIGTERM after `steps`: failed at an "interrupted" step,
     /// so that a CI report still says how far it got.
-    public static func interrupted(_ scenario: Scenario, after steps: [StepResult], seconds: Double) -> ScenarioResult {
+    package static func interrupted(_ scenario: Scenario, after steps: [StepResult], seconds: Double) -> ScenarioResult {
         let stop = StepResult(
             line: scenario.steps.dropFirst(steps.count).first?.line ?? 0, step: "interrupted", passed: false,
             failure: "interrupted (Ctrl-C or SIGTERM); every device and relay was stopped", seconds: 0)
@@ -43,12 +43,12 @@ public struct ScenarioResult: Codable, Sendable {
 /// Runs a scenario on fresh devices, each a real node process in `root`: brings its fleet up,
 /// runs the steps in order until one fails, and stops every node and relay at the end, also
 /// when it fails or is cancelled.
-public struct ScenarioRunner: Sendable {
-    public let scenario: Scenario
-    public let root: URL
-    public let executable: URL
+package struct ScenarioRunner: Sendable {
+    package let scenario: Scenario
+    package let root: URL
+    package let executable: URL
 
-    public init(scenario: Scenario, root: URL, executable: URL = NodeLauncher.currentExecutable) {
+    package init(scenario: Scenario, root: URL, executable: URL = NodeLauncher.currentExecutable) {
         self.scenario = scenario
         self.root = root
         self.executable = executable
@@ -57,7 +57,7 @@ public struct ScenarioRunner: Sendable {
     /// The password of the scenario's encrypted archives: they never leave its directory.
     static let archivePassword = Data("keyferry-scenario".utf8)
 
-    public func run(progress: @escaping @Sendable (StepResult) -> Void = { _ in }) async throws -> ScenarioResult {
+    package func run(progress: @escaping @Sendable (StepResult) -> Void = { _ in }) async throws -> ScenarioResult {
         let started = ContinuousClock.now
         let fleet = FleetRunner(fleet: scenario.fleet, root: root, executable: executable)
         var results: [StepResult] = []

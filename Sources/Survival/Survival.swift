@@ -10,18 +10,18 @@ import SyncWire
 /// Runs every `SurvivalPath` for real and reads each secret afterwards: on copies of the device
 /// (`Device.fork`) for what happens to it, and on new scratch devices for what reaches another
 /// one. The device itself is only read, once, to copy it.
-public enum Survival {
-    public struct Options: Sendable {
+package enum Survival {
+    package struct Options: Sendable {
         /// Only the secrets this app can read: its entitled groups and its sandbox.
-        public var app: String?
+        package var app: String?
         /// The device's passcode, when the caller knows it: checked once on the device itself,
         /// counted and delayed like any unlock, then it answers access-control prompts and
         /// removes the passcode on copies of the device, as a user would.
-        public var passcode: String?
+        package var passcode: String?
         /// Where scratch devices are made (`scratch(of:)`); all of them are removed at the end.
-        public var scratch: URL
+        package var scratch: URL
 
-        public init(app: String? = nil, passcode: String? = nil, scratch: URL) {
+        package init(app: String? = nil, passcode: String? = nil, scratch: URL) {
             self.app = app
             self.passcode = passcode
             self.scratch = scratch
@@ -31,18 +31,18 @@ public enum Survival {
     /// Where the matrix of the device in `directory` makes its scratch devices: inside the
     /// device's own directory, so its hardware UID is copied nowhere else, and removed whole by
     /// `removeScratch` whenever the device is held and no matrix runs (a node starting).
-    public static func scratch(of directory: URL) -> URL { directory.appendingPathComponent("survival-scratch", isDirectory: true) }
+    package static func scratch(of directory: URL) -> URL { directory.appendingPathComponent("survival-scratch", isDirectory: true) }
 
     /// Removes what a matrix cut short (its node killed) left in the device's directory. Only
     /// for whoever holds the device, when no matrix can be running.
-    public static func removeScratch(of directory: URL) {
+    package static func removeScratch(of directory: URL) {
         try? FileManager.default.removeItem(at: scratch(of: directory))
     }
 
     /// The matrix of `device`, which must be powered on and unlocked, or locked with its
     /// passcode given: the matrix then starts from a copy unlocked with it, and the device
     /// stays locked. Paths run side by side, each on a thread of its own.
-    public static func matrix(of device: Device, options: Options) async throws -> SurvivalMatrix {
+    package static func matrix(of device: Device, options: Options) async throws -> SurvivalMatrix {
         let passcode = try device.passcodeIsSet() ? options.passcode : nil
         let locked = device.lockState != .unlocked
         guard !locked || passcode != nil else {

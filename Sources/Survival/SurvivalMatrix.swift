@@ -3,26 +3,26 @@ import KeychainModel
 
 /// For every secret on a device, what each path does to it: the answer to "which of my app's
 /// secrets survive a new phone, a restore, a passcode removal, a new Face ID, an app transfer?"
-public struct SurvivalMatrix: Codable, Sendable {
+package struct SurvivalMatrix: Codable, Sendable {
     /// The device's name.
-    public var device: String
+    package var device: String
     /// The app the matrix was limited to, if any.
-    public var app: String?
+    package var app: String?
     /// The paths run, in column order.
-    public var paths: [SurvivalPath]
+    package var paths: [SurvivalPath]
     /// Paths that cannot happen on this device (no passcode to remove), with why.
-    public var notRun: [SurvivalPath: String]
-    public var rows: [SurvivalRow]
+    package var notRun: [SurvivalPath: String]
+    package var rows: [SurvivalRow]
 
     /// The cell of the row named `name` (the first of that name) on `path`.
-    public func cell(_ name: String, _ path: SurvivalPath) -> SurvivalCell? {
+    package func cell(_ name: String, _ path: SurvivalPath) -> SurvivalCell? {
         rows.first { $0.name == name }?.cells[path]
     }
 }
 
 /// One secret: a keychain item, a UserDefaults entry, or a sandbox file.
-public struct SurvivalRow: Codable, Sendable {
-    public enum Kind: String, Codable, Sendable {
+package struct SurvivalRow: Codable, Sendable {
+    package enum Kind: String, Codable, Sendable {
         case keychainItem = "keychain"
         /// UserDefaults: a plaintext property list in the sandbox.
         case userDefaults
@@ -30,28 +30,28 @@ public struct SurvivalRow: Codable, Sendable {
         case sandboxFile = "file"
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// `account @ service` for an item, `UserDefaults KEY`, or `Documents/PATH`.
-    public var name: String
+    package var name: String
     /// The app the secret is read as; nil for an item no installed app is entitled to.
-    public var app: String?
+    package var app: String?
     /// For keychain items: class, accessibility, synchronizable, group, access control.
-    public var itemClass: String?
-    public var accessible: String?
-    public var synchronizable: Bool?
-    public var accessGroup: String?
-    public var accessControl: String?
+    package var itemClass: String?
+    package var accessible: String?
+    package var synchronizable: Bool?
+    package var accessGroup: String?
+    package var accessControl: String?
     /// A file's protection class.
-    public var fileProtection: String?
+    package var fileProtection: String?
     /// The read on the device as it is, when that already fails (a `biometryCurrentSet` item
     /// after its biometry went): every path is then compared with a secret nobody can read.
-    public var now: SurvivalCell?
-    public var cells: [SurvivalPath: SurvivalCell]
+    package var now: SurvivalCell?
+    package var cells: [SurvivalPath: SurvivalCell]
 }
 
 /// What one path did to one secret.
-public struct SurvivalCell: Codable, Sendable, Equatable {
-    public enum Outcome: String, Codable, Sendable {
+package struct SurvivalCell: Codable, Sendable, Equatable {
+    package enum Outcome: String, Codable, Sendable {
         /// Still there, with the same value.
         case kept
         /// Gone, or its value changed.
@@ -60,13 +60,13 @@ public struct SurvivalCell: Codable, Sendable, Equatable {
         case unreadable
     }
 
-    public var outcome: Outcome
+    package var outcome: Outcome
     /// Apple's status of the failed read, for an unreadable keychain item.
-    public var status: KeychainStatus?
+    package var status: KeychainStatus?
     /// Why, in one sentence: for every loss and every unreadable cell.
-    public var reason: String?
+    package var reason: String?
 
-    public init(_ outcome: Outcome, status: KeychainStatus? = nil, reason: String? = nil) {
+    package init(_ outcome: Outcome, status: KeychainStatus? = nil, reason: String? = nil) {
         self.outcome = outcome
         self.status = status
         self.reason = reason
@@ -74,7 +74,7 @@ public struct SurvivalCell: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey { case outcome, status, code, reason }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(outcome, forKey: .outcome)
         try container.encodeIfPresent(status?.name, forKey: .status)
@@ -82,7 +82,7 @@ public struct SurvivalCell: Codable, Sendable, Equatable {
         try container.encodeIfPresent(reason, forKey: .reason)
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         outcome = try container.decode(Outcome.self, forKey: .outcome)
         status = try container.decodeIfPresent(Int32.self, forKey: .code).map(KeychainStatus.init(rawValue:))

@@ -1,6 +1,6 @@
 /// A path a device's secrets can take: a column of the survival matrix, each run for real on
 /// scratch copies of the device and on new scratch devices.
-public enum SurvivalPath: String, CaseIterable, Codable, CodingKeyRepresentable, Sendable {
+package enum SurvivalPath: String, CaseIterable, Codable, CodingKeyRepresentable, Sendable {
     case iCloudKeychain = "icloud-keychain"
     case encryptedBackupNewDevice = "encrypted-backup-new-device"
     case unencryptedBackupNewDevice = "unencrypted-backup-new-device"
@@ -15,7 +15,7 @@ public enum SurvivalPath: String, CaseIterable, Codable, CodingKeyRepresentable,
     case lockedAfterGrace = "locked-after-grace"
 
     /// A column heading short enough for a terminal.
-    public var heading: String {
+    package var heading: String {
         switch self {
         case .iCloudKeychain: "iCloud"
         case .encryptedBackupNewDevice: "enc>new"
@@ -33,7 +33,7 @@ public enum SurvivalPath: String, CaseIterable, Codable, CodingKeyRepresentable,
     }
 
     /// What the path does, in one sentence.
-    public var summary: String {
+    package var summary: String {
         switch self {
         case .iCloudKeychain: "iCloud Keychain: a new device joins a circle with this one, and both sync"
         case .encryptedBackupNewDevice: "an encrypted backup restored onto a new device"

@@ -9,19 +9,19 @@ import SyncWire
 /// anything changes anywhere. The sponsor signs the joiner's entry but does not publish it; the
 /// joiner publishes it once it has verified the circle and opened the keys, so a join that
 /// fails leaves the circle as it was.
-public struct Voucher: Sendable {
-    public var circle: UUID
-    public var relay: URL
+package struct Voucher: Sendable {
+    package var circle: UUID
+    package var relay: URL
     /// BLAKE2b-256 of the last membership entry the sponsor saw: the joiner accepts only a
     /// history from the relay that holds it, so a relay cannot pass off a circle of its own.
-    public var head: [UInt8]
+    package var head: [UInt8]
     /// The sponsor's signed entry admitting the joiner; nil when the joiner is a member
     /// already (an earlier join reached the relay, and the device did not finish).
-    public var entry: MembershipEntry?
+    package var entry: MembershipEntry?
     /// The current generation's circle key, sealed to the joiner and signed by the sponsor.
-    public var share: CircleKeyShare
+    package var share: CircleKeyShare
 
-    public init(circle: UUID, relay: URL, head: [UInt8], entry: MembershipEntry?, share: CircleKeyShare) {
+    package init(circle: UUID, relay: URL, head: [UInt8], entry: MembershipEntry?, share: CircleKeyShare) {
         self.circle = circle
         self.relay = relay
         self.head = head
@@ -34,11 +34,11 @@ public struct Voucher: Sendable {
 /// envelopes and pushes them, and pulls what other members wrote, keeping of each item the
 /// version the merge rule prefers. Its secrets live in the device's keychain, sealed until the
 /// device's first unlock, and the rest in `sync.json` beside it. See Protocol/sync.md.
-public actor SyncEngine {
+package actor SyncEngine {
     /// The engine's work blocks (the keychain's SQLite, sealing, signatures): it runs on a
     /// queue of the engine's own, never on the cooperative pool that serves the node's socket.
     private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.sync.engine")
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// A version this device holds: what it is, and the write that put it in the keychain.
     struct HeldVersion {
@@ -48,13 +48,13 @@ public actor SyncEngine {
 
     let device: Device
     let transport: any RelayTransport
-    public let relay: URL
-    public let name: String
+    package let relay: URL
+    package let name: String
     /// Read from the keychain on first need: before first unlock it is sealed.
     private var unsealedIdentity: DeviceIdentity?
     /// This member's signing key as `sync.json` recorded it, for while the identity is sealed.
     private var recordedMemberKey: SigningPublicKey?
-    public private(set) var history: CircleHistory
+    package private(set) var history: CircleHistory
     private var generations: [UInt32: CircleKeys] = [:]
     private var publishedClassKeys: [UInt32: [UInt8]] = [:]
     private var clock = HybridClock()
@@ -67,7 +67,7 @@ public actor SyncEngine {
     /// The head of this member's own chain of batches.
     private var ownChain = BatchLink.start
     /// What arrived of the others' chains: gaps are batches withheld from this member.
-    public private(set) var received = AuthorChains()
+    package private(set) var received = AuthorChains()
     /// Records refused outside a pass (a membership entry read by `vouch`), for the next report.
     private var unreported = SyncReport()
 
@@ -75,22 +75,22 @@ public actor SyncEngine {
     /// from a relay that answers every pull with one more record.
     static let maximumRecordsPerPass = 2_048
 
-    public var circle: UUID { history.circle }
-    public var epoch: UInt32 { history.epoch }
+    package var circle: UUID { history.circle }
+    package var epoch: UInt32 { history.epoch }
     /// The members, this device among them, by name.
-    public var members: [PeerIdentity] { history.members.values.sorted { $0.name < $1.name } }
+    package var members: [PeerIdentity] { history.members.values.sorted { $0.name < $1.name } }
     /// This member's signing key; nil only while the identity is sealed and an older
     /// `sync.json` did not record it.
-    public var signingKey: SigningPublicKey? { unsealedIdentity?.signingKey.publicKey ?? recordedMemberKey }
+    package var signingKey: SigningPublicKey? { unsealedIdentity?.signingKey.publicKey ?? recordedMemberKey }
     /// Whether the membership, as far as this member has read it, still counts this device.
-    public var isMember: Bool { signingKey.map(history.isMember) ?? true }
+    package var isMember: Bool { signingKey.map(history.isMember) ?? true }
     /// Items received while locked, waiting for unlock.
-    public var waitingCount: Int { waiting.count }
+    package var waitingCount: Int { waiting.count }
 
     /// What `sync status` lists: eligible local writes not pushed yet, and the synchronizable
     /// items that stay here because they are ThisDeviceOnly (named account @ service; those
     /// sealed in this lock state are counted, not named).
-    public func localStatus() throws -> (pending: Int, deviceBound: [String]) {
+    package func localStatus() throws -> (pending: Int, deviceBound: [String]) {
         let feed = try device.deviceKeychain.availableChanges(since: 0)
         var pending = feed.sealed.filter { isPending($0.changeSequence, $0.uuid) && replicates($0) }.count
         var deviceBound: [String] = []
@@ -121,13 +121,13 @@ public actor SyncEngine {
     }
 
     /// How a device appears to the members who vouch for it. Makes its identity on first use.
-    public static func peerIdentity(of device: Device, name: String) throws -> PeerIdentity {
+    package static func peerIdentity(of device: Device, name: String) throws -> PeerIdentity {
         try SyncSecrets.identity(of: device).peer(named: name)
     }
 
     /// Creates a circle with this device as its only member, and publishes its membership and
     /// first key generation.
-    public static func create(device: Device, name: String, relay: URL, transport: any RelayTransport) async throws -> SyncEngine {
+    package static func create(device: Device, name: String, relay: URL, transport: any RelayTransport) async throws -> SyncEngine {
         try PeerIdentity.check(name: name)
         try requireNoCircle(device)
         let identity = try SyncSecrets.identity(of: device)
@@ -151,7 +151,7 @@ public actor SyncEngine {
     /// first: that it is in no circle, that the relay's history is the sponsor's and takes the
     /// sponsor's entry, that the share opens the current keys. Only then is the entry published,
     /// so a refusal leaves the circle and the device as they were.
-    public static func join(_ voucher: Voucher, device: Device, transport: any RelayTransport) async throws -> SyncEngine {
+    package static func join(_ voucher: Voucher, device: Device, transport: any RelayTransport) async throws -> SyncEngine {
         try requireNoCircle(device)
         let identity = try SyncSecrets.identity(of: device)
         let me = identity.signingKey.publicKey
@@ -199,7 +199,7 @@ public actor SyncEngine {
     /// The member whose state is in the device's directory; nil when it is in no circle. Reads
     /// no secret: before first unlock the member starts sealed and opens at its first pass
     /// after unlock.
-    public static func open(device: Device, transport: (URL) -> any RelayTransport) async throws -> SyncEngine? {
+    package static func open(device: Device, transport: (URL) -> any RelayTransport) async throws -> SyncEngine? {
         guard let state = try SyncState.load(from: device.directory) else { return nil }
         let history = try CircleHistory(verifying: state.membership.map { try MembershipEntry(bytes: [UInt8]($0)) })
         let engine = SyncEngine(
@@ -217,7 +217,7 @@ public actor SyncEngine {
 
     /// Vouches for `peer`: a signed entry admitting it and its share of the current keys, for
     /// the joiner to check and publish (`join`). Nothing changes until it does.
-    public func vouch(for peer: PeerIdentity) async throws -> Voucher {
+    package func vouch(for peer: PeerIdentity) async throws -> Voucher {
         let identity = try identity()
         try await pullMembership()
         try requireMembership(identity)
@@ -234,7 +234,7 @@ public actor SyncEngine {
     ///
     /// `peer` is a member's name or the start of its signing key in hex (8 digits or more, an
     /// ellipsis pasted with it allowed), for when two devices share a name.
-    public func remove(_ peer: String) async throws {
+    package func remove(_ peer: String) async throws {
         let identity = try identity()
         try await pullMembership()
         try requireMembership(identity)
@@ -264,7 +264,7 @@ public actor SyncEngine {
     /// circle goes on without it. A device already removed only forgets. `force` forgets
     /// even when the relay cannot be reached: the others then keep sharing keys with this
     /// device until one of them removes it.
-    public func leave(force: Bool) async throws {
+    package func leave(force: Bool) async throws {
         do {
             let identity = try identity()
             try await pullMembership()
@@ -292,7 +292,7 @@ public actor SyncEngine {
 
     /// Pushes the device's own writes and pulls everyone else's until this member is current,
     /// as far as the class keys in memory allow: what is sealed in this lock state waits.
-    public func sync() async throws -> SyncReport {
+    package func sync() async throws -> SyncReport {
         let identity = try identity()
         let before = position
         try await pullMembership()
@@ -328,7 +328,7 @@ public actor SyncEngine {
 
     /// Forgets every secret this member unsealed (the identity, the circle's keys): what a
     /// reboot does. The next pass after unlock reads them again.
-    public func seal() {
+    package func seal() {
         unsealedIdentity = nil
         generations = [:]
     }
