@@ -214,7 +214,7 @@ let package = Package(
 
         // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.
         .target(
-            name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "SyncWire"],
+            name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "SyncWire"],
             path: "Tests/KeychainTesting"),
 
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
@@ -249,7 +249,8 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting", .product(name: "Logging", package: "swift-log"),
+                "Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),

@@ -196,26 +196,36 @@ extension PostgresRelayTests {
         try await PostgresRelayStorage.withStorage(database) { storage in
             try await withRelay(storage: storage) { client, _ in
                 try await one.create(on: client)
+                // What the member has seen: pushes acknowledged, and attempts refused.
+                let seen = Shared((acknowledged: 0, refused: 0))
                 let acknowledged = try await withThrowingTaskGroup(of: Int.self) { group in
                     group.addTask {
                         var acknowledged = 0
                         for batch in batches {
                             let proof = one.proof([batch])
                             _ = try await client.retrying(until: .now + .seconds(60)) {
-                                try await $0.push([batch], circle: one.circle, stream: .envelopes, proof: proof)
+                                do {
+                                    return try await $0.push([batch], circle: one.circle, stream: .envelopes, proof: proof)
+                                } catch {
+                                    seen.withLock { $0.refused += 1 }
+                                    throw error
+                                }
                             }
                             acknowledged += 1
+                            seen.withLock { $0.acknowledged = acknowledged }
                             try await Task.sleep(for: .milliseconds(20))
                         }
                         return acknowledged
                     }
-                    try await Task.sleep(for: .milliseconds(200))
+                    // The database goes once pushes are flowing, and comes back once the member
+                    // has been refused and is backing off.
+                    while seen.withLock({ $0.acknowledged }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
                     try server.stop()
                     let refusal = await #expect(throws: RelayError.self) {
                         try await client.pull(circle: one.circle, stream: .envelopes, after: 0)
                     }
                     #expect("\(refusal.map { "\($0)" } ?? "")".contains("database"), "\(String(describing: refusal))")
-                    try await Task.sleep(for: .milliseconds(500))
+                    while seen.withLock({ $0.refused }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
                     _ = try server.start()
                     return try await group.reduce(0, +)
                 }

@@ -308,10 +308,15 @@ struct RelayTests {
             }
         }
         #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is a relay serving there?)"))
+        let attempts = Shared(0)
         let pushing = Task {
-            try await client.retrying(until: .now + .seconds(30)) { try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed)) }
+            try await client.retrying(until: .now + .seconds(30)) {
+                attempts.withLock { $0 += 1 }
+                return try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed))
+            }
         }
-        try await Task.sleep(for: .milliseconds(400))
+        // Once the client has failed and tried again, it is backing off: then the relay comes up.
+        while attempts.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
         let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
         #expect(pushed == 3)
         #expect(try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10).map(\.body) == sealed)
