@@ -63,7 +63,11 @@ enum LossReason {
         case .unencryptedBackupNewDevice, .encryptedBackupNewDevice, .unencryptedBackupSameDevice, .encryptedBackupSameDevice, .quickStart:
             cell.outcome == .lost ? "not in the backup" : nil
         case .beforeFirstUnlock:
-            cell.outcome == .unreadable ? "protected until first unlock (\(secret.row.fileProtection ?? "completeUntilFirstUserAuthentication"))" : nil
+            cell.outcome == .unreadable
+                ? (secret.row.fileProtection == "complete"
+                    ? "complete file protection: unreadable whenever the device is locked, and so before first unlock"
+                    : "protected until first unlock (\(secret.row.fileProtection ?? "completeUntilFirstUserAuthentication"))")
+                : nil
         case .lockedAfterGrace:
             cell.outcome == .unreadable ? "complete file protection: unreadable once the grace period after locking ends" : nil
         default: nil

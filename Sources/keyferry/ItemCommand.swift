@@ -81,6 +81,7 @@ struct ItemCommand: AsyncParsableCommand {
                 attributes.itemClass, attributes: (base?.attributes ?? [:]).merging(try attributes.attributes()) { $1 },
                 data: try base?.data ?? secret.read() ?? Data(), accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
             try protect(&item)
+            warnTraps(storing: accessible, synchronizable: sync)
             let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
             if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { say(answer.items.map(\.headline).joined(separator: "\n")) }
         }
@@ -221,6 +222,7 @@ struct ItemCommand: AsyncParsableCommand {
             var changes = ItemChanges(
                 accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
                 data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))
+            warnTraps(storing: setAccessible, synchronizable: setSync?.value == true)
             if let setAccount { changes.attributes[.account] = .string(setAccount) }
             if let setService { changes.attributes[.service] = .string(setService) }
             if let setLabel { changes.attributes[.label] = .string(setLabel) }
@@ -294,4 +296,15 @@ struct YesNo: ExpressibleByArgument {
     }
 
     static var allValueStrings: [String] { ["yes", "no"] }
+}
+
+/// What `keyferry audit` would record of an app's call storing this, said on stderr: a command
+/// line user gets the warning app code would (the audit sees only Keychain Services calls).
+func warnTraps(storing protection: ProtectionClass?, synchronizable: Bool) {
+    if protection == .always || protection == .alwaysThisDeviceOnly {
+        warn("\(KeychainTrap.deprecatedAlways.title): \(KeychainTrap.deprecatedAlways.why)")
+    }
+    if synchronizable, protection?.isThisDeviceOnly == true {
+        warn("\(KeychainTrap.synchronizableThisDeviceOnly.title): \(KeychainTrap.synchronizableThisDeviceOnly.why)")
+    }
 }

@@ -39,6 +39,7 @@ struct SurvivalCommand: AsyncParsableCommand {
         line.show("running \(SurvivalPath.allCases.count) paths on scratch devices ...")
         let matrix = try await interruptibly { try await client.survival(app: app, passcode: passcode) }
         line.clear()
+        let replaced = html.map { FileManager.default.fileExists(atPath: $0) } ?? false
         if let html {
             do {
                 try Data(matrix.html().utf8).write(to: URL(fileURLWithPath: html), options: .atomic)
@@ -51,6 +52,6 @@ struct SurvivalCommand: AsyncParsableCommand {
             return
         }
         print(matrix.table(colored: ProcessControl.standardOutputIsTerminal && ProcessInfo.processInfo.environment["NO_COLOR"] == nil))
-        if let html { say("\nwrote \(html)") }
+        if let html { say("\n\(replaced ? "replaced" : "wrote") \(html)") }
     }
 }

@@ -25,7 +25,7 @@ extension SurvivalMatrix {
                 switch cell.outcome {
                 case .kept: "kept"
                 case .lost: "lost"
-                case .unreadable: cell.status.map { String($0.rawValue) } ?? "locked"
+                case .unreadable: cell.status.map { String($0.rawValue) } ?? "unreadable"
                 }
             if let reason = cell.reason, let number = reasons.firstIndex(of: reason) { text += " \(number + 1)" }
             return text

@@ -118,6 +118,14 @@ struct AuditCLITests {
         #expect(strict.status == 1)
         #expect(strict.text.contains("the log is now empty."))
         try cli.ok(["audit", dir, "--strict"])
+
+        // The command line's own adds get the audit's warning at once, on stderr.
+        let app = ["--app", "com.example.mail"]
+        let bound = try cli.ok(["item", "add", dir] + app + ["--account", "s", "--value", "v", "--sync", "--accessible", "whenUnlockedThisDeviceOnly"])
+        #expect(bound.stderr.contains("warning: synchronizable and ThisDeviceOnly: " + KeychainTrap.synchronizableThisDeviceOnly.why), "\(bound.stderr)")
+        let always = try cli.ok(["item", "add", dir] + app + ["--account", "t", "--value", "v", "--accessible", "always"])
+        #expect(always.stderr.contains("warning: deprecated Always accessibility"), "\(always.stderr)")
+        #expect(try cli.ok(["item", "add", dir] + app + ["--account", "u", "--value", "v", "--accessible", "afterFirstUnlock"]).stderr.isEmpty)
     }
 
     @Test("a directory that is not a device is refused")
