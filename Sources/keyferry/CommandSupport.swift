@@ -220,7 +220,8 @@ struct SecretInput: ParsableArguments {
 /// line, or from standard input's first line; `device unlock` asks on a terminal.
 struct PasscodeInput: ParsableArguments {
     @Option(
-        help: "The device passcode (visible in the process list; prefer --passcode-file or --passcode-stdin).",
+        help:
+            "The passcode of the device the command works on; for restore and transfer, the target's (visible in the process list; prefer --passcode-file or --passcode-stdin).",
         transform: Checked.passcode)
     var passcode: String?
     @Option(help: "Read the device passcode from this file's first line.", completion: .file())

@@ -28,8 +28,12 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract:
-            "Run a short demo: the family fleet comes up and syncs; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain."
-    )
+            "Run a short demo: the family fleet comes up and syncs; the phone shows what lock, reboot, passcode changes and a restore onto a new iPhone do to its keychain.",
+        discussion: """
+            The README's `./scripts/demo` runs it from the repository with a private PostgreSQL \
+            server, so the circle syncs through two relays sharing one database; run alone (no \
+            KEYFERRY_POSTGRES), it syncs through one relay of its own, and says so.
+            """)
 
     @Option(help: "The family fleet file (the demo tells its story).", completion: .file(extensions: ["yaml"]))
     var fleet = "Peers/family.yaml"

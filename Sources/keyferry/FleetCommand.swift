@@ -144,7 +144,9 @@ struct FleetCommand: AsyncParsableCommand {
 struct FleetArguments: ParsableArguments {
     @Argument(help: "The fleet file (YAML), e.g. Peers/family.yaml.", completion: .file(extensions: ["yaml", "yml"]))
     var file: String
-    @Option(help: "Keep the fleet's devices in this directory instead of the default (status and down remember it).", completion: .directory)
+    @Option(
+        help: "The fleet's directory: where up keeps its devices instead of the default; status and down find a fleet brought up with it without it.",
+        completion: .directory)
     var root: String?
 
     /// --root, or where the fleet was brought up before (the default root for a new fleet).
