@@ -145,6 +145,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
 
         // Devices run side by side: fleet files (YAML) and bringing their nodes up and down.

@@ -6,12 +6,12 @@ import KeychainStore
 import KeyferryThreads
 import Logging
 import NIOCore
+import NIOPosix
 import NodeControl
 import PhoneBackup
 import ServiceLifecycle
 import Survival
 import SyncWire
-import Synchronization
 
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.
@@ -306,24 +306,13 @@ package enum NodeServer {
     }
 }
 
-/// Where the device's blocking calls (SQLite, Argon2id, sealing) run: queues of their own, one
-/// per core, taken in turn, never the cooperative pool, which serves the socket and would
-/// stall whole while a passcode is hashed. (A backup, a transfer and the survival matrix run
-/// on threads of their own, so the device answers meanwhile.)
-final class DeviceCalls: Sendable {
-    private let lanes = (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in Lane() }
-    private let turn = Atomic<UInt>(0)
-
-    func run<Result: Sendable>(_ call: @Sendable () throws -> Result) async throws -> Result {
-        let (next, _) = turn.wrappingAdd(1, ordering: .relaxed)
-        return try await lanes[Int(next % UInt(lanes.count))].run(call)
-    }
-
-    private actor Lane {
-        private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.node.device")
-        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
-        func run<Result: Sendable>(_ call: @Sendable () throws -> Result) throws -> Result { try call() }
+/// Where the device's blocking calls (SQLite, Argon2id, sealing) run: NIO's shared thread pool,
+/// a thread per core, never the cooperative pool, which serves the socket and would stall whole
+/// while a passcode is hashed. (A backup, a transfer and the survival matrix run on threads of
+/// their own, so the device answers meanwhile.)
+struct DeviceCalls: Sendable {
+    func run<Result: Sendable>(_ call: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await NIOThreadPool.singleton.runIfActive(call)
     }
 }
 

@@ -2,15 +2,13 @@ import Foundation
 import GRDB
 import KeychainModel
 import KeyferryCrypto
-import KeyferryThreads
 import SyncWire
 
 /// The relay's embedded storage: one SQLite file in WAL mode. A record's cursor is its row id;
-/// a digest of its bytes keeps a retried push from being stored twice.
-package actor SQLiteRelayStorage: RelayStorage {
-    /// SQLite calls block: they run on a queue of their own, beside the cooperative pool.
-    private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.sqlite")
-    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+/// a digest of its bytes keeps a retried push from being stored twice. SQLite calls block: GRDB's
+/// async reads and writes run them on the database's own queue, and the caller's task waits
+/// without holding a thread of the cooperative pool.
+package final class SQLiteRelayStorage: RelayStorage {
     private let queue: DatabaseQueue
 
     /// Opens (or creates) `relay.sqlite` in `directory`.
@@ -54,10 +52,10 @@ package actor SQLiteRelayStorage: RelayStorage {
         return migrator
     }
 
-    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) throws -> Int {
+    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int {
         let circleBytes = circle.bytes
-        return try failing {
-            try queue.write { db in
+        return try await failing {
+            try await queue.write { db in
                 if let expected {
                     let last = try Int64.fetchOne(
                         db, sql: "SELECT COALESCE(MAX(cursor), 0) FROM record WHERE circle = ? AND stream = ?", arguments: [circleBytes, stream.rawValue])
@@ -89,9 +87,9 @@ package actor SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
-        try failing {
-            try queue.read { db in
+    package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
+        try await failing {
+            try await queue.read { db in
                 try Row.fetchAll(
                     db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
                     arguments: [circle.bytes, stream.rawValue, Int64(clamping: cursor), limit]
@@ -101,18 +99,18 @@ package actor SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    package func byteCount(circle: UUID) throws -> Int {
-        try failing {
-            try queue.read { db in
+    package func byteCount(circle: UUID) async throws -> Int {
+        try await failing {
+            try await queue.read { db in
                 try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0
             }
         }
     }
 
     /// SQLite's failures (a full disk, a damaged file) as the relay reports a storage's.
-    private func failing<Result>(_ work: () throws -> Result) throws -> Result {
+    private func failing<Result>(_ work: () async throws -> Result) async throws -> Result {
         do {
-            return try work()
+            return try await work()
         } catch let error as DatabaseError {
             throw RelayStorageError("\(error.message ?? "\(error.resultCode)") (SQLite \(error.resultCode))")
         }
