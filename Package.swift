@@ -43,7 +43,12 @@ let package = Package(
         // this one module as libsodium and libzstd are from theirs; CProcess holds the calls
         // Glibc's module leaves out (prctl).
         .systemLibrary(name: "CProcess"),
-        .target(name: "KeyferrySystem", dependencies: ["CProcess", "KeyferryThreads"]),
+        .target(
+            name: "KeyferrySystem",
+            dependencies: [
+                "CProcess", "KeyferryThreads", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // Where blocking and CPU-bound work runs (threads and queues beside the cooperative pool),
         // and the one lock every module uses (`Locked`).

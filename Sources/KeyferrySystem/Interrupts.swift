@@ -1,5 +1,7 @@
 import Foundation
 import KeyferryThreads
+import Logging
+import ServiceLifecycle
 
 #if canImport(Glibc)
     import Glibc
@@ -83,3 +85,15 @@ private final class Interrupts: Sendable {
 
 /// Where the signal handler writes; set once, before any handler is installed.
 nonisolated(unsafe) private var interruptPipeWriteEnd: Int32 = -1
+
+extension ProcessControl {
+    /// Runs `services` (a server, the loops beside it) until SIGINT or SIGTERM, then shuts them
+    /// down gracefully: the one way every Keyferry process takes those signals (the handler
+    /// above, not a dispatch signal source), for a node and a relay as for a command.
+    public static func runUntilInterrupted(_ services: [any Service], logger: Logger) async throws {
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [], logger: logger))
+        let interrupts = onInterrupt { Task { await group.triggerGracefulShutdown() } }
+        defer { withExtendedLifetime(interrupts) {} }
+        try await group.run()
+    }
+}

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 import KeyferryThreads
 import Logging
 import NIOCore
@@ -43,7 +44,7 @@ package enum NodeServer {
             },
             logger: logger)
 
-        try await app.runService()
+        try await ProcessControl.runUntilInterrupted([app], logger: logger)
         try? FileManager.default.removeItem(at: paths.socket)
         logger.info("node down")
     }

@@ -29,7 +29,7 @@ package enum RelayServer {
             },
             logger: logger)
         do {
-            try await app.runService()
+            try await ProcessControl.runUntilInterrupted([app], logger: logger)
         } catch let error as IOError {
             let failure = SystemError(code: error.errnoCode)
             let hint = failure.isAddressInUse ? "; choose another port, or port 0 for a free one" : ""
