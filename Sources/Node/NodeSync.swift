@@ -160,10 +160,12 @@ final class NodeSync: Sendable {
                 name: names[key], signingKey: key, head: chain.head.sequence, headDigest: Hex.encode(chain.head.digest),
                 missing: chain.missing.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" })
         }
+        // sync.json is rewritten only by a pass that moved something.
+        let lastChange = try? FileManager.default.attributesOfItem(atPath: DeviceLayout(root: device.directory).syncState.path)[.modificationDate] as? Date
         return progress.withLock { p in
             NodeAPI.SyncStatus(
                 circle: circle.circle, sealedUntilUnlock: circle.sealedUntilUnlock, members: circle.members,
-                lastExchange: p.lastExchange, lastReport: p.lastReport, lastError: p.lastError, pending: local.pending,
+                lastExchange: p.lastExchange, lastChange: lastChange, lastReport: p.lastReport, lastError: p.lastError, pending: local.pending,
                 waitingForUnlock: waiting, skippedDeviceBound: local.deviceBound, received: received)
         }
     }

@@ -444,8 +444,11 @@ public enum NodeAPI {
         /// Before first unlock the device's sync identity is sealed: it syncs once unlocked.
         public var sealedUntilUnlock: Bool?
         public var members: [Peer]
-        /// When the last exchange with the relay completed, and what it did.
+        /// When the last exchange with the relay completed since the node started, and what it did.
         public var lastExchange: Date?
+        /// When an exchange last moved something (what the member remembers was written), from
+        /// this run or one before: after a restart, the state it picks up from.
+        public var lastChange: Date?
         public var lastReport: SyncReport?
         /// Why the last attempt failed (the relay down, say), if it did; retried with backoff.
         public var lastError: String?
@@ -480,13 +483,15 @@ public enum NodeAPI {
         }
 
         package init(
-            circle: UUID? = nil, sealedUntilUnlock: Bool? = nil, members: [Peer], lastExchange: Date? = nil, lastReport: SyncReport? = nil,
+            circle: UUID? = nil, sealedUntilUnlock: Bool? = nil, members: [Peer], lastExchange: Date? = nil, lastChange: Date? = nil,
+            lastReport: SyncReport? = nil,
             lastError: String? = nil, pending: Int, waitingForUnlock: Int, skippedDeviceBound: [String], received: [Received]
         ) {
             self.circle = circle
             self.sealedUntilUnlock = sealedUntilUnlock
             self.members = members
             self.lastExchange = lastExchange
+            self.lastChange = lastChange
             self.lastReport = lastReport
             self.lastError = lastError
             self.pending = pending
