@@ -168,6 +168,8 @@ enum AuthChoice: ExpressibleByArgument {
     case passcodeFile(String)
     /// No prompt may be shown (kSecUseAuthenticationUIFail).
     case none
+    /// Items that would need a prompt are left out of the answer (kSecUseAuthenticationUISkip).
+    case skip
 
     init?(argument: String) {
         switch argument {
@@ -175,6 +177,7 @@ enum AuthChoice: ExpressibleByArgument {
         case "nomatch": self = .respond(.biometryNoMatch)
         case "cancel": self = .respond(.cancel)
         case "none": self = .none
+        case "skip": self = .skip
         default:
             if argument.hasPrefix("passcode-file:") {
                 self = .passcodeFile(String(argument.dropFirst("passcode-file:".count)))
@@ -186,7 +189,7 @@ enum AuthChoice: ExpressibleByArgument {
         }
     }
 
-    static var allValueStrings: [String] { ["match", "nomatch", "cancel", "passcode:CODE", "passcode-file:FILE", "none"] }
+    static var allValueStrings: [String] { ["match", "nomatch", "cancel", "passcode:CODE", "passcode-file:FILE", "none", "skip"] }
 
     static func context(_ choices: [AuthChoice]) throws -> AuthenticationContext {
         var context = AuthenticationContext()
@@ -195,6 +198,7 @@ enum AuthChoice: ExpressibleByArgument {
             case .respond(let response): context.responses.append(response)
             case .passcodeFile(let file): context.responses.append(.passcode(try PasscodeInput.read(file: file)))
             case .none: context.interactionAllowed = false
+            case .skip: context.skipsItemsNeedingAuthentication = true
             }
         }
         return context

@@ -151,7 +151,7 @@ struct ItemCommand: AsyncParsableCommand {
         @Option(name: .customLong("return"), help: "What to return: data (default), attributes or both.") var returning: Returning = .data
         @Option(
             help: ArgumentHelp(
-                "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE (visible in the process list), passcode-file:FILE (its first line); none forbids prompts. Repeat for successive prompts.",
+                "The simulated user's answer to a prompt: match, nomatch, cancel, passcode:CODE (visible in the process list), passcode-file:FILE (its first line); none forbids prompts; skip leaves out the items that would need one (kSecUseAuthenticationUISkip). Repeat for successive prompts.",
                 valueName: "RESPONSE"))
         var auth: [AuthChoice] = []
         @OptionGroup var output: OutputOptions

@@ -94,7 +94,9 @@ struct SyncCommand: AsyncParsableCommand {
             guard let circle = status.circle else { return print("in no circle") }
             print("circle \(circle): \(status.members.map(\.name).joined(separator: ", "))")
             if status.sealedUntilUnlock == true { print("sealed until the device is first unlocked; it syncs from then on") }
-            let last = status.lastExchange.map { "\($0)" } ?? (status.lastChange.map { "none since the node started; the last that moved something was \($0)" } ?? "never")
+            let last =
+                status.lastExchange.map { "\($0)" }
+                ?? (status.lastChange.map { "none since the node started; the last that moved something was \($0)" } ?? "never")
             print("last exchange: \(last)" + (status.lastError.map { " (last attempt failed: \($0))" } ?? ""))
             print("pending: \(status.pending) to push, \(status.waitingForUnlock) waiting for unlock")
             for item in status.skippedDeviceBound { print("skipped, device-bound: \(item)") }

@@ -117,6 +117,11 @@ struct NodeCLITests {
         #expect(try cli.run(get + ["--auth", "none"]).stderr.hasPrefix("errSecInteractionNotAllowed"))
         #expect(try cli.ok(get + ["--auth", "match"]).text == "v")
         #expect(try cli.run(get + ["--auth", "cancel"]).stderr.hasPrefix("errSecUserCanceled (-128)"))
+        // Every item at once, without the one that would need a prompt.
+        let all = ["item", "get", dir] + app + ["--limit", "all", "--return", "both"]
+        #expect(try cli.run(all + ["--auth", "none"]).stderr.hasPrefix("errSecInteractionNotAllowed"), "one prompt fails them all")
+        let skipped = try cli.ok(all + ["--auth", "skip"]).text
+        #expect(skipped.contains("account=plain") && !skipped.contains("account=vault"), "\(skipped)")
 
         try cli.ok(["device", "biometry", dir, "--change"])
         #expect(try cli.run(get + ["--auth", "match"]).stderr.hasPrefix("errSecAuthFailed (-25293)"))
