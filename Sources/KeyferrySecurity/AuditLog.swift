@@ -1,6 +1,5 @@
 import Foundation
 import KeychainModel
-import KeychainStore
 import KeyferrySystem
 
 /// The traps recorded on one device: `audit.jsonl` in its directory, one JSON record per line.

@@ -1,6 +1,5 @@
 import Foundation
 import KeychainModel
-import KeychainStore
 import KeyferryThreads
 
 // The LocalAuthentication names keychain code uses beside Security. The user is the current

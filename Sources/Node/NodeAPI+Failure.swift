@@ -1,5 +1,4 @@
 import KeychainModel
-import KeychainStore
 import NodeControl
 
 extension NodeAPI.Failure {

@@ -2,7 +2,6 @@ import AppleFormats
 import Crypto
 import Foundation
 import KeychainModel
-import KeychainStore
 
 /// How an iOS backup names Keyferry's protection classes: keychain classes 6–11 (`akpu`, 12,
 /// never leaves a phone) and file classes 1, 3 and 4 (`IOS-BACKUP.md`, sections 3 and 9).

@@ -1,7 +1,6 @@
 import Fleet
 import Foundation
 import KeychainModel
-import KeychainStore
 import Survival
 
 /// A scenario file: devices and apps (inline, as in a fleet file, or a fleet file by path), the

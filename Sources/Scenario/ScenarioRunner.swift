@@ -2,7 +2,6 @@ import Backup
 import Fleet
 import Foundation
 import KeychainModel
-import KeychainStore
 import Node
 import NodeControl
 import PhoneBackup

@@ -1,7 +1,6 @@
 import Fleet
 import Foundation
 import KeychainModel
-import KeychainStore
 import Survival
 
 /// Reads steps one by one, checking every name against what the scenario declares: devices and

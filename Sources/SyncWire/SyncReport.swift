@@ -1,5 +1,3 @@
-import KeychainModel
-
 /// What one pass of a member's sync did: what it pushed, applied, refused and left waiting.
 public struct SyncReport: Equatable, Sendable, Codable {
     /// Local writes sealed and pushed.

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Backup
 import Foundation
-import KeychainStore
 import Node
 import NodeControl
 import Survival

@@ -6,7 +6,6 @@ import Foundation
 import KeychainStore
 import KeyferryCrypto
 import KeyferrySecurity
-import Node
 import NodeControl
 import Scenario
 import SyncWire

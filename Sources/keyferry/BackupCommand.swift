@@ -3,7 +3,6 @@ import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
-import KeyferrySystem
 import Node
 import NodeControl
 import PhoneBackup

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
-import Node
 import NodeControl
 import Relay
 import SyncWire

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
-import KeychainStore
 import KeyferrySystem
 import KeyferryThreads
 import Node

@@ -14,7 +14,6 @@ import PhoneBackup
 import Relay
 import RelayPostgres
 import Scenario
-import Sync
 import SyncWire
 
 /// A short tour of the family fleet, on real nodes: the fleet comes up, the phone's apps store

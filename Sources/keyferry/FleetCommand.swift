@@ -2,8 +2,6 @@ import ArgumentParser
 import Fleet
 import Foundation
 import KeychainModel
-import KeychainStore
-import Node
 import NodeControl
 
 struct FleetCommand: AsyncParsableCommand {

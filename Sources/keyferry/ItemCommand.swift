@@ -5,7 +5,6 @@ import KeychainStore
 import KeyferrySecurity
 import KeyferrySystem
 import KeyferryThreads
-import Node
 import NodeControl
 
 struct ItemCommand: AsyncParsableCommand {

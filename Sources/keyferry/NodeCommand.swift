@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
-import KeychainStore
 import Node
 import NodeControl
 

@@ -2,7 +2,6 @@ import ArgumentParser
 import Fleet
 import Foundation
 import KeyferryThreads
-import Node
 import NodeControl
 import Scenario
 

@@ -3,9 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferryThreads
-import Node
 import NodeControl
-import Sync
 import SyncWire
 
 struct SyncCommand: AsyncParsableCommand {

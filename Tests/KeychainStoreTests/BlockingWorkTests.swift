@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import KeychainStore
 import KeyferryThreads
 import Synchronization
 import Testing

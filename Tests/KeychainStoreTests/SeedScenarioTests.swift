@@ -1,6 +1,5 @@
 import Foundation
 import KeychainModel
-import KeychainStore
 import KeychainTesting
 import Testing
 

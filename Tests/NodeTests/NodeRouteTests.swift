@@ -1,9 +1,7 @@
-import Backup
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import KeychainModel
-import KeychainStore
 import KeychainTesting
 import Logging
 import NIOCore
