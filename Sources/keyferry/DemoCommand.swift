@@ -39,7 +39,12 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Keep the fleet's devices in this directory (new or empty) instead of a temporary one.", completion: .directory)
     var root: String?
 
+    // Named only to say why they are not there: the demo is a story told on a terminal.
+    @Flag(help: .hidden) var json = false
+    @Flag(name: .shortAndLong, help: .hidden) var quiet = false
+
     func validate() throws {
+        if json || quiet { throw ValidationError("the demo is a story told on the terminal: it has no --json or --quiet.") }
         if let root, let contents = try? FileManager.default.contentsOfDirectory(atPath: root), !contents.isEmpty {
             throw ValidationError("\(root) is not empty; give --root a new directory for the demo's devices.")
         }

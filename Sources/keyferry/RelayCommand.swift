@@ -96,11 +96,11 @@ struct RelayCommand: AsyncParsableCommand {
             let postgres = try database.map { try postgresDatabase($0) }
             let sqlite: SQLiteRelayStorage?
             do { sqlite = postgres == nil ? try SQLiteRelayStorage(directory: directory) : nil } catch {
-                throw CommandFailure("cannot keep the relay's database in --data \(data): \(error.localizedDescription)")
+                throw CommandFailure("cannot keep the relay's database in --data \(data): \(userMessage(for: error).message)")
             }
             if postgres != nil {
                 do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
-                    throw CommandFailure("cannot keep the relay's log in --data \(data): \(error.localizedDescription)")
+                    throw CommandFailure("cannot keep the relay's log in --data \(data): \(userMessage(for: error).message)")
                 }
             }
             let lock = try RelayLauncher.holdServingLock(data: directory)

@@ -34,33 +34,36 @@ struct SyncCommand: AsyncParsableCommand {
             let relay = (try await client.get(.circleStatus) as NodeAPI.CircleStatus).relay ?? "the relay"
             let limit = timeout
             let lastFailure = LastFailure()
-            let report = try await withThrowingTaskGroup(of: SyncReport?.self) { group in
-                group.addTask {
-                    // A relay that is down (or still starting) is asked again, sooner at first.
-                    var delay = Duration.milliseconds(100)
-                    while true {
-                        do {
-                            return try await client.call(.syncNow, NodeAPI.Empty())
-                        } catch let error as RelayError {
-                            guard case .unreachable = error else { throw error }
-                            lastFailure.message.withLock { $0 = error.description }
-                            try await Task.sleep(for: delay)
-                            delay = min(delay * 2, .seconds(2))
+            // Ctrl-C stops the wait and says so; the node keeps its writes either way.
+            let report = try await interruptibly {
+                try await withThrowingTaskGroup(of: SyncReport?.self) { group in
+                    group.addTask {
+                        // A relay that is down (or still starting) is asked again, sooner at first.
+                        var backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(2))
+                        while true {
+                            do {
+                                return try await client.call(.syncNow, NodeAPI.Empty())
+                            } catch let error as RelayError {
+                                guard case .unreachable = error else { throw error }
+                                lastFailure.message.withLock { $0 = error.description }
+                                try await Task.sleep(for: backoff.next())
+                            }
                         }
                     }
+                    group.addTask {
+                        // A pass takes well under a second while the relay answers: say what a longer wait is for.
+                        try await Task.sleep(for: .seconds(min(2, limit)))
+                        printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
+                        try await Task.sleep(for: .seconds(max(0, limit - 2)))
+                        let why = lastFailure.message.withLock { $0 }.map { " (\($0))" } ?? ""
+                        throw CommandFailure(
+                            "the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back."
+                        )
+                    }
+                    defer { group.cancelAll() }
+                    guard let first = try await group.next(), let report = first else { throw CancellationError() }
+                    return report
                 }
-                group.addTask {
-                    // A pass takes well under a second while the relay answers: say what a longer wait is for.
-                    try await Task.sleep(for: .seconds(min(2, limit)))
-                    printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
-                    try await Task.sleep(for: .seconds(max(0, limit - 2)))
-                    let why = lastFailure.message.withLock { $0 }.map { " (\($0))" } ?? ""
-                    throw CommandFailure(
-                        "the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back.")
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let report = first else { throw CancellationError() }
-                return report
             }
             if output.json { return try printJSON(encodable: report) }
             say(

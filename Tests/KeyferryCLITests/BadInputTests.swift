@@ -1,5 +1,6 @@
 import Foundation
 import KeychainTesting
+import KeyferrySystem
 import KeyferryThreads
 import Testing
 
@@ -197,6 +198,12 @@ struct BadInputTests {
         #expect(
             result.stderr.contains("waiting for the relay at \(url)") && result.stderr.contains("did not answer within 3 s")
                 && result.stderr.contains("nothing is listening there"), "\(result.stderr)")
+
+        // Ctrl-C while it waits: exit 130, as every command that stops on it.
+        let (waiting, _) = try cli.start(["sync", "now", phone, "--timeout", "60"], whenItSays: "waiting for the relay")
+        ProcessControl.send(.interrupt, to: waiting.processIdentifier)
+        waiting.waitUntilExit()
+        #expect(waiting.terminationStatus == 130 && waiting.terminationReason == .exit, "stopped by its handler, not killed by the signal")
 
         // As in CI, where the relay may still be starting: it comes up while sync now waits.
         let (late, output) = try cli.start(["sync", "now", phone, "--timeout", "60"], whenItSays: "waiting for the relay")
