@@ -329,12 +329,13 @@ package struct NodeRequestContext: RequestContext {
 private struct GracePeriodSettler: Service {
     let device: Device
     let logger: Logger
+    var clock: any Clock<Duration> = ContinuousClock()
 
     func run() async {
         await cancelWhenGracefulShutdown {
             var wasAvailable = device.isProtectedDataAvailable
             while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
+                try? await clock.sleep(for: .milliseconds(250))
                 let available = device.isProtectedDataAvailable
                 if wasAvailable && !available { logger.info("class A keys discarded") }
                 wasAvailable = available

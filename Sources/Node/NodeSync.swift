@@ -27,13 +27,16 @@ final class NodeSync: Sendable {
     private let device: Device
     private let logger: Logger
     private let progress: Locked<Progress>
+    /// What the loop waits on between passes; a test moves its own on.
+    private let clock: any Clock<Duration>
 
     /// Reads the member's state, never its secrets, so a device powered on before first
     /// unlock starts with its sync sealed. A state it cannot read does not stop the node
     /// either: `sync status` says what is wrong.
-    init(device: Device, logger: Logger) async {
+    init(device: Device, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) async {
         self.device = device
         self.logger = logger
+        self.clock = clock
         var start = Progress()
         do {
             start.engine = try await SyncEngine.open(device: device, transport: { RelayClient(url: $0) })
@@ -176,7 +179,7 @@ final class NodeSync: Sendable {
         var delay = Self.interval
         var backoff = Backoff(initial: Self.interval * 2, maximum: Self.maximumBackoff)
         while !Task.isCancelled {
-            try? await Task.sleep(for: delay)
+            try? await clock.sleep(for: delay)
             guard let engine, device.lockState != .beforeFirstUnlock else { continue }
             do {
                 // A pass that stopped at its bound goes on at once.

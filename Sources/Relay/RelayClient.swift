@@ -42,16 +42,24 @@ package struct RelayClient: RelayTransport {
         until deadline: ContinuousClock.Instant, maximumDelay: Duration = .seconds(2),
         _ operation: @Sendable (RelayClient) async throws -> T
     ) async throws -> T {
+        try await retrying(until: deadline, on: ContinuousClock(), maximumDelay: maximumDelay, operation)
+    }
+
+    /// The same, waiting on `clock`, which a test moves on instead of waiting.
+    package func retrying<T: Sendable, C: Clock<Duration>>(
+        until deadline: C.Instant, on clock: C, maximumDelay: Duration = .seconds(2),
+        _ operation: @Sendable (RelayClient) async throws -> T
+    ) async throws -> T {
         var backoff = Backoff(initial: .milliseconds(100), maximum: maximumDelay)
         while true {
             var attempt = self
-            attempt.timeout = min(timeout, max(.milliseconds(50), deadline - .now))
+            attempt.timeout = min(timeout, max(.milliseconds(50), clock.now.duration(to: deadline)))
             do {
                 return try await operation(attempt)
             } catch RelayError.unreachable(let why) {
                 let delay = backoff.next()
-                guard ContinuousClock.now + delay < deadline else { throw RelayError.unreachable(why) }
-                try await Task.sleep(for: delay)
+                guard clock.now.advanced(by: delay) < deadline else { throw RelayError.unreachable(why) }
+                try await clock.sleep(for: delay)
             }
         }
     }

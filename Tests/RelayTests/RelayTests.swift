@@ -289,7 +289,7 @@ struct RelayTests {
         }
     }
 
-    @Test("a client retries with backoff until the relay is up, loses nothing, and gives up at its deadline")
+    @Test("a client retries with backoff on the clock it is given until the relay is up, loses nothing, and gives up at its deadline")
     func retries() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -302,23 +302,30 @@ struct RelayTests {
         let port = try await withRelay(storage: storage) { _, port in port }
         let client = RelayClient(url: URL(string: "http://127.0.0.1:\(port)")!)
 
-        let down = await #expect(throws: RelayError.self) {
-            try await client.retrying(until: .now + .milliseconds(300)) {
-                try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed))
-            }
-        }
-        #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is a relay serving there?)"))
+        // Its waits are on a clock the test moves: it tries again only as time passes.
+        let clock = TestClock()
         let attempts = Shared(0)
-        let pushing = Task {
-            try await client.retrying(until: .now + .seconds(30)) {
-                attempts.withLock { $0 += 1 }
-                return try await $0.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed))
-            }
+        let push = { @Sendable (client: RelayClient) in
+            attempts.withLock { $0 += 1 }
+            return try await client.push(sealed, circle: circle, stream: .envelopes, proof: one.proof(sealed))
         }
-        // Once the client has failed and tried again, it is backing off: then the relay comes up.
-        while attempts.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
-        let pushed = try await withRelay(storage: storage, port: port) { _, _ in try await pushing.value }
-        #expect(pushed == 3)
+        let giving = Task { try await client.retrying(until: clock.now.advanced(by: .seconds(1)), on: clock, push) }
+        while clock.sleeping == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(attempts.withLock { $0 } == 1, "refused once, it waits for the clock")
+        // Past its deadline, the next refusal ends it.
+        clock.advance(by: .seconds(1))
+        let down = await #expect(throws: RelayError.self) { try await giving.value }
+        #expect(down == .unreachable("http://127.0.0.1:\(port): nothing is listening there (is a relay serving there?)"))
+        #expect(attempts.withLock { $0 } == 2)
+
+        let pushing = Task { try await client.retrying(until: clock.now.advanced(by: .seconds(30)), on: clock, push) }
+        while clock.sleeping == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        // Backing off, the client finds the relay up at its next try.
+        let pushed = try await withRelay(storage: storage, port: port) { _, _ in
+            clock.advance(by: .seconds(2))
+            return try await pushing.value
+        }
+        #expect(pushed == 3 && attempts.withLock { $0 } == 4)
         #expect(try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10).map(\.body) == sealed)
     }
 }
