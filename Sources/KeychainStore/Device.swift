@@ -20,10 +20,9 @@ public final class Device: Sendable {
     package let backupKeys: DeviceBackupKeys
     /// nil while powered off.
     private let power: Locked<LockStateMachine?>
-    /// The claim on the directory this device was powered on with, let go at power-off when it
-    /// is the device's own; nil for a fork, whose directory is scratch.
-    private let hold: DeviceHold?
-    private let ownsHold: Bool
+    /// The claim on the directory this device took at power-on, let go at power-off; nil when
+    /// the caller holds the directory (`powerOn(holding:)`) or the directory is a fork's scratch.
+    private let ownedHold: DeviceHold?
     /// Installed apps as last read, with their keychains' group hashes: every app's call looks
     /// its app up, and only this device's install and uninstall change them (each moves the
     /// generation on, so a read that raced with one is not kept).
@@ -43,10 +42,9 @@ public final class Device: Sendable {
 
     init(
         layout: DeviceLayout, info: DeviceInfo, uid: SymmetricKey, database: KeychainDatabase,
-        clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?, hold: DeviceHold? = nil, ownsHold: Bool = false
+        clock: any DeviceClock, entropy: any EntropySource, machine: LockStateMachine?, ownedHold: DeviceHold? = nil
     ) {
-        self.hold = hold
-        self.ownsHold = ownsHold
+        self.ownedHold = ownedHold
         self.layout = layout
         self.info = info
         self.database = database
@@ -177,7 +175,7 @@ public final class Device: Sendable {
             throw DeviceError(.corrupt, "\(layout.database.path) cannot be opened: \(error)")
         }
         let device = Device(
-            layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil, hold: hold, ownsHold: owned)
+            layout: layout, info: info, uid: uid, database: database, clock: clock, entropy: entropy, machine: nil, ownedHold: owned ? hold : nil)
         try device.boot()
         return device
     }
@@ -250,7 +248,7 @@ public final class Device: Sendable {
     /// Every class key leaves memory, and the directory is let go (when this device took it).
     public func powerOff() {
         dropPower()
-        if ownsHold { hold?.release() }
+        ownedHold?.release()
     }
 
     private func dropPower() {
