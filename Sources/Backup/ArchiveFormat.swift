@@ -14,7 +14,7 @@ public enum ArchiveFormat {
     public static let magic = Array("KFBACKUP".utf8)
     /// The newest format this build reads and the one it writes. Format 2 binds an unencrypted
     /// archive's sections to the device that wrote it, and every item to its archive.
-    public static let version: UInt16 = 2
+    public static let version: UInt16 = 3
     /// The oldest format this build still reads: format 1's unencrypted archives are checked
     /// for damage only, wherever they are read.
     public static let oldestReadableVersion: UInt16 = 1

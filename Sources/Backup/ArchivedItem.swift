@@ -16,7 +16,9 @@ public struct ArchivedItem: Sendable, Equatable {
     /// which item was lost. Only in encrypted archives, whose sections are sealed; an
     /// unencrypted archive shows no attribute of any item.
     public var name: String?
-    /// XChaCha20-Poly1305 of the whole item (`ExportedItem.archiveBytes`, its data included).
+    /// Format 3: `lp(item key wrapped under the archive's key) ‖ lp(sealed metadata) ‖
+    /// lp(sealed secret)`, the two ciphertexts as the store holds them (`ItemSeal`).
+    /// Formats 1 and 2: XChaCha20-Poly1305 of the whole item, its data included.
     public var sealed: Data
 
     public enum Wrapping: String, Sendable {
@@ -33,32 +35,51 @@ public struct ArchivedItem: Sendable, Equatable {
         return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
     }
 
-    init(_ item: ExportedItem, wrapping: Wrapping, key: SymmetricKey, binding: ItemBinding, named: Bool, entropy: any EntropySource) {
+    /// The item's key wrapped under `key`; its two ciphertexts go in as they are.
+    init(_ item: ExportedItem, seal: ItemSeal, wrapping: Wrapping, key: SymmetricKey, binding: ItemBinding, named: Bool, entropy: any EntropySource) {
         uuid = item.uuid
-        if named, let values = try? item.attributes.values(of: Self.nameAttributes) {
-            name = Self.name { values[$0] }
-        }
+        name = named ? (try? item.attributes.values(of: Self.nameAttributes)).flatMap { values in Self.name { values[$0] } } : nil
         itemClass = item.itemClass
         protection = item.protection
         synchronizable = item.synchronizable
         accessGroup = item.accessGroup
         self.wrapping = wrapping
-        sealed = AEAD.seal(item.archiveBytes, key: key, associatedData: binding.associatedData(uuid, protection, wrapping), entropy: entropy)
+        sealed = Data()
+        var w = ByteWriter(capacity: 12 + SymmetricKey.byteCount + AEAD.overhead + seal.metadata.count + seal.secret.count)
+        w.lengthPrefixed(AEAD.wrap(seal.key, under: key, associatedData: binding.associatedData(self), entropy: entropy))
+        w.lengthPrefixed(seal.metadata)
+        w.lengthPrefixed(seal.secret)
+        sealed = Data(w.bytes)
     }
 
     /// The item itself; fails with `CryptoError.authenticationFailed` under any other key, or
-    /// in any other archive.
-    func open(with key: SymmetricKey, binding: ItemBinding) throws -> ItemRecord {
-        let bytes = try AEAD.open(sealed, key: key, associatedData: binding.associatedData(uuid, protection, wrapping))
-        guard let record = try? ItemRecord(archiveBytes: bytes) else { throw CryptoError.authenticationFailed }
+    /// in any other archive. A format 3 item's secret stays sealed: it is opened where it is
+    /// read, after the restore.
+    func open(with key: SymmetricKey, binding: ItemBinding) throws -> Keychain.RestoredItem {
+        let item: Keychain.RestoredItem
+        if binding.version >= 3 {
+            var r = ByteReader(Array(sealed))
+            let wrapped = try r.lengthPrefixed()
+            let (metadata, secret) = (Data(try r.lengthPrefixed()), Data(try r.lengthPrefixed()))
+            guard r.isAtEnd else { throw CryptoError.authenticationFailed }
+            let itemKey = try AEAD.unwrap(wrapped, under: key, associatedData: binding.associatedData(self))
+            item = .sealed(
+                try ItemSeal(key: itemKey, metadata: metadata, secret: secret)
+                    .opened(uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable))
+        } else {
+            let bytes = try AEAD.open(sealed, key: key, associatedData: binding.associatedData(self))
+            guard let record = try? ItemRecord(archiveBytes: bytes) else { throw CryptoError.authenticationFailed }
+            item = .whole(record)
+        }
         // The group and the sync flag in view decide what a restore does with the item (the
-        // device's own group is never restored): a sealed record must agree with them.
+        // device's own group is never restored): what was sealed must agree with them.
+        let record = item.record
         guard record.uuid == uuid, record.protection == protection, record.itemClass == itemClass,
             record.accessGroup == accessGroup, record.synchronizable == synchronizable
         else {
             throw CryptoError.authenticationFailed
         }
-        return record
+        return item
     }
 
     /// The attributes `name` reads.
@@ -83,28 +104,35 @@ public struct ArchivedItem: Sendable, Equatable {
 /// holds it, so that an item cannot be moved from one archive of a device into another (an
 /// older password put back, a deleted item brought back).
 struct ItemBinding: Sendable {
+    let version: UInt16
     /// nil in format 1 archives, whose items are bound to no archive.
     let archiveID: Data?
 
     init(_ header: ArchiveHeader, version: UInt16) {
+        self.version = version
         archiveID = version >= 2 ? header.archiveID : nil
     }
 
-    /// `keyferry item 2|ARCHIVE|UUID|protection|wrapping` (format 1: `keyferry item
-    /// 1|UUID|protection|wrapping`), ARCHIVE in lowercase hex: binds the seal to the archive,
-    /// the item's identity, its class and wrapping, so a sealed item moved onto another entry
-    /// or into another archive does not open.
-    func associatedData(_ uuid: UUID, _ protection: ProtectionClass, _ wrapping: ArchivedItem.Wrapping) -> [UInt8] {
+    /// Binds the seal to the archive, the item's identity, its protection and wrapping, so a
+    /// sealed item moved onto another entry or into another archive does not open. ARCHIVE is
+    /// the archive ID in lowercase hex:
+    /// - format 3: `keyferry item 3|ARCHIVE|UUID|class|protection|sync|wrapping` (the item key's
+    ///   wrap; the ciphertexts are bound to the UUID and class by the item key's own seal);
+    /// - format 2: `keyferry item 2|ARCHIVE|UUID|protection|wrapping`;
+    /// - format 1: `keyferry item 1|UUID|protection|wrapping`.
+    func associatedData(_ item: ArchivedItem) -> [UInt8] {
         var w = ByteWriter(capacity: 128)
+        w.raw("keyferry item \(min(version, 3))|".utf8)
         if let archiveID {
-            w.raw("keyferry item 2|".utf8)
             w.raw(Hex.encode(archiveID).utf8)
             w.uint8(UInt8(ascii: "|"))
-        } else {
-            w.raw("keyferry item 1|".utf8)
         }
-        w.uuidText(uuid)
-        for part in [protection.rawValue, wrapping.rawValue] {
+        w.uuidText(item.uuid)
+        let parts =
+            version >= 3
+            ? [item.itemClass.rawValue, item.protection.rawValue, item.synchronizable ? "1" : "0", item.wrapping.rawValue]
+            : [item.protection.rawValue, item.wrapping.rawValue]
+        for part in parts {
             w.uint8(UInt8(ascii: "|"))
             w.raw(part.utf8)
         }

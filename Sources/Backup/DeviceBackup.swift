@@ -28,12 +28,12 @@ public enum DeviceBackup {
         let files = try sandboxFiles(device, apps)
         var itemCount = 0
 
-        // Rows are read, opened, re-sealed and compressed in batches: reading the next batch
-        // overlaps with the work on this one, which runs on every core.
+        // Rows are read in batches, their item keys re-wrapped and their ciphertexts packed and
+        // compressed: reading the next batch overlaps with the work on this one, on every core.
         let keys = ItemKeys(
             mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.backupKeys.items,
             binding: writer.itemBinding)
-        try device.deviceKeychain.forEachExportBatch { items in
+        try device.deviceKeychain.forEachExportBatch(secrets: .sealed) { items in
             try KeychainSections(items, keys: keys, entropy: entropy)
         } consume: { pieces, done, total in
             for piece in pieces {
@@ -188,7 +188,8 @@ private struct KeychainSections: Sendable {
             }
             counts[Kind(itemClass: item.itemClass, protection: item.protection), default: 0] += 1
             guard let (wrapping, key) = keys.key(for: item.protection) else { continue }
-            builder.add(ArchivedItem(item, wrapping: wrapping, key: key, binding: keys.binding, named: named, entropy: entropy).encoded)
+            guard case .sealed(let seal) = item.secret else { preconditionFailure("a backup exports its items sealed") }
+            builder.add(ArchivedItem(item, seal: seal, wrapping: wrapping, key: key, binding: keys.binding, named: named, entropy: entropy).encoded)
         }
         sections = try builder.takeAll().map { try CompressedSection(.keychain, $0) }
     }

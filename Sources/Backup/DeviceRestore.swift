@@ -210,22 +210,23 @@ public enum DeviceRestore {
             return BackgroundWork {
                 // Older archives carry the device's own items; a device keeps its own instead.
                 let items = try Self.decoded(data, .keychain) { try ArchivedItem(decoding: $0) }.filter { $0.accessGroup != Device.ownAccessGroup }
-                let opened = try ParallelMap.map(items) { item -> ItemRecord? in
+                let opened = try ParallelMap.map(items) { item -> Keychain.RestoredItem? in
                     let key = item.wrapping == .backup ? keybag?.key(for: item.protection) : deviceKey
                     return key.flatMap { try? item.open(with: $0, binding: binding) }
                 }
                 var outcomes: [RestoreReport.ItemOutcome] = []
-                var restored: [ItemRecord] = []
+                var restored: [Keychain.RestoredItem] = []
                 var versions: [PrimaryKey: Date] = [:]
-                for (item, record) in zip(items, opened) {
+                for (item, restoredItem) in zip(items, opened) {
                     let outcome: RestoreReport.Reason?
                     var name = item.name
                     var waitsForApp = false
-                    if let record {
+                    if let restoredItem {
+                        let record = restoredItem.record
                         name = name ?? ArchivedItem.name { record.attributes[$0] }
                         outcome = DeviceRestore.decide(record, onTarget: onTarget[record.primaryKey])
                         if outcome == nil {
-                            restored.append(record)
+                            restored.append(restoredItem)
                             versions[record.primaryKey] = record.modificationDate
                         }
                         waitsForApp = outcome == nil && !groups.contains(record.accessGroup)

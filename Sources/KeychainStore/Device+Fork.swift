@@ -38,7 +38,7 @@ extension Device {
         let keys = try verifyPasscode(passcode)
         let fork = try fork(to: directory)
         do {
-            try fork.withPower { $0.unlocked(with: keys) }
+            try fork.unlock(with: keys)
         } catch {
             fork.powerOff()
             try? FileManager.default.removeItem(at: directory)

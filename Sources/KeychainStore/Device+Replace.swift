@@ -38,7 +38,7 @@ extension Device {
         }
         let copy = try powerOn(at: staging)
         do {
-            try copy.withPower { $0.unlocked(with: keys) }
+            try copy.unlock(with: keys)
         } catch {
             copy.powerOff()
             throw error

@@ -241,6 +241,19 @@ public final class Device: Sendable {
         power.withLock {
             $0 = LockStateMachine(bootKeys: keys, passcodeSet: settings.passcodeSet, gracePeriod: info.gracePeriod)
         }
+        upgradeRows(keys)
+    }
+
+    /// Unlocks with class keys already opened (by the passcode's check).
+    func unlock(with keys: [ProtectionClass: ClassKeys]) throws {
+        try withPower { $0.unlocked(with: keys) }
+        upgradeRows(keys)
+    }
+
+    /// Rewrites the format 1 rows `keys` open in the current format. A failure (a full disk)
+    /// leaves them as they were: they read as they are, and the next unlock tries again.
+    private func upgradeRows(_ keys: [ProtectionClass: ClassKeys]) {
+        _ = try? FormatUpgrade.run(database, keys: keys, entropy: entropy)
     }
 
     /// Power-off: every class key leaves memory. Calls afterwards fail with `errSecNotAvailable`
@@ -290,11 +303,10 @@ public final class Device: Sendable {
     public func unlock(passcode: String?) throws {
         guard try passcodeIsSet() else {
             let keys = try database.unsafeRead { db in try keybag.unwrap(db, passcode: nil) }
-            return try withPower { $0.unlocked(with: keys) }
+            return try unlock(with: keys)
         }
         guard let passcode else { throw KeychainError(.authFailed, "this device has a passcode; give it to unlock the device.") }
-        let keys = try verifyPasscode(passcode)
-        try withPower { $0.unlocked(with: keys) }
+        try unlock(with: try verifyPasscode(passcode))
     }
 
     /// Checks a passcode without unlocking anything, counted and delayed as an unlock is: for

@@ -24,11 +24,17 @@ public final class DeviceHold: Sendable {
         Device.recoverReplacement(at: directory)
         let layout = DeviceLayout(root: directory)
         try layout.requireDevice()
-        let acquired: ProcessLock?
-        do {
-            acquired = try ProcessLock.acquire(layout.lock)
-        } catch {
-            throw DeviceError(.io, "cannot take \(directory.path): \(error).", subject: directory.path)
+        var acquired: ProcessLock?
+        // A child this process is spawning shares its open files until it execs, the lock's
+        // included: a hold just let go can outlive its release by that moment, so a refusal is
+        // retried briefly before it counts. A real holder keeps it far longer.
+        for attempt in 0..<20 where acquired == nil {
+            if attempt > 0 { usleep(5_000) }
+            do {
+                acquired = try ProcessLock.acquire(layout.lock)
+            } catch {
+                throw DeviceError(.io, "cannot take \(directory.path): \(error).", subject: directory.path)
+            }
         }
         guard let acquired else { throw DeviceError.inUse(directory) }
         Device.removeAbandonedStaging(for: directory)

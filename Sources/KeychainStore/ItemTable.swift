@@ -14,7 +14,7 @@ struct StoredRow: Sendable {
     var header: RowHeader { sealed.header }
 
     /// The columns `init(_:)` reads, by position: name lookups cost more than the lookup itself.
-    static let columns = "id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq"
+    static let columns = "id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq, wrapped_key"
 
     /// The row a statement selecting `columns` stands on. Columns are read by position through
     /// GRDB's statement-level API: a `Row` would build a table of column names for every query,
@@ -33,7 +33,9 @@ struct StoredRow: Sendable {
             uuid: UUIDBytes.uuid([UInt8](uuid)), itemClass: itemClass, protection: protection,
             synchronizable: Int64(sqliteStatement: s, index: 4) != 0, accessGroupHash: bytes(7), primaryKeyHash: bytes(8),
             tokens: bytes(9))
-        sealed = SealedRow(header: header, metadata: Data.fromStatement(s, atUncheckedIndex: 10) ?? Data(), secret: Data.fromStatement(s, atUncheckedIndex: 11))
+        sealed = SealedRow(
+            header: header, wrappedKey: Data.fromStatement(s, atUncheckedIndex: 13), metadata: Data.fromStatement(s, atUncheckedIndex: 10) ?? Data(),
+            secret: Data.fromStatement(s, atUncheckedIndex: 11))
         isTombstone = Int64(sqliteStatement: s, index: 5) != 0
         tombstoneDate = Double.fromStatement(s, atUncheckedIndex: 6).map(Date.init(timeIntervalSinceReferenceDate:))
         changeSequence = Int64(sqliteStatement: s, index: 12)
@@ -151,19 +153,19 @@ enum ItemTable {
         let h = row.header
         let statement = try db.cachedStatement(
             sql: """
-                INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, metadata, secret, change_seq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (pk_hash) DO UPDATE SET
                     id = (SELECT MAX(id) FROM item) + 1, uuid = excluded.uuid, class = excluded.class, pdmn = excluded.pdmn, sync = excluded.sync,
-                    tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens,
+                    tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens, wrapped_key = excluded.wrapped_key,
                     metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
                 WHERE item.tomb = 1
                 """
         )
-        // Ten arguments for ten placeholders, always: GRDB's check of them is skipped.
+        // Eleven arguments for eleven placeholders, always: GRDB's check of them is skipped.
         statement.setUncheckedArguments([
             h.uuid.bytes, h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
-            Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.metadata, row.secret, changeSequence,
+            Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence,
         ])
         try statement.execute()
         return db.changesCount > 0
@@ -173,13 +175,13 @@ enum ItemTable {
         let h = row.header
         try db.cachedStatement(
             sql: """
-                UPDATE item SET pdmn = ?, sync = ?, agrp_hash = ?, pk_hash = ?, tokens = ?, metadata = ?, secret = ?,
+                UPDATE item SET pdmn = ?, sync = ?, agrp_hash = ?, pk_hash = ?, tokens = ?, wrapped_key = ?, metadata = ?, secret = ?,
                     change_seq = ? WHERE id = ?
                 """
         ).execute(
             arguments: [
                 h.protection.rawValue, h.synchronizable, Data(h.accessGroupHash), Data(h.primaryKeyHash),
-                Data(h.tokens), row.metadata, row.secret, changeSequence, id,
+                Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence, id,
             ])
     }
 
@@ -230,6 +232,21 @@ enum ItemTable {
             for hash in hashes { arguments += [Data(hash)] }
         }
         return try StoredRow.cursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments)
+    }
+
+    /// Format 1 rows of the given classes, live or tombstone (an index holds only those, so
+    /// once every row is upgraded this finds nothing at once).
+    static func formatOneRows(_ db: Database, protections: [ProtectionClass]) throws -> [StoredRow] {
+        var arguments = StatementArguments()
+        for protection in protections { arguments += [protection.rawValue] }
+        let sql = "SELECT \(StoredRow.columns) FROM item WHERE wrapped_key IS NULL AND pdmn IN \(placeholders(protections.count)) ORDER BY id"
+        return try Array(StoredRow.cursor(try db.makeStatement(sql: sql), arguments))
+    }
+
+    /// Writes a row's format 2 ciphertexts in place: the same item, the same change sequence.
+    static func upgrade(_ db: Database, id: Int64, to row: SealedRow) throws {
+        try db.cachedStatement(sql: "UPDATE item SET wrapped_key = ?, metadata = ?, secret = ? WHERE id = ?")
+            .execute(arguments: [row.wrappedKey, row.metadata, row.secret, id])
     }
 
     /// Live items outside one access group (the device's own).

@@ -3,8 +3,8 @@ import GRDB
 import KeychainModel
 import KeyferryThreads
 
-/// A live item as the system exports it for a backup: the item whole, its attributes left in
-/// the byte coding the row holds them in.
+/// A live item as the system exports it for a backup: its attributes left in the byte coding
+/// the row holds them in, and its secret opened or still sealed, as the export asked.
 public struct ExportedItem: Sendable {
     public var uuid: UUID
     public var itemClass: ItemClass
@@ -15,7 +15,20 @@ public struct ExportedItem: Sendable {
     public var creationDate: Date
     public var modificationDate: Date
     public var attributes: EncodedAttributes
-    public var data: Data
+    public var secret: Secret
+
+    public enum Secret: Sendable {
+        /// Opened: for a format that seals it its own way (an iOS backup).
+        case data(Data)
+        /// Sealed as the row stores it: carried on by wrapping the item's key, never opened.
+        case sealed(ItemSeal)
+    }
+
+    /// The secret, when the export opened it.
+    public var data: Data? {
+        guard case .data(let data) = secret else { return nil }
+        return data
+    }
 
     /// Why no backup or transfer carries it whatever its class (`ItemRecord.neverExported`);
     /// only a key's attributes are scanned, for its token.
@@ -106,7 +119,7 @@ extension Keychain {
     /// `consume` gets a batch's results in order on the calling thread, with the items handled
     /// so far and their total.
     package func forEachExportBatch<Result: Sendable>(
-        batchSize: Int = 10_000,
+        batchSize: Int = 10_000, secrets: ExportedSecrets,
         transform: @escaping @Sendable ([ExportedItem]) throws -> Result,
         consume: (_ results: [Result], _ done: Int, _ total: Int) throws -> Void
     ) throws {
@@ -135,25 +148,39 @@ extension Keychain {
                 guard !batch.isEmpty else { return }
                 inFlight = (
                     BackgroundWork { [self, batch] in
-                        try ParallelMap.mapChunks(batch) { rows in try transform(rows.map { row in try export(row, keys: keys) }) }
+                        try ParallelMap.mapChunks(batch) { rows in try transform(rows.map { row in try export(row, keys: keys, secrets) }) }
                     }, batch.count
                 )
             }
         }
     }
 
-    private func export(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> ExportedItem {
+    /// How an export hands out secrets.
+    package enum ExportedSecrets: Sendable {
+        case opened
+        case sealed
+    }
+
+    private func export(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], _ secrets: ExportedSecrets) throws -> ExportedItem {
         guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
-        guard let (metadata, data) = try? row.sealed.open(with: classKeys, ItemMetadata.Fields<EncodedAttributes>.init(decoding:)) else {
+        do {
+            let opener = try row.sealed.opener(classKeys)
+            let metadata = try opener.metadata(ItemMetadata.Fields<EncodedAttributes>.init(decoding:))
+            let secret: ExportedItem.Secret
+            switch secrets {
+            case .opened: secret = .data(try opener.secret())
+            case .sealed: secret = .sealed(try opener.seal(entropy: device.entropy))
+            }
+            return ExportedItem(
+                uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection,
+                synchronizable: row.header.synchronizable, accessGroup: metadata.accessGroup,
+                accessControl: metadata.accessControl, creationDate: metadata.creationDate,
+                modificationDate: metadata.modificationDate, attributes: metadata.attributes, secret: secret)
+        } catch {
             // The item read, for its error: which tier failed, under the usual message.
             _ = try open(row, keys: keys, withData: true)
             throw corrupt(row, "secret")
         }
-        return ExportedItem(
-            uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection,
-            synchronizable: row.header.synchronizable, accessGroup: metadata.accessGroup,
-            accessControl: metadata.accessControl, creationDate: metadata.creationDate,
-            modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
     private func openChange(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], includingData: Bool) throws -> ItemChange {

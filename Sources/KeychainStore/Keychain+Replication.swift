@@ -74,14 +74,15 @@ extension Keychain {
         }
     }
 
-    /// The row a record becomes on this device, sealed under this device's class keys.
-    func sealedRow(for record: ItemRecord, keys: ClassKeys) -> SealedRow {
+    /// The row a record becomes on this device, sealed under this device's class keys, with
+    /// `secret` or else the record's data.
+    func sealedRow(for record: ItemRecord, keys: ClassKeys, secret: Data? = nil) -> SealedRow {
         let metadata = Self.metadata(of: record)
         let header = header(
             uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
             synchronizable: record.synchronizable, metadata: metadata)
         return SealedRow.seal(
-            header: header, metadata: metadata, secret: record.data ?? Data(), keys: keys,
+            header: header, metadata: metadata, secret: secret ?? record.data ?? Data(), classKey: keys.classKey,
             random: device.entropy.bytes(SealedRow.entropyPerRow))
     }
 

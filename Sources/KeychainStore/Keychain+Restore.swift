@@ -30,16 +30,55 @@ extension Keychain {
         fileprivate var rows: [SealedRow]
     }
 
+    /// An item as a restore brings it: whole, or still sealed under its own key (an archive's).
+    package enum RestoredItem: Sendable {
+        case whole(ItemRecord)
+        case sealed(ItemSeal.Opened)
+
+        package var record: ItemRecord {
+            switch self {
+            case .whole(let record): record
+            case .sealed(let opened): opened.record
+            }
+        }
+
+        /// The secret, opened.
+        package func secret() throws -> Data {
+            switch self {
+            case .whole(let record): record.data ?? Data()
+            case .sealed(let opened): try opened.secret()
+            }
+        }
+    }
+
     /// Seals items for `restore(_:)`, on every core, without touching the database: a restore
     /// seals the next batch while the last one is written.
     package func sealedForRestore(_ records: [ItemRecord]) throws -> RestoreRows {
+        try sealedForRestore(records.map(RestoredItem.whole))
+    }
+
+    /// As `sealedForRestore(_ records:)`; an item that arrives sealed stays sealed as it came,
+    /// its key wrapped under this device's class key. Only the metadata of an item bound to a
+    /// biometry enrollment is sealed again, without the binding (enrollments never travel).
+    package func sealedForRestore(_ items: [RestoredItem]) throws -> RestoreRows {
         try requireDeviceScope()
         let keys = try device.availableKeys()
         return RestoreRows(
-            rows: try ParallelMap.map(records) { record -> SealedRow in
+            rows: try ParallelMap.map(items) { item -> SealedRow in
+                let record = item.record
                 try checkPasscode(for: record.protection)
                 guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
-                return sealedRow(for: record, keys: classKeys)
+                switch item {
+                case .whole(let record):
+                    return sealedRow(for: record, keys: classKeys)
+                case .sealed(let opened) where opened.biometryBound:
+                    return sealedRow(for: record, keys: classKeys, secret: try opened.seal.secret(of: record))
+                case .sealed(let opened):
+                    let header = header(
+                        uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
+                        synchronizable: record.synchronizable, accessGroup: record.accessGroup, attributes: record.attributes)
+                    return SealedRow.wrapping(opened.seal, header: header, classKey: classKeys.classKey, entropy: device.entropy)
+                }
             })
     }
 

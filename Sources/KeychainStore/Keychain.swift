@@ -127,7 +127,7 @@ public struct Keychain: Sendable {
         let header = header(
             uuid: UUIDBytes.uuid(Array(random[0..<16])), itemClass: item.itemClass, protection: protection,
             synchronizable: item.synchronizable, metadata: metadata)
-        let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, keys: classKeys, random: Array(random[16...]))
+        let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, classKey: classKeys.classKey, random: Array(random[16...]))
         return PreparedRow(sealed: sealed, record: record(header, metadata, data: item.returning.contains(.data) ? item.data : nil))
     }
 
@@ -138,11 +138,20 @@ public struct Keychain: Sendable {
     }
 
     func header(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, metadata: ItemMetadata) -> RowHeader {
-        let primaryKey = PrimaryKey(itemClass: itemClass, accessGroup: metadata.accessGroup, synchronizable: synchronizable, attributes: metadata.attributes)
+        header(
+            uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable, accessGroup: metadata.accessGroup,
+            attributes: metadata.attributes)
+    }
+
+    /// The plaintext columns of a row: its keyed hashes are this device's own.
+    func header(
+        uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool, accessGroup: String, attributes: Attributes
+    ) -> RowHeader {
+        let primaryKey = PrimaryKey(itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, attributes: attributes)
         return RowHeader(
             uuid: uuid, itemClass: itemClass, protection: protection, synchronizable: synchronizable,
-            accessGroupHash: accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
-            tokens: index.tokens(itemClass, metadata.attributes))
+            accessGroupHash: accessGroupHash(accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+            tokens: index.tokens(itemClass, attributes))
     }
 
     // MARK: SecItemCopyMatching
@@ -180,24 +189,19 @@ public struct Keychain: Sendable {
         _ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool, authentication: AuthenticationContext,
         _ db: Database
     ) throws -> ItemRecord {
-        let associatedData = row.header.associatedData
-        let (metadata, classKeys) = try openMetadata(row, keys: keys, associatedData)
+        let (metadata, opener) = try openMetadata(row, keys: keys)
         var data: Data?
         if withData {
             try authenticate(metadata, authentication, db)
-            data = try openSecret(row, classKey: classKeys.classKey, associatedData)
+            data = try openSecret(row, opener)
         }
         return record(row.header, metadata, data: data)
     }
 
     /// Opens a row for the system itself, which no access control asks: no database needed.
     func open(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], withData: Bool) throws -> ItemRecord {
-        if withData, let classKeys = keys[row.header.protection], let (metadata, data) = try? row.sealed.open(with: classKeys, ItemMetadata.init(decoding:)) {
-            return record(row.header, metadata, data: data)
-        }
-        // One tier at a time: slower, and the error says which tier failed.
-        let (metadata, classKeys) = try openMetadata(row, keys: keys)
-        return record(row.header, metadata, data: withData ? try openSecret(row, classKey: classKeys.classKey) : nil)
+        let (metadata, opener) = try openMetadata(row, keys: keys)
+        return record(row.header, metadata, data: withData ? try openSecret(row, opener) : nil)
     }
 
     /// An item as calls return it: the row's plaintext columns plus its opened metadata.
@@ -208,20 +212,20 @@ public struct Keychain: Sendable {
             modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: data)
     }
 
-    /// `associatedData`: the row header's, when the caller built it already.
-    private func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys], _ associatedData: [UInt8]? = nil) throws -> (ItemMetadata, ClassKeys) {
+    /// The row's metadata, and what opens its secret after.
+    func openMetadata(_ row: StoredRow, keys: [ProtectionClass: ClassKeys]) throws -> (ItemMetadata, SealedRow.Opener) {
         guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
         do {
-            let ad = associatedData ?? row.header.associatedData
-            return (try row.sealed.openMetadata(with: classKeys.metadataKey, associatedData: ad, ItemMetadata.init(decoding:)), classKeys)
+            let opener = try row.sealed.opener(classKeys)
+            return (try opener.metadata(), opener)
         } catch {
             throw corrupt(row, "attributes")
         }
     }
 
-    private func openSecret(_ row: StoredRow, classKey: SymmetricKey, _ associatedData: [UInt8]? = nil) throws -> Data {
+    func openSecret(_ row: StoredRow, _ opener: SealedRow.Opener) throws -> Data {
         do {
-            return try row.sealed.openSecret(with: classKey, associatedData: associatedData ?? row.header.associatedData)
+            return try opener.secret()
         } catch {
             throw corrupt(row, "secret")
         }
@@ -338,9 +342,9 @@ public struct Keychain: Sendable {
             guard !rows.isEmpty else { throw notFound(query) }
             var written = Set<[UInt8]>()
             for row in rows {
-                let (metadata, oldKeys) = try openMetadata(row, keys: keys)
+                let (metadata, opener) = try openMetadata(row, keys: keys)
                 try authenticate(metadata, query.authentication, db)
-                let secret = try changes.data ?? openSecret(row, classKey: oldKeys.classKey)
+                let secret = try changes.data ?? openSecret(row, opener)
                 let protection = changes.protection ?? row.header.protection
                 guard let newKeys = keys[protection] else { throw unavailable(protection) }
                 let synchronizable = changes.synchronizable ?? row.header.synchronizable
@@ -371,7 +375,7 @@ public struct Keychain: Sendable {
                     throw KeychainError(.duplicateItem, "the update would give two matched items the same primary key; nothing was changed.")
                 }
                 let sealed = SealedRow.seal(
-                    header: header, metadata: updated, secret: secret, keys: newKeys,
+                    header: header, metadata: updated, secret: secret, classKey: newKeys.classKey,
                     random: device.entropy.bytes(SealedRow.entropyPerRow))
                 if madeLocal {
                     try ItemTable.bury(db, id: row.id, at: updated.modificationDate, changeSequence: device.database.nextChangeSequence())

@@ -95,6 +95,15 @@ struct KeychainDatabase: Sendable {
                     ALTER TABLE keybag ADD COLUMN last_failure_at REAL;
                     """)
         }
+        migrator.registerMigration("v3: item keys") { db in
+            // NULL: a format 1 row, rewritten in format 2 once its class key is in memory. The
+            // partial index holds only those rows, so finding none costs nothing.
+            try db.execute(
+                sql: """
+                    ALTER TABLE item ADD COLUMN wrapped_key BLOB;
+                    CREATE INDEX item_format1 ON item (pdmn) WHERE wrapped_key IS NULL;
+                    """)
+        }
         return migrator
     }
 

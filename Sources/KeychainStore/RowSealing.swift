@@ -76,8 +76,9 @@ extension ItemMetadata.Fields<EncodedAttributes> {
     }
 }
 
-/// The plaintext columns of an item row. All of them are bound into the row's AEAD as
-/// associated data, so editing any of them, or swapping blobs between rows, is detected.
+/// The plaintext columns of an item row. All of them are bound into the wrap of the row's item
+/// key as associated data, so editing any of them, or swapping keys or blobs between rows, is
+/// detected.
 struct RowHeader: Equatable, Sendable {
     var uuid: UUID
     var itemClass: ItemClass
@@ -87,9 +88,10 @@ struct RowHeader: Equatable, Sendable {
     var primaryKeyHash: [UInt8]
     var tokens: [UInt8]
 
-    var associatedData: [UInt8] {
+    /// Format 2 binds the item key's wrap; format 1 bound both of the row's ciphertexts.
+    func associatedData(format: SealedRow.Format) -> [UInt8] {
         var w = ByteWriter(capacity: 96 + accessGroupHash.count + primaryKeyHash.count + tokens.count)
-        w.raw("keyferry.row.v1".utf8)
+        w.raw(format == .itemKey ? "keyferry.row.v2".utf8 : "keyferry.row.v1".utf8)
         w.uuid(uuid)
         w.string(itemClass.rawValue)
         w.string(protection.rawValue)
@@ -101,62 +103,196 @@ struct RowHeader: Equatable, Sendable {
     }
 }
 
-/// The two tiers of an item at rest: metadata sealed under the class's metadata key; the secret
-/// sealed under a fresh per-row key that is itself sealed under the class key.
-struct SealedRow: Sendable {
-    var header: RowHeader
-    var metadata: Data
-    /// `wrapped row key (72 bytes) || sealed secret`; nil for a tombstone.
-    var secret: Data?
+/// An item sealed under a random key of its own, as Apple's keychain seals it: the metadata and
+/// the secret, each its own ciphertext under that key. A row keeps the key wrapped under its
+/// class key; an archive under its backup keys. Moving an item re-wraps 32 bytes and carries the
+/// two ciphertexts as they are.
+public struct ItemSeal: Sendable {
+    public let key: SymmetricKey
+    /// `AEAD(key, metadata, ad = Tier.metadata.associatedData(uuid, class))`.
+    public let metadata: Data
+    /// `AEAD(key, secret, ad = Tier.secret.associatedData(uuid, class))`.
+    public let secret: Data
 
-    static let wrappedRowKeyCount = SymmetricKey.byteCount + AEAD.overhead
-    /// Random bytes one sealing consumes: two nonces and the row key.
-    static let entropyPerRow = 3 * AEAD.nonceByteCount + SymmetricKey.byteCount
+    package init(key: SymmetricKey, metadata: Data, secret: Data) {
+        self.key = key
+        self.metadata = metadata
+        self.secret = secret
+    }
 
-    /// Seals with randomness taken from `random` (`entropyPerRow` bytes), so test vectors can
-    /// fix every byte.
-    static func seal(header: RowHeader, metadata: ItemMetadata, secret: Data, keys: ClassKeys, random: [UInt8]) -> SealedRow {
-        precondition(random.count == entropyPerRow)
-        let ad = header.associatedData
-        let n = AEAD.nonceByteCount
-        var plain = metadata.encoded
+    /// What each ciphertext is bound to: which item it belongs to and which of its two it is.
+    /// Nothing of the device: the ciphertexts go from one device to another unchanged.
+    enum Tier: UInt8 {
+        case metadata = 1
+        case secret = 2
+
+        /// `"keyferry.item.v2" ‖ uuid ‖ str(class) ‖ u8 tier`
+        func associatedData(_ uuid: UUID, _ itemClass: ItemClass) -> [UInt8] {
+            var w = ByteWriter(capacity: 48)
+            w.raw("keyferry.item.v2".utf8)
+            w.uuid(uuid)
+            w.string(itemClass.rawValue)
+            w.uint8(rawValue)
+            return w.bytes
+        }
+    }
+
+    /// The item the seal holds, its secret left sealed. Fails with
+    /// `CryptoError.authenticationFailed` unless the seal is this item's (`uuid`, `itemClass`).
+    package func opened(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool) throws -> Opened {
+        var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: Tier.metadata.associatedData(uuid, itemClass)))
         defer { SymmetricKey.wipe(&plain) }
-        let sealedMetadata = AEAD.seal(plain, key: keys.metadataKey, nonce: Array(random[0..<n]), associatedData: ad)
-        let rowKey = try! SymmetricKey(bytes: random[(3 * n)...])
-        var blob = AEAD.wrap(rowKey, under: keys.classKey, nonce: Array(random[n..<2 * n]), associatedData: ad)
-        blob.append(AEAD.seal(secret, key: rowKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ad))
-        return SealedRow(header: header, metadata: sealedMetadata, secret: blob)
+        guard let metadata = try? ItemMetadata(decoding: plain) else { throw CryptoError.authenticationFailed }
+        let record = ItemRecord(
+            itemClass: itemClass, uuid: uuid, accessGroup: metadata.accessGroup, protection: protection,
+            synchronizable: synchronizable, accessControl: metadata.accessControl, creationDate: metadata.creationDate,
+            modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: nil)
+        return Opened(record: record, seal: self, biometryBound: !metadata.biometryBinding.isEmpty)
     }
 
-    func openMetadata(with key: SymmetricKey) throws -> ItemMetadata {
-        try openMetadata(with: key, associatedData: header.associatedData, ItemMetadata.init(decoding:))
+    /// The secret, for the one arrival that cannot keep the seal as it is.
+    func secret(of record: ItemRecord) throws -> Data {
+        try AEAD.open(secret, key: key, associatedData: Tier.secret.associatedData(record.uuid, record.itemClass))
     }
 
-    func openSecret(with classKey: SymmetricKey) throws -> Data {
-        try openSecret(with: classKey, associatedData: header.associatedData)
-    }
+    /// A seal whose metadata was read: the item as calls return it (no data), and the seal to
+    /// store it by (`Keychain.sealedForRestore`).
+    package struct Opened: Sendable {
+        package var record: ItemRecord
+        let seal: ItemSeal
+        /// Bound to a biometry enrollment: the metadata is sealed again without the binding on
+        /// arrival, since enrollments never travel.
+        let biometryBound: Bool
 
-    /// Both tiers, with the associated data built once: the system's bulk reads. `decode` reads
-    /// the metadata whole (`ItemMetadata`) or leaves its attributes coded (`ItemMetadata.Fields<EncodedAttributes>`).
-    func open<Metadata>(with keys: ClassKeys, _ decode: ([UInt8]) throws -> Metadata) throws -> (Metadata, Data) {
-        let ad = header.associatedData
-        return (try openMetadata(with: keys.metadataKey, associatedData: ad, decode), try openSecret(with: keys.classKey, associatedData: ad))
-    }
-
-    func openMetadata<Metadata>(with key: SymmetricKey, associatedData ad: [UInt8], _ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
-        var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: ad))
-        defer { SymmetricKey.wipe(&plain) }
-        return try decode(plain)
-    }
-
-    func openSecret(with classKey: SymmetricKey, associatedData ad: [UInt8]) throws -> Data {
-        guard let secret, secret.count >= Self.wrappedRowKeyCount else { throw CryptoError.authenticationFailed }
-        let rowKey = try AEAD.unwrap(secret.prefix(Self.wrappedRowKeyCount), under: classKey, associatedData: ad)
-        return try AEAD.open(secret.dropFirst(Self.wrappedRowKeyCount), key: rowKey, associatedData: ad)
+        /// The secret, opened.
+        package func secret() throws -> Data { try seal.secret(of: record) }
     }
 }
 
-/// A class key and the metadata key it unwraps, as held in memory while available.
+/// An item at rest.
+///
+/// Format 2 (`itemKey`): the metadata and the secret are sealed under a random item key, which
+/// is wrapped under the class key with the row's columns as associated data.
+/// Format 1 (`classKeys`, rows written before it): the metadata under the class's metadata key,
+/// the secret under a per-row key stored at the front of the secret column; both bound to the
+/// row's columns. Read as long as a row of it remains; rewritten in format 2 as soon as its
+/// class key is in memory (`FormatUpgrade`).
+struct SealedRow: Sendable {
+    enum Format: Sendable { case classKeys, itemKey }
+
+    var header: RowHeader
+    /// The item key wrapped under the class key; nil for a format 1 row.
+    var wrappedKey: Data?
+    var metadata: Data
+    /// nil for a tombstone.
+    var secret: Data?
+
+    var format: Format { wrappedKey == nil ? .classKeys : .itemKey }
+
+    static let wrappedKeyCount = SymmetricKey.byteCount + AEAD.overhead
+    /// Random bytes one sealing consumes: three nonces and the item key.
+    static let entropyPerRow = 3 * AEAD.nonceByteCount + SymmetricKey.byteCount
+
+    /// Seals in format 2 with randomness taken from `random` (`entropyPerRow` bytes: metadata
+    /// nonce, key-wrap nonce, secret nonce, item key), so test vectors can fix every byte.
+    /// `secret` nil seals a tombstone.
+    static func seal(header: RowHeader, metadata: ItemMetadata, secret: Data?, classKey: SymmetricKey, random: [UInt8]) -> SealedRow {
+        precondition(random.count == entropyPerRow)
+        let n = AEAD.nonceByteCount
+        let itemKey = try! SymmetricKey(bytes: random[(3 * n)...])
+        var plain = metadata.encoded
+        defer { SymmetricKey.wipe(&plain) }
+        let sealedMetadata = AEAD.seal(
+            plain, key: itemKey, nonce: Array(random[0..<n]), associatedData: ItemSeal.Tier.metadata.associatedData(header.uuid, header.itemClass))
+        let sealedSecret = secret.map {
+            AEAD.seal($0, key: itemKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ItemSeal.Tier.secret.associatedData(header.uuid, header.itemClass))
+        }
+        let wrapped = AEAD.wrap(itemKey, under: classKey, nonce: Array(random[n..<(2 * n)]), associatedData: header.associatedData(format: .itemKey))
+        return SealedRow(header: header, wrappedKey: wrapped, metadata: sealedMetadata, secret: sealedSecret)
+    }
+
+    /// A row that stores `seal` as it is, its key wrapped under `classKey`: what a restored
+    /// item becomes, without its secret being opened.
+    static func wrapping(_ seal: ItemSeal, header: RowHeader, classKey: SymmetricKey, entropy: any EntropySource) -> SealedRow {
+        let wrapped = AEAD.wrap(seal.key, under: classKey, associatedData: header.associatedData(format: .itemKey), entropy: entropy)
+        return SealedRow(header: header, wrappedKey: wrapped, metadata: seal.metadata, secret: seal.secret)
+    }
+
+    /// The keys that open this row's ciphertexts, unwrapped once for both.
+    func opener(_ keys: ClassKeys) throws -> Opener {
+        guard let wrappedKey else {
+            return Opener(row: self, key: .classKeys(keys, header.associatedData(format: .classKeys)))
+        }
+        return Opener(row: self, key: .item(try AEAD.unwrap(wrappedKey, under: keys.classKey, associatedData: header.associatedData(format: .itemKey))))
+    }
+
+    /// Opens a row's metadata and secret.
+    struct Opener {
+        enum Key {
+            case item(SymmetricKey)
+            /// Format 1: the class's keys, and the row's associated data.
+            case classKeys(ClassKeys, [UInt8])
+        }
+
+        let row: SealedRow
+        let key: Key
+
+        /// `decode` reads the metadata whole (`ItemMetadata`) or leaves its attributes coded
+        /// (`ItemMetadata.Fields<EncodedAttributes>`).
+        func metadata<Metadata>(_ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
+            var plain: [UInt8]
+            switch key {
+            case .item(let itemKey):
+                plain = [UInt8](try AEAD.open(row.metadata, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(row.header.uuid, row.header.itemClass)))
+            case .classKeys(let keys, let ad):
+                plain = [UInt8](try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: ad))
+            }
+            defer { SymmetricKey.wipe(&plain) }
+            return try decode(plain)
+        }
+
+        func metadata() throws -> ItemMetadata { try metadata(ItemMetadata.init(decoding:)) }
+
+        func secret() throws -> Data {
+            guard let secret = row.secret else { throw CryptoError.authenticationFailed }
+            switch key {
+            case .item(let itemKey):
+                return try AEAD.open(secret, key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(row.header.uuid, row.header.itemClass))
+            case .classKeys(let keys, let ad):
+                guard secret.count >= SealedRow.wrappedKeyCount else { throw CryptoError.authenticationFailed }
+                let rowKey = try AEAD.unwrap(secret.prefix(SealedRow.wrappedKeyCount), under: keys.classKey, associatedData: ad)
+                return try AEAD.open(secret.dropFirst(SealedRow.wrappedKeyCount), key: rowKey, associatedData: ad)
+            }
+        }
+
+        /// The item as it travels: its key and both ciphertexts, a format 1 row sealed anew.
+        func seal(entropy: any EntropySource) throws -> ItemSeal {
+            switch key {
+            case .item(let itemKey):
+                guard let secret = row.secret else { throw CryptoError.authenticationFailed }
+                return ItemSeal(key: itemKey, metadata: row.metadata, secret: secret)
+            case .classKeys:
+                let itemKey = SymmetricKey(randomFrom: entropy)
+                let (uuid, itemClass) = (row.header.uuid, row.header.itemClass)
+                var plain = try metadata { $0 }
+                defer { SymmetricKey.wipe(&plain) }
+                return ItemSeal(
+                    key: itemKey,
+                    metadata: AEAD.seal(plain, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(uuid, itemClass), entropy: entropy),
+                    secret: AEAD.seal(try secret(), key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(uuid, itemClass), entropy: entropy))
+            }
+        }
+    }
+
+    /// This row in format 2, its ciphertexts opened and sealed again under a new item key.
+    func upgraded(_ keys: ClassKeys, random: [UInt8]) throws -> SealedRow {
+        let opener = try opener(keys)
+        return Self.seal(header: header, metadata: try opener.metadata(), secret: try secret.map { _ in try opener.secret() }, classKey: keys.classKey, random: random)
+    }
+}
+
+/// A class key and the metadata key it unwraps, as held in memory while available. The
+/// metadata key opens format 1 rows only.
 struct ClassKeys: Sendable {
     var classKey: SymmetricKey
     var metadataKey: SymmetricKey

@@ -73,7 +73,7 @@ package enum PhoneBackupWriter {
         var leftOut: [String: Int] = [:]
         var itemCount = 0
         var total = files.count + 1
-        try device.deviceKeychain.forEachExportBatch { items in
+        try device.deviceKeychain.forEachExportBatch(secrets: .opened) { items in
             let itemKeys = FreshKeys(count: items.count)
             return try items.enumerated().map { try KeychainEntry(item: $1, keys: keys, itemKey: itemKeys[$0]) }
         } consume: { pieces, done, count in
@@ -285,7 +285,7 @@ private enum KeychainEntry: Sendable {
         let record = ItemRecord(
             itemClass: item.itemClass, uuid: item.uuid, accessGroup: item.accessGroup, protection: item.protection, synchronizable: item.synchronizable,
             accessControl: nil, creationDate: item.creationDate, modificationDate: item.modificationDate, attributes: try item.attributes.decoded(),
-            data: item.data)
+            data: item.data ?? Data())
         let plaintext = try DERPropertyList.encode(PhoneKeychainItem.attributes(record))
         let sealed = try SealedKeychainItem(sealing: Array(plaintext), protectionClass: number, classKey: classKey, itemKey: itemKey)
         self = .sealed(table: item.itemClass.rawValue, Data(sealed.bytes))

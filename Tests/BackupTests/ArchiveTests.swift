@@ -189,9 +189,9 @@ struct ArchiveTests {
         defer { try? FileManager.default.removeItem(at: url) }
         try write(.unencrypted, to: url)
         var bytes = try Data(contentsOf: url)
-        bytes[9] = 3
+        bytes[9] = 4
         try bytes.write(to: url)
-        #expect(throws: ArchiveError.newerFormat(found: 3, supported: 2)) { _ = try ArchiveReader(contentsOf: url) }
+        #expect(throws: ArchiveError.newerFormat(found: 4, supported: 3)) { _ = try ArchiveReader(contentsOf: url) }
         try Data("PK\u{3}\u{4} a zip file".utf8).write(to: url)
         #expect(throws: ArchiveError.notAnArchive) { _ = try ArchiveReader(contentsOf: url) }
     }
@@ -285,11 +285,11 @@ struct ArchiveVector: Sendable, CustomTestStringConvertible {
     static let both = [
         ArchiveVector(
             encrypted: true, byteCount: 830,
-            digest: "28ca892f22d0e792c44d6fb095a161aaba96c504d6a4cc6739e7810f1124973f",
-            headerDigest: "ffd45871f113fc6f571653e7402d32b70d8a0f4c461b4e0958d6cf702b2642aa"),
+            digest: "a1f8577ed4a9c12e4c23993c60347ad2c33b0e90b6c2d029d20bbf122cd5c923",
+            headerDigest: "3f02547f2e3c8c4eb837a31de1b6c7bd2b7635f9766fcf796fd6f9f8a9efcbf5"),
         ArchiveVector(
             encrypted: false, byteCount: 697,
-            digest: "c1826f8d877cc303751bc84ac336c759c1750821390937c0cdc0bb583dd6c0e6",
-            headerDigest: "7d60763d8a809685dbd5e87f87d2ad908b64344980b87958ece0d001f7693828"),
+            digest: "fd9a30d4c2781dc9a1915c9715fedc0adffa28c3457c27b7f6f70132a03a092d",
+            headerDigest: "dc2e41b6488ce1f98078aef23c14d14165a62e45d465f40f8b19e94231f9684c"),
     ]
 }

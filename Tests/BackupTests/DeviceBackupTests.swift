@@ -65,7 +65,7 @@ struct DeviceBackupTests {
         for item in archived {
             #expect(item.wrapping == (item.protection.isThisDeviceOnly ? .device : .backup))
             let key = try #require(item.wrapping == .backup ? keybag.key(for: item.protection) : fixture.device.backupKeys.items)
-            #expect(try item.open(with: key, binding: binding).data == Data("marker-secret-\(item.protection.name)".utf8))
+            #expect(try item.open(with: key, binding: binding).secret() == Data("marker-secret-\(item.protection.name)".utf8))
         }
         let bytes = try Data(contentsOf: url)
         for marker in ["marker-secret", "marker-account", "marker-defaults"] {
@@ -86,7 +86,7 @@ struct DeviceBackupTests {
         #expect(archived.count == 6 && archived.allSatisfy { $0.wrapping == .device })
         for item in archived {
             #expect(
-                try item.open(with: fixture.device.backupKeys.items, binding: binding(url)).attributes[.account]
+                try item.open(with: fixture.device.backupKeys.items, binding: binding(url)).record.attributes[.account]
                     == .string("marker-account-\(item.protection.name)"))
             #expect(throws: CryptoError.authenticationFailed) { try item.open(with: other.device.backupKeys.items, binding: binding(url)) }
         }
@@ -195,7 +195,7 @@ struct DeviceBackupTests {
         try DeviceBackup.create(from: fixture.device, to: first, mode: .unencrypted)
         try DeviceBackup.create(from: fixture.device, to: second, mode: .unencrypted)
         let item = try #require(try items(first, password: nil).first)
-        #expect(try item.open(with: fixture.device.backupKeys.items, binding: binding(first)).uuid == item.uuid)
+        #expect(try item.open(with: fixture.device.backupKeys.items, binding: binding(first)).record.uuid == item.uuid)
         #expect(throws: CryptoError.authenticationFailed) { try item.open(with: fixture.device.backupKeys.items, binding: binding(second)) }
     }
 
@@ -218,7 +218,7 @@ struct DeviceBackupTests {
         try DeviceBackup.create(from: fixture.device, to: url, mode: .unencrypted)
         let key = fixture.device.backupKeys.items
         let genuine = try #require(try items(url, password: nil).first)
-        #expect(try genuine.open(with: key, binding: binding(url)).accessGroup == genuine.accessGroup)
+        #expect(try genuine.open(with: key, binding: binding(url)).record.accessGroup == genuine.accessGroup)
         var regrouped = genuine
         regrouped.accessGroup = "ABCDE12345.elsewhere"
         #expect(throws: CryptoError.authenticationFailed) { try regrouped.open(with: key, binding: binding(url)) }

@@ -436,4 +436,33 @@ struct DeviceRestoreTests {
 
     /// Every file's bytes under a directory, by relative path.
     func snapshot(_ directory: URL) throws -> [String: Data] { try deviceSnapshot(directory) }
+
+    /// Archives written in format 2, before item keys (`Tests/Fixtures/before-item-keys`), by
+    /// the device beside them (passcode `1234`; the items are listed in FormatUpgradeTests).
+    static let formatTwo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/before-item-keys")
+
+    @Test("format 2 archives still restore: encrypted onto a new device (migratable items), unencrypted onto the device that wrote them (all)")
+    func formatTwoArchives() throws {
+        let encrypted = Self.formatTwo.appendingPathComponent("v2-encrypted.kfbackup")
+        #expect(try ArchiveReader(contentsOf: encrypted).version == 2)
+        let newDevice = try TestDevice(seed: 11)
+        newDevice.device.powerOff()
+        let report = try DeviceRestore.restore(
+            encrypted, password: Data("secret password".utf8), to: newDevice.directory, passcode: TestDevice.defaultPasscode)
+        #expect(report.items.filter(\.restored).compactMap(\.name).sorted() == ["alice @ sync", "bob @ imap.example.com", "user1 @ mail", "user2 @ mail", "user3 @ mail"])
+        #expect(Set(report.items.filter { !$0.restored }.map(\.reason)) == [.deviceBound])
+        let restored = try contents(newDevice.directory)
+        #expect(restored["user1"] == "secret-whenUnlocked" && restored["alice"] == "synced" && restored["bob"] == "inet-pass")
+
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-format2-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: source) }
+        try FileManager.default.copyItem(at: Self.formatTwo.appendingPathComponent("device"), to: source)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: source.appendingPathComponent("hardware-uid").path)
+        let plain = try DeviceRestore.restore(Self.formatTwo.appendingPathComponent("v2-unencrypted.kfbackup"), password: nil, to: source, passcode: "1234")
+        #expect(plain.sameDevice && plain.authenticity == .device)
+        #expect(plain.items.count == 8 && plain.items.allSatisfy(\.restored), "every item but the never exported whenPasscodeSetThisDeviceOnly one")
+        let back = try contents(source, passcode: "1234")
+        #expect(back["user4"] == "secret-whenUnlockedThisDeviceOnly" && back["user6"] == "secret-alwaysThisDeviceOnly" && back["user7"] == nil)
+    }
 }

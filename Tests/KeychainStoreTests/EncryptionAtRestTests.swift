@@ -142,6 +142,27 @@ struct EncryptionAtRestTests {
         #expect(try keychain.copy(attributesOnly).count == 1)
     }
 
+    @Test("a row's item key and ciphertexts moved whole onto another row, or its key's wrap removed, are detected")
+    func movedItemKey() throws {
+        let (keychain, root) = try tampered { _, queue in
+            try queue.write { db in
+                // The second row's key and both its ciphertexts on the first row: the wrap is
+                // bound to the first row's columns, and the ciphertexts to the second's UUID.
+                try db.execute(
+                    sql: """
+                        UPDATE item SET (wrapped_key, metadata, secret) =
+                            (SELECT wrapped_key, metadata, secret FROM item WHERE id = (SELECT MAX(id) FROM item))
+                        WHERE id = (SELECT MIN(id) FROM item)
+                        """)
+                // Read as format 1, a format 2 row opens under no key.
+                try db.execute(sql: "UPDATE item SET wrapped_key = NULL WHERE id = (SELECT MAX(id) FROM item)")
+            }
+        }
+        defer { try? FileManager.default.removeItem(at: root) }
+        #expect(status { _ = try keychain.copy(.password(account: "first")) } == .decode)
+        #expect(status { _ = try keychain.copy(.password(account: "second")) } == .decode)
+    }
+
     @Test("secrets swapped between two rows are detected")
     func swappedRows() throws {
         let (keychain, root) = try tampered { _, queue in

@@ -27,7 +27,7 @@ struct ExportBatchTests {
         let live = try t.device.deviceKeychain.changes(since: 0, includingData: true).filter { !$0.isTombstone }.map(\.record)
         var seen: [ExportedItem] = []
         var counts: [(Int, Int)] = []
-        try t.device.deviceKeychain.forEachExportBatch(batchSize: 7) { items in
+        try t.device.deviceKeychain.forEachExportBatch(batchSize: 7, secrets: .opened) { items in
             items
         } consume: { pieces, done, total in
             seen += pieces.flatMap { $0 }
@@ -53,7 +53,7 @@ struct ExportBatchTests {
         let t = try populated(40)
         let transformed = Locked(0)
         #expect(throws: Stop.self) {
-            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) { items in
+            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10, secrets: .opened) { items in
                 let n = transformed.withLock {
                     $0 += 1
                     return $0
@@ -67,7 +67,7 @@ struct ExportBatchTests {
 
         var consumed = 0
         #expect(throws: Stop.self) {
-            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10) {
+            try t.device.deviceKeychain.forEachExportBatch(batchSize: 10, secrets: .opened) {
                 $0.count
             } consume: { _, _, _ in
                 consumed += 1
@@ -96,7 +96,7 @@ struct ExportBatchTests {
     func batchesInPieces() throws {
         let t = try populated(1_201)
         var batches: [[[UUID]]] = []
-        try t.device.deviceKeychain.forEachExportBatch(batchSize: 600) { items in
+        try t.device.deviceKeychain.forEachExportBatch(batchSize: 600, secrets: .opened) { items in
             items.map(\.uuid)
         } consume: { pieces, _, _ in
             batches.append(pieces)

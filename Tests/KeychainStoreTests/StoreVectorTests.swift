@@ -36,9 +36,7 @@ struct StoreVectorTests {
             accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
             tokens: index.tokens(.genericPassword, metadata.attributes))
         let sealed = SealedRow.seal(
-            header: header, metadata: metadata, secret: Data("hunter2".utf8),
-            keys: ClassKeys(classKey: Self.classKey, metadataKey: Self.metadataKey),
-            random: Self.bytes(0x80...0xe7))
+            header: header, metadata: metadata, secret: Data("hunter2".utf8), classKey: Self.classKey, random: Self.bytes(0x80...0xe7))
         let wrappedClassKey = AEAD.seal(
             Self.classKey.exportedBytes, key: keybag.uidWrappingKey, nonce: Self.bytes(0xa0...0xb7),
             associatedData: Keybag.classKeyAD(.whenUnlocked))
@@ -51,14 +49,48 @@ struct StoreVectorTests {
             "primaryKeyHash": Self.hex(header.primaryKeyHash),
             "tokens": Self.hex(header.tokens),
             "metadataPlaintext": Self.hex(metadata.encoded),
+            "wrappedItemKey": Self.hex(sealed.wrappedKey!),
             "sealedMetadata": Self.hex(sealed.metadata),
             "secret": Self.hex(sealed.secret!),
         ]
         for (name, value) in actual.sorted(by: { $0.key < $1.key }) {
             #expect(value == StoreVector.expected[name], "\(name) = \(value)")
         }
-        // And the row opens again with the same keys.
-        #expect(try sealed.openMetadata(with: Self.metadataKey) == metadata)
-        #expect(try sealed.openSecret(with: Self.classKey) == Data("hunter2".utf8))
+        // And the row opens again with the class key.
+        let opener = try sealed.opener(ClassKeys(classKey: Self.classKey, metadataKey: Self.metadataKey))
+        #expect(try opener.metadata() == metadata)
+        #expect(try opener.secret() == Data("hunter2".utf8))
+    }
+
+    @Test("a format 1 row, as written before item keys, still opens")
+    func formatOne() throws {
+        // The format 1 vector Protocol/store.md published until format 2.
+        let index = ItemIndex(key: Self.uid.derive(context: "kfindex_"))
+        let metadata = Self.metadata
+        let primaryKey = PrimaryKey(itemClass: .genericPassword, accessGroup: metadata.accessGroup, synchronizable: false, attributes: metadata.attributes)
+        let header = RowHeader(
+            uuid: Self.uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false,
+            accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+            tokens: index.tokens(.genericPassword, metadata.attributes))
+        let row = SealedRow(
+            header: header, wrappedKey: nil, metadata: Data(Hex.decode(StoreVector.formatOne["sealedMetadata"]!)!),
+            secret: Data(Hex.decode(StoreVector.formatOne["secret"]!)!))
+        let keys = ClassKeys(classKey: Self.classKey, metadataKey: Self.metadataKey)
+        let opener = try row.opener(keys)
+        #expect(try opener.metadata() == metadata)
+        #expect(try opener.secret() == Data("hunter2".utf8))
+        // Exported, it travels as format 2 does: under an item key of its own.
+        let seal = try opener.seal(entropy: SystemEntropy())
+        let opened = try seal.opened(uuid: Self.uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false)
+        #expect(opened.record.attributes == metadata.attributes && opened.record.accessGroup == metadata.accessGroup)
+        #expect(try opened.secret() == Data("hunter2".utf8))
+        #expect(throws: CryptoError.authenticationFailed) {
+            try seal.opened(uuid: UUID(), itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false)
+        }
+        // Upgraded, it is format 2 and holds the same item.
+        let upgraded = try row.upgraded(keys, random: SystemEntropy().bytes(SealedRow.entropyPerRow))
+        #expect(upgraded.format == .itemKey && upgraded.header == header)
+        #expect(try upgraded.opener(keys).metadata() == metadata)
+        #expect(try upgraded.opener(keys).secret() == Data("hunter2".utf8))
     }
 }
