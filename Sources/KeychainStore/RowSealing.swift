@@ -205,7 +205,8 @@ struct SealedRow: Sendable {
         let sealedMetadata = AEAD.seal(
             plain, key: itemKey, nonce: Array(random[0..<n]), associatedData: ItemSeal.Tier.metadata.associatedData(header.uuid, header.itemClass))
         let sealedSecret = secret.map {
-            AEAD.seal($0, key: itemKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ItemSeal.Tier.secret.associatedData(header.uuid, header.itemClass))
+            AEAD.seal(
+                $0, key: itemKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ItemSeal.Tier.secret.associatedData(header.uuid, header.itemClass))
         }
         let wrapped = AEAD.wrap(itemKey, under: classKey, nonce: Array(random[n..<(2 * n)]), associatedData: header.associatedData(format: .itemKey))
         return SealedRow(header: header, wrappedKey: wrapped, metadata: sealedMetadata, secret: sealedSecret)
@@ -243,7 +244,8 @@ struct SealedRow: Sendable {
             var plain: [UInt8]
             switch key {
             case .item(let itemKey):
-                plain = [UInt8](try AEAD.open(row.metadata, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(row.header.uuid, row.header.itemClass)))
+                plain = [UInt8](
+                    try AEAD.open(row.metadata, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(row.header.uuid, row.header.itemClass)))
             case .classKeys(let keys, let ad):
                 plain = [UInt8](try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: ad))
             }
@@ -287,7 +289,8 @@ struct SealedRow: Sendable {
     /// This row in format 2, its ciphertexts opened and sealed again under a new item key.
     func upgraded(_ keys: ClassKeys, random: [UInt8]) throws -> SealedRow {
         let opener = try opener(keys)
-        return Self.seal(header: header, metadata: try opener.metadata(), secret: try secret.map { _ in try opener.secret() }, classKey: keys.classKey, random: random)
+        return Self.seal(
+            header: header, metadata: try opener.metadata(), secret: try secret.map { _ in try opener.secret() }, classKey: keys.classKey, random: random)
     }
 }
 

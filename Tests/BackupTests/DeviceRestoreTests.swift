@@ -450,7 +450,10 @@ struct DeviceRestoreTests {
         newDevice.device.powerOff()
         let report = try DeviceRestore.restore(
             encrypted, password: Data("secret password".utf8), to: newDevice.directory, passcode: TestDevice.defaultPasscode)
-        #expect(report.items.filter(\.restored).compactMap(\.name).sorted() == ["alice @ sync", "bob @ imap.example.com", "user1 @ mail", "user2 @ mail", "user3 @ mail"])
+        #expect(
+            report.items.filter(\.restored).compactMap(\.name).sorted() == [
+                "alice @ sync", "bob @ imap.example.com", "user1 @ mail", "user2 @ mail", "user3 @ mail",
+            ])
         #expect(Set(report.items.filter { !$0.restored }.map(\.reason)) == [.deviceBound])
         let restored = try contents(newDevice.directory)
         #expect(restored["user1"] == "secret-whenUnlocked" && restored["alice"] == "synced" && restored["bob"] == "inet-pass")
