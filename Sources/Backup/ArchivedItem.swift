@@ -35,8 +35,8 @@ public struct ArchivedItem: Sendable, Equatable {
         return mode == .encrypted && !protection.isThisDeviceOnly ? .backup : .device
     }
 
-    /// The item's key wrapped under `key`; its two ciphertexts go in as they are.
-    init(_ item: ExportedItem, seal: ItemSeal, wrapping: Wrapping, key: SymmetricKey, binding: ItemBinding, named: Bool, entropy: any EntropySource) {
+    /// The item's key wrapped under `key` with `nonce`; its two ciphertexts go in as they are.
+    init(_ item: ExportedItem, seal: ItemSeal, wrapping: Wrapping, key: SymmetricKey, binding: ItemBinding, named: Bool, nonce: [UInt8]) {
         uuid = item.uuid
         name = named ? (try? item.attributes.values(of: Self.nameAttributes)).flatMap { values in Self.name { values[$0] } } : nil
         itemClass = item.itemClass
@@ -46,7 +46,7 @@ public struct ArchivedItem: Sendable, Equatable {
         self.wrapping = wrapping
         sealed = Data()
         var w = ByteWriter(capacity: 12 + SymmetricKey.byteCount + AEAD.overhead + seal.metadata.count + seal.secret.count)
-        w.lengthPrefixed(AEAD.wrap(seal.key, under: key, associatedData: binding.associatedData(self), entropy: entropy))
+        w.lengthPrefixed(AEAD.wrap(seal.key, under: key, nonce: nonce, associatedData: binding.associatedData(self)))
         w.lengthPrefixed(seal.metadata)
         w.lengthPrefixed(seal.secret)
         sealed = Data(w.bytes)
@@ -107,10 +107,19 @@ struct ItemBinding: Sendable {
     let version: UInt16
     /// nil in format 1 archives, whose items are bound to no archive.
     let archiveID: Data?
+    /// What every item's associated data starts with: built once per archive.
+    private let prefix: [UInt8]
 
     init(_ header: ArchiveHeader, version: UInt16) {
         self.version = version
         archiveID = version >= 2 ? header.archiveID : nil
+        var w = ByteWriter(capacity: 64)
+        w.raw("keyferry item \(min(version, 3))|".utf8)
+        if let archiveID {
+            w.raw(Hex.encode(archiveID).utf8)
+            w.uint8(UInt8(ascii: "|"))
+        }
+        prefix = w.bytes
     }
 
     /// Binds the seal to the archive, the item's identity, its protection and wrapping, so a
@@ -122,11 +131,7 @@ struct ItemBinding: Sendable {
     /// - format 1: `keyferry item 1|UUID|protection|wrapping`.
     func associatedData(_ item: ArchivedItem) -> [UInt8] {
         var w = ByteWriter(capacity: 128)
-        w.raw("keyferry item \(min(version, 3))|".utf8)
-        if let archiveID {
-            w.raw(Hex.encode(archiveID).utf8)
-            w.uint8(UInt8(ascii: "|"))
-        }
+        w.raw(prefix)
         w.uuidText(item.uuid)
         let parts =
             version >= 3

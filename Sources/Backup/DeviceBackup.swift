@@ -181,7 +181,9 @@ private struct KeychainSections: Sendable {
     init(_ items: [ExportedItem], keys: ItemKeys, entropy: any EntropySource) throws {
         let named = keys.mode == .encrypted
         var builder = SectionBuilder()
-        for item in items {
+        // Every nonce of the piece in one draw: a draw is a system call.
+        let nonces = entropy.bytes(items.count * AEAD.nonceByteCount)
+        for (index, item) in items.enumerated() {
             if let reason = item.neverExported {
                 neverExported[DeviceBackup.CountName.neverExported(item.itemClass, reason), default: 0] += 1
                 continue
@@ -189,7 +191,8 @@ private struct KeychainSections: Sendable {
             counts[Kind(itemClass: item.itemClass, protection: item.protection), default: 0] += 1
             guard let (wrapping, key) = keys.key(for: item.protection) else { continue }
             guard case .sealed(let seal) = item.secret else { preconditionFailure("a backup exports its items sealed") }
-            builder.add(ArchivedItem(item, seal: seal, wrapping: wrapping, key: key, binding: keys.binding, named: named, entropy: entropy).encoded)
+            let nonce = Array(nonces[(index * AEAD.nonceByteCount)..<((index + 1) * AEAD.nonceByteCount)])
+            builder.add(ArchivedItem(item, seal: seal, wrapping: wrapping, key: key, binding: keys.binding, named: named, nonce: nonce).encoded)
         }
         sections = try builder.takeAll().map { try CompressedSection(.keychain, $0) }
     }

@@ -224,14 +224,19 @@ enum ItemTable {
 
     /// The rows after `sequence` in change order, read through a cursor so that each becomes a
     /// StoredRow without an array of GRDB rows between.
-    static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?) throws -> some Cursor<StoredRow> {
+    static func changes(_ db: Database, since sequence: Int64, accessGroupHashes: [[UInt8]]?, limit: Int? = nil) throws -> some Cursor<StoredRow> {
         var sql = "SELECT \(StoredRow.columns) FROM item WHERE change_seq > ?"
         var arguments: StatementArguments = [sequence]
         if let hashes = accessGroupHashes {
             sql += " AND agrp_hash IN \(placeholders(hashes.count))"
             for hash in hashes { arguments += [Data(hash)] }
         }
-        return try StoredRow.cursor(try db.cachedStatement(sql: sql + " ORDER BY change_seq"), arguments)
+        sql += " ORDER BY change_seq"
+        if let limit {
+            sql += " LIMIT ?"
+            arguments += [limit]
+        }
+        return try StoredRow.cursor(try db.cachedStatement(sql: sql), arguments)
     }
 
     /// Format 1 rows of the given classes, live or tombstone (an index holds only those, so

@@ -65,11 +65,14 @@ public struct SealedChange: Sendable {
 extension Keychain {
     /// The change feed after `sequence` as far as the class keys in memory open it, oldest
     /// first: the entries that open, and apart from them those that stay sealed in this lock
-    /// state. The system's read (sync): it never fails for a lock state. Device scope only.
-    public func availableChanges(since sequence: Int64, includingData: Bool = false) throws -> (open: [ItemChange], sealed: [SealedChange]) {
+    /// state; at most `limit` of them together, so a large feed can be read a page at a time.
+    /// The system's read (sync): it never fails for a lock state. Device scope only.
+    public func availableChanges(since sequence: Int64, includingData: Bool = false, limit: Int? = nil) throws -> (
+        open: [ItemChange], sealed: [SealedChange]
+    ) {
         try requireDeviceScope()
         let keys = try device.availableKeys()
-        let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
+        let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil, limit: limit)) }
         let (openable, sealed) = rows.reduce(into: ([StoredRow](), [SealedChange]())) { split, row in
             if keys[row.header.protection] != nil {
                 split.0.append(row)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
+import KeyferryCrypto
 import KeyferryThreads
 
 extension Keychain {
@@ -63,8 +64,10 @@ extension Keychain {
     package func sealedForRestore(_ items: [RestoredItem]) throws -> RestoreRows {
         try requireDeviceScope()
         let keys = try device.availableKeys()
-        return RestoreRows(
-            rows: try ParallelMap.map(items) { item -> SealedRow in
+        let rows = try ParallelMap.mapChunks(items) { chunk in
+            // The wraps' nonces in one draw per piece: a draw is a system call.
+            let nonces = device.entropy.bytes(chunk.count * AEAD.nonceByteCount)
+            return try chunk.enumerated().map { index, item -> SealedRow in
                 let record = item.record
                 try checkPasscode(for: record.protection)
                 guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
@@ -77,9 +80,12 @@ extension Keychain {
                     let header = header(
                         uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
                         synchronizable: record.synchronizable, accessGroup: record.accessGroup, attributes: record.attributes)
-                    return SealedRow.wrapping(opened.seal, header: header, classKey: classKeys.classKey, entropy: device.entropy)
+                    let nonce = Array(nonces[(index * AEAD.nonceByteCount)..<((index + 1) * AEAD.nonceByteCount)])
+                    return SealedRow.wrapping(opened.seal, header: header, classKey: classKeys.classKey, nonce: nonce)
                 }
-            })
+            }
+        }
+        return RestoreRows(rows: rows.flatMap { $0 })
     }
 
     /// Writes sealed items in one transaction, as `restore(_ records:)` describes.

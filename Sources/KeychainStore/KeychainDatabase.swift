@@ -25,6 +25,10 @@ struct KeychainDatabase: Sendable {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Freed pages are zeroed, so deleted ciphertext does not linger in the file.
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            // Lookups and inserts land on random pages of the UUID and primary-key indexes: at a
+            // million items those indexes outgrow SQLite's default 2 MiB cache, and every write
+            // went back to the file for pages it had just read.
+            try db.execute(sql: "PRAGMA cache_size = -32768")
         }
         queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(queue)

@@ -214,8 +214,8 @@ struct SealedRow: Sendable {
 
     /// A row that stores `seal` as it is, its key wrapped under `classKey`: what a restored
     /// item becomes, without its secret being opened.
-    static func wrapping(_ seal: ItemSeal, header: RowHeader, classKey: SymmetricKey, entropy: any EntropySource) -> SealedRow {
-        let wrapped = AEAD.wrap(seal.key, under: classKey, associatedData: header.associatedData(format: .itemKey), entropy: entropy)
+    static func wrapping(_ seal: ItemSeal, header: RowHeader, classKey: SymmetricKey, nonce: [UInt8]) -> SealedRow {
+        let wrapped = AEAD.wrap(seal.key, under: classKey, nonce: nonce, associatedData: header.associatedData(format: .itemKey))
         return SealedRow(header: header, wrappedKey: wrapped, metadata: seal.metadata, secret: seal.secret)
     }
 

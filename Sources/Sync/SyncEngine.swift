@@ -506,15 +506,37 @@ package actor SyncEngine {
         change.synchronizable && !change.protection.isThisDeviceOnly
     }
 
+    /// Changes read and pushed at a time: memory stays bounded whatever the number of items.
+    private var pushPage = 10_000
+
+    /// Sets how many changes a push reads at a time (tests cross page boundaries with few items).
+    package func setPushPage(_ changes: Int) { pushPage = max(changes, 1) }
+
     private func push(_ report: inout SyncReport, as identity: DeviceIdentity) async throws {
         guard let keys = generations[history.epoch] else { return }
-        let author = identity.signingKey
-        let feed = try device.deviceKeychain.availableChanges(since: pushedThrough, includingData: true)
+        var after = pushedThrough
         // Sealed in this lock state: they wait, and nothing from the first of them on counts as pushed.
-        let sealed = feed.sealed.filter { replicates($0) && isPending($0.changeSequence, $0.uuid) }
-        report.waitingToPush = sealed.count
+        var firstWaiting: Int64?
+        report.waitingToPush = 0
+        while true {
+            let feed = try device.deviceKeychain.availableChanges(since: after, includingData: true, limit: pushPage)
+            let last = max(feed.open.last?.changeSequence ?? after, feed.sealed.last?.changeSequence ?? after)
+            guard last > after else { break }
+            after = last
+            let sealed = feed.sealed.filter { replicates($0) && isPending($0.changeSequence, $0.uuid) }
+            report.waitingToPush += sealed.count
+            firstWaiting = firstWaiting ?? sealed.first?.changeSequence
+            try await push(feed.open, keys: keys, &report, as: identity)
+        }
+        pushedThrough = firstWaiting.map { $0 - 1 } ?? after
+        clock.forget(through: pushedThrough)
+    }
+
+    /// Seals and pushes the changes of one page that are to push, a batch at a time.
+    private func push(_ changes: [ItemChange], keys: CircleKeys, _ report: inout SyncReport, as identity: DeviceIdentity) async throws {
+        let author = identity.signingKey
         var items: [(item: SyncedItem, changeSequence: Int64)] = []
-        for change in feed.open {
+        for change in changes {
             switch SyncEligibility(change.record) {
             case .replicates: break
             case .deviceBound:
@@ -542,9 +564,6 @@ package actor SyncEngine {
             }
             report.pushed += page.count
         }
-        let last = max(feed.open.last?.changeSequence ?? pushedThrough, feed.sealed.last?.changeSequence ?? pushedThrough)
-        pushedThrough = sealed.first.map { $0.changeSequence - 1 } ?? last
-        clock.forget(through: pushedThrough)
     }
 
     /// A local change's version: the time it was made (its modification date, or its deletion

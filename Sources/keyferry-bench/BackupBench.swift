@@ -152,6 +152,12 @@ struct BackupBench: ParsableCommand {
 /// `sandboxMB` of incompressible sandbox files: what the backup and survival benchmarks measure.
 func populatedBenchDevice(at directory: URL, passcode: String, items: Int, sandboxMB: Int, biometry: Bool = false) throws -> Device {
     let device = try Device.create(at: directory, options: DeviceOptions(name: "Bench iPhone", passcode: passcode, enrollBiometry: biometry))
+    try populate(device, items: items, sandboxMB: sandboxMB)
+    return device
+}
+
+/// Adds `items` items and `sandboxMB` of files to a new device, as `populatedBenchDevice` does.
+func populate(_ device: Device, items: Int, sandboxMB: Int) throws {
     let apps = (0..<4).map { AppManifest(bundleID: "com.example.app\($0)", teamID: "BENCH12345") }
     for app in apps { try device.install(app) }
     let protections: [ProtectionClass] = [
@@ -180,5 +186,4 @@ func populatedBenchDevice(at directory: URL, passcode: String, items: Int, sandb
     for index in 0..<sandboxMB {
         try device.sandbox(for: apps[index % apps.count].bundleID).writeFile("blob\(index).bin", Data(entropy.bytes(fileBytes)))
     }
-    return device
 }

@@ -12,6 +12,7 @@ struct KeyferryBench: AsyncParsableCommand {
             """,
         subcommands: [
             StoreBench.self, NodeBench.self, BackupBench.self, PhoneBackupBench.self, SyncBench.self, RelaysBench.self, SurvivalBench.self, SecurityBench.self,
+            ScaleBench.self,
         ])
 }
 

@@ -220,9 +220,9 @@ struct PlainSQLite {
     }
 
     /// All rows of the keychain's shape in one transaction: the floor of bulk import.
-    func insertShaped(_ rows: ShapedRows) throws {
+    func insertShaped(_ rows: ShapedRows, _ range: Range<Int>? = nil) throws {
         try transaction { db in
-            for n in rows.keys.indices { try insertShapedRow(n, of: rows, db) }
+            for n in range ?? rows.keys.indices { try insertShapedRow(n, of: rows, db) }
         }
     }
 

@@ -357,11 +357,14 @@ struct SyncEngineTests {
         for member in members { #expect(try member.synchronizedItems() == reference, "\(member.name)") }
     }
 
-    @Test("a locked member with a class A change still pushes and applies class C; the class A change goes at unlock")
-    func lockedMemberSyncsWhatItCan() async throws {
+    @Test(
+        "a locked member with a class A change still pushes and applies class C; the class A change goes at unlock (pushes read the feed a page at a time)",
+        arguments: [10_000, 1])
+    func lockedMemberSyncsWhatItCan(pushPage: Int) async throws {
         let relay = MemoryRelay()
         let members = try await circleOfThree(relay)
         let (phone, tablet) = (members[0], members[1])
+        await phone.engine.setPushPage(pushPage)
         _ = try phone.keychain.add(.password(account: "class-a", protection: .whenUnlocked, synchronizable: true))
         try await settle(members)
         try phone.keychain.update(.password(account: "class-a", synchronizable: .yes), with: ItemChanges(data: Data("edited before the lock".utf8)))
