@@ -25,16 +25,21 @@ struct StoreVectorTests {
             attributes: [.account: .string("alice"), .service: .string("mail")])
     }
 
+    static let index = ItemIndex(key: uid.derive(context: "kfindex_"))
+
+    /// The vector item's plaintext columns, its keyed hashes under the vector UID's index key.
+    static var header: RowHeader {
+        let primaryKey = PrimaryKey(itemClass: .genericPassword, accessGroup: metadata.accessGroup, synchronizable: false, attributes: metadata.attributes)
+        return RowHeader(
+            uuid: uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false,
+            accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
+            tokens: index.tokens(.genericPassword, metadata.attributes))
+    }
+
     @Test("derived keys, hashes, metadata encoding and the sealed row match the published bytes")
     func vector() throws {
         let keybag = Keybag(uid: Self.uid, entropy: SystemEntropy())
-        let index = ItemIndex(key: Self.uid.derive(context: "kfindex_"))
-        let metadata = Self.metadata
-        let primaryKey = PrimaryKey(itemClass: .genericPassword, accessGroup: metadata.accessGroup, synchronizable: false, attributes: metadata.attributes)
-        let header = RowHeader(
-            uuid: Self.uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false,
-            accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
-            tokens: index.tokens(.genericPassword, metadata.attributes))
+        let (index, metadata, header) = (Self.index, Self.metadata, Self.header)
         let sealed = SealedRow.seal(
             header: header, metadata: metadata, secret: Data("hunter2".utf8), classKey: Self.classKey, random: Self.bytes(0x80...0xe7))
         let wrappedClassKey = AEAD.seal(
@@ -65,13 +70,7 @@ struct StoreVectorTests {
     @Test("a format 1 row, as written before item keys, still opens")
     func formatOne() throws {
         // The format 1 vector Protocol/store.md published until format 2.
-        let index = ItemIndex(key: Self.uid.derive(context: "kfindex_"))
-        let metadata = Self.metadata
-        let primaryKey = PrimaryKey(itemClass: .genericPassword, accessGroup: metadata.accessGroup, synchronizable: false, attributes: metadata.attributes)
-        let header = RowHeader(
-            uuid: Self.uuid, itemClass: .genericPassword, protection: .whenUnlocked, synchronizable: false,
-            accessGroupHash: index.accessGroupHash(metadata.accessGroup), primaryKeyHash: index.primaryKeyHash(primaryKey),
-            tokens: index.tokens(.genericPassword, metadata.attributes))
+        let (metadata, header) = (Self.metadata, Self.header)
         let row = SealedRow(
             header: header, wrappedKey: nil, metadata: Data(Hex.decode(StoreVector.formatOne["sealedMetadata"]!)!),
             secret: Data(Hex.decode(StoreVector.formatOne["secret"]!)!))
