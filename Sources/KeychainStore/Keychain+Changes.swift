@@ -65,14 +65,32 @@ public struct SealedChange: Sendable {
 extension Keychain {
     /// The change feed after `sequence` as far as the class keys in memory open it, oldest
     /// first: the entries that open, and apart from them those that stay sealed in this lock
-    /// state; at most `limit` of them together, so a large feed can be read a page at a time.
-    /// The system's read (sync): it never fails for a lock state. Device scope only.
-    public func availableChanges(since sequence: Int64, includingData: Bool = false, limit: Int? = nil) throws -> (
-        open: [ItemChange], sealed: [SealedChange]
-    ) {
+    /// state. The system's read (sync): it never fails for a lock state. Device scope only.
+    public func availableChanges(since sequence: Int64, includingData: Bool = false) throws -> (open: [ItemChange], sealed: [SealedChange]) {
         try requireDeviceScope()
+        let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
+        return try available(rows, includingData: includingData)
+    }
+
+    /// A page of the change feed for sync to push: at most `limit` changes after `sequence`,
+    /// with their data, as `availableChanges` reads them, but without the changes that wrote a
+    /// version sync holds (`replicaVersions`): those it wrote itself are left unopened.
+    /// `through` is the last change the page read, left out or not. Device scope only.
+    package func changesToPush(since sequence: Int64, limit: Int) throws -> (open: [ItemChange], sealed: [SealedChange], through: Int64) {
+        try requireDeviceScope()
+        let (rows, through) = try device.database.unsafeRead { db in
+            let rows = try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil, limit: limit))
+            guard let through = rows.last?.changeSequence else { return (rows, sequence) }
+            let replicaWrites = try Set(Int64.fetchCursor(try ReplicaTable.writes(db), arguments: [sequence + 1, through]))
+            return (rows.filter { !replicaWrites.contains($0.changeSequence) }, through)
+        }
+        let feed = try available(rows, includingData: true)
+        return (feed.open, feed.sealed, through)
+    }
+
+    /// Opens the rows the class keys in memory open; the rest stay sealed.
+    private func available(_ rows: [StoredRow], includingData: Bool) throws -> (open: [ItemChange], sealed: [SealedChange]) {
         let keys = try device.availableKeys()
-        let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil, limit: limit)) }
         let (openable, sealed) = rows.reduce(into: ([StoredRow](), [SealedChange]())) { split, row in
             if keys[row.header.protection] != nil {
                 split.0.append(row)

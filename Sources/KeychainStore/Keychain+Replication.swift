@@ -9,10 +9,27 @@ extension Keychain {
     package struct ReplicatedVersion: Sendable {
         package var record: ItemRecord
         package var tombstoneDate: Date?
+        /// The version as sync names it, kept with the write (`replicaVersions`).
+        package var version: [UInt8]
 
-        package init(record: ItemRecord, tombstoneDate: Date?) {
+        package init(record: ItemRecord, tombstoneDate: Date?, version: [UInt8]) {
             self.record = record
             self.tombstoneDate = tombstoneDate
+            self.version = version
+        }
+    }
+
+    /// What sync keeps of an item it holds a version of: the version, in bytes the store does
+    /// not read, and the change sequence of the write that put it here or that sync pushed.
+    /// Kept beside the items, as Apple's keychain keeps its sync mirror beside them: a million
+    /// items cost sync no memory, and a replicated write commits together with its version.
+    package struct ReplicaVersion: Sendable, Equatable {
+        package var version: [UInt8]
+        package var changeSequence: Int64
+
+        package init(version: [UInt8], changeSequence: Int64) {
+            self.version = version
+            self.changeSequence = changeSequence
         }
     }
 
@@ -28,12 +45,15 @@ extension Keychain {
     }
 
     /// Writes synchronizable items as other members wrote them (UUID, dates, group, protection,
-    /// attributes), sealed on every core and written in one transaction. A row with the same
-    /// UUID gives way. A row with another UUID under the same primary key gives way only when
-    /// it is not device-bound and `replaces` says so (it is asked with that row's UUID);
-    /// otherwise the version is not written. Each outcome carries the change sequence written,
-    /// so the sync engine can tell its own writes from the device's. Device scope only.
-    package func applyReplicated(_ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: UUID) -> Bool) throws -> [ReplicationOutcome] {
+    /// attributes), sealed on every core and written in one transaction with their versions.
+    /// A row with the same UUID gives way. A row with another UUID under the same primary key
+    /// gives way, and its version with it, only when it is not device-bound and `replaces` says
+    /// so (it is asked with that row's version, nil when sync holds none); otherwise the
+    /// version is not written. Each outcome carries the change sequence written, so the sync
+    /// engine can tell its own writes from the device's. Device scope only.
+    package func applyReplicated(
+        _ versions: [ReplicatedVersion], replaces: (_ index: Int, _ holder: ReplicaVersion?) -> Bool
+    ) throws -> [ReplicationOutcome] {
         try requireDeviceScope()
         let keys = try device.availableKeys()
         let rows = try ParallelMap.map(versions) { version -> SealedRow in
@@ -56,10 +76,11 @@ extension Keychain {
                         outcomes.append(.keptDeviceBound(holder))
                         continue
                     }
-                    if !replaces(index, holder) {
+                    if !replaces(index, try ReplicaTable.version(db, of: holder)) {
                         outcomes.append(.superseded)
                         continue
                     }
+                    try ReplicaTable.remove(db, holder)
                 }
                 try ItemTable.giveWay(db, uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
                 var sequence = device.database.nextChangeSequence()
@@ -68,10 +89,45 @@ extension Keychain {
                     sequence = device.database.nextChangeSequence()
                     try ItemTable.bury(db, id: db.lastInsertedRowID, at: date, changeSequence: sequence)
                 }
+                try ReplicaTable.record(db, row.header.uuid, ReplicaVersion(version: version.version, changeSequence: sequence), replacing: true)
                 outcomes.append(.written(changeSequence: sequence))
             }
             return outcomes
         }
+    }
+
+    /// The versions sync holds of `uuids`, of those it holds one of. Device scope only.
+    package func replicaVersions(of uuids: some Sequence<UUID>) throws -> [UUID: ReplicaVersion] {
+        try requireDeviceScope()
+        return try device.database.unsafeRead { db in
+            var found: [UUID: ReplicaVersion] = [:]
+            for uuid in uuids { found[uuid] = try ReplicaTable.version(db, of: uuid) }
+            return found
+        }
+    }
+
+    /// The change sequences in `range` that wrote a version sync holds: its own writes of what
+    /// others sent, and what it pushed. Device scope only.
+    package func replicaWrites(in range: ClosedRange<Int64>) throws -> Set<Int64> {
+        try requireDeviceScope()
+        return try device.database.unsafeRead { db in
+            try Set(Int64.fetchCursor(try ReplicaTable.writes(db), arguments: [range.lowerBound, range.upperBound]))
+        }
+    }
+
+    /// Keeps `versions` as the ones sync holds; with `replacing` false, a version held already
+    /// stays. Device scope only.
+    package func recordReplicaVersions(_ versions: [UUID: ReplicaVersion], replacing: Bool = true) throws {
+        try requireDeviceScope()
+        try device.database.write { db in
+            for (uuid, version) in versions { try ReplicaTable.record(db, uuid, version, replacing: replacing) }
+        }
+    }
+
+    /// Forgets every version sync held: the device left its circle. Device scope only.
+    package func forgetReplicaVersions() throws {
+        try requireDeviceScope()
+        try device.database.write { db in try db.execute(sql: "DELETE FROM replica") }
     }
 
     /// The row a record becomes on this device, sealed under this device's class keys, with
@@ -92,5 +148,31 @@ extension Keychain {
             accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
             creationDate: record.creationDate, modificationDate: record.modificationDate,
             attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
+    }
+}
+
+/// The `replica` table: one row per item sync holds a version of.
+enum ReplicaTable {
+    static func version(_ db: Database, of uuid: UUID) throws -> Keychain.ReplicaVersion? {
+        let statement = try db.cachedStatement(sql: "SELECT version, change_seq FROM replica WHERE uuid = ?")
+        statement.setUncheckedArguments([uuid.bytes])
+        return try Row.fetchOne(statement).map { Keychain.ReplicaVersion(version: [UInt8]($0[0] as Data), changeSequence: $0[1]) }
+    }
+
+    static func writes(_ db: Database) throws -> Statement {
+        try db.cachedStatement(sql: "SELECT change_seq FROM replica WHERE change_seq BETWEEN ? AND ?")
+    }
+
+    static func record(_ db: Database, _ uuid: UUID, _ version: Keychain.ReplicaVersion, replacing: Bool) throws {
+        let statement = try db.cachedStatement(
+            sql: replacing
+                ? "INSERT OR REPLACE INTO replica (uuid, version, change_seq) VALUES (?, ?, ?)"
+                : "INSERT OR IGNORE INTO replica (uuid, version, change_seq) VALUES (?, ?, ?)")
+        statement.setUncheckedArguments([uuid.bytes, Data(version.version), version.changeSequence])
+        try statement.execute()
+    }
+
+    static func remove(_ db: Database, _ uuid: UUID) throws {
+        try db.cachedStatement(sql: "DELETE FROM replica WHERE uuid = ?").execute(arguments: [uuid.bytes])
     }
 }

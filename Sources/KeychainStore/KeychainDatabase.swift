@@ -108,6 +108,18 @@ struct KeychainDatabase: Sendable {
                     CREATE INDEX item_format1 ON item (pdmn) WHERE wrapped_key IS NULL;
                     """)
         }
+        migrator.registerMigration("v4: replica versions") { db in
+            // The version sync holds of each item it wrote or pushed, opaque to the store.
+            try db.execute(
+                sql: """
+                    CREATE TABLE replica (
+                        uuid BLOB PRIMARY KEY,
+                        version BLOB NOT NULL,
+                        change_seq INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX replica_by_change ON replica (change_seq);
+                    """)
+        }
         return migrator
     }
 

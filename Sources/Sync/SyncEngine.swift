@@ -40,12 +40,6 @@ package actor SyncEngine {
     private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.sync.engine")
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// A version this device holds: what it is, and the write that put it in the keychain.
-    struct HeldVersion {
-        var stamp: VersionStamp
-        var changeSequence: Int64
-    }
-
     let device: Device
     let transport: any RelayTransport
     package let relay: URL
@@ -58,7 +52,6 @@ package actor SyncEngine {
     private var generations: [UInt32: CircleKeys] = [:]
     private var publishedClassKeys: [UInt32: [UInt8]] = [:]
     private var clock = HybridClock()
-    private var held: [UUID: HeldVersion] = [:]
     /// Every change up to here is pushed (or is not to be).
     private var pushedThrough: Int64 = 0
     private var cursors: [RelayStream: UInt64] = [:]
@@ -92,12 +85,13 @@ package actor SyncEngine {
     /// sealed in this lock state are counted, not named).
     package func localStatus() throws -> (pending: Int, deviceBound: [String]) {
         let feed = try device.deviceKeychain.availableChanges(since: 0)
-        var pending = feed.sealed.filter { isPending($0.changeSequence, $0.uuid) && replicates($0) }.count
+        let ownWrites = try ownWrites(through: .max)
+        var pending = feed.sealed.filter { isPending($0.changeSequence, ownWrites) && replicates($0) }.count
         var deviceBound: [String] = []
         for change in feed.open {
             switch SyncEligibility(change.record) {
             case .replicates:
-                if isPending(change.changeSequence, change.record.uuid) { pending += 1 }
+                if isPending(change.changeSequence, ownWrites) { pending += 1 }
             case .deviceBound where !change.isTombstone:
                 let text = { (key: AttributeKey) -> String? in
                     change.record.attributes[key]?.text.flatMap { $0.isEmpty ? nil : $0 }
@@ -209,10 +203,12 @@ package actor SyncEngine {
         return engine
     }
 
+    /// Refuses a device in a circle; of one it left, forgets what a leave cut short kept.
     private static func requireNoCircle(_ device: Device) throws {
         guard try SyncState.load(from: device.directory) == nil else {
             throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
         }
+        try device.deviceKeychain.forgetReplicaVersions()
     }
 
     /// Vouches for `peer`: a signed entry admitting it and its share of the current keys, for
@@ -273,6 +269,7 @@ package actor SyncEngine {
             }
         } catch  where force {}
         try SyncState.remove(from: device.directory)
+        try device.deviceKeychain.forgetReplicaVersions()
         try? SyncSecrets.forgetCircleKeys(device)
         generations = [:]
     }
@@ -494,10 +491,16 @@ package actor SyncEngine {
 
     // MARK: Items
 
-    /// Whether a change at `sequence` of item `uuid` is still to push: not the engine's own
-    /// write of a received version, and not pushed already.
-    private func isPending(_ sequence: Int64, _ uuid: UUID) -> Bool {
-        sequence > pushedThrough && held[uuid]?.changeSequence != sequence
+    /// Whether the change at `sequence` is still to push: not pushed already, and not one of
+    /// `ownWrites` (the engine's writes of received versions, and its pushes).
+    private func isPending(_ sequence: Int64, _ ownWrites: Set<Int64>) -> Bool {
+        sequence > pushedThrough && !ownWrites.contains(sequence)
+    }
+
+    /// The changes after `pushedThrough`, through `last`, that wrote a version this member holds.
+    private func ownWrites(through last: Int64) throws -> Set<Int64> {
+        guard last > pushedThrough else { return [] }
+        return try device.deviceKeychain.replicaWrites(in: (pushedThrough + 1)...last)
     }
 
     /// Whether a sealed change is of an item that replicates; synchronizable items carry no
@@ -519,36 +522,39 @@ package actor SyncEngine {
         var firstWaiting: Int64?
         report.waitingToPush = 0
         while true {
-            let feed = try device.deviceKeychain.availableChanges(since: after, includingData: true, limit: pushPage)
-            let last = max(feed.open.last?.changeSequence ?? after, feed.sealed.last?.changeSequence ?? after)
-            guard last > after else { break }
-            after = last
-            let sealed = feed.sealed.filter { replicates($0) && isPending($0.changeSequence, $0.uuid) }
+            // What the engine wrote itself (versions received) stays out, unopened.
+            let page = try device.deviceKeychain.changesToPush(since: after, limit: pushPage)
+            guard page.through > after else { break }
+            after = page.through
+            let sealed = page.sealed.filter(replicates)
             report.waitingToPush += sealed.count
             firstWaiting = firstWaiting ?? sealed.first?.changeSequence
-            try await push(feed.open, keys: keys, &report, as: identity)
+            try await push(page.open, keys: keys, &report, as: identity)
+            // Each stamp is a reading: fold those no change still to stamp needs, page by page.
+            clock.forget(through: firstWaiting.map { $0 - 1 } ?? after)
         }
         pushedThrough = firstWaiting.map { $0 - 1 } ?? after
         clock.forget(through: pushedThrough)
     }
 
-    /// Seals and pushes the changes of one page that are to push, a batch at a time.
+    /// Seals and pushes the pending changes of one page that replicate, a batch at a time.
     private func push(_ changes: [ItemChange], keys: CircleKeys, _ report: inout SyncReport, as identity: DeviceIdentity) async throws {
         let author = identity.signingKey
-        var items: [(item: SyncedItem, changeSequence: Int64)] = []
-        for change in changes {
+        let replicating = changes.filter { change in
             switch SyncEligibility(change.record) {
-            case .replicates: break
+            case .replicates: return true
             case .deviceBound:
                 report.skippedDeviceBound += 1
-                continue
-            case .notSynchronizable, .accessControlled: continue
+                return false
+            case .notSynchronizable, .accessControlled: return false
             }
-            guard isPending(change.changeSequence, change.record.uuid) else { continue }
+        }
+        let held = try device.deviceKeychain.heldVersions(of: replicating.map(\.record.uuid))
+        let items = replicating.map { change in
             var record = change.record
             if change.isTombstone { record.data = nil }
-            let version = stamp(change)
-            items.append((SyncedItem(version: version, isTombstone: change.isTombstone, record: record), change.changeSequence))
+            let version = stamp(change, after: held[record.uuid]?.stamp.timestamp)
+            return (item: SyncedItem(version: version, isTombstone: change.isTombstone, record: record), changeSequence: change.changeSequence)
         }
         // A batch at a time, so the others start on the first while the rest is sealed.
         for start in stride(from: 0, to: items.count, by: EnvelopeBatch.maximumCount) {
@@ -559,23 +565,22 @@ package actor SyncEngine {
             let batches = EnvelopeBatch.batches(of: sealedPage, circle: circle, author: author, after: ownChain)
             try await push(batches.map(\.bytes), to: .envelopes, as: identity)
             ownChain = batches.last?.link ?? ownChain
-            for item in page {
-                held[item.item.record.uuid] = HeldVersion(stamp: item.item.stamp, changeSequence: item.changeSequence)
-            }
+            try device.deviceKeychain.recordReplicaVersions(
+                Dictionary(page.map { ($0.item.record.uuid, HeldVersion(stamp: $0.item.stamp, changeSequence: $0.changeSequence).replica) }) { $1 })
             report.pushed += page.count
         }
     }
 
     /// A local change's version: the time it was made (its modification date, or its deletion
-    /// date), after everything this member had seen or written before it, and after the
-    /// version of the item it replaces.
-    private func stamp(_ change: ItemChange) -> HybridTimestamp {
+    /// date), after everything this member had seen or written before it, and after
+    /// `previous`, the version of the item it replaces.
+    private func stamp(_ change: ItemChange, after previous: HybridTimestamp?) -> HybridTimestamp {
         let date = change.isTombstone ? change.tombstoneDate ?? change.record.modificationDate : change.record.modificationDate
         let milliseconds = date.timeIntervalSince1970 * 1000
         var version = clock.stamp(
             changeAt: change.changeSequence,
             wallMilliseconds: milliseconds.isFinite && milliseconds > 0 ? UInt64(min(milliseconds, 1e18)) : 0)
-        if let previous = held[change.record.uuid]?.stamp.timestamp, version <= previous {
+        if let previous, version <= previous {
             version = previous.successor
             clock.observe(version, at: change.changeSequence)
         }
@@ -628,6 +633,7 @@ package actor SyncEngine {
                 return (item, item.stamp)
             }
         }
+        let held = try device.deviceKeychain.heldVersions(of: opened.compactMap { try? $0.get().0.record.uuid })
         var chosen: [(envelope: SealedEnvelope, item: SyncedItem, stamp: VersionStamp)] = []
         var positions: [UUID: Int] = [:]
         var newest = HybridTimestamp.zero
@@ -659,20 +665,18 @@ package actor SyncEngine {
             Keychain.ReplicatedVersion(
                 record: choice.item.record,
                 tombstoneDate: choice.item.isTombstone
-                    ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil)
+                    ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil,
+                version: HeldVersion(stamp: choice.stamp, changeSequence: 0).replica.version)
         }
         do {
             // Two items added apart under one primary key: the preferred one stays everywhere.
             let outcomes = try device.deviceKeychain.applyReplicated(versions) { index, holder in
-                guard let other = held[holder] else { return true }
-                guard MergeRule.prefers(chosen[index].stamp, over: other.stamp) else { return false }
-                held[holder] = nil
-                return true
+                guard let other = holder.flatMap(HeldVersion.init) else { return true }
+                return MergeRule.prefers(chosen[index].stamp, over: other.stamp)
             }
-            for (choice, outcome) in zip(chosen, outcomes) {
+            for outcome in outcomes {
                 switch outcome {
-                case .written(let sequence):
-                    held[choice.item.record.uuid] = HeldVersion(stamp: choice.stamp, changeSequence: sequence)
+                case .written:
                     report.applied += 1
                 case .superseded:
                     report.superseded += 1
@@ -707,11 +711,6 @@ package actor SyncEngine {
             cursors: Dictionary(uniqueKeysWithValues: cursors.map { ($0.key.rawValue, $0.value) }),
             pushedThrough: pushedThrough, clock: clock.latest,
             clockReadings: clock.readings,
-            held: held.mapValues {
-                .init(
-                    milliseconds: $0.stamp.timestamp.milliseconds, counter: $0.stamp.timestamp.counter,
-                    digest: Data($0.stamp.digest), changeSequence: $0.changeSequence)
-            },
             waiting: waiting.map { Data($0.bytes) }, ownChain: ownChain, received: received)
         try state.save(in: device.directory)
     }
@@ -722,13 +721,20 @@ package actor SyncEngine {
         cursors = Dictionary(uniqueKeysWithValues: state.cursors.compactMap { key, value in RelayStream(rawValue: key).map { ($0, value) } })
         pushedThrough = state.pushedThrough
         clock = HybridClock(readings: state.clockReadings ?? [HybridClock.Reading(sequence: state.pushedThrough, time: state.clock)])
-        held = state.held.mapValues {
-            HeldVersion(
-                stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
-                changeSequence: $0.changeSequence)
-        }
         waiting = try state.waiting.map { try SealedEnvelope(bytes: [UInt8]($0)) }
         ownChain = state.ownChain ?? .start
         received = state.received ?? AuthorChains()
+        if let held = state.held, !held.isEmpty {
+            // Kept in sync.json before format 2: into the keychain, where a crash before the
+            // state is saved again leaves them to be copied once more (a version held stays).
+            try device.deviceKeychain.recordReplicaVersions(
+                held.mapValues {
+                    HeldVersion(
+                        stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
+                        changeSequence: $0.changeSequence
+                    ).replica
+                }, replacing: false)
+            try save()
+        }
     }
 }

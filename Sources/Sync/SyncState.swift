@@ -8,7 +8,9 @@ import SyncWire
 /// renamed, so a crash leaves the previous state; a member that restarts from it pulls and
 /// pushes again, which the merge rule makes harmless.
 struct SyncState: Codable {
-    static let formatVersion = 1
+    /// 2: the versions held moved into the keychain's database (`HeldVersion`); format 1
+    /// states still load, and their versions move there.
+    static let formatVersion = 2
 
     struct Held: Codable {
         var milliseconds: UInt64
@@ -33,7 +35,8 @@ struct SyncState: Codable {
     /// The clock's readings by change sequence (`HybridClock`); absent from older states,
     /// which start from `clock` at `pushedThrough`.
     var clockReadings: [HybridClock.Reading]?
-    var held: [UUID: Held]
+    /// Format 1 only.
+    var held: [UUID: Held]?
     /// Envelopes waiting for unlock, as received.
     var waiting: [Data]
     /// The head of this member's chain of batches, and what arrived of the others'; absent
@@ -59,7 +62,9 @@ struct SyncState: Codable {
         } catch {
             throw CircleError(.unreadableState, "\(url.path) is unreadable (\(error)); move it aside to leave the circle and join again.")
         }
-        guard state.format == formatVersion else { throw CircleError(.unreadableState, "\(url.path) has format \(state.format), newer than this build reads.") }
+        guard (1...formatVersion).contains(state.format) else {
+            throw CircleError(.unreadableState, "\(url.path) has format \(state.format), newer than this build reads.")
+        }
         return state
     }
 

@@ -24,13 +24,28 @@ struct ScaleBench: AsyncParsableCommand {
 
     @Option(help: "Item counts, comma-separated.") var sizes = "10000,100000,1000000"
     @Option(help: "Write a plot of time per item against size to this SVG file.") var svg: String?
+    @Option(
+        help: ArgumentHelp(
+            "Only these operations, comma-separated (\(operations.joined(separator: ", "))).",
+            discussion: "What an operation needs runs too, unmeasured: a backup needs a bulk import, a verify or restore a backup."))
+    var only: String?
     @Flag(help: "Print the figures as JSON.") var json = false
 
     var counts: [Int] { sizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
+    /// The operations to measure.
+    var measured: Set<String> {
+        guard let only else { return Set(Self.operations) }
+        return Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+    }
+
     func validate() throws {
         guard !counts.isEmpty, counts.allSatisfy({ $0 >= 1_000 }), counts.count == sizes.split(separator: ",").count else {
             throw ValidationError("--sizes takes item counts of at least 1000, comma-separated, e.g. 10000,100000.")
+        }
+        let unknown = measured.subtracting(Self.operations)
+        guard unknown.isEmpty, !measured.isEmpty else {
+            throw ValidationError("--only takes operations among \(Self.operations.joined(separator: ", ")); not \(unknown.sorted().joined(separator: ", ")).")
         }
     }
 
@@ -67,11 +82,15 @@ struct ScaleBench: AsyncParsableCommand {
     /// Every operation at `count` items, in the order they depend on each other.
     private func measure(_ count: Int, in directory: URL) async throws -> [Figure] {
         var figures: [Figure] = []
+        let measured = measured
         func record(_ operation: String, per items: Int, _ body: () throws -> Void) throws {
+            guard measured.contains(operation) else { return try body() }
             let (elapsed, peak) = try PeakMemory.measure { try seconds(body) }
             figures.append(
                 Figure(operation: operation, items: count, seconds: elapsed, microsecondsPerItem: elapsed / Double(items) * 1e6, peakMegabytes: peak))
         }
+        let needsArchive = !measured.isDisjoint(with: ["backup", "verify", "restore"])
+        let needsDevice = needsArchive || !measured.isDisjoint(with: ["bulk import", "add", "copy"])
         // Passcodes hashed at libsodium's minimum, so the fixed cost of an unlock does not hide
         // the cost per item.
         let passcode = "123456"
@@ -79,19 +98,40 @@ struct ScaleBench: AsyncParsableCommand {
         // The floor: rows of the keychain's shape (two random unique keys, a sequence index)
         // inserted as the import inserts them, 5,000 to a transaction, with the store's cache.
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let floor = try PlainSQLite(at: directory.appendingPathComponent("floor.db"), keychainShape: true)
-        try await floor.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA cache_size = -32768") }
-        let rows = ShapedRows(count: count)
-        try record("floor: insert", per: count) {
-            for first in stride(from: 0, to: count, by: 5_000) { try floor.insertShaped(rows, first..<min(first + 5_000, count)) }
+        if measured.contains("floor: insert") {
+            let floor = try PlainSQLite(at: directory.appendingPathComponent("floor.db"), keychainShape: true)
+            try await floor.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA cache_size = -32768") }
+            let rows = ShapedRows(count: count)
+            try record("floor: insert", per: count) {
+                for first in stride(from: 0, to: count, by: 5_000) { try floor.insertShaped(rows, first..<min(first + 5_000, count)) }
+            }
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent("floor.db"))
         }
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent("floor.db"))
+        if needsDevice { try measureDevice(count, in: directory, options: options, archive: needsArchive, record: record) }
+        if measured.contains("sync") {
+            PeakMemory.reset()
+            let before = PeakMemory.now().resident
+            let sync = try await convergence(of: count, in: directory.appendingPathComponent("sync"))
+            figures.append(
+                Figure(
+                    operation: "sync", items: count, seconds: sync, microsecondsPerItem: sync / Double(count) * 1e6,
+                    peakMegabytes: Double(PeakMemory.now().peak - before) / 1e6))
+        }
+        return figures
+    }
+
+    /// The operations on one device of `count` items, and with `archive` on its archive.
+    private func measureDevice(
+        _ count: Int, in directory: URL, options: DeviceOptions, archive needsArchive: Bool,
+        record: (_ operation: String, _ perItems: Int, _ body: () throws -> Void) throws -> Void
+    ) throws {
+        let passcode = options.passcode
         let source = directory.appendingPathComponent("phone")
         let device = try Device.create(at: source, options: options)
-        try record("bulk import", per: count) { try populate(device, items: count, sandboxMB: 0) }
+        try record("bulk import", count) { try populate(device, items: count, sandboxMB: 0) }
         let keychain = try device.keychain(for: "com.example.app0")
         let probes = 1_000
-        try record("add", per: probes) {
+        try record("add", probes) {
             for index in 0..<probes {
                 try keychain.add(
                     NewItem(.genericPassword, attributes: [.account: .string("added\(index)"), .service: .string("scale")], data: Data(count: 256)))
@@ -99,39 +139,32 @@ struct ScaleBench: AsyncParsableCommand {
         }
         // Generic passwords of the first app: index 0 mod 3, in its first batch of 5,000.
         let accounts = stride(from: 0, to: min(count, 5_000), by: 3).map { "user\($0)" }
-        try record("copy", per: probes) {
+        try record("copy", probes) {
             for index in 0..<probes {
                 let query = ItemQuery(
                     .genericPassword, attributes: [.account: .string(accounts[index % accounts.count]), .service: .string("bench")], returning: .data)
                 _ = try keychain.copy(query)
             }
         }
+        guard needsArchive else { return device.powerOff() }
         let archive = directory.appendingPathComponent("phone.kfbackup")
         let password = Data("scale password".utf8)
-        try record("backup", per: count) { try DeviceBackup.create(from: device, to: archive, mode: .encrypted(password: password, parameters: .minimum)) }
+        try record("backup", count) { try DeviceBackup.create(from: device, to: archive, mode: .encrypted(password: password, parameters: .minimum)) }
         device.powerOff()
         try? FileManager.default.removeItem(at: source)
-        try record("verify", per: count) { _ = try ArchiveReader(contentsOf: archive).read(password: password) }
+        try record("verify", count) { _ = try ArchiveReader(contentsOf: archive).read(password: password) }
         let target = directory.appendingPathComponent("new-phone")
         try Device.initialize(at: target, options: options)
-        try record("restore", per: count) { _ = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode) }
+        try record("restore", count) { _ = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode) }
         try? FileManager.default.removeItem(at: target)
         try? FileManager.default.removeItem(at: archive)
-        PeakMemory.reset()
-        let before = PeakMemory.now().resident
-        let sync = try await convergence(of: count, in: directory.appendingPathComponent("sync"))
-        figures.append(
-            Figure(
-                operation: "sync", items: count, seconds: sync, microsecondsPerItem: sync / Double(count) * 1e6,
-                peakMegabytes: Double(PeakMemory.now().peak - before) / 1e6))
-        return figures
     }
 
     private func table(_ figures: [Figure]) -> String {
         let sizes = counts.sorted()
         let header = sizes.map { "\($0) items".leftPadded(to: 24) }.joined()
         var lines = ["operation     " + header + "   largest/smallest per item"]
-        for operation in Self.operations {
+        for operation in Self.operations where measured.contains(operation) {
             let row = sizes.map { size in figures.first { $0.operation == operation && $0.items == size } }
             let cells = row.map { figure in
                 figure.map { String(format: "%11.2f µs %7.1f MB", $0.microsecondsPerItem, $0.peakMegabytes) } ?? String(repeating: " ", count: 24)

@@ -441,6 +441,10 @@ struct SyncEngineTests {
         let members = try await circleOfThree(relay)
         let (phone, tablet, laptop) = (members[0], members[1], members[2])
         let circle = await phone.engine.circle
+        _ = try phone.keychain.add(.password(account: "before-removal", synchronizable: true))
+        try await settle(members)
+        let received = Array(try laptop.synchronizedItems().keys)
+        #expect(try laptop.fixture.device.deviceKeychain.replicaVersions(of: received).count == 1)
         try await phone.engine.remove("laptop")
         try await settle([phone, tablet])
 
@@ -454,9 +458,12 @@ struct SyncEngineTests {
         await #expect(throws: CircleError.self) { try await laptop.engine.sync() }
         #expect(throws: KeychainError.self) { try laptop.keychain.copy(.password(account: "after-removal", synchronizable: .yes)) }
 
-        // Removed, it leaves: it forgets the circle, and a member may vouch for it again.
+        // Removed, it leaves: it forgets the circle and the versions it held (the items stay),
+        // and a member may vouch for it again.
         try await laptop.engine.leave(force: false)
         #expect(!FileManager.default.fileExists(atPath: laptop.fixture.device.directory.appendingPathComponent("sync.json").path))
+        #expect(try laptop.fixture.device.deviceKeychain.replicaVersions(of: received).isEmpty)
+        #expect(try laptop.keychain.copy(.password(account: "before-removal", synchronizable: .yes)).count == 1)
         #expect(try await SyncEngine.open(device: laptop.fixture.device, transport: { _ in relay }) == nil)
         var back = laptop
         back.engine = try await join(laptop, sponsor: phone, relay)
@@ -637,6 +644,43 @@ struct SyncEngineTests {
             uniqueKeysWithValues: byAccount.values.filter { !$0.isTombstone }.map {
                 ($0.record.uuid, String(decoding: $0.record.data ?? Data(), as: UTF8.self))
             })
+    }
+
+    @Test("a sync.json that kept the versions held (format 1) hands them to the keychain, and replays stay refused")
+    func formatOneState() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet) = (members[0], members[1])
+        let circle = await phone.engine.circle
+        _ = try phone.keychain.add(.password(account: "replayed", value: "first", synchronizable: true))
+        try await settle(members)
+        let first = try #require(relay.records(circle, .envelopes).last)
+        try phone.keychain.update(.password(account: "replayed", synchronizable: .yes), with: ItemChanges(data: Data("second".utf8)))
+        try await settle(members)
+
+        // The state as the previous format kept it: the versions in sync.json, none in the keychain.
+        let keychain = tablet.fixture.device.deviceKeychain
+        let held = try keychain.replicaVersions(of: try tablet.synchronizedItems().keys)
+        #expect(held.count == 1)
+        var state = try #require(try SyncState.load(from: tablet.fixture.device.directory))
+        state.format = 1
+        state.held = try held.mapValues { replica in
+            let version = try #require(HeldVersion(replica))
+            return SyncState.Held(
+                milliseconds: version.stamp.timestamp.milliseconds, counter: version.stamp.timestamp.counter,
+                digest: Data(version.stamp.digest), changeSequence: version.changeSequence)
+        }
+        try state.save(in: tablet.fixture.device.directory)
+        try keychain.forgetReplicaVersions()
+
+        let reopened = try #require(try await SyncEngine.open(device: tablet.fixture.device, transport: { _ in relay }))
+        #expect(try keychain.replicaVersions(of: held.keys) == held)
+        let saved = try #require(try SyncState.load(from: tablet.fixture.device.directory))
+        #expect(saved.format == 2 && saved.held == nil)
+        relay.replay(first, circle, .envelopes)
+        let report = try await reopened.sync()
+        #expect(report.applied == 0 && report.superseded == 1)
+        #expect(try tablet.keychain.copy(.password(account: "replayed", synchronizable: .yes)).first?.data == Data("second".utf8))
     }
 
     @Test("an older version the relay serves again changes nothing: replays are recognised by their signed version")

@@ -1,0 +1,77 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import Testing
+
+@Suite("Versions sync holds")
+struct ReplicaVersionTests {
+    /// A version of `record` as another member wrote it: a new UUID, `account` and `version`.
+    private func replicated(_ record: ItemRecord, account: String, version: [UInt8]) -> Keychain.ReplicatedVersion {
+        var record = record
+        record.uuid = UUID()
+        record.attributes[.account] = .string(account)
+        return Keychain.ReplicatedVersion(record: record, tombstoneDate: nil, version: version)
+    }
+
+    @Test("a replicated write keeps its version in the same transaction; the push feed leaves it out, unopened, and reads past it")
+    func writtenWithTheItem() throws {
+        let t = try TestDevice()
+        let keychain = t.device.deviceKeychain
+        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
+        let local = try #require(try keychain.changes(since: 0, includingData: true).first?.record)
+
+        let received = replicated(local, account: "received", version: [1, 2, 3])
+        let outcomes = try keychain.applyReplicated([received]) { _, _ in
+            Issue.record("no item holds its primary key")
+            return true
+        }
+        guard case .written(let sequence) = try #require(outcomes.first) else {
+            Issue.record("not written: \(outcomes)")
+            return
+        }
+        #expect(
+            try keychain.replicaVersions(of: [received.record.uuid, local.uuid]) == [received.record.uuid: .init(version: [1, 2, 3], changeSequence: sequence)])
+
+        let page = try keychain.changesToPush(since: 0, limit: 10)
+        #expect(page.open.map(\.record.uuid) == [local.uuid])
+        #expect(page.through == sequence)
+        #expect(try keychain.changesToPush(since: page.through, limit: 10).through == page.through)
+    }
+
+    @Test("a version under a primary key another item holds is asked about with the holder's version; the holder's goes with it")
+    func conflictsSeeTheHoldersVersion() throws {
+        let t = try TestDevice()
+        let keychain = t.device.deviceKeychain
+        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
+        let local = try #require(try keychain.changes(since: 0, includingData: true).first?.record)
+        let first = replicated(local, account: "shared", version: [1])
+        _ = try keychain.applyReplicated([first]) { _, _ in true }
+
+        // Refused: the holder and its version stay.
+        var asked: [Keychain.ReplicaVersion?] = []
+        let refused = try keychain.applyReplicated([replicated(local, account: "shared", version: [2])]) { _, holder in
+            asked.append(holder)
+            return false
+        }
+        #expect(refused == [.superseded])
+        #expect(asked.map { $0?.version } == [[1]])
+        #expect(try keychain.replicaVersions(of: [first.record.uuid]).count == 1)
+
+        // Taken: the holder's version goes with it.
+        let second = replicated(local, account: "shared", version: [3])
+        _ = try keychain.applyReplicated([second]) { _, _ in true }
+        #expect(try keychain.replicaVersions(of: [first.record.uuid, second.record.uuid]).mapValues(\.version) == [second.record.uuid: [3]])
+
+        // A local item holding the key has no version: the question says so.
+        asked = []
+        _ = try keychain.applyReplicated([replicated(local, account: "local", version: [4])]) { _, holder in
+            asked.append(holder)
+            return true
+        }
+        #expect(asked == [nil])
+
+        try keychain.forgetReplicaVersions()
+        #expect(try keychain.replicaVersions(of: [second.record.uuid]).isEmpty)
+    }
+}
