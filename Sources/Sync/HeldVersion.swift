@@ -11,7 +11,8 @@ struct HeldVersion {
     var stamp: VersionStamp
     var changeSequence: Int64
 
-    /// As the keychain keeps it: milliseconds (8 bytes), counter (4), digest (32).
+    /// As the keychain keeps it: milliseconds (u64) and counter (u32), little-endian, and the
+    /// digest (32 bytes).
     var replica: Keychain.ReplicaVersion {
         var w = ByteWriter(capacity: 12 + stamp.digest.count)
         w.uint64(stamp.timestamp.milliseconds)
