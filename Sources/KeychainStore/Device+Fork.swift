@@ -20,6 +20,8 @@ extension Device {
             // SQLite's online backup: one consistent snapshot, while this device stays in use.
             let copy = try DatabaseQueue(path: fork.database.path)
             try database.queue.backup(to: copy)
+            // The versions sync holds are sync state too.
+            try copy.write { try $0.execute(sql: "DELETE FROM replica") }
             try copy.close()
         } catch {
             try? files.removeItem(at: directory)

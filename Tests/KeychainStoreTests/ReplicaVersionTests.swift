@@ -74,4 +74,22 @@ struct ReplicaVersionTests {
         try keychain.forgetReplicaVersions()
         #expect(try keychain.replicaVersions(of: [second.record.uuid]).isEmpty)
     }
+
+    @Test("a fork of the device (what survival paths start from) is in no circle: it holds no versions, the device keeps its own")
+    func forkLeavesThemBehind() throws {
+        let t = try TestDevice()
+        let keychain = t.device.deviceKeychain
+        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
+        let local = try #require(try keychain.changes(since: 0, includingData: true).first?.record)
+        let received = replicated(local, account: "received", version: [7])
+        _ = try keychain.applyReplicated([received]) { _, _ in true }
+
+        let directory = t.device.directory.deletingLastPathComponent().appendingPathComponent("fork-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fork = try t.device.fork(to: directory)
+        defer { fork.powerOff() }
+        #expect(try fork.deviceKeychain.replicaVersions(of: [received.record.uuid]).isEmpty)
+        #expect(try fork.deviceKeychain.changes(since: 0).count == 2)
+        #expect(try keychain.replicaVersions(of: [received.record.uuid]).count == 1)
+    }
 }
