@@ -646,17 +646,32 @@ struct SyncEngineTests {
             })
     }
 
-    @Test("a sync.json that kept the versions held (format 1) hands them to the keychain, and replays stay refused")
-    func formatOneState() async throws {
-        let relay = MemoryRelay()
+    /// A circle of three on `relay` where the phone wrote "replayed" as "first", then "second",
+    /// and every member holds the second: the tablet, and a replay of the first's record.
+    private func twoVersions(_ relay: MemoryRelay) async throws -> (tablet: Member, replay: () -> Void) {
         let members = try await circleOfThree(relay)
-        let (phone, tablet) = (members[0], members[1])
+        let phone = members[0]
         let circle = await phone.engine.circle
         _ = try phone.keychain.add(.password(account: "replayed", value: "first", synchronizable: true))
         try await settle(members)
         let first = try #require(relay.records(circle, .envelopes).last)
         try phone.keychain.update(.password(account: "replayed", synchronizable: .yes), with: ItemChanges(data: Data("second".utf8)))
         try await settle(members)
+        return (members[1], { relay.replay(first, circle, .envelopes) })
+    }
+
+    /// Serves the first version again: `engine` supersedes it, and `member` keeps the second.
+    private func expectRefused(_ replay: () -> Void, by engine: SyncEngine, of member: Member) async throws {
+        replay()
+        let report = try await engine.sync()
+        #expect(report.applied == 0 && report.superseded == 1)
+        #expect(try member.keychain.copy(.password(account: "replayed", synchronizable: .yes)).first?.data == Data("second".utf8))
+    }
+
+    @Test("a sync.json that kept the versions held (format 1) hands them to the keychain, and replays stay refused")
+    func formatOneState() async throws {
+        let relay = MemoryRelay()
+        let (tablet, replayed) = try await twoVersions(relay)
 
         // The state as the previous format kept it: the versions in sync.json, none in the keychain.
         let keychain = tablet.fixture.device.deviceKeychain
@@ -677,26 +692,13 @@ struct SyncEngineTests {
         #expect(try keychain.replicaVersions(of: held.keys) == held)
         let saved = try #require(try SyncState.load(from: tablet.fixture.device.directory))
         #expect(saved.format == 2 && saved.held == nil)
-        relay.replay(first, circle, .envelopes)
-        let report = try await reopened.sync()
-        #expect(report.applied == 0 && report.superseded == 1)
-        #expect(try tablet.keychain.copy(.password(account: "replayed", synchronizable: .yes)).first?.data == Data("second".utf8))
+        try await expectRefused(replayed, by: reopened, of: tablet)
     }
 
     @Test("an older version the relay serves again changes nothing: replays are recognised by their signed version")
     func replay() async throws {
         let relay = MemoryRelay()
-        let members = try await circleOfThree(relay)
-        let (phone, tablet) = (members[0], members[1])
-        let circle = await phone.engine.circle
-        _ = try phone.keychain.add(.password(account: "replayed", value: "first", synchronizable: true))
-        try await settle(members)
-        let first = try #require(relay.records(circle, .envelopes).last)
-        try phone.keychain.update(.password(account: "replayed", synchronizable: .yes), with: ItemChanges(data: Data("second".utf8)))
-        try await settle(members)
-        relay.replay(first, circle, .envelopes)
-        let report = try await tablet.engine.sync()
-        #expect(report.applied == 0 && report.superseded == 1)
-        #expect(try tablet.keychain.copy(.password(account: "replayed", synchronizable: .yes)).first?.data == Data("second".utf8))
+        let (tablet, replayed) = try await twoVersions(relay)
+        try await expectRefused(replayed, by: tablet.engine, of: tablet)
     }
 }
