@@ -14,12 +14,17 @@ struct ReplicaVersionTests {
         return Keychain.ReplicatedVersion(record: record, tombstoneDate: nil, version: version)
     }
 
+    /// A test device holding one synchronizable password of its own, and that item.
+    private func deviceWithOneItem() throws -> (TestDevice, ItemRecord) {
+        let t = try TestDevice()
+        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
+        return (t, try #require(try t.device.deviceKeychain.changes(since: 0, includingData: true).first?.record))
+    }
+
     @Test("a replicated write keeps its version in the same transaction; the push feed leaves it out, unopened, and reads past it")
     func writtenWithTheItem() throws {
-        let t = try TestDevice()
+        let (t, local) = try deviceWithOneItem()
         let keychain = t.device.deviceKeychain
-        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
-        let local = try #require(try keychain.changes(since: 0, includingData: true).first?.record)
 
         let received = replicated(local, account: "received", version: [1, 2, 3])
         let outcomes = try keychain.applyReplicated([received]) { _, _ in
@@ -41,10 +46,8 @@ struct ReplicaVersionTests {
 
     @Test("a version under a primary key another item holds is asked about with the holder's version; the holder's goes with it")
     func conflictsSeeTheHoldersVersion() throws {
-        let t = try TestDevice()
+        let (t, local) = try deviceWithOneItem()
         let keychain = t.device.deviceKeychain
-        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
-        let local = try #require(try keychain.changes(since: 0, includingData: true).first?.record)
         let first = replicated(local, account: "shared", version: [1])
         _ = try keychain.applyReplicated([first]) { _, _ in true }
 
@@ -77,10 +80,8 @@ struct ReplicaVersionTests {
 
     @Test("a fork of the device (what survival paths start from) is in no circle: it holds no versions, the device keeps its own")
     func forkLeavesThemBehind() throws {
-        let t = try TestDevice()
+        let (t, local) = try deviceWithOneItem()
         let keychain = t.device.deviceKeychain
-        _ = try t.keychain().add(.password(account: "local", synchronizable: true))
-        let local = try #require(try keychain.changes(since: 0, includingData: true).first?.record)
         let received = replicated(local, account: "received", version: [7])
         _ = try keychain.applyReplicated([received]) { _, _ in true }
 
