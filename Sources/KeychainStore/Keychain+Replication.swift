@@ -153,10 +153,15 @@ extension Keychain {
 
 /// The `replica` table: one row per item sync holds a version of.
 enum ReplicaTable {
+    /// Read by position, as `StoredRow` is: a `Row` per lookup would cost more than the lookup.
+    /// Stepped to the end (one row at most), so the statement is reset and holds no snapshot.
     static func version(_ db: Database, of uuid: UUID) throws -> Keychain.ReplicaVersion? {
-        let statement = try db.cachedStatement(sql: "SELECT version, change_seq FROM replica WHERE uuid = ?")
-        statement.setUncheckedArguments([uuid.bytes])
-        return try Row.fetchOne(statement).map { Keychain.ReplicaVersion(version: [UInt8]($0[0] as Data), changeSequence: $0[1]) }
+        let statement = try db.cachedStatement(sql: "SELECT change_seq, version FROM replica WHERE uuid = ?")
+        let cursor = try Int64.fetchCursor(statement, arguments: [uuid.bytes]).map { sequence in
+            Keychain.ReplicaVersion(
+                version: Data.fromStatement(statement.sqliteStatement, atUncheckedIndex: 1).map { [UInt8]($0) } ?? [], changeSequence: sequence)
+        }
+        return try Array(cursor).first
     }
 
     static func writes(_ db: Database) throws -> Statement {
