@@ -21,7 +21,7 @@ extension Device {
             let copy = try DatabaseQueue(path: fork.database.path)
             try database.queue.backup(to: copy)
             // The versions sync holds are sync state too.
-            try copy.write { try $0.execute(sql: "DELETE FROM replica") }
+            try copy.write(ReplicaTable.removeAll)
             try copy.close()
         } catch {
             try? files.removeItem(at: directory)

@@ -127,7 +127,7 @@ extension Keychain {
     /// Forgets every version sync held: the device left its circle. Device scope only.
     package func forgetReplicaVersions() throws {
         try requireDeviceScope()
-        try device.database.write { db in try db.execute(sql: "DELETE FROM replica") }
+        try device.database.write(ReplicaTable.removeAll)
     }
 
     /// The row a record becomes on this device, sealed under this device's class keys, with
@@ -176,6 +176,8 @@ enum ReplicaTable {
         statement.setUncheckedArguments([uuid.bytes, Data(version.version), version.changeSequence])
         try statement.execute()
     }
+
+    static func removeAll(_ db: Database) throws { try db.execute(sql: "DELETE FROM replica") }
 
     static func remove(_ db: Database, _ uuid: UUID) throws {
         try db.cachedStatement(sql: "DELETE FROM replica WHERE uuid = ?").execute(arguments: [uuid.bytes])

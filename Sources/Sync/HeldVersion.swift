@@ -11,15 +11,7 @@ struct HeldVersion {
     var stamp: VersionStamp
     var changeSequence: Int64
 
-    /// As the keychain keeps it: milliseconds (u64) and counter (u32), little-endian, and the
-    /// digest (32 bytes).
-    var replica: Keychain.ReplicaVersion {
-        var w = ByteWriter(capacity: 12 + stamp.digest.count)
-        w.uint64(stamp.timestamp.milliseconds)
-        w.uint32(stamp.timestamp.counter)
-        w.raw(stamp.digest)
-        return Keychain.ReplicaVersion(version: w.bytes, changeSequence: changeSequence)
-    }
+    var replica: Keychain.ReplicaVersion { Keychain.ReplicaVersion(version: stamp.stored, changeSequence: changeSequence) }
 
     init(stamp: VersionStamp, changeSequence: Int64) {
         self.stamp = stamp
@@ -29,10 +21,27 @@ struct HeldVersion {
     /// Nil for bytes this build did not write: the item then counts as held by no version,
     /// and the next version of it that arrives is taken.
     init?(_ replica: Keychain.ReplicaVersion) {
-        var r = ByteReader(replica.version)
-        guard let milliseconds = try? r.uint64(), let counter = try? r.uint32(), let digest = try? r.raw(32), r.isAtEnd else { return nil }
-        stamp = VersionStamp(timestamp: HybridTimestamp(milliseconds: milliseconds, counter: counter), digest: [UInt8](digest))
+        guard let stamp = VersionStamp(stored: replica.version) else { return nil }
+        self.stamp = stamp
         changeSequence = replica.changeSequence
+    }
+}
+
+extension VersionStamp {
+    /// As the keychain keeps it: milliseconds (u64) and counter (u32), little-endian, and the
+    /// digest (32 bytes).
+    var stored: [UInt8] {
+        var w = ByteWriter(capacity: 12 + digest.count)
+        w.uint64(timestamp.milliseconds)
+        w.uint32(timestamp.counter)
+        w.raw(digest)
+        return w.bytes
+    }
+
+    init?(stored: [UInt8]) {
+        var r = ByteReader(stored)
+        guard let milliseconds = try? r.uint64(), let counter = try? r.uint32(), let digest = try? r.raw(32), r.isAtEnd else { return nil }
+        self.init(timestamp: HybridTimestamp(milliseconds: milliseconds, counter: counter), digest: [UInt8](digest))
     }
 }
 

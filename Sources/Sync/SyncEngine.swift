@@ -666,7 +666,7 @@ package actor SyncEngine {
                 record: choice.item.record,
                 tombstoneDate: choice.item.isTombstone
                     ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil,
-                version: HeldVersion(stamp: choice.stamp, changeSequence: 0).replica.version)
+                version: choice.stamp.stored)
         }
         do {
             // Two items added apart under one primary key: the preferred one stays everywhere.
