@@ -69,14 +69,21 @@ extension Keychain {
     public func availableChanges(since sequence: Int64, includingData: Bool = false) throws -> (open: [ItemChange], sealed: [SealedChange]) {
         try requireDeviceScope()
         let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
-        return try available(rows, includingData: includingData)
+        return try available(rows) { row, keys in try openChange(row, keys: keys, includingData: includingData) }
+    }
+
+    /// A change as sync pushes it: the item without its secret, and its seal as the row holds
+    /// it (a tombstone's without a secret), so no secret is opened on the way out.
+    package struct SealedItemChange: Sendable {
+        package var change: ItemChange
+        package var seal: ItemSeal
     }
 
     /// A page of the change feed for sync to push: at most `limit` changes after `sequence`,
-    /// with their data, as `availableChanges` reads them, but without the changes that wrote a
-    /// version sync holds (`replicaVersions`): those it wrote itself are left unopened.
+    /// as `availableChanges` reads them but with their seals, and without the changes that
+    /// wrote a version sync holds (`replicaVersions`): those it wrote itself are left unopened.
     /// `through` is the last change the page read, left out or not. Device scope only.
-    package func changesToPush(since sequence: Int64, limit: Int) throws -> (open: [ItemChange], sealed: [SealedChange], through: Int64) {
+    package func changesToPush(since sequence: Int64, limit: Int) throws -> (open: [SealedItemChange], sealed: [SealedChange], through: Int64) {
         try requireDeviceScope()
         let (rows, through) = try device.database.unsafeRead { db in
             let rows = try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil, limit: limit))
@@ -84,12 +91,23 @@ extension Keychain {
             let replicaWrites = try Set(Int64.fetchCursor(try ReplicaTable.writes(db), arguments: [sequence + 1, through]))
             return (rows.filter { !replicaWrites.contains($0.changeSequence) }, through)
         }
-        let feed = try available(rows, includingData: true)
+        let feed = try available(rows) { row, keys in
+            let (metadata, opener) = try openMetadata(row, keys: keys)
+            let seal: ItemSeal
+            do { seal = try opener.seal(entropy: device.entropy, withSecret: !row.isTombstone) } catch { throw corrupt(row, "secret") }
+            return SealedItemChange(
+                change: ItemChange(
+                    changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
+                    record: record(row.header, metadata, data: nil)),
+                seal: seal)
+        }
         return (feed.open, feed.sealed, through)
     }
 
-    /// Opens the rows the class keys in memory open; the rest stay sealed.
-    private func available(_ rows: [StoredRow], includingData: Bool) throws -> (open: [ItemChange], sealed: [SealedChange]) {
+    /// Opens with `open`, on every core, the rows the class keys in memory open; the rest stay sealed.
+    private func available<Opened: Sendable>(
+        _ rows: [StoredRow], _ open: @Sendable (StoredRow, [ProtectionClass: ClassKeys]) throws -> Opened
+    ) throws -> (open: [Opened], sealed: [SealedChange]) {
         let keys = try device.availableKeys()
         let (openable, sealed) = rows.reduce(into: ([StoredRow](), [SealedChange]())) { split, row in
             if keys[row.header.protection] != nil {
@@ -101,7 +119,7 @@ extension Keychain {
                         synchronizable: row.header.synchronizable, isTombstone: row.isTombstone))
             }
         }
-        return (try ParallelMap.map(openable) { row in try openChange(row, keys: keys, includingData: includingData) }, sealed)
+        return (try ParallelMap.map(openable) { row in try open(row, keys) }, sealed)
     }
 
     /// The last change sequence handed out on this device: every later write, local or

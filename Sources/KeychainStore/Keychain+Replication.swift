@@ -1,21 +1,27 @@
 import Foundation
 import GRDB
 import KeychainModel
+import KeyferryCrypto
 import KeyferryThreads
 
 extension Keychain {
     /// A version another member wrote, to write here: the item, or with `tombstoneDate` the
     /// tombstone of its deletion.
     package struct ReplicatedVersion: Sendable {
+        /// The item; its `data` only when it came without a seal.
         package var record: ItemRecord
         package var tombstoneDate: Date?
         /// The version as sync names it, kept with the write (`replicaVersions`).
         package var version: [UInt8]
+        /// The item as its author's keychain sealed it: stored as it came, its key wrapped under
+        /// this device's class key. nil seals `record` here.
+        package var seal: ItemSeal?
 
-        package init(record: ItemRecord, tombstoneDate: Date?, version: [UInt8]) {
+        package init(record: ItemRecord, tombstoneDate: Date?, version: [UInt8], seal: ItemSeal? = nil) {
             self.record = record
             self.tombstoneDate = tombstoneDate
             self.version = version
+            self.seal = seal
         }
     }
 
@@ -45,7 +51,8 @@ extension Keychain {
     }
 
     /// Writes synchronizable items as other members wrote them (UUID, dates, group, protection,
-    /// attributes), sealed on every core and written in one transaction with their versions.
+    /// attributes), their seals re-wrapped (or records sealed) on every core, and written in one
+    /// transaction with their versions.
     /// A row with the same UUID gives way. A row with another UUID under the same primary key
     /// gives way, and its version with it, only when it is not device-bound and `replaces` says
     /// so (it is asked with that row's version, nil when sync holds none); otherwise the
@@ -62,7 +69,15 @@ extension Keychain {
                 throw KeychainError(.param, "only synchronizable items without access control replicate.")
             }
             guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
-            return sealedRow(for: record, keys: classKeys)
+            guard let seal = version.seal else { return sealedRow(for: record, keys: classKeys) }
+            // Stored as it came, unless its metadata lacks what an add would have written.
+            guard record.itemClass.withPrimaryKeyDefaults(record.attributes) == record.attributes else {
+                return sealedRow(for: record, keys: classKeys, secret: version.tombstoneDate == nil ? try seal.secret(of: record) : nil)
+            }
+            let header = header(
+                uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true,
+                accessGroup: record.accessGroup, attributes: record.attributes)
+            return SealedRow.wrapping(seal, header: header, classKey: classKeys.classKey, nonce: device.entropy.bytes(AEAD.nonceByteCount))
         }
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)

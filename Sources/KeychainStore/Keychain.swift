@@ -205,7 +205,7 @@ public struct Keychain: Sendable {
     }
 
     /// An item as calls return it: the row's plaintext columns plus its opened metadata.
-    private func record(_ header: RowHeader, _ metadata: ItemMetadata, data: Data?) -> ItemRecord {
+    func record(_ header: RowHeader, _ metadata: ItemMetadata, data: Data?) -> ItemRecord {
         ItemRecord(
             itemClass: header.itemClass, uuid: header.uuid, accessGroup: metadata.accessGroup, protection: header.protection,
             synchronizable: header.synchronizable, accessControl: metadata.accessControl, creationDate: metadata.creationDate,

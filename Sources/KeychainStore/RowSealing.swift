@@ -150,6 +150,23 @@ public struct ItemSeal: Sendable {
         return Opened(record: record, seal: self, biometryBound: !metadata.biometryBinding.isEmpty)
     }
 
+    /// `record` sealed under a fresh key as a row of this keychain seals it: its metadata (no
+    /// biometry binding) and `record.data`, or no secret for a tombstone. What a member's
+    /// keychain holds of an item it sends, for tests of what members send.
+    package static func sealing(_ record: ItemRecord, isTombstone: Bool = false, entropy: any EntropySource = SystemEntropy()) -> ItemSeal {
+        let key = SymmetricKey(randomFrom: entropy)
+        var plain = ItemMetadata(
+            accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [], creationDate: record.creationDate,
+            modificationDate: record.modificationDate, attributes: record.attributes
+        ).encoded
+        defer { SymmetricKey.wipe(&plain) }
+        let (uuid, itemClass) = (record.uuid, record.itemClass)
+        return ItemSeal(
+            key: key, metadata: AEAD.seal(plain, key: key, associatedData: Tier.metadata.associatedData(uuid, itemClass), entropy: entropy),
+            secret: isTombstone
+                ? Data() : AEAD.seal(record.data ?? Data(), key: key, associatedData: Tier.secret.associatedData(uuid, itemClass), entropy: entropy))
+    }
+
     /// The secret, for the one arrival that cannot keep the seal as it is.
     func secret(of record: ItemRecord) throws -> Data {
         try AEAD.open(secret, key: key, associatedData: Tier.secret.associatedData(record.uuid, record.itemClass))
@@ -162,7 +179,7 @@ public struct ItemSeal: Sendable {
         let seal: ItemSeal
         /// Bound to a biometry enrollment: the metadata is sealed again without the binding on
         /// arrival, since enrollments never travel.
-        let biometryBound: Bool
+        package let biometryBound: Bool
 
         /// The secret, opened.
         package func secret() throws -> Data { try seal.secret(of: record) }
@@ -267,10 +284,12 @@ struct SealedRow: Sendable {
             }
         }
 
-        /// The item as it travels: its key and both ciphertexts, a format 1 row sealed anew.
-        func seal(entropy: any EntropySource) throws -> ItemSeal {
+        /// The item as it travels: its key and both ciphertexts, a format 1 row sealed anew. A
+        /// tombstone's (`withSecret` false) has an empty secret.
+        func seal(entropy: any EntropySource, withSecret: Bool = true) throws -> ItemSeal {
             switch key {
             case .item(let itemKey):
+                guard withSecret else { return ItemSeal(key: itemKey, metadata: row.metadata, secret: Data()) }
                 guard let secret = row.secret else { throw CryptoError.authenticationFailed }
                 return ItemSeal(key: itemKey, metadata: row.metadata, secret: secret)
             case .classKeys:
@@ -281,7 +300,9 @@ struct SealedRow: Sendable {
                 return ItemSeal(
                     key: itemKey,
                     metadata: AEAD.seal(plain, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(uuid, itemClass), entropy: entropy),
-                    secret: AEAD.seal(try secret(), key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(uuid, itemClass), entropy: entropy))
+                    secret: withSecret
+                        ? AEAD.seal(try secret(), key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(uuid, itemClass), entropy: entropy)
+                        : Data())
             }
         }
     }

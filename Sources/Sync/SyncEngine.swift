@@ -537,11 +537,12 @@ package actor SyncEngine {
         clock.forget(through: pushedThrough)
     }
 
-    /// Seals and pushes the pending changes of one page that replicate, a batch at a time.
-    private func push(_ changes: [ItemChange], keys: CircleKeys, _ report: inout SyncReport, as identity: DeviceIdentity) async throws {
+    /// Seals and pushes the pending changes of one page that replicate, a batch at a time: each
+    /// item's key re-wrapped, its ciphertexts as the keychain holds them.
+    private func push(_ changes: [Keychain.SealedItemChange], keys: CircleKeys, _ report: inout SyncReport, as identity: DeviceIdentity) async throws {
         let author = identity.signingKey
-        let replicating = changes.filter { change in
-            switch SyncEligibility(change.record) {
+        let replicating = changes.filter { sealed in
+            switch SyncEligibility(sealed.change.record) {
             case .replicates: return true
             case .deviceBound:
                 report.skippedDeviceBound += 1
@@ -549,24 +550,26 @@ package actor SyncEngine {
             case .notSynchronizable, .accessControlled: return false
             }
         }
-        let held = try device.deviceKeychain.heldVersions(of: replicating.map(\.record.uuid))
-        let items = replicating.map { change in
-            var record = change.record
-            if change.isTombstone { record.data = nil }
-            let version = stamp(change, after: held[record.uuid]?.stamp.timestamp)
-            return (item: SyncedItem(version: version, isTombstone: change.isTombstone, record: record), changeSequence: change.changeSequence)
+        let held = try device.deviceKeychain.heldVersions(of: replicating.map(\.change.record.uuid))
+        let items = replicating.map { sealed in
+            let (change, record) = (sealed.change, sealed.change.record)
+            let item = KeyedItem(
+                uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
+                version: stamp(change, after: held[record.uuid]?.stamp.timestamp), isTombstone: change.isTombstone,
+                key: sealed.seal.key, metadata: sealed.seal.metadata, secret: sealed.seal.secret)
+            return (item: item, changeSequence: change.changeSequence)
         }
         // A batch at a time, so the others start on the first while the rest is sealed.
         for start in stride(from: 0, to: items.count, by: EnvelopeBatch.maximumCount) {
             let page = items[start..<min(start + EnvelopeBatch.maximumCount, items.count)]
             let sealedPage = try ParallelMap.map(Array(page)) { item in
-                try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey)
+                (envelope: try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey), stamp: item.item.stamp)
             }
-            let batches = EnvelopeBatch.batches(of: sealedPage, circle: circle, author: author, after: ownChain)
+            let batches = EnvelopeBatch.batches(of: sealedPage.map(\.envelope), circle: circle, author: author, after: ownChain)
             try await push(batches.map(\.bytes), to: .envelopes, as: identity)
             ownChain = batches.last?.link ?? ownChain
             try device.deviceKeychain.recordReplicaVersions(
-                Dictionary(page.map { ($0.item.record.uuid, HeldVersion(stamp: $0.item.stamp, changeSequence: $0.changeSequence).replica) }) { $1 })
+                Dictionary(zip(page, sealedPage).map { ($0.item.uuid, HeldVersion(stamp: $1.stamp, changeSequence: $0.changeSequence).replica) }) { $1 })
             report.pushed += page.count
         }
     }
@@ -620,41 +623,41 @@ package actor SyncEngine {
         let generations = generations
         let now = device.now
         let opened = try ParallelMap.map(envelopes) { envelope in
-            Result { () throws(EnvelopeError) -> (SyncedItem, VersionStamp) in
+            Result { () throws(EnvelopeError) -> Received in
                 guard let keys = generations[envelope.header.epoch] else {
                     throw .cannotDecrypt(
                         "item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
                 }
-                let item: SyncedItem
+                let received: Received
                 do {
-                    item = try envelope.open(with: keys)
+                    received = try Received(try envelope.open(with: keys))
                 } catch let error as EnvelopeError { throw error } catch { throw .malformed("\(error)") }
-                try item.checkReceived(now: now)
-                return (item, item.stamp)
+                try received.item.checkReceived(now: now)
+                return received
             }
         }
-        let held = try device.deviceKeychain.heldVersions(of: opened.compactMap { try? $0.get().0.record.uuid })
-        var chosen: [(envelope: SealedEnvelope, item: SyncedItem, stamp: VersionStamp)] = []
+        let held = try device.deviceKeychain.heldVersions(of: opened.compactMap { try? $0.get().item.record.uuid })
+        var chosen: [(envelope: SealedEnvelope, received: Received)] = []
         var positions: [UUID: Int] = [:]
         var newest = HybridTimestamp.zero
         for (envelope, result) in zip(envelopes, opened) {
             switch result {
             case .failure(let error):
                 report.reject("\(error)")
-            case .success(let (item, stamp)):
-                newest = max(newest, item.version)
-                let uuid = item.record.uuid
-                let current = positions[uuid].map { chosen[$0].stamp } ?? held[uuid]?.stamp
-                if let current, !MergeRule.prefers(stamp, over: current) {
+            case .success(let received):
+                newest = max(newest, received.item.version)
+                let uuid = received.item.record.uuid
+                let current = positions[uuid].map { chosen[$0].received.stamp } ?? held[uuid]?.stamp
+                if let current, !MergeRule.prefers(received.stamp, over: current) {
                     report.superseded += 1
                     continue
                 }
                 if let position = positions[uuid] {
-                    chosen[position] = (envelope, item, stamp)
+                    chosen[position] = (envelope, received)
                     report.superseded += 1
                 } else {
                     positions[uuid] = chosen.count
-                    chosen.append((envelope, item, stamp))
+                    chosen.append((envelope, received))
                 }
             }
         }
@@ -662,17 +665,17 @@ package actor SyncEngine {
         defer { clock.observe(newest, at: device.deviceKeychain.latestChangeSequence) }
         guard !chosen.isEmpty else { return }
         let versions = chosen.map { choice in
-            Keychain.ReplicatedVersion(
-                record: choice.item.record,
-                tombstoneDate: choice.item.isTombstone
-                    ? Date(timeIntervalSince1970: Double(choice.item.version.milliseconds) / 1000) : nil,
-                version: choice.stamp.stored)
+            let item = choice.received.item
+            return Keychain.ReplicatedVersion(
+                record: item.record,
+                tombstoneDate: item.isTombstone ? Date(timeIntervalSince1970: Double(item.version.milliseconds) / 1000) : nil,
+                version: choice.received.stamp.stored, seal: choice.received.seal)
         }
         do {
             // Two items added apart under one primary key: the preferred one stays everywhere.
             let outcomes = try device.deviceKeychain.applyReplicated(versions) { index, holder in
                 guard let other = holder.flatMap(HeldVersion.init) else { return true }
-                return MergeRule.prefers(chosen[index].stamp, over: other.stamp)
+                return MergeRule.prefers(chosen[index].received.stamp, over: other.stamp)
             }
             for outcome in outcomes {
                 switch outcome {
@@ -687,8 +690,8 @@ package actor SyncEngine {
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             // Locked: class A cannot be sealed here yet. Keep it sealed and write the rest; before
             // first unlock nothing can be written, and everything waits.
-            let now = chosen.filter { SyncClass($0.item.record.protection) != .a }
-            let later = chosen.filter { SyncClass($0.item.record.protection) == .a }
+            let now = chosen.filter { $0.envelope.header.syncClass != .a }
+            let later = chosen.filter { $0.envelope.header.syncClass == .a }
             guard !later.isEmpty, !now.isEmpty else {
                 waiting += chosen.map(\.envelope)
                 report.waitingForUnlock += chosen.count
@@ -698,7 +701,7 @@ package actor SyncEngine {
             report.waitingForUnlock += later.count
             try apply(now.map(\.envelope), &report)
         } catch {
-            for choice in chosen { report.reject("item \(choice.item.record.uuid): \(error)") }
+            for choice in chosen { report.reject("item \(choice.received.item.record.uuid): \(error)") }
         }
     }
 

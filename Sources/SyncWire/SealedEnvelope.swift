@@ -22,15 +22,18 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .malformed(let what): "malformed envelope (\(what))"
         case .unsupportedFormat(let version):
-            "format \(version) is not one this build reads (batches of format \(EnvelopeBatch.formatVersion), envelopes of format \(EnvelopeHeader.formatVersion)): its author runs another version of Keyferry"
+            "format \(version) is not one this build reads (batches of format \(EnvelopeBatch.formatVersion), envelopes of formats \(EnvelopeHeader.formats.lowerBound) and \(EnvelopeHeader.formats.upperBound)): its author runs another version of Keyferry"
         case .forged(let what), .notAMember(let what), .cannotDecrypt(let what), .inconsistent(let what): what
         }
     }
 }
 
-/// The header of an envelope: what the relay may see, bound into both seals and the
+/// The header of an envelope: what the relay may see, bound into its seals and the batch's
 /// signature. See Protocol/sync.md, "Envelope".
 public struct EnvelopeHeader: Hashable, Sendable {
+    /// 2 for an item that travels as its keychain stores it (`KeyedItem`); 1 for the whole
+    /// item sealed afresh, as builds before item keys wrote it.
+    public var format: UInt8
     public var circle: UUID
     public var epoch: UInt32
     public var author: SigningPublicKey
@@ -40,13 +43,16 @@ public struct EnvelopeHeader: Hashable, Sendable {
     public var isTombstone: Bool
 
     static let magic = Array("KFSE".utf8)
-    static let formatVersion: UInt8 = 1
+    /// The format this build writes.
+    static let formatVersion: UInt8 = 2
+    /// The formats this build reads.
+    static let formats: ClosedRange<UInt8> = 1...2
     static let byteCount = 4 + 1 + 16 + 4 + 32 + 16 + 8 + 4 + 1 + 1
 
     var encoded: [UInt8] {
         var w = ByteWriter(capacity: Self.byteCount)
         w.raw(Self.magic)
-        w.uint8(Self.formatVersion)
+        w.uint8(format)
         w.uuid(circle)
         w.uint32(epoch)
         w.raw(author.bytes)
@@ -60,8 +66,8 @@ public struct EnvelopeHeader: Hashable, Sendable {
 
     init(reading r: inout ByteReader) throws {
         guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("no KFSE magic") }
-        let format = try r.uint8()
-        guard format == Self.formatVersion else { throw EnvelopeError.unsupportedFormat(format) }
+        format = try r.uint8()
+        guard Self.formats.contains(format) else { throw EnvelopeError.unsupportedFormat(format) }
         circle = try r.uuid()
         epoch = try r.uint32()
         author = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
@@ -74,7 +80,11 @@ public struct EnvelopeHeader: Hashable, Sendable {
         isTombstone = flag == 1
     }
 
-    init(circle: UUID, epoch: UInt32, author: SigningPublicKey, item: UUID, version: HybridTimestamp, syncClass: SyncClass, isTombstone: Bool) {
+    init(
+        format: UInt8, circle: UUID, epoch: UInt32, author: SigningPublicKey, item: UUID, version: HybridTimestamp,
+        syncClass: SyncClass, isTombstone: Bool
+    ) {
+        self.format = format
         self.circle = circle
         self.epoch = epoch
         self.author = author
@@ -85,29 +95,105 @@ public struct EnvelopeHeader: Hashable, Sendable {
     }
 }
 
-/// One version of one item on its way between members: the item sealed under a key of its
-/// own, that key wrapped by the class key of the circle's current generation. Envelopes travel
-/// in batches signed by their author (`EnvelopeBatch`). The relay sees the header only; it can
-/// neither read, edit nor forge an envelope, and a stale one it replays is recognised by its
-/// version.
+/// One version of an item as its author's keychain holds it sealed (Protocol/store.md): a key
+/// of its own, and the item's metadata and secret each sealed under that key. Format 2
+/// envelopes carry the key re-wrapped and the two ciphertexts as they are, so neither the
+/// author nor a receiver seals the item again. `secret` is empty for a tombstone.
+public struct KeyedItem: Sendable {
+    public var uuid: UUID
+    public var itemClass: ItemClass
+    public var protection: ProtectionClass
+    public var version: HybridTimestamp
+    public var isTombstone: Bool
+    public var key: SymmetricKey
+    public var metadata: Data
+    public var secret: Data
+
+    public init(
+        uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, version: HybridTimestamp, isTombstone: Bool,
+        key: SymmetricKey, metadata: Data, secret: Data
+    ) {
+        self.uuid = uuid
+        self.itemClass = itemClass
+        self.protection = protection
+        self.version = version
+        self.isTombstone = isTombstone
+        self.key = key
+        self.metadata = metadata
+        self.secret = secret
+    }
+
+    /// What the merge rule compares: the version, and BLAKE2b-256 of the version's identity and
+    /// its two ciphertexts. Every member computes it from the same envelope; sealed under a
+    /// random key, the ciphertexts tell nothing of the secret, so the digest is safe to keep.
+    public var stamp: VersionStamp {
+        var w = ByteWriter(capacity: 96 + metadata.count + secret.count)
+        w.raw("keyferry.sync.version.v2".utf8)
+        w.uuid(uuid)
+        w.uint64(version.milliseconds)
+        w.uint32(version.counter)
+        w.uint8(isTombstone ? 1 : 0)
+        w.string(itemClass.rawValue)
+        w.string(protection.rawValue)
+        w.lengthPrefixed(metadata)
+        w.lengthPrefixed(secret)
+        return VersionStamp(timestamp: version, digest: ContentDigest.of(w.bytes))
+    }
+}
+
+/// One version of one item on its way between members, its item key wrapped by the class key
+/// of the circle's current generation. Envelopes travel in batches signed by their author
+/// (`EnvelopeBatch`). The relay sees the header only; it can neither read, edit nor forge an
+/// envelope, and a stale one it replays is recognised by its version.
 public struct SealedEnvelope: Hashable, Sendable {
     public let header: EnvelopeHeader
-    private let wrappedItemKey: [UInt8]
-    private let sealedItem: [UInt8]
+    private let body: Body
 
-    /// Random bytes one sealing consumes: the item key and two nonces.
-    public static let entropyPerEnvelope = SymmetricKey.byteCount + 2 * AEAD.nonceByteCount
+    private enum Body: Hashable, Sendable {
+        /// Format 1: the item key wrapped (72 bytes), and the payload sealed under it.
+        case payload(wrappedItemKey: [UInt8], sealedItem: [UInt8])
+        /// Format 2: the key block sealed under the class key, and the keychain's ciphertexts.
+        case keyed(sealedKeyBlock: [UInt8], metadata: [UInt8], secret: [UInt8])
+    }
 
-    /// Seals `item` for the circle, written by `author`. `random` (`entropyPerEnvelope` bytes)
-    /// fixes the item key and nonces, for test vectors; nil draws them from the system.
-    public static func seal(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
-        guard let syncClass = SyncClass(item.record.protection), SyncEligibility(item.record) == .replicates else {
-            throw EnvelopeError.inconsistent("\(item.record.protection.name) items do not sync")
-        }
+    /// Random bytes a format 2 sealing consumes: the key block's nonce.
+    public static let entropyPerEnvelope = AEAD.nonceByteCount
+    /// Random bytes a format 1 sealing consumes: the item key and two nonces.
+    public static let entropyPerPayloadEnvelope = SymmetricKey.byteCount + 2 * AEAD.nonceByteCount
+
+    /// Seals `item` for the circle, written by `author`: its key, class and protection in a key
+    /// block under the class key, its ciphertexts as they are. `random`
+    /// (`entropyPerEnvelope` bytes) fixes the nonce, for test vectors; nil draws it.
+    public static func seal(_ item: KeyedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
+        guard let syncClass = SyncClass(item.protection) else { throw EnvelopeError.inconsistent("\(item.protection.name) items do not sync") }
+        guard item.isTombstone == item.secret.isEmpty else { throw EnvelopeError.inconsistent("a tombstone carries no secret, and an item always one") }
         let random = random ?? SystemEntropy().bytes(entropyPerEnvelope)
         precondition(random.count == entropyPerEnvelope)
         let header = EnvelopeHeader(
-            circle: keys.circle, epoch: keys.epoch, author: author, item: item.record.uuid,
+            format: EnvelopeHeader.formatVersion, circle: keys.circle, epoch: keys.epoch, author: author, item: item.uuid, version: item.version,
+            syncClass: syncClass, isTombstone: item.isTombstone)
+        var block = item.key.exportedBytes
+        defer { SymmetricKey.wipe(&block) }
+        var w = ByteWriter(capacity: SymmetricKey.byteCount + 16)
+        w.raw(block)
+        w.string(item.itemClass.rawValue)
+        w.string(item.protection.rawValue)
+        block = w.bytes
+        let sealed = AEAD.seal(block, key: keys.classKey(syncClass), nonce: random, associatedData: header.encoded)
+        return SealedEnvelope(header: header, body: .keyed(sealedKeyBlock: [UInt8](sealed), metadata: [UInt8](item.metadata), secret: [UInt8](item.secret)))
+    }
+
+    /// Seals the whole `item` in format 1, as builds before item keys did: what the tests of
+    /// those builds' batches, still on relays and still read, are made with. `random`
+    /// (`entropyPerPayloadEnvelope` bytes) fixes the item key and nonces.
+    public static func sealPayload(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
+        guard let syncClass = SyncClass(item.record.protection), SyncEligibility(item.record) == .replicates else {
+            throw EnvelopeError.inconsistent("\(item.record.protection.name) items do not sync")
+        }
+        let random = random ?? SystemEntropy().bytes(entropyPerPayloadEnvelope)
+        precondition(random.count == entropyPerPayloadEnvelope)
+        let header = EnvelopeHeader(
+            format: 1, circle: keys.circle, epoch: keys.epoch, author: author, item: item.record.uuid,
             version: item.version, syncClass: syncClass, isTombstone: item.isTombstone)
         let ad = header.encoded
         let n = AEAD.nonceByteCount
@@ -116,13 +202,12 @@ public struct SealedEnvelope: Hashable, Sendable {
         var payload = item.encoded
         defer { SymmetricKey.wipe(&payload) }
         let sealed = AEAD.seal(payload, key: itemKey, nonce: Array(random.suffix(n)), associatedData: ad)
-        return SealedEnvelope(header: header, wrappedItemKey: [UInt8](wrapped), sealedItem: [UInt8](sealed))
+        return SealedEnvelope(header: header, body: .payload(wrappedItemKey: [UInt8](wrapped), sealedItem: [UInt8](sealed)))
     }
 
-    private init(header: EnvelopeHeader, wrappedItemKey: [UInt8], sealedItem: [UInt8]) {
+    private init(header: EnvelopeHeader, body: Body) {
         self.header = header
-        self.wrappedItemKey = wrappedItemKey
-        self.sealedItem = sealedItem
+        self.body = body
     }
 
     /// Reads the framing only; nothing is trusted until its batch's signature is checked and
@@ -136,8 +221,11 @@ public struct SealedEnvelope: Hashable, Sendable {
     init(reading r: inout ByteReader) throws {
         do {
             header = try EnvelopeHeader(reading: &r)
-            wrappedItemKey = Array(try r.raw(SymmetricKey.byteCount + AEAD.overhead))
-            sealedItem = Array(try r.lengthPrefixed())
+            if header.format == 1 {
+                body = .payload(wrappedItemKey: Array(try r.raw(SymmetricKey.byteCount + AEAD.overhead)), sealedItem: Array(try r.lengthPrefixed()))
+            } else {
+                body = .keyed(sealedKeyBlock: Array(try r.lengthPrefixed()), metadata: Array(try r.lengthPrefixed()), secret: Array(try r.lengthPrefixed()))
+            }
         } catch is ByteReader.Malformed {
             throw EnvelopeError.malformed("truncated")
         } catch is CryptoError {
@@ -151,37 +239,81 @@ public struct SealedEnvelope: Hashable, Sendable {
         return w.bytes
     }
 
-    var byteCount: Int { EnvelopeHeader.byteCount + wrappedItemKey.count + 4 + sealedItem.count }
+    var byteCount: Int {
+        switch body {
+        case .payload(let wrapped, let sealed): EnvelopeHeader.byteCount + wrapped.count + 4 + sealed.count
+        case .keyed(let block, let metadata, let secret): EnvelopeHeader.byteCount + 12 + block.count + metadata.count + secret.count
+        }
+    }
 
     func write(to w: inout ByteWriter) {
         w.raw(header.encoded)
-        w.raw(wrappedItemKey)
-        w.lengthPrefixed(sealedItem)
+        switch body {
+        case .payload(let wrapped, let sealed):
+            w.raw(wrapped)
+            w.lengthPrefixed(sealed)
+        case .keyed(let block, let metadata, let secret):
+            w.lengthPrefixed(block)
+            w.lengthPrefixed(metadata)
+            w.lengthPrefixed(secret)
+        }
     }
 
-    /// The item, once both seals open under `keys` and the item is the one the header names.
-    /// Only for an envelope whose batch's signature has been checked
+    /// What an envelope holds once open: the whole item (format 1), or the item as its
+    /// author's keychain sealed it (format 2), whose metadata the keychain opens.
+    public enum Contents: Sendable {
+        case whole(SyncedItem)
+        case keyed(KeyedItem)
+
+        public var stamp: VersionStamp {
+            switch self {
+            case .whole(let item): item.stamp
+            case .keyed(let item): item.stamp
+            }
+        }
+    }
+
+    /// The contents, once the envelope opens under `keys` and what it holds is the item the
+    /// header names. Only for an envelope whose batch's signature has been checked
     /// (`EnvelopeBatch.verified(members:)`): the seals prove a member of the circle wrote it,
     /// the signature which one.
-    public func open(with keys: CircleKeys) throws -> SyncedItem {
+    public func open(with keys: CircleKeys) throws -> Contents {
         guard header.circle == keys.circle else { throw EnvelopeError.cannotDecrypt("the envelope is for another circle") }
         guard header.epoch == keys.epoch else {
             throw EnvelopeError.cannotDecrypt("item \(header.item) is sealed under key generation \(header.epoch), not \(keys.epoch)")
         }
         let ad = header.encoded
-        guard let itemKey = try? AEAD.unwrap(wrappedItemKey, under: keys.classKey(header.syncClass), associatedData: ad),
-            let payload = try? AEAD.open(sealedItem, key: itemKey, associatedData: ad)
-        else {
-            throw EnvelopeError.cannotDecrypt("item \(header.item) does not open under its class key")
+        let classKey = keys.classKey(header.syncClass)
+        let unopened = EnvelopeError.cannotDecrypt("item \(header.item) does not open under its class key")
+        switch body {
+        case .payload(let wrapped, let sealed):
+            guard let itemKey = try? AEAD.unwrap(wrapped, under: classKey, associatedData: ad),
+                let payload = try? AEAD.open(sealed, key: itemKey, associatedData: ad)
+            else { throw unopened }
+            let item: SyncedItem
+            do { item = try SyncedItem(decoding: [UInt8](payload)) } catch { throw EnvelopeError.inconsistent("item \(header.item) has an unreadable payload") }
+            guard item.record.uuid == header.item, item.version == header.version, item.isTombstone == header.isTombstone,
+                SyncClass(item.record.protection) == header.syncClass
+            else {
+                throw EnvelopeError.inconsistent("item \(header.item): the sealed item disagrees with its header")
+            }
+            return .whole(item)
+        case .keyed(let sealedBlock, let metadata, let secret):
+            guard let opened = try? AEAD.open(sealedBlock, key: classKey, associatedData: ad) else { throw unopened }
+            var block = [UInt8](opened)
+            defer { SymmetricKey.wipe(&block) }
+            var r = ByteReader(block)
+            guard let key = try? SymmetricKey(bytes: r.raw(SymmetricKey.byteCount)), let itemClass = try? ItemClass(rawValue: r.string()),
+                let protection = try? ProtectionClass(rawValue: r.string()), r.isAtEnd
+            else { throw EnvelopeError.inconsistent("item \(header.item) has an unreadable key block") }
+            guard SyncClass(protection) == header.syncClass, header.isTombstone == secret.isEmpty else {
+                throw EnvelopeError.inconsistent("item \(header.item): the sealed item disagrees with its header")
+            }
+            return .keyed(
+                KeyedItem(
+                    uuid: header.item, itemClass: itemClass, protection: protection, version: header.version, isTombstone: header.isTombstone,
+                    key: key, metadata: Data(metadata), secret: Data(secret)))
         }
-        let item: SyncedItem
-        do { item = try SyncedItem(decoding: [UInt8](payload)) } catch { throw EnvelopeError.inconsistent("item \(header.item) has an unreadable payload") }
-        guard item.record.uuid == header.item, item.version == header.version, item.isTombstone == header.isTombstone,
-            SyncClass(item.record.protection) == header.syncClass
-        else {
-            throw EnvelopeError.inconsistent("item \(header.item): the sealed item disagrees with its header")
-        }
-        return item
     }
 }
 

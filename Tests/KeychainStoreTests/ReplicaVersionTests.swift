@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import KeychainModel
 import KeychainStore
 import KeychainTesting
@@ -39,7 +40,7 @@ struct ReplicaVersionTests {
             try keychain.replicaVersions(of: [received.record.uuid, local.uuid]) == [received.record.uuid: .init(version: [1, 2, 3], changeSequence: sequence)])
 
         let page = try keychain.changesToPush(since: 0, limit: 10)
-        #expect(page.open.map(\.record.uuid) == [local.uuid])
+        #expect(page.open.map(\.change.record.uuid) == [local.uuid])
         #expect(page.through == sequence)
         #expect(try keychain.changesToPush(since: page.through, limit: 10).through == page.through)
     }
@@ -76,6 +77,37 @@ struct ReplicaVersionTests {
 
         try keychain.forgetReplicaVersions()
         #expect(try keychain.replicaVersions(of: [second.record.uuid]).isEmpty)
+    }
+
+    @Test(
+        "a version that comes sealed is stored as it came: its two ciphertexts become the row's, its key re-wrapped; the push feed hands a row's own seal out")
+    func sealedVersionsKeepTheirCiphertexts() throws {
+        let (t, local) = try deviceWithOneItem()
+        let keychain = t.device.deviceKeychain
+        var item = replicated(local, account: "sealed", version: [5])
+        item.record.data = Data("sent-secret".utf8)
+        let seal = ItemSeal.sealing(item.record)
+        item.seal = seal
+        item.record.data = nil
+        var tombstone = replicated(local, account: "buried", version: [6])
+        tombstone.seal = ItemSeal.sealing(tombstone.record, isTombstone: true)
+        tombstone.tombstoneDate = Date()
+        _ = try keychain.applyReplicated([item, tombstone]) { _, _ in true }
+
+        let rows = try DatabaseQueue(path: t.directory.appendingPathComponent("keychain.db").path).read { db in
+            try Row.fetchAll(db, sql: "SELECT uuid, metadata, secret FROM item ORDER BY id")
+        }
+        let stored = try #require(rows.first { ($0["uuid"] as Data) == Data(item.record.uuid.bytes) })
+        #expect(stored["metadata"] as Data == seal.metadata && stored["secret"] as Data == seal.secret)
+        let buried = try #require(rows.first { ($0["uuid"] as Data) == Data(tombstone.record.uuid.bytes) })
+        #expect(buried["secret"] as Data? == nil)
+        let read = try t.keychain().copy(ItemQuery(.genericPassword, attributes: [.account: .string("sealed")], synchronizable: .yes, returning: [.data]))
+        #expect(read.first?.data == Data("sent-secret".utf8))
+
+        let pushed = try #require(try keychain.changesToPush(since: 0, limit: 10).open.first)
+        let own = try #require(rows.first { ($0["uuid"] as Data) == Data(local.uuid.bytes) })
+        #expect(pushed.change.record.data == nil)
+        #expect(pushed.seal.metadata == own["metadata"] as Data && pushed.seal.secret == own["secret"] as Data)
     }
 
     @Test("a fork of the device (what survival paths start from) is in no circle: it holds no versions, the device keeps its own")

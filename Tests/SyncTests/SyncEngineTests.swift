@@ -616,32 +616,93 @@ struct SyncEngineTests {
         }
     }
 
+    /// The circle's first key generation, as `device` (a member) holds it.
+    private func firstGeneration(_ relay: MemoryRelay, circle: UUID, keysFrom device: Device) throws -> CircleKeys {
+        let circleKey = try #require(try SyncSecrets.circleKey(device, circle: circle, epoch: 1))
+        let published = relay.records(circle, .keys).compactMap { body -> [UInt8]? in
+            if case .classKeys(let keys)? = try? KeyRecord(bytes: body), keys.epoch == 1 { keys.wrapped } else { nil }
+        }
+        return try CircleKeys(circle: circle, epoch: 1, circleKey: circleKey, wrappedClassKeys: try #require(published.first))
+    }
+
+    @Test(
+        "a member's versions are taken in either envelope format; a seal that does not open, or carries access control, is refused and nothing of it is written"
+    )
+    func whatMembersSend() async throws {
+        let relay = MemoryRelay()
+        let members = try await circleOfThree(relay)
+        let (phone, tablet) = (members[0], members[1])
+        let circle = await phone.engine.circle
+        let keys = try firstGeneration(relay, circle: circle, keysFrom: phone.fixture.device)
+        let author = try SyncSecrets.identity(of: phone.fixture.device).signingKey
+        let now = phone.fixture.device.now
+        func item(_ account: String, attributes: Attributes? = nil) -> SyncedItem {
+            SyncedItem(
+                version: HybridTimestamp(milliseconds: UInt64(now.timeIntervalSince1970 * 1000)), isTombstone: false,
+                record: ItemRecord(
+                    itemClass: .genericPassword, uuid: UUID(), accessGroup: "\(TestDevice.teamID).\(TestDevice.appID)",
+                    protection: .afterFirstUnlock, synchronizable: true, accessControl: nil, creationDate: now, modificationDate: now,
+                    attributes: attributes ?? [.account: .string(account), .service: .string("com.example.app")], data: Data("\(account)-secret".utf8)))
+        }
+        func keyed(_ item: SyncedItem, _ edit: (inout KeyedItem) -> Void) throws -> SealedEnvelope {
+            let seal = ItemSeal.sealing(item.record)
+            var keyed = KeyedItem(
+                uuid: item.record.uuid, itemClass: item.record.itemClass, protection: item.record.protection, version: item.version,
+                isTombstone: false, key: seal.key, metadata: seal.metadata, secret: seal.secret)
+            edit(&keyed)
+            return try SealedEnvelope.seal(keyed, keys: keys, author: author.publicKey)
+        }
+        var controlled = item("controlled")
+        controlled.record.accessControl = try AccessControl(protection: .afterFirstUnlock, flags: .userPresence)
+        let envelopes = [
+            try SealedEnvelope.sealPayload(item("format-1"), keys: keys, author: author.publicKey),
+            try SealedEnvelope.seal(item("format-2"), keys: keys, author: author.publicKey),
+            // Without the service an add would have written: stored, sealed again here.
+            try SealedEnvelope.seal(item("no-service", attributes: [.account: .string("no-service")]), keys: keys, author: author.publicKey),
+            try SealedEnvelope.seal(controlled, keys: keys, author: author.publicKey),
+            try keyed(item("foreign-secret")) { $0.secret = ItemSeal.sealing(item("other").record).secret },
+            try keyed(item("foreign-metadata")) { $0.metadata = ItemSeal.sealing(item("other").record).metadata },
+        ]
+        try await relay.push([EnvelopeBatch(envelopes, circle: circle, author: author).bytes], circle: circle, stream: .envelopes)
+        let report = try await tablet.engine.sync()
+        #expect(report.applied == 3)
+        #expect(report.rejected.count == 3, "\(report.rejected)")
+        #expect(report.rejected.contains { $0.contains("carries access control") })
+        #expect(report.rejected.contains { $0.contains("its secret does not open") })
+        #expect(report.rejected.contains { $0.contains("its metadata does not open") })
+        for account in ["format-1", "format-2", "no-service"] {
+            let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], synchronizable: .yes, returning: [.data])
+            let found = try tablet.keychain.copy(query)
+            #expect(found.first?.data == Data("\(account)-secret".utf8))
+        }
+        for account in ["controlled", "foreign-secret", "foreign-metadata"] {
+            #expect(throws: KeychainError.self) { try tablet.keychain.copy(.password(account: account, synchronizable: .yes)) }
+        }
+    }
+
     /// Every version on the relay, opened, reduced by the merge rule alone: per UUID the
     /// preferred version; of those that share a primary key (an account here) the preferred
     /// one, a deletion included (a newer delete of the key also removes an older item added
     /// under it elsewhere). The data each surviving item holds, by UUID.
     private func mergeModel(_ relay: MemoryRelay, circle: UUID, keysFrom device: Device) throws -> [UUID: String] {
-        let circleKey = try #require(try SyncSecrets.circleKey(device, circle: circle, epoch: 1))
-        let published = relay.records(circle, .keys).compactMap { body -> [UInt8]? in
-            if case .classKeys(let keys)? = try? KeyRecord(bytes: body), keys.epoch == 1 { keys.wrapped } else { nil }
-        }
-        let keys = try CircleKeys(circle: circle, epoch: 1, circleKey: circleKey, wrappedClassKeys: try #require(published.first))
-        var newest: [UUID: SyncedItem] = [:]
+        let keys = try firstGeneration(relay, circle: circle, keysFrom: device)
+        var newest: [UUID: (item: SyncedItem, stamp: VersionStamp)] = [:]
         for body in relay.records(circle, .envelopes) {
             for envelope in try EnvelopeBatch(bytes: body).envelopes {
-                let item = try envelope.open(with: keys)
-                if let held = newest[item.record.uuid], !MergeRule.prefers(item, over: held) { continue }
-                newest[item.record.uuid] = item
+                let contents = try envelope.open(with: keys)
+                let version = (item: try contents.openedItem(), stamp: contents.stamp)
+                if let held = newest[version.item.record.uuid], !MergeRule.prefers(version.stamp, over: held.stamp) { continue }
+                newest[version.item.record.uuid] = version
             }
         }
-        var byAccount: [AttributeValue: SyncedItem] = [:]
-        for item in newest.values {
-            let account = try #require(item.record.attributes[.account])
-            if let other = byAccount[account], !MergeRule.prefers(item, over: other) { continue }
-            byAccount[account] = item
+        var byAccount: [AttributeValue: (item: SyncedItem, stamp: VersionStamp)] = [:]
+        for version in newest.values {
+            let account = try #require(version.item.record.attributes[.account])
+            if let other = byAccount[account], !MergeRule.prefers(version.stamp, over: other.stamp) { continue }
+            byAccount[account] = version
         }
         return Dictionary(
-            uniqueKeysWithValues: byAccount.values.filter { !$0.isTombstone }.map {
+            uniqueKeysWithValues: byAccount.values.map(\.item).filter { !$0.isTombstone }.map {
                 ($0.record.uuid, String(decoding: $0.record.data ?? Data(), as: UTF8.self))
             })
     }
