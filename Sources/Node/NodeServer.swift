@@ -232,7 +232,7 @@ package enum NodeServer {
         post(router, .circleJoin, logger) { try await sync.join($0) }
         post(router, .circleRemove, logger) { try await sync.remove($0) }
         post(router, .circleLeave, logger) { try await sync.leave($0) }
-        get(router, .circleStatus, logger) { await sync.circleStatus() }
+        get(router, .circleStatus, logger) { try await sync.circleStatus() }
         post(router, .syncNow, logger) { _ in try await sync.syncNow() }
         get(router, .syncStatus, logger) { try await sync.syncStatus() }
     }

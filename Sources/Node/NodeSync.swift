@@ -19,6 +19,9 @@ final class NodeSync: Sendable {
 
     private struct Progress {
         var engine: SyncEngine?
+        /// Why the member's state could not be opened at start: every circle call says so,
+        /// rather than that the device is in no circle.
+        var unreadable: CircleError?
         var lastExchange: Date?
         var lastReport: SyncReport?
         var lastError: String?
@@ -42,6 +45,8 @@ final class NodeSync: Sendable {
             start.engine = try await SyncEngine.open(device: device, transport: { RelayClient(url: $0) })
         } catch {
             start.lastError = "\(error)"
+            start.unreadable =
+                error as? CircleError ?? CircleError(.unreadableState, "the sync state of \(device.info.name) cannot be read: \(error)")
             logger.error("sync state unreadable", metadata: ["error": "\(error)"])
         }
         progress = Locked(start)
@@ -49,30 +54,43 @@ final class NodeSync: Sendable {
 
     private var engine: SyncEngine? { progress.withLock { $0.engine } }
 
+    /// The member, or why there is none: its state unreadable, or no circle (`notInCircle`,
+    /// with `why` after the device's name).
+    private func member(_ why: String = "is in no circle.") throws -> SyncEngine {
+        let (engine, unreadable) = progress.withLock { ($0.engine, $0.unreadable) }
+        if let engine { return engine }
+        throw unreadable ?? CircleError(.notInCircle, "\(device.info.name) \(why)")
+    }
+
     func create(_ request: NodeAPI.CircleCreate) async throws -> NodeAPI.CircleStatus {
         let relay = try Self.relayURL(request.relay)
         try requireFirstUnlock("create a circle")
         let engine = try await SyncEngine.create(
             device: device, name: request.name ?? device.info.name, relay: relay,
             transport: RelayClient(url: relay))
-        progress.withLock { $0.engine = engine }
+        progress.withLock {
+            $0.engine = engine
+            $0.unreadable = nil
+        }
         let circle = await engine.circle
         logger.info("circle created", metadata: ["circle": "\(circle)"])
-        return await circleStatus()
+        return try await circleStatus()
     }
 
     /// The identity of this device as a joiner: refused when it cannot join, so that the
     /// sponsor is never asked to vouch for a device that would then refuse.
     func identity() async throws -> NodeAPI.Peer {
         try requireFirstUnlock("join a circle")
+        let (engine, unreadable) = progress.withLock { ($0.engine, $0.unreadable) }
         if let engine {
             throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle).")
         }
+        if let unreadable { throw unreadable }
         return Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
     }
 
     func vouch(_ request: NodeAPI.Vouch) async throws -> NodeAPI.Voucher {
-        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle, so it cannot vouch for another device.") }
+        let engine = try member("is in no circle, so it cannot vouch for another device.")
         let voucher = try await engine.vouch(for: try Self.identity(request.peer))
         logger.info("vouched", metadata: ["peer": "\(request.peer.name)"])
         return NodeAPI.Voucher(
@@ -96,20 +114,21 @@ final class NodeSync: Sendable {
         progress.withLock {
             $0.engine = engine
             $0.lastError = nil
+            $0.unreadable = nil
         }
         logger.info("circle joined", metadata: ["circle": "\(request.circle)"])
-        return await circleStatus()
+        return try await circleStatus()
     }
 
     func remove(_ request: NodeAPI.CircleRemove) async throws -> NodeAPI.CircleStatus {
-        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle.") }
+        let engine = try member()
         try await engine.remove(request.peer)
         logger.info("member removed; new keys shared", metadata: ["peer": "\(request.peer)"])
-        return await circleStatus()
+        return try await circleStatus()
     }
 
     func leave(_ request: NodeAPI.CircleLeave) async throws -> NodeAPI.CircleStatus {
-        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle.") }
+        let engine = try member()
         if !request.force { try requireFirstUnlock("leave its circle") }
         let circle = await engine.circle
         do {
@@ -121,10 +140,12 @@ final class NodeSync: Sendable {
         }
         progress.withLock { $0 = Progress() }
         logger.info("left the circle", metadata: ["circle": "\(circle)"])
-        return await circleStatus()
+        return try await circleStatus()
     }
 
-    func circleStatus() async -> NodeAPI.CircleStatus {
+    /// Empty in no circle; fails when the member's state cannot be read.
+    func circleStatus() async throws -> NodeAPI.CircleStatus {
+        if let unreadable = progress.withLock({ $0.engine == nil ? $0.unreadable : nil }) { throw unreadable }
         guard let engine else { return NodeAPI.CircleStatus(members: []) }
         let me = await engine.signingKey
         return NodeAPI.CircleStatus(
@@ -149,12 +170,12 @@ final class NodeSync: Sendable {
 
     /// One exchange now, whatever the loop is doing.
     func syncNow() async throws -> SyncReport {
-        guard let engine else { throw CircleError(.notInCircle, "\(device.info.name) is in no circle.") }
+        let engine = try member()
         return try await exchange(engine)
     }
 
     func syncStatus() async throws -> NodeAPI.SyncStatus {
-        let circle = await circleStatus()
+        let circle = try await circleStatus()
         let local = try await engine?.localStatus() ?? (pending: 0, deviceBound: [])
         let waiting = await engine?.waitingCount ?? 0
         let names = Dictionary(circle.members.map { ($0.signingKey, $0.name) }) { first, _ in first }

@@ -53,6 +53,25 @@ struct NodeRouteTests {
         }
     }
 
+    @Test("a member whose sync.json cannot be read says so, naming the file, for its status and every circle call, rather than that it is in no circle")
+    func unreadableSyncState() async throws {
+        let fixture = try TestDevice()
+        let state = fixture.device.directory.appendingPathComponent("sync.json")
+        try Data("{ not a sync state".utf8).write(to: state)
+        try await withRoutes(on: fixture) { client in
+            for response in [
+                try await client.execute(uri: "/\(NodeAPI.version)/\(NodeAPI.Route<NodeAPI.Empty, NodeAPI.CircleStatus>.circleStatus.path)", method: .get),
+                try await client.execute(uri: "/\(NodeAPI.version)/\(NodeAPI.Route<NodeAPI.Empty, NodeAPI.SyncStatus>.syncStatus.path)", method: .get),
+                try await post(client, .syncNow, NodeAPI.Empty()),
+            ] {
+                #expect(response.status == .unprocessableContent)
+                let error = try #require(try decode(NodeAPI.Failure.self, response).error as? CircleError)
+                #expect(error.code == .unreadableState && error.message.contains(state.path), "\(error)")
+            }
+        }
+        #expect(try Data(contentsOf: state) == Data("{ not a sync state".utf8), "the file is left as it was")
+    }
+
     @Test("a device failure keeps its code: an app that is not installed")
     func deviceFailures() async throws {
         try await withRoutes { client in
@@ -127,8 +146,8 @@ struct NodeRouteTests {
 
     // MARK: Support
 
-    private func withRoutes(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
-        let fixture = try TestDevice()
+    private func withRoutes(on fixture: TestDevice? = nil, _ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let fixture = try fixture ?? TestDevice()
         let logger = Logger(label: "keyferry.test") { _ in SwiftLogNoOpLogHandler() }
         let sync = await NodeSync(device: fixture.device, logger: logger)
         let application = Application(router: NodeServer.router(device: fixture.device, sync: sync, logger: logger))
