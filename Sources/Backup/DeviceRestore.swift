@@ -125,7 +125,8 @@ public enum DeviceRestore {
         /// The target's own items that a restore replaces (non-synchronizable, live): what it
         /// loses is reported.
         private let localOnTarget: [ItemRecord]
-        /// When each restored item was last modified, by primary key.
+        /// When each restored item under the primary key of one of `localOnTarget` was last
+        /// modified: kept for those keys only, so the archive's size does not add to memory.
         private var restoredVersions: [PrimaryKey: Date] = [:]
         private var entitledGroups: Set<String>?
         /// The file whose pieces are arriving, and how many bytes of it are written.
@@ -206,6 +207,7 @@ public enum DeviceRestore {
             let binding = keys.items
             let sameDevice = report.sameDevice
             let onTarget = synchronizedOnTarget
+            let localKeys = Set(localOnTarget.map(\.primaryKey))
             let keychain = device.deviceKeychain
             return BackgroundWork {
                 // Older archives carry the device's own items; a device keeps its own instead.
@@ -215,32 +217,39 @@ public enum DeviceRestore {
                     return key.flatMap { try? item.open(with: $0, binding: binding) }
                 }
                 var outcomes: [RestoreReport.ItemOutcome] = []
+                outcomes.reserveCapacity(items.count)
                 var restored: [Keychain.RestoredItem] = []
                 var versions: [PrimaryKey: Date] = [:]
+                // One copy of each access group's name for the section's outcomes that carry it.
+                var groupNames: [String: String] = [:]
                 for (item, restoredItem) in zip(items, opened) {
-                    let outcome: RestoreReport.Reason?
+                    let reason: RestoreReport.Reason?
                     var name = item.name
                     var waitsForApp = false
                     if let restoredItem {
                         let record = restoredItem.record
                         name = name ?? ArchivedItem.name { record.attributes[$0] }
-                        outcome = DeviceRestore.decide(record, onTarget: onTarget[record.primaryKey])
-                        if outcome == nil {
+                        let primaryKey = record.primaryKey
+                        reason = DeviceRestore.decide(record, onTarget: onTarget[primaryKey])
+                        if reason == nil {
                             restored.append(restoredItem)
-                            versions[record.primaryKey] = record.modificationDate
+                            if localKeys.contains(primaryKey) { versions[primaryKey] = record.modificationDate }
                         }
-                        waitsForApp = outcome == nil && !groups.contains(record.accessGroup)
+                        waitsForApp = reason == nil && !groups.contains(record.accessGroup)
                     } else {
                         // Sealed with the password's keys and still shut: altered. Sealed with a
                         // device's key: altered on that device, else bound to it.
-                        outcome =
+                        reason =
                             item.wrapping == .backup || sameDevice
                             ? .damaged
                             : item.protection.isThisDeviceOnly
                                 ? .deviceBound
                                 : .unencryptedOnAnotherDevice
                     }
-                    outcomes.append(.init(item, name: name, reason: outcome, waitingForApp: waitsForApp))
+                    var outcome = RestoreReport.ItemOutcome(item, name: name, reason: reason, waitingForApp: waitsForApp)
+                    outcome.accessGroup = groupNames[item.accessGroup, default: item.accessGroup]
+                    groupNames[item.accessGroup] = outcome.accessGroup
+                    outcomes.append(outcome)
                 }
                 return OpenedSection(outcomes: outcomes, versions: versions, rows: try keychain.sealedForRestore(restored))
             }
