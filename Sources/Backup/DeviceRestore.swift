@@ -220,8 +220,6 @@ public enum DeviceRestore {
                 outcomes.reserveCapacity(items.count)
                 var restored: [Keychain.RestoredItem] = []
                 var versions: [PrimaryKey: Date] = [:]
-                // One copy of each access group's name for the section's outcomes that carry it.
-                var groupNames: [String: String] = [:]
                 for (item, restoredItem) in zip(items, opened) {
                     let reason: RestoreReport.Reason?
                     var name = item.name
@@ -246,10 +244,7 @@ public enum DeviceRestore {
                                 ? .deviceBound
                                 : .unencryptedOnAnotherDevice
                     }
-                    var outcome = RestoreReport.ItemOutcome(item, name: name, reason: reason, waitingForApp: waitsForApp)
-                    outcome.accessGroup = groupNames[item.accessGroup, default: item.accessGroup]
-                    groupNames[item.accessGroup] = outcome.accessGroup
-                    outcomes.append(outcome)
+                    outcomes.append(.init(item, name: name, reason: reason, waitingForApp: waitsForApp))
                 }
                 return OpenedSection(outcomes: outcomes, versions: versions, rows: try keychain.sealedForRestore(restored))
             }
@@ -321,7 +316,7 @@ public struct RestoreReport: Codable, Sendable {
     /// When the target last backed itself up, if that is later than this archive of it: an
     /// older archive restores older secrets, and may have been put in place of the newest.
     public var newerBackupOnDevice: Date?
-    public var items: [ItemOutcome] = []
+    public var items = ItemOutcomes()
     /// Items the source never exported, by `CLASS.PROTECTION`: they are not in the archive.
     public var neverExported: [String: Int] = [:]
     public var apps: [String] = []
@@ -336,7 +331,7 @@ public struct RestoreReport: Codable, Sendable {
     public var localItemsLost: [LocalItemLost] = []
 
     public struct LocalItemLost: Codable, Sendable {
-        public enum Reason: String, Codable, Sendable {
+        public enum Reason: String, Codable, Sendable, CaseIterable {
             /// Added after the backup was made (or never in it): gone.
             case notInArchive
             /// Changed after the backup was made: back as the archive holds it.
@@ -463,7 +458,7 @@ public struct RestoreReport: Codable, Sendable {
         }
     }
 
-    public enum Reason: String, Codable, Sendable {
+    public enum Reason: String, Codable, Sendable, CaseIterable {
         /// ThisDeviceOnly: wrapped with the source device's hardware UID.
         case deviceBound
         /// From an unencrypted archive, whose items only the source device opens.
