@@ -16,6 +16,8 @@ import Relay
 ///     passcode: "123456"
 ///     biometry: true
 ///     apps: [com.example.mail]
+///   sim:
+///     profile: simulator
 /// ```
 package struct FleetFile: Equatable, Sendable {
     /// Names the fleet's default directory; letters, digits, `-` and `_`.
@@ -41,8 +43,12 @@ package struct FleetFile: Equatable, Sendable {
         /// Seconds class A keys stay in memory after the screen locks.
         package var grace: Double
         package var apps: [AppManifest]
+        package var profile: DeviceProfile
 
-        package init(id: String, deviceName: String, passcode: String?, biometry: Bool, grace: Double, apps: [AppManifest]) {
+        package init(
+            id: String, deviceName: String, passcode: String?, biometry: Bool, grace: Double, apps: [AppManifest], profile: DeviceProfile = .iphone
+        ) {
+            self.profile = profile
             self.id = id
             self.deviceName = deviceName
             self.passcode = passcode
@@ -53,7 +59,7 @@ package struct FleetFile: Equatable, Sendable {
 
         /// How `Device.create` makes this member when its directory does not exist yet.
         package var deviceOptions: DeviceOptions {
-            DeviceOptions(name: deviceName, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace)
+            DeviceOptions(name: deviceName, passcode: passcode, enrollBiometry: biometry, gracePeriod: grace, profile: profile)
         }
     }
 
@@ -135,6 +141,11 @@ package struct FleetFile: Equatable, Sendable {
                 relay = address
                 runsRelay = start ?? !address.secure
             }
+            if let simulator = members.first(where: { !$0.profile.hasICloudKeychain }) {
+                throw syncField.failure(
+                    "every device of a fleet that syncs joins its circle, and '\(simulator.id)' is an iOS Simulator, which has no iCloud Keychain; "
+                        + "leave out `sync:` or give it another profile.")
+            }
             if runsRelay, members.contains(where: { $0.id == "relay" }) {
                 throw syncField.failure("a fleet that syncs keeps its relay in ROOT/relay; rename the device `relay`.")
             }
@@ -147,15 +158,24 @@ extension FleetFile.Member {
         guard id.range(of: #"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"#, options: .regularExpression) != nil else {
             throw field.keyFailure("'\(id)' cannot name a device directory; use letters, digits, '.', '-' and '_'.")
         }
-        let fields = try field.fields(allowed: ["name", "passcode", "biometry", "grace", "apps"])
+        let fields = try field.fields(allowed: ["name", "profile", "passcode", "biometry", "grace", "apps"])
         self.id = id
+        var profile = DeviceProfile.iphone
+        if let profileField = fields["profile"] {
+            let name = try profileField.text()
+            try profileField.check { profile = try DeviceProfile(named: name) }
+        }
+        self.profile = profile
         deviceName = try fields["name"]?.text() ?? id
         passcode = try fields["passcode"]?.text()
         if let passcodeField = fields["passcode"], passcode?.isEmpty == true {
             throw passcodeField.failure("a passcode cannot be empty; leave the field out for a device without one.")
         }
+        if let passcodeField = fields["passcode"], !profile.hasPasscodeSetting {
+            throw passcodeField.failure("the iOS Simulator has no passcode to set; leave the field out, or give the device another profile.")
+        }
         biometry = try fields["biometry"]?.bool() ?? false
-        if biometry, passcode == nil, let biometryField = fields["biometry"] {
+        if biometry, passcode == nil, !profile.reportsPasscodeSet, let biometryField = fields["biometry"] {
             throw biometryField.failure("biometry needs a passcode, as on iOS; give this device a passcode.")
         }
         grace = try fields["grace"]?.duration() ?? 10

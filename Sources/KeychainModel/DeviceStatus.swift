@@ -28,12 +28,15 @@ public struct DeviceStatus: Sendable, Codable, Equatable {
     public var passcodeRetryAfter: TimeInterval?
     /// Live items (tombstones excluded), counted without opening any.
     public var itemCount: Int
+    /// What the device behaves as.
+    public var profile: DeviceProfile
 
     public init(
         name: String, id: UUID, poweredOn: Bool, lockState: LockState?, protectedDataAvailable: Bool, graceRemaining: TimeInterval?,
         passcodeSet: Bool, biometryEnrolled: Bool, biometryDomainState: Data?, failedPasscodeAttempts: Int, passcodeRetryAfter: TimeInterval?,
-        itemCount: Int
+        itemCount: Int, profile: DeviceProfile = .iphone
     ) {
+        self.profile = profile
         self.name = name
         self.id = id
         self.poweredOn = poweredOn

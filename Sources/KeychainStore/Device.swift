@@ -95,8 +95,11 @@ public final class Device: Sendable {
         guard options.gracePeriod >= 0, options.gracePeriod.isFinite else {
             throw DeviceError(.invalidArgument, "the grace period must be zero or more seconds.")
         }
-        if let passcode = options.passcode { try validatePasscode(passcode) }
-        if options.enrollBiometry && options.passcode == nil {
+        if let passcode = options.passcode {
+            try requirePasscodeSetting(options.profile)
+            try validatePasscode(passcode)
+        }
+        if options.enrollBiometry && options.passcode == nil && !options.profile.reportsPasscodeSet {
             throw DeviceError(.invalidArgument, "biometry needs a passcode, as on iOS; give the device a passcode too.")
         }
         // Build aside, then move into place: a crash never leaves a half-made device.
@@ -107,8 +110,8 @@ public final class Device: Sendable {
             try files.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let layout = DeviceLayout(root: staging)
             let info = DeviceInfo(
-                format: DeviceInfo.currentFormat, id: UUIDBytes.uuid(entropy.bytes(16)),
-                name: options.name, createdAt: clock.now(), gracePeriod: options.gracePeriod)
+                id: UUIDBytes.uuid(entropy.bytes(16)), name: options.name, createdAt: clock.now(), gracePeriod: options.gracePeriod,
+                profile: options.profile)
             let uidBytes = entropy.bytes(SymmetricKey.byteCount)
             guard files.createFile(atPath: layout.hardwareUID.path, contents: Data(uidBytes), attributes: [.posixPermissions: 0o600]) else {
                 throw DeviceError(.io, "could not write the hardware UID in \(staging.path).")
@@ -118,7 +121,8 @@ public final class Device: Sendable {
             let database = try KeychainDatabase(path: layout.database.path)
             let keybag = Keybag(uid: try SymmetricKey(bytes: uidBytes), entropy: entropy)
             try database.write { db in
-                _ = try keybag.create(db, passcode: options.passcode, parameters: options.passcodeHashing)
+                _ = try keybag.create(
+                    db, passcode: options.passcode, parameters: options.passcodeHashing, passcodeClass: options.profile.reportsPasscodeSet)
                 if options.enrollBiometry {
                     try Keybag.saveBiometryEnrollment(entropy.bytes(16), db)
                 }
@@ -196,9 +200,11 @@ public final class Device: Sendable {
         do {
             let raw = try Data(contentsOf: layout.info)
             let probe = try JSONDecoder().decode(FormatProbe.self, from: raw)
-            guard probe.format == DeviceInfo.currentFormat else {
+            guard DeviceInfo.formats.contains(probe.format) else {
                 throw DeviceError(
-                    .unsupportedFormat, "\(directory.path) has device format \(probe.format); this Keyferry reads format \(DeviceInfo.currentFormat) only.")
+                    .unsupportedFormat,
+                    "\(directory.path) has device format \(probe.format); this Keyferry reads formats \(DeviceInfo.formats.lowerBound) to \(DeviceInfo.formats.upperBound)."
+                )
             }
             return try JSONDecoder.keyferry.decode(DeviceInfo.self, from: raw)
         } catch let error as DeviceError {
@@ -222,6 +228,16 @@ public final class Device: Sendable {
         }
         if let error = error as? POSIXError { return SystemError.reason(error.code.rawValue) }
         return (error as? CocoaError).map { "file system error \($0.code.rawValue)" } ?? "\(error)"
+    }
+
+    /// The Simulator has no passcode setting: a test that needs one needs an iPhone profile.
+    static func requirePasscodeSetting(_ profile: DeviceProfile) throws {
+        guard profile.hasPasscodeSetting else {
+            throw DeviceError(
+                .invalidArgument,
+                "the iOS Simulator has no passcode to set (it has no keystore, so nothing on it is ever locked away); "
+                    + "use the iphone profile to test what a passcode changes.")
+        }
     }
 
     /// What iOS takes as a new passcode: four digits at least (its shortest, a 4-digit code).
@@ -374,7 +390,7 @@ public final class Device: Sendable {
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
             biometryDomainState: settings.biometryEnrollment.map { Data(ContentDigest.of(Data("keyferry biometry domain".utf8) + $0)) },
             failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: attemptClock.now()),
-            itemCount: itemCount)
+            itemCount: itemCount, profile: info.profile)
     }
 
     // MARK: Passcode
@@ -382,6 +398,7 @@ public final class Device: Sendable {
     /// Sets or changes the passcode. The device must be unlocked, and `current` must be the
     /// present passcode when there is one.
     public func setPasscode(_ newPasscode: String, current: String?) throws {
+        try Self.requirePasscodeSetting(info.profile)
         try Self.validatePasscode(newPasscode)
         try changePasscode(to: newPasscode, current: current)
     }
@@ -462,7 +479,9 @@ public final class Device: Sendable {
     /// Enrolls a face or finger. Needs a passcode, as on iOS.
     public func enrollBiometry() throws {
         try setBiometry { settings in
-            guard settings.passcodeSet else { throw DeviceError(.invalidArgument, "set a passcode before enrolling biometry.") }
+            guard settings.passcodeSet || info.profile.reportsPasscodeSet else {
+                throw DeviceError(.invalidArgument, "set a passcode before enrolling biometry.")
+            }
             guard settings.biometryEnrollment == nil else {
                 throw DeviceError(
                     .invalidArgument,

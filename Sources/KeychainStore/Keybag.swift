@@ -96,8 +96,10 @@ struct Keybag: Sendable {
     // MARK: Lifecycle
 
     /// Makes a new keybag: fresh class and metadata keys for every class (`akpu` only with a
-    /// passcode). Returns the unwrapped keys, since a device with a passcode just set is unlocked.
-    func create(_ db: Database, passcode: String?, parameters: PasswordHashParameters) throws -> [ProtectionClass: ClassKeys] {
+    /// passcode, or with `passcodeClass`: a device that reports a passcode it does not have,
+    /// where the UID wraps it). Returns the unwrapped keys, since a device with a passcode just
+    /// set is unlocked.
+    func create(_ db: Database, passcode: String?, parameters: PasswordHashParameters, passcodeClass: Bool = false) throws -> [ProtectionClass: ClassKeys] {
         let settings = Settings(
             salt: entropy.bytes(PasswordHashParameters.saltByteCount), parameters: parameters,
             passcodeSet: passcode != nil, attempts: PasscodeAttempts(), biometryEnrollment: nil)
@@ -106,7 +108,7 @@ struct Keybag: Sendable {
             arguments: [Data(settings.salt), Int64(parameters.operations), Int64(parameters.memoryBytes), passcode != nil])
         let passcodeKey = try passcode.map { try self.passcodeKey($0, settings: settings) }
         var keys = [ProtectionClass: ClassKeys]()
-        for protection in ProtectionClass.allCases where protection != .whenPasscodeSetThisDeviceOnly || passcode != nil {
+        for protection in ProtectionClass.allCases where protection != .whenPasscodeSetThisDeviceOnly || passcode != nil || passcodeClass {
             let fresh = freshClassKeys()
             let (key, kind) = wrapping(for: protection, passcodeKey: passcodeKey)
             try write(db, protection, fresh, under: key, kind)

@@ -309,9 +309,10 @@ public struct Keychain: Sendable {
         }
     }
 
-    /// `whenPasscodeSetThisDeviceOnly` exists only while the device has a passcode.
+    /// `whenPasscodeSetThisDeviceOnly` exists only while the device has a passcode (or, as the
+    /// Simulator, says it has one).
     func checkPasscode(for protection: ProtectionClass) throws {
-        if protection == .whenPasscodeSetThisDeviceOnly, !(try device.passcodeIsSet()) {
+        if protection == .whenPasscodeSetThisDeviceOnly, !device.info.profile.reportsPasscodeSet, !(try device.passcodeIsSet()) {
             throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none.")
         }
     }

@@ -86,6 +86,7 @@ final class NodeSync: Sendable {
             throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle).")
         }
         if let unreadable { throw unreadable }
+        try SyncEngine.requireICloudKeychain(device)
         return Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
     }
 

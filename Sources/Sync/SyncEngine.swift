@@ -204,7 +204,18 @@ package actor SyncEngine {
     }
 
     /// Refuses a device in a circle; of one it left, forgets what a leave cut short kept.
+    /// Refuses a device without iCloud Keychain (the iOS Simulator) anything to do with a circle.
+    package static func requireICloudKeychain(_ device: Device) throws {
+        guard device.info.profile.hasICloudKeychain else {
+            throw CircleError(
+                .noICloudKeychain,
+                "\(device.info.name) is an iOS Simulator, which has no iCloud Keychain: its synchronizable items never leave it. "
+                    + "Use the iphone profile to test sync.")
+        }
+    }
+
     private static func requireNoCircle(_ device: Device) throws {
+        try requireICloudKeychain(device)
         guard try SyncState.load(from: device.directory) == nil else {
             throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
         }

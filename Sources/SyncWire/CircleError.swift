@@ -34,6 +34,8 @@ public struct CircleError: CodedError, Hashable {
         public static let relayUnreachable = Code(rawValue: "relayUnreachable")
         /// What the member remembers of its circle (`sync.json`) cannot be read.
         public static let unreadableState = Code(rawValue: "unreadableState")
+        /// The device has no iCloud Keychain (the iOS Simulator).
+        public static let noICloudKeychain = Code(rawValue: "noICloudKeychain")
     }
 
     public let code: Code
@@ -48,7 +50,7 @@ public struct CircleError: CodedError, Hashable {
         switch code {
         case .concurrentChange, .relayUnreachable, .keysUnavailable: .unavailable
         case .unknownCircle, .noSuchMember, .notInCircle: .notFound
-        case .alreadyInCircle, .ambiguousMember, .cannotRemoveSelf, .invalidName, .notVouched: .invalidInput
+        case .alreadyInCircle, .ambiguousMember, .cannotRemoveSelf, .invalidName, .notVouched, .noICloudKeychain: .invalidInput
         default: .failure
         }
     }

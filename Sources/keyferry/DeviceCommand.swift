@@ -24,15 +24,27 @@ struct DeviceCommand: AsyncParsableCommand {
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
         @Option(help: "How long class A keys stay in memory after the screen locks: 10s, 1m (a bare number is seconds).", transform: Checked.duration)
         var grace: TimeInterval = 10
+        @Option(
+            help: ArgumentHelp(
+                "What the device behaves as.",
+                discussion: DeviceProfile.allCases.map { "\($0.rawValue): \($0.summary)" }.joined(separator: "; ") + "."),
+            transform: { try DeviceProfile(named: $0) })
+        var profile: DeviceProfile = .iphone
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            if biometry && !passcode.given { throw ValidationError("--biometry needs a passcode: iOS enrolls biometry only on a device with a passcode.") }
+            if biometry && !passcode.given && !profile.reportsPasscodeSet {
+                throw ValidationError("--biometry needs a passcode: iOS enrolls biometry only on a device with a passcode.")
+            }
+            if passcode.given && !profile.hasPasscodeSetting {
+                throw ValidationError("the iOS Simulator has no passcode to set; leave the passcode out, or use --profile iphone.")
+            }
         }
 
         func run() async throws {
             try Device.initialize(
-                at: device.url, options: DeviceOptions(name: name, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace))
+                at: device.url,
+                options: DeviceOptions(name: name, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace, profile: profile))
             let status = try Device.status(at: device.url)
             if output.json { try printJSON(encodable: status) } else { say("created \(name) in \(device.dir) (powered off)") }
         }
@@ -206,7 +218,8 @@ func printStatus(_ device: DeviceDirectory, json: Bool) async throws {
 extension DeviceStatus {
     /// One line: `Alice's iPhone: on, unlocked, passcode set, biometry enrolled, 3 items`.
     var summary: String {
-        var parts = [poweredOn ? "on" : "off"]
+        var parts = profile == .iphone ? [] : ["iOS Simulator"]
+        parts.append(poweredOn ? "on" : "off")
         if let lockState {
             parts.append(lockState.rawValue + (graceRemaining.map { String(format: " (class A keys for %.0f s more)", $0) } ?? ""))
         }

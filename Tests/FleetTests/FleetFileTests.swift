@@ -58,6 +58,9 @@ struct FleetFileTests {
         ("fleet: f\ndevices:\n  phone:\n    grace: -3\n", 4, "devices.phone.grace", "not a span of time"),
         ("fleet: f\ndevices:\n  phone:\n    grace: soon\n", 4, "devices.phone.grace", "90s, 10m"),
         ("fleet: f\ndevices:\n  phone:\n    passcode: [1, 2]\n", 4, "devices.phone.passcode", "expected text"),
+        ("fleet: f\ndevices:\n  sim:\n    profile: watch\n", 4, "devices.sim.profile", "profiles: iphone, simulator"),
+        ("fleet: f\ndevices:\n  sim:\n    profile: simulator\n    passcode: '123456'\n", 5, "devices.sim.passcode", "no passcode to set"),
+        ("fleet: f\nsync: {relay: auto}\ndevices:\n  phone: {}\n  sim: {profile: simulator}\n", 2, "sync", "no iCloud Keychain"),
         ("fleet: f\ndevices:\n  phone:\n    passcode: ''\n", 4, "devices.phone.passcode", "cannot be empty"),
         ("fleet: f\ndevices:\n  phone:\n    apps: [com.example.mail]\n", 4, "devices.phone.apps", "not among the fleet's apps"),
         ("fleet: f\napps:\n  com.example.mail:\n    groups: [x]\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail", "missing `team:`"),
@@ -95,6 +98,14 @@ struct FleetFileTests {
         #expect(plain.relay == RelayAddress(host: "10.0.0.5", port: 7700) && !plain.runsRelay)
         let own = try FleetFile(yaml: "fleet: f\nsync: {relay: '127.0.0.1:7700'}\ndevices:\n  phone: {}\n", file: "f.yaml")
         #expect(own.runsRelay)
+    }
+
+    @Test("A device's profile: iphone unless the file says simulator, which may enroll biometry without a passcode")
+    func profiles() throws {
+        let fleet = try FleetFile(
+            yaml: "fleet: f\ndevices:\n  phone: {passcode: '123456'}\n  sim:\n    profile: simulator\n    biometry: true\n", file: "f.yaml")
+        #expect(fleet.members.map(\.profile) == [.iphone, .simulator])
+        #expect(fleet.members[1].deviceOptions.profile == .simulator && fleet.members[1].deviceOptions.enrollBiometry)
     }
 
     @Test("A malformed file names the file, the line and the field", arguments: malformed.indices)

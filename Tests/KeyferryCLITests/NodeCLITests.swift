@@ -36,6 +36,21 @@ struct NodeCLITests {
         #expect(stopped.stderr.contains("keyferry node start"))
     }
 
+    @Test("device init --profile: simulator shows in status; an unknown profile or a Simulator's passcode is refused, and nothing is made")
+    func profiles() throws {
+        let cli = try CLI()
+        let sim = cli.path("sim")
+        try cli.ok(["device", "init", sim, "--profile", "simulator", "--biometry"])
+        let status = try cli.status(sim)
+        #expect(status["profile"] as? String == "simulator" && status["biometryEnrolled"] as? Bool == true)
+        let unknown = try cli.run(["device", "init", cli.path("watch"), "--profile", "watch"])
+        #expect(unknown.status != 0 && unknown.stderr.contains("profiles: iphone, simulator"), "\(unknown.stderr)")
+        let passcode = try cli.run(["device", "init", cli.path("sim2"), "--profile", "simulator", "--passcode", "123456"])
+        #expect(passcode.status != 0 && passcode.stderr.contains("no passcode to set"), "\(passcode.stderr)")
+        for made in ["watch", "sim2"] { #expect(!FileManager.default.fileExists(atPath: cli.path(made))) }
+        #expect(try cli.run(["device", "init", "--help"]).text.contains("simulator: the iOS"))
+    }
+
     @Test("item get prints the secret's bytes exactly; list, JSON and the log never show it")
     func secretsRoundTrip() throws {
         let cli = try CLI()

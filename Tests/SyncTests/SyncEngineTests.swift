@@ -223,6 +223,25 @@ struct SyncEngineTests {
         #expect(try tablet.keychain.copy(.password(account: "for-later", synchronizable: .yes)).first?.data == Data("secret".utf8))
     }
 
+    @Test("an iOS Simulator has no iCloud Keychain: it can neither create nor join a circle, and nothing is written")
+    func simulatorHasNoICloudKeychain() async throws {
+        let relay = MemoryRelay()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-sim-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try Device.create(
+            at: directory, options: DeviceOptions(name: "Sim", passcodeHashing: .minimum, profile: .simulator), clock: ManualClock())
+        defer { simulator.powerOff() }
+        let refusal = await #expect(throws: CircleError.self) {
+            try await SyncEngine.create(device: simulator, name: "sim", relay: Member.relayURL, transport: relay)
+        }
+        #expect(refusal?.code == .noICloudKeychain)
+        let phone = try Member("phone", seed: 1)
+        let engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay)
+        let voucher = try await engine.vouch(for: SyncEngine.peerIdentity(of: simulator, name: "sim"))
+        await #expect(throws: CircleError.self) { try await SyncEngine.join(voucher, device: simulator, transport: relay) }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("sync.json").path))
+    }
+
     @Test("a device no member vouched for cannot join, and envelopes from outside the circle are refused")
     func outsiders() async throws {
         let relay = MemoryRelay()

@@ -1,0 +1,38 @@
+/// What kind of Apple device a Keyferry device behaves as. Each one's differences from an
+/// iPhone, with their sources, are in Protocol/profiles.md.
+public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
+    /// An iPhone on the newest iOS: the default.
+    case iphone
+    /// The iOS Simulator. It has no keystore: nothing is ever locked away, no passcode can be
+    /// set though it reports one (so `whenPasscodeSetThisDeviceOnly` items are accepted), and it
+    /// has no iCloud Keychain.
+    case simulator
+
+    /// One line for `--help` and listings.
+    public var summary: String {
+        switch self {
+        case .iphone: "an iPhone on the newest iOS (the default)"
+        case .simulator: "the iOS Simulator: no keystore, no passcode, no iCloud Keychain"
+        }
+    }
+
+    /// Whether it can have a passcode: the Simulator has no setting for one.
+    public var hasPasscodeSetting: Bool { self != .simulator }
+
+    /// Whether it reports a passcode as set whatever its settings: the Simulator's stand-in for
+    /// the keystore never says "no passcode".
+    public var reportsPasscodeSet: Bool { self == .simulator }
+
+    /// Whether it can join an iCloud Keychain circle.
+    public var hasICloudKeychain: Bool { self != .simulator }
+
+    /// `iphone` or `simulator`, or a sentence that lists them.
+    public init(named name: String) throws(DeviceError) {
+        guard let profile = DeviceProfile(rawValue: name) else {
+            throw DeviceError(
+                .invalidArgument,
+                "'\(name)' is not a device profile; profiles: " + DeviceProfile.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+        }
+        self = profile
+    }
+}
