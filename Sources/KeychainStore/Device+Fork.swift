@@ -49,6 +49,33 @@ extension Device {
         return fork
     }
 
+    /// The same secrets on the iOS Simulator: a fork, unlocked (with `passcode` when this device
+    /// is locked), whose passcode is gone but whose items all stay, `whenPasscodeSetThisDeviceOnly`
+    /// ones too, every class key wrapped by the UID alone, and which behaves as `simulator`
+    /// (`survival --compare simulator`). Powered on and unlocked, as a Simulator always is.
+    package func simulatorTwin(at directory: URL, unlockingWith passcode: String?) throws -> Device {
+        let twin = try passcode.map { try fork(to: directory, unlockingWith: $0) } ?? fork(to: directory)
+        do {
+            let keys = try twin.withPower { machine -> [ProtectionClass: ClassKeys] in
+                guard machine.state == .unlocked else {
+                    throw KeychainError(.interactionNotAllowed, "\(info.name) is locked; unlock it, or give its passcode, to compare it with the Simulator.")
+                }
+                return machine.keys
+            }
+            try twin.database.write { db in _ = try twin.keybag.rewrap(db, keys: keys, newPasscode: nil, keepingPasscodeClass: true) }
+            twin.powerOff()
+            var simulator = info
+            simulator.format = 2
+            simulator.storedProfile = .simulator
+            try Self.writeInfo(simulator, to: twin.layout)
+            return try Device.powerOn(at: directory, clock: twin.clock, entropy: entropy)
+        } catch {
+            twin.powerOff()
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
     /// Copies the powered-off device the caller holds to `copy` (which must not exist) without
     /// opening its store: even opening SQLite folds its write-ahead log into the database, and
     /// a device someone only looks at stays byte for byte as it was. Held, nothing writes to it

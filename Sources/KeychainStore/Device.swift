@@ -216,7 +216,7 @@ public final class Device: Sendable {
 
     private struct FormatProbe: Decodable { var format: Int }
 
-    private static func writeInfo(_ info: DeviceInfo, to layout: DeviceLayout) throws {
+    static func writeInfo(_ info: DeviceInfo, to layout: DeviceLayout) throws {
         let data = try JSONEncoder.keyferry.encode(info)
         try data.write(to: layout.info, options: .atomic)
     }

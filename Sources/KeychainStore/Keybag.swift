@@ -156,7 +156,11 @@ struct Keybag: Sendable {
     /// Rewraps the passcode-protected class keys under a new passcode (or under the UID alone
     /// when `newPasscode` is nil). Setting a first passcode creates the `akpu` class; removing it
     /// destroys that class key.
-    func rewrap(_ db: Database, keys: [ProtectionClass: ClassKeys], newPasscode: String?) throws -> [ProtectionClass: ClassKeys] {
+    /// With `keepingPasscodeClass`, removing the passcode keeps the `akpu` class key, wrapped by
+    /// the UID: a device that reports a passcode it does not have (the Simulator).
+    func rewrap(
+        _ db: Database, keys: [ProtectionClass: ClassKeys], newPasscode: String?, keepingPasscodeClass: Bool = false
+    ) throws -> [ProtectionClass: ClassKeys] {
         var settings = try Settings.load(db)
         // A fresh salt on every change: the old passcode's derived key opens nothing new.
         settings.salt = entropy.bytes(PasswordHashParameters.saltByteCount)
@@ -164,7 +168,9 @@ struct Keybag: Sendable {
         try Self.save(PasscodeAttempts(), db)
         let passcodeKey = try newPasscode.map { try self.passcodeKey($0, settings: settings) }
         var keys = keys
-        if newPasscode == nil {
+        if newPasscode == nil, keepingPasscodeClass {
+            keys[.whenPasscodeSetThisDeviceOnly] = keys[.whenPasscodeSetThisDeviceOnly] ?? freshClassKeys()
+        } else if newPasscode == nil {
             keys[.whenPasscodeSetThisDeviceOnly] = nil
             try db.execute(sql: "DELETE FROM class_key WHERE class = ?", arguments: [ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue])
         } else if keys[.whenPasscodeSetThisDeviceOnly] == nil {

@@ -35,6 +35,16 @@ public enum ProcessControl {
 
     public static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
 
+    /// Whether `pid` still runs: alive and not a zombie waiting for its parent (a daemon's parent
+    /// may never wait for it). Read from `/proc/PID/stat`, whose third field is the state.
+    public static func isExecuting(_ pid: Int32) -> Bool {
+        guard isAlive(pid), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return false }
+        let state = stat[stat.index(after: end)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
+    }
+
     /// Leaves the terminal's session, so a Ctrl-C there no longer reaches this process.
     public static func detachFromTerminal() { _ = setsid() }
 

@@ -62,13 +62,14 @@ enum Daemon {
         }
     }
 
-    /// Sends SIGTERM to `pid`, and SIGKILL if it is still `running` at `timeout`; returns once
-    /// it is not.
+    /// Sends SIGTERM to `pid`, and SIGKILL if it is still `running` (or executing) at `timeout`;
+    /// returns once it is neither.
     static func stop(_ pid: Int32, timeout: Duration, running: () -> Bool) async throws {
         ProcessControl.send(.terminate, to: pid)
         let deadline = ContinuousClock.now + timeout
         var killed = false
-        while running() {
+        // A process lets go of its lock a moment before it exits: stopped is gone.
+        while running() || ProcessControl.isExecuting(pid) {
             if !killed, ContinuousClock.now >= deadline {
                 ProcessControl.send(.kill, to: pid)
                 killed = true

@@ -18,43 +18,62 @@ extension NodeClient {
     }
 
     /// The survival matrix: from the node when it runs; otherwise of a copy of the powered-off
-    /// device (held meanwhile, so no node starts), made inside its directory, powered on in this
-    /// process and unlocked with `passcode`. A passcode that does not unlock the copy is checked
-    /// on the device itself, where it counts and waits as any unlock does; the right one leaves
-    /// the device byte for byte as it was.
+    /// device (`offline`).
     package func survival(app: String?, passcode: String?) async throws -> SurvivalMatrix {
         do {
             return try await call(.survival, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
         } catch let error as NodeError where error.code == .notRunning {
-            let hold = try DeviceHold.take(paths.directory)
-            defer { hold.release() }
-            let scratch = Survival.scratch(of: paths.directory)
-            Survival.removeScratch(of: paths.directory)
-            defer { Survival.removeScratch(of: paths.directory) }
-            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            let copy = scratch.appendingPathComponent("at-rest")
-            try Device.copyAtRest(hold, to: copy)
-            let device = try Device.powerOn(at: copy)
-            defer { device.powerOff() }
-            if try device.passcodeIsSet() {
-                guard let passcode else {
-                    throw KeychainError(
-                        .authFailed,
-                        "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
-                    )
-                }
-                let earlierFailures = try device.status().failedPasscodeAttempts
-                do {
-                    try device.unlock(passcode: passcode)
-                } catch let refusal as KeychainError where refusal.status == .authFailed {
-                    try Self.check(passcode, on: hold)
-                    throw refusal
-                }
-                // The right passcode after wrong ones clears the device's count, as it would there.
-                if earlierFailures > 0 { try Self.check(passcode, on: hold) }
+            return try await offline(passcode: passcode) { device, scratch in
+                try await Survival.matrix(of: device, options: .init(app: app, passcode: passcode, scratch: scratch))
             }
-            return try await Survival.matrix(of: device, options: .init(app: app, passcode: passcode, scratch: scratch))
         }
+    }
+
+    /// The survival matrix beside the Simulator's, as `survival` runs it.
+    package func survivalAgainstSimulator(app: String?, passcode: String?) async throws -> SurvivalComparison {
+        do {
+            return try await call(.survivalAgainstSimulator, NodeAPI.SurvivalOptions(app: app, passcode: passcode))
+        } catch let error as NodeError where error.code == .notRunning {
+            return try await offline(passcode: passcode) { device, scratch in
+                try await Survival.compareWithSimulator(device, options: .init(app: app, passcode: passcode, scratch: scratch))
+            }
+        }
+    }
+
+    /// Runs `work` on a copy of the powered-off device (held meanwhile, so no node starts), made
+    /// inside its directory, powered on in this process and unlocked with `passcode`, with the
+    /// directory its scratch devices go in. A passcode that does not unlock the copy is checked
+    /// on the device itself, where it counts and waits as any unlock does; the right one leaves
+    /// the device byte for byte as it was.
+    private func offline<Answer>(passcode: String?, _ work: (Device, URL) async throws -> Answer) async throws -> Answer {
+        let hold = try DeviceHold.take(paths.directory)
+        defer { hold.release() }
+        let scratch = Survival.scratch(of: paths.directory)
+        Survival.removeScratch(of: paths.directory)
+        defer { Survival.removeScratch(of: paths.directory) }
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let copy = scratch.appendingPathComponent("at-rest")
+        try Device.copyAtRest(hold, to: copy)
+        let device = try Device.powerOn(at: copy)
+        defer { device.powerOff() }
+        if try device.passcodeIsSet() {
+            guard let passcode else {
+                throw KeychainError(
+                    .authFailed,
+                    "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
+                )
+            }
+            let earlierFailures = try device.status().failedPasscodeAttempts
+            do {
+                try device.unlock(passcode: passcode)
+            } catch let refusal as KeychainError where refusal.status == .authFailed {
+                try Self.check(passcode, on: hold)
+                throw refusal
+            }
+            // The right passcode after wrong ones clears the device's count, as it would there.
+            if earlierFailures > 0 { try Self.check(passcode, on: hold) }
+        }
+        return try await work(device, scratch)
     }
 
     /// Checks `passcode` on the powered-off device itself, which the caller holds: counted, and

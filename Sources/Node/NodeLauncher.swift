@@ -32,7 +32,7 @@ package enum NodeLauncher {
         try DeviceLayout(root: paths.directory).requireDevice()
         guard NodeLock.isHeld(paths) else { return false }
         let pid = try await NodeClient(directory: directory).status().pid
-        try await Daemon.stop(pid, timeout: timeout) { ProcessControl.isAlive(pid) || NodeLock.isHeld(paths) }
+        try await Daemon.stop(pid, timeout: timeout) { NodeLock.isHeld(paths) }
         return true
     }
 

@@ -21,3 +21,7 @@ extension NodeAPI.Route where Body == NodeAPI.Transfer, Answer == RestoreReport 
 extension NodeAPI.Route where Body == NodeAPI.SurvivalOptions, Answer == SurvivalMatrix {
     package static var survival: Self { Self("survival", cancelledWhenCallerLeaves: true) }
 }
+
+extension NodeAPI.Route where Body == NodeAPI.SurvivalOptions, Answer == SurvivalComparison {
+    package static var survivalAgainstSimulator: Self { Self("survival/simulator", cancelledWhenCallerLeaves: true) }
+}

@@ -216,6 +216,10 @@ package enum NodeServer {
             let scratch = Survival.scratch(of: device.directory)
             return try await Survival.matrix(of: device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
         }
+        post(router, .survivalAgainstSimulator, logger) { request in
+            let scratch = Survival.scratch(of: device.directory)
+            return try await Survival.compareWithSimulator(device, options: .init(app: request.app, passcode: request.passcode, scratch: scratch))
+        }
         call(.clock) { request in
             if request.advance > 0 {
                 try device.advanceClock(by: request.advance)

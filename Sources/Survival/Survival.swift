@@ -107,6 +107,7 @@ struct PathRunner: Sendable {
 
     func run(_ path: SurvivalPath) async throws -> PathResult {
         switch path {
+        case .iCloudKeychain where !now.info.profile.hasICloudKeychain: return .notRun("the iOS Simulator has no iCloud Keychain")
         case .iCloudKeychain: return try await iCloudKeychain()
         case .passcodeRemoved where !passcodeSet: return .notRun("the device has no passcode to remove")
         case .biometryReenrolled where !biometryEnrolled: return .notRun("no biometry is enrolled on the device")
@@ -202,14 +203,15 @@ struct PathRunner: Sendable {
         Target(device: try now.fork(to: work.appendingPathComponent(name ?? path.rawValue)), passcode: passcode)
     }
 
-    /// A new phone as its owner sets it up: a passcode if the old one had one (a random one:
-    /// hashed at the cheapest cost, the real one would be easy to recover from it), and
-    /// biometry likewise.
+    /// A new device of the same profile as its owner sets it up: a passcode if the old one had
+    /// one (a random one: hashed at the cheapest cost, the real one would be easy to recover
+    /// from it), and biometry likewise.
     private func newDevice(_ path: SurvivalPath) throws -> Target {
-        let newPasscode = passcodeSet ? UUID().uuidString : nil
+        let profile = now.info.profile
+        let newPasscode = passcodeSet && profile.hasPasscodeSetting ? UUID().uuidString : nil
         let options = DeviceOptions(
-            name: "new device", passcode: newPasscode, enrollBiometry: biometryEnrolled && newPasscode != nil,
-            gracePeriod: now.info.gracePeriod, passcodeHashing: .minimum)
+            name: "new device", passcode: newPasscode, enrollBiometry: biometryEnrolled && (newPasscode != nil || profile.reportsPasscodeSet),
+            gracePeriod: now.info.gracePeriod, passcodeHashing: .minimum, profile: profile)
         return Target(device: try Device.create(at: work.appendingPathComponent("\(path.rawValue)-new"), options: options), passcode: newPasscode)
     }
 

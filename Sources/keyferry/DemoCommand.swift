@@ -183,10 +183,14 @@ struct DemoCommand: AsyncParsableCommand {
         try await newPhone(from: phone, at: directory, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")
-        let matrix = try await NodeClient(directory: runner.directory(of: member), timeout: .seconds(600)).survival(app: nil, passcode: passcode)
+        let client = NodeClient(directory: runner.directory(of: member), timeout: .seconds(600))
+        let matrix = try await client.survival(app: nil, passcode: passcode)
         for line in matrix.table(colored: ProcessControl.standardOutputIsTerminal).split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2) {
             tour.say(String(line))
         }
+        tour.heading("The same secrets on the iOS Simulator, where most keychain tests run (`keyferry survival --compare simulator`)")
+        let comparison = try await client.survivalAgainstSimulator(app: nil, passcode: passcode)
+        for line in comparison.table().split(separator: "\n") { tour.say(String(line)) }
 
         tour.heading("Alice removes her passcode")
         try await phone.send(.passcode, NodeAPI.Passcode(new: nil, current: passcode, remove: true))

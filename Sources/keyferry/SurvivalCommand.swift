@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainModel
 import KeyferrySystem
 import Node
 import NodeControl
@@ -21,6 +22,11 @@ struct SurvivalCommand: AsyncParsableCommand {
             Works on a running, unlocked node, and on a powered-off device (give --passcode when it \
             has one). The passcode, when given, also answers access-control prompts on the way; \
             without it, items that need it read as they do now.
+
+            With --compare simulator, the same secrets also run every path on the iOS Simulator \
+            (a copy of the device that behaves as one: no keystore, no passcode, no iCloud \
+            Keychain), and it lists every cell where the Simulator keeps a secret this device \
+            loses or cannot read: the false passes of tests run on the Simulator alone.
             """)
 
     @OptionGroup var device: DeviceDirectory
@@ -29,9 +35,21 @@ struct SurvivalCommand: AsyncParsableCommand {
     @OptionGroup var passcodeInput: PasscodeInput
     @Option(help: "Also write the matrix as one self-contained HTML page to FILE.", completion: .file())
     var html: String?
+    @Option(help: "Compare with another profile: simulator lists where the iOS Simulator passes and this device does not.")
+    var compare: String?
     @OptionGroup var output: OutputOptions
 
+    func validate() throws {
+        if let compare {
+            guard (try? DeviceProfile(named: compare)) == .simulator else {
+                throw ValidationError("--compare takes simulator: the profile whose false passes to list.")
+            }
+            if html != nil { throw ValidationError("--html writes one matrix; leave it out with --compare (--json has both).") }
+        }
+    }
+
     func run() async throws {
+        if compare != nil { return try await runComparison() }
         // Every path on a large device takes longer than a call's usual minute.
         let client = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
         let passcode = try passcodeInput.read()
@@ -53,5 +71,16 @@ struct SurvivalCommand: AsyncParsableCommand {
         }
         print(matrix.table(colored: ProcessControl.standardOutputIsTerminal && ProcessInfo.processInfo.environment["NO_COLOR"] == nil))
         if let html { say("\n\(replaced ? "replaced" : "wrote") \(html)") }
+    }
+
+    private func runComparison() async throws {
+        let client = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
+        let passcode = try passcodeInput.read()
+        let line = ProgressLine()
+        line.show("running \(SurvivalPath.allCases.count) paths on this device and on the Simulator ...")
+        let comparison = try await interruptibly { try await client.survivalAgainstSimulator(app: app, passcode: passcode) }
+        line.clear()
+        if output.json { return try printJSON(encodable: comparison) }
+        print(comparison.table())
     }
 }

@@ -147,3 +147,31 @@ extension SurvivalMatrix {
             """
     }
 }
+
+extension SurvivalComparison {
+    /// One line per false pass, what happens on each side; then what the Simulator cannot run.
+    func table() -> String {
+        func side(_ cell: SurvivalCell) -> String {
+            switch cell.outcome {
+            case .kept: "kept"
+            case .lost: "lost" + (cell.reason.map { ": \($0)" } ?? "")
+            case .unreadable: cell.reason ?? cell.status.map { "\($0.name) (\($0.rawValue))" } ?? "unreadable"
+            }
+        }
+        let count = falsePasses.count == 1 ? "1 false pass" : "\(falsePasses.count) false passes"
+        let verdict =
+            falsePasses.isEmpty
+            ? "no false passes: every secret the Simulator keeps, this device keeps too"
+            : "\(count), where the Simulator keeps a secret this device does not"
+        var lines = ["\(device.device) beside the iOS Simulator" + (device.app.map { " for \($0)" } ?? "") + ": " + verdict]
+        let width = falsePasses.map(\.secret.count).max() ?? 0
+        for pass in falsePasses {
+            let name = pass.secret.escapingControlCharacters.padded(width)
+            lines.append("  \(name)  \(pass.path.heading.padded(11))  here \(side(pass.device)); on the Simulator, kept")
+        }
+        for path in SurvivalPath.allCases {
+            if let why = simulator.notRun[path], device.notRun[path] == nil { lines.append("  not on the Simulator: \(path.summary) (\(why))") }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

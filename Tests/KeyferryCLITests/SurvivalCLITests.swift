@@ -28,6 +28,25 @@ struct SurvivalCLITests {
         return (rows.first { $0["name"] as? String == name }?["cells"] as? [String: Any])?[path] as? [String: Any]
     }
 
+    @Test("--compare simulator: the false passes of the iOS Simulator, and what it cannot run; --compare takes nothing else")
+    func againstTheSimulator() throws {
+        let cli = try CLI()
+        let dir = try Self.phone(cli)
+        try cli.ok(["item", "add", dir] + Self.app + ["--account", "classA", "--value", "a", "--accessible", "whenUnlocked"])
+        let listed = try cli.ok(["item", "list", dir, "--json"]).text
+        let comparison = try cli.ok(["survival", dir, "--compare", "simulator", "--json"]).object()
+        let passes = (comparison["falsePasses"] as? [[String: Any]] ?? []).map { "\($0["secret"] as? String ?? "") \($0["path"] as? String ?? "")" }
+        #expect(passes.contains("classA locked-after-grace") && passes.contains("classA before-first-unlock"), "\(passes)")
+        #expect(!passes.contains { $0.hasPrefix("synced ") && $0.hasSuffix("icloud-keychain") })
+        let simulator = try #require(comparison["simulator"] as? [String: Any])
+        #expect((simulator["notRun"] as? [String: String])?["icloud-keychain"] == "the iOS Simulator has no iCloud Keychain")
+        let table = try cli.ok(["survival", dir, "--compare", "simulator"]).text
+        #expect(table.contains("beside the iOS Simulator") && table.contains("not on the Simulator: iCloud Keychain"), "\(table)")
+        #expect(try cli.ok(["item", "list", dir, "--json"]).text == listed, "the device is as it was")
+        let other = try cli.run(["survival", dir, "--compare", "iphone"])
+        #expect(other.status == 64 && other.stderr.contains("--compare takes simulator"))
+    }
+
     @Test("a running node's matrix: every path, each loss with its reason, the device as it was")
     func runningNode() throws {
         let cli = try CLI()

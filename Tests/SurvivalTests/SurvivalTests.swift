@@ -30,6 +30,29 @@ struct SurvivalTests {
         try await Survival.matrix(of: phone.device, options: .init(passcode: passcode, scratch: phone.directory.deletingLastPathComponent()))
     }
 
+    @Test("beside the Simulator: the reads a locked or rebooted phone refuses are its false passes, and what it cannot run is named")
+    func simulatorFalsePasses() async throws {
+        let phone = try Self.phone()
+        let comparison = try await Survival.compareWithSimulator(
+            phone.device, options: .init(passcode: TestDevice.defaultPasscode, scratch: phone.directory.deletingLastPathComponent()))
+        let passes = Set(comparison.falsePasses.map { "\($0.secret) \($0.path.rawValue)" })
+        for expected in [
+            "classA @ com.example.app locked-after-grace", "classA @ com.example.app before-first-unlock",
+            "local @ com.example.app before-first-unlock", "synced @ com.example.app before-first-unlock",
+        ] {
+            #expect(passes.contains(expected), "\(expected) in \(passes.sorted())")
+        }
+        #expect(!passes.contains("always @ com.example.app before-first-unlock"), "an Always item opens before first unlock on both")
+        for pass in comparison.falsePasses {
+            #expect(pass.device.outcome != .kept && pass.simulator.outcome == .kept)
+            #expect(comparison.device.cell(pass.secret, pass.path)?.outcome == pass.device.outcome)
+        }
+        #expect(comparison.simulator.notRun[.iCloudKeychain] == "the iOS Simulator has no iCloud Keychain")
+        #expect(comparison.simulator.notRun[.passcodeRemoved] != nil)
+        #expect(comparison.simulator.rows.count == comparison.device.rows.count)
+        #expect(try phone.device.status().profile == .iphone && phone.device.lockState == .unlocked)
+    }
+
     @Test("each path keeps, loses or locks what Apple's would, with the reason")
     func everyPath() async throws {
         let phone = try Self.phone()
