@@ -203,7 +203,6 @@ package actor SyncEngine {
         return engine
     }
 
-    /// Refuses a device in a circle; of one it left, forgets what a leave cut short kept.
     /// Refuses a device without iCloud Keychain (the iOS Simulator) anything to do with a circle.
     package static func requireICloudKeychain(_ device: Device) throws {
         guard device.info.profile.hasICloudKeychain else {
@@ -214,6 +213,7 @@ package actor SyncEngine {
         }
     }
 
+    /// Refuses a device in a circle; of one it left, forgets what a leave cut short kept.
     private static func requireNoCircle(_ device: Device) throws {
         try requireICloudKeychain(device)
         guard try SyncState.load(from: device.directory) == nil else {
