@@ -378,7 +378,16 @@ package struct FleetRunner: Sendable {
             let directory = directory(of: member)
             do {
                 try NodePaths(directory: directory).requireSocketPathFits()
-                if FileManager.default.fileExists(atPath: directory.path) { try DeviceLayout(root: directory).requireDevice() }
+                if FileManager.default.fileExists(atPath: directory.path) {
+                    try DeviceLayout(root: directory).requireDevice()
+                    let made = try Device.info(at: directory).profile
+                    if made != member.profile {
+                        throw DeviceError(
+                            .invalidArgument,
+                            "\(directory.path) was made as \(made.rawValue) and the fleet file says \(member.profile.rawValue); "
+                                + "a device keeps its profile: remove the directory to make it again, or change `profile:`.")
+                    }
+                }
             } catch {
                 failures.append((member.id, error))
             }

@@ -108,6 +108,17 @@ struct FleetFileTests {
         #expect(fleet.members[1].deviceOptions.profile == .simulator && fleet.members[1].deviceOptions.enrollBiometry)
     }
 
+    @Test("A device made as an iPhone is not brought up as a Simulator: nothing starts, and the error says how to fix it")
+    func profileOfAnExistingDevice() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Device.initialize(at: root.appendingPathComponent("sim"), options: DeviceOptions(name: "sim", passcodeHashing: .minimum))
+        let fleet = try FleetFile(yaml: "fleet: f\ndevices:\n  sim: {profile: simulator}\n", file: "f.yaml")
+        let error = await #expect(throws: FleetError.self) { try await FleetRunner(fleet: fleet, root: root).up() }
+        #expect("\(error!)".contains("was made as iphone and the fleet file says simulator"), "\(error!)")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("sim/node.sock").path))
+    }
+
     @Test("A malformed file names the file, the line and the field", arguments: malformed.indices)
     func malformedFile(index: Int) throws {
         let case_ = Self.malformed[index]
