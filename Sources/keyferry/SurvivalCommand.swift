@@ -49,14 +49,14 @@ struct SurvivalCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if compare != nil { return try await runComparison() }
-        // Every path on a large device takes longer than a call's usual minute.
-        let client = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
-        let passcode = try passcodeInput.read()
-        let line = ProgressLine()
-        line.show("running \(SurvivalPath.allCases.count) paths on scratch devices ...")
-        let matrix = try await interruptibly { try await client.survival(app: app, passcode: passcode) }
-        line.clear()
+        if compare != nil {
+            let comparison = try await running("on this device and on the Simulator") { client, passcode in
+                try await client.survivalAgainstSimulator(app: app, passcode: passcode)
+            }
+            if output.json { return try printJSON(encodable: comparison) }
+            return print(comparison.table())
+        }
+        let matrix = try await running("on scratch devices") { client, passcode in try await client.survival(app: app, passcode: passcode) }
         let replaced = html.map { FileManager.default.fileExists(atPath: $0) } ?? false
         if let html {
             do {
@@ -73,14 +73,17 @@ struct SurvivalCommand: AsyncParsableCommand {
         if let html { say("\n\(replaced ? "replaced" : "wrote") \(html)") }
     }
 
-    private func runComparison() async throws {
+    /// Runs every path `where`, with a line saying so meanwhile; Ctrl-C stops it.
+    private func running<Answer: Sendable>(
+        _ where: String, _ work: @escaping @Sendable (NodeClient, String?) async throws -> Answer
+    ) async throws -> Answer {
+        // Every path on a large device takes longer than a call's usual minute.
         let client = NodeClient(directory: device.url, timeout: .seconds(6 * 3600))
         let passcode = try passcodeInput.read()
         let line = ProgressLine()
-        line.show("running \(SurvivalPath.allCases.count) paths on this device and on the Simulator ...")
-        let comparison = try await interruptibly { try await client.survivalAgainstSimulator(app: app, passcode: passcode) }
+        line.show("running \(SurvivalPath.allCases.count) paths \(`where`) ...")
+        let answer = try await interruptibly { try await work(client, passcode) }
         line.clear()
-        if output.json { return try printJSON(encodable: comparison) }
-        print(comparison.table())
+        return answer
     }
 }
