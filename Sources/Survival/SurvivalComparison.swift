@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeyferryThreads
 
@@ -46,6 +47,10 @@ extension Survival {
     /// items, apps and files, under no passcode), and every false pass between them. `device`
     /// must be unlocked, or `options.passcode` given.
     package static func compareWithSimulator(_ device: Device, options: Options) async throws -> SurvivalComparison {
+        guard device.info.profile != .simulator else {
+            throw DeviceError(
+                .invalidArgument, "\(device.info.name) is an iOS Simulator already; compare a device of another profile with the Simulator.")
+        }
         let phone = try await matrix(of: device, options: options)
         let directory = options.scratch.appendingPathComponent("simulator-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: options.scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

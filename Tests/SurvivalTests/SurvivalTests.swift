@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeychainStore
 import KeychainTesting
 import Survival
 import Testing
@@ -51,6 +52,14 @@ struct SurvivalTests {
         #expect(comparison.simulator.notRun[.passcodeRemoved] != nil)
         #expect(comparison.simulator.rows.count == comparison.device.rows.count)
         #expect(try phone.device.status().profile == .iphone && phone.device.lockState == .unlocked)
+
+        let simulator = try Device.create(
+            at: phone.directory.deletingLastPathComponent().appendingPathComponent("sim"),
+            options: DeviceOptions(name: "Sim", passcodeHashing: .minimum, profile: .simulator))
+        defer { simulator.powerOff() }
+        await #expect(throws: DeviceError.self) {
+            try await Survival.compareWithSimulator(simulator, options: .init(scratch: phone.directory.deletingLastPathComponent()))
+        }
     }
 
     @Test("each path keeps, loses or locks what Apple's would, with the reason")
