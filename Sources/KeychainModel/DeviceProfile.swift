@@ -7,14 +7,24 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
     /// set though it reports one (so `whenPasscodeSetThisDeviceOnly` items are accepted), and it
     /// has no iCloud Keychain.
     case simulator
+    /// A Mac: the data protection keychain, as on iOS, beside the file-based keychain that
+    /// SecItem reaches by default there (`MacKeychain`); Touch ID rather than Face ID.
+    case mac
 
     /// One line for `--help` and listings.
     public var summary: String {
         switch self {
         case .iphone: "an iPhone on the newest iOS (the default)"
         case .simulator: "the iOS Simulator: no keystore, no passcode, no iCloud Keychain"
+        case .mac: "a Mac: the data protection keychain beside the file-based one, Touch ID"
         }
     }
+
+    /// What the device calls its biometry (`LABiometryType`).
+    public var biometry: String { self == .mac ? "Touch ID" : "Face ID" }
+
+    /// Whether SecItem calls may reach a file-based keychain beside the data protection one.
+    public var hasFileBasedKeychain: Bool { self == .mac }
 
     /// Whether it can have a passcode: the Simulator has no setting for one.
     public var hasPasscodeSetting: Bool { self != .simulator }
@@ -26,7 +36,7 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
     /// Whether it can join an iCloud Keychain circle.
     public var hasICloudKeychain: Bool { self != .simulator }
 
-    /// `iphone` or `simulator`, or a sentence that lists them.
+    /// A profile by its name, or a sentence that lists them.
     public init(named name: String) throws(DeviceError) {
         guard let profile = DeviceProfile(rawValue: name) else {
             throw DeviceError(

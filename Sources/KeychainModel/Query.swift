@@ -101,12 +101,16 @@ public struct ItemQuery: Hashable, Sendable, Codable {
     public var matchLimit: MatchLimit?
     public var returning: ReturnOptions
     public var authentication: AuthenticationContext
+    /// `kSecUseDataProtectionKeychain`, nil when absent: which of a Mac's keychains the call
+    /// reaches (`MacKeychain`). Every other profile ignores it, as Apple's other platforms do.
+    public var useDataProtectionKeychain: Bool?
 
     public init(
         _ itemClass: ItemClass, attributes: Attributes = [:], accessGroup: String? = nil,
         protection: ProtectionClass? = nil, synchronizable: SynchronizableMatch = .no,
         persistentReference: PersistentReference? = nil, matchLimit: MatchLimit? = nil,
-        returning: ReturnOptions = [], authentication: AuthenticationContext = AuthenticationContext()
+        returning: ReturnOptions = [], authentication: AuthenticationContext = AuthenticationContext(),
+        useDataProtectionKeychain: Bool? = nil
     ) {
         self.itemClass = itemClass
         self.attributes = attributes
@@ -117,6 +121,7 @@ public struct ItemQuery: Hashable, Sendable, Codable {
         self.matchLimit = matchLimit
         self.returning = returning
         self.authentication = authentication
+        self.useDataProtectionKeychain = useDataProtectionKeychain
     }
 }
 
@@ -142,11 +147,13 @@ public struct NewItem: Hashable, Sendable, Codable {
     public var synchronizable: Bool
     public var data: Data
     public var returning: ReturnOptions
+    /// `kSecUseDataProtectionKeychain`, nil when absent (see `ItemQuery`).
+    public var useDataProtectionKeychain: Bool?
 
     public init(
         _ itemClass: ItemClass, attributes: Attributes = [:], data: Data = Data(), accessGroup: String? = nil,
         protection: ProtectionClass? = nil, accessControl: AccessControl? = nil, synchronizable: Bool = false,
-        returning: ReturnOptions = []
+        returning: ReturnOptions = [], useDataProtectionKeychain: Bool? = nil
     ) {
         self.itemClass = itemClass
         self.attributes = attributes
@@ -156,6 +163,7 @@ public struct NewItem: Hashable, Sendable, Codable {
         self.synchronizable = synchronizable
         self.data = data
         self.returning = returning
+        self.useDataProtectionKeychain = useDataProtectionKeychain
     }
 }
 

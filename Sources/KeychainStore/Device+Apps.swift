@@ -74,9 +74,10 @@ extension Device {
 
     /// The keychain as `bundleID` sees it: only its entitled access groups.
     public func keychain(for bundleID: String) throws -> Keychain {
+        let fileBased = info.profile.hasFileBasedKeychain ? MacKeychain.fileBasedGroup(of: bundleID) : nil
         let (generation, known) = appCache.withLock { ($0.generation, $0.keychains[bundleID]) }
-        if let (scope, hashes) = known { return Keychain(device: self, scope: scope, groupHashes: hashes) }
-        let keychain = Keychain(device: self, scope: .groups(try app(bundleID).entitledGroups))
+        if let (scope, hashes) = known { return Keychain(device: self, scope: scope, groupHashes: hashes, fileBasedGroup: fileBased) }
+        let keychain = Keychain(device: self, scope: .groups(try app(bundleID).entitledGroups), fileBasedGroup: fileBased)
         appCache.withLock { if $0.generation == generation { $0.keychains[bundleID] = keychain.scopeAndHashes } }
         return keychain
     }

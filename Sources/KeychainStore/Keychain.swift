@@ -18,19 +18,23 @@ public struct Keychain: Sendable {
     let scope: Scope
     /// Keyed hashes of the entitled groups, computed once per keychain rather than per call.
     private let groupHashes: [String: [UInt8]]
+    /// On a Mac, the group of the app's file-based keychain, where calls may go instead of (or
+    /// as well as) the data protection keychain this one is (Keychain+Mac.swift).
+    let fileBasedGroup: String?
 
-    init(device: Device, scope: Scope) {
+    init(device: Device, scope: Scope, fileBasedGroup: String? = nil) {
         var hashes: [String: [UInt8]] = [:]
         if case .groups(let groups) = scope {
             hashes = Dictionary(groups.map { ($0, device.index.accessGroupHash($0)) }, uniquingKeysWith: { a, _ in a })
         }
-        self.init(device: device, scope: scope, groupHashes: hashes)
+        self.init(device: device, scope: scope, groupHashes: hashes, fileBasedGroup: fileBasedGroup)
     }
 
-    init(device: Device, scope: Scope, groupHashes: [String: [UInt8]]) {
+    init(device: Device, scope: Scope, groupHashes: [String: [UInt8]], fileBasedGroup: String? = nil) {
         self.device = device
         self.scope = scope
         self.groupHashes = groupHashes
+        self.fileBasedGroup = fileBasedGroup
     }
 
     /// The hashes this keychain computed, for the next keychain of the same app.
@@ -45,6 +49,7 @@ public struct Keychain: Sendable {
     /// Adds one item. Fails with `errSecDuplicateItem` when its primary key is taken.
     @discardableResult
     public func add(_ item: NewItem) throws -> ItemRecord {
+        if let fileBased = fileBasedKeychain(for: item) { return try fileBased.add(item.forFileBasedKeychain) }
         let prepared = try prepare(item, keys: try device.availableKeys())
         try device.database.write { db in try insert(prepared, db) }
         return prepared.record
@@ -77,6 +82,7 @@ public struct Keychain: Sendable {
     /// Add, or on `errSecDuplicateItem` update the existing item's data and attributes: the
     /// pattern every keychain wrapper writes by hand.
     public func addOrUpdate(_ item: NewItem) throws {
+        if let fileBased = fileBasedKeychain(for: item) { return try fileBased.addOrUpdate(item.forFileBasedKeychain) }
         do {
             try add(item)
         } catch let error as KeychainError where error.status == .duplicateItem {
@@ -158,6 +164,9 @@ public struct Keychain: Sendable {
 
     /// The matching items, at most `matchLimit` (default one). None is `errSecItemNotFound`.
     public func copy(_ query: ItemQuery) throws -> [ItemRecord] {
+        // One answer unless the call asked for an array; then both, folded.
+        let array = query.matchLimit.map { $0.maximum != 1 } ?? false
+        if let answer = try onMacKeychains(query, changing: false, { try $0.copy($2) }, merge: array ? (+) : { a, _ in a }) { return answer }
         defer { try? device.saveAttempts() }
         if query.itemClass == .identity { return try identities(query).map(\.identity) }
         if query.returning.contains(.ref) {
@@ -328,6 +337,19 @@ public struct Keychain: Sendable {
     /// refuses them in its dictionary). Returns how many items changed.
     @discardableResult
     public func update(_ query: ItemQuery, with changes: ItemChanges) throws -> Int {
+        let onMac = try onMacKeychains(
+            query, changing: true,
+            { keychain, target, query in
+                guard target == .fileBased else { return try keychain.update(query, with: changes) }
+                guard changes.synchronizable != true else {
+                    throw KeychainError(
+                        .unimplemented,
+                        "making a file-based item synchronizable moves it into the data protection keychain on a Mac; Keyferry does not move it: add it there with kSecUseDataProtectionKeychain."
+                    )
+                }
+                return try keychain.update(query, with: changes.forFileBasedKeychain)
+            }, merge: (+))
+        if let onMac { return onMac }
         guard query.itemClass != .identity else {
             throw KeychainError(.unimplemented, "update the certificate and the private key of an identity separately.")
         }
@@ -396,14 +418,25 @@ public struct Keychain: Sendable {
     /// many items went (an identity counts as one).
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
+        let onMac = try onMacKeychains(
+            query, changing: true,
+            { keychain, target, query in
+                target == .fileBased ? try keychain.deleteMatches(query) : try keychain.delete(query)
+            }, merge: (+))
+        if let onMac { return onMac }
         // Apple's server takes kSecMatchLimitAll, which says what a delete does anyway.
         guard query.matchLimit == nil || query.matchLimit == .all else {
             throw KeychainError(.param, "SecItemDelete deletes every match; kSecMatchLimit may only be kSecMatchLimitAll there.")
         }
+        return try deleteMatches(query)
+    }
+
+    /// Deletes the matches, up to the query's limit.
+    func deleteMatches(_ query: ItemQuery) throws -> Int {
         guard query.returning.isEmpty else { throw KeychainError(.param, "SecItemDelete returns nothing; remove the kSecReturn keys.") }
         if query.itemClass == .identity {
             var pairQuery = query
-            pairQuery.matchLimit = .all
+            pairQuery.matchLimit = query.matchLimit ?? .all
             let pairs = try identities(pairQuery)
             try device.database.write { db in
                 for pair in pairs {
@@ -420,7 +453,7 @@ public struct Keychain: Sendable {
         }
         let keys = try device.availableKeys()
         return try device.database.write { db in
-            let rows = try find(query, db, limit: nil)
+            let rows = try find(query, db, limit: query.matchLimit?.maximum)
             guard !rows.isEmpty else { throw notFound(query) }
             try bury(rows, db, keys: keys)
             return rows.count
@@ -530,6 +563,9 @@ extension Keychain {
 
     /// Adds a certificate and its private key in one transaction; together they are an identity.
     public func addIdentity(certificate: NewItem, privateKey: NewItem) throws {
+        if let fileBased = fileBasedKeychain(for: certificate) {
+            return try fileBased.addIdentity(certificate: certificate.forFileBasedKeychain, privateKey: privateKey.forFileBasedKeychain)
+        }
         guard certificate.itemClass == .certificate, privateKey.itemClass == .key else {
             throw KeychainError(.param, "an identity is a certificate item plus a key item.")
         }

@@ -87,9 +87,10 @@ open class LAContext: @unchecked Sendable {
     open var localizedCancelTitle: String?
     open var touchIDAuthenticationAllowableReuseDuration: TimeInterval = 0
 
-    /// Face ID when biometry is enrolled on the device (Keyferry's devices have faces).
+    /// What the device has enrolled: Face ID on a phone, Touch ID on a Mac.
     open var biometryType: LABiometryType {
-        (try? keyferry?.backend.status().biometryEnrolled) == true ? .faceID : .none
+        guard let status = try? keyferry?.backend.status(), status.biometryEnrolled else { return .none }
+        return status.profile == .mac ? .touchID : .faceID
     }
 
     /// Changes whenever a face or finger is enrolled, re-enrolled or removed; apps compare it

@@ -49,7 +49,8 @@ package enum SecDictionary {
         return NewItem(
             parts.itemClass, attributes: attributes, data: data ?? Data(), accessGroup: parts.accessGroup,
             protection: parts.protection, accessControl: parts.accessControl,
-            synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning)
+            synchronizable: try parts.synchronizableSetting() ?? false, returning: parts.returning,
+            useDataProtectionKeychain: parts.useDataProtectionKeychain)
     }
 
     /// An identity to add (`kSecValueRef` with a `SecIdentity`): its certificate and private key,
@@ -65,6 +66,7 @@ package enum SecDictionary {
         (certificate.protection, privateKey.protection) = (given.protection, given.protection)
         (certificate.accessControl, privateKey.accessControl) = (given.accessControl, given.accessControl)
         (certificate.synchronizable, privateKey.synchronizable) = (given.synchronizable, given.synchronizable)
+        (certificate.useDataProtectionKeychain, privateKey.useDataProtectionKeychain) = (given.useDataProtectionKeychain, given.useDataProtectionKeychain)
         certificate.attributes.merge(given.attributes) { $1 }
         privateKey.attributes[.label] = given.attributes[.label] ?? privateKey.attributes[.label]
         certificate.returning = given.returning
@@ -93,7 +95,8 @@ package enum SecDictionary {
         return ItemQuery(
             parts.itemClass, attributes: attributes, accessGroup: parts.accessGroup, protection: parts.protection,
             synchronizable: synchronizable, persistentReference: parts.persistentReference,
-            matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication)
+            matchLimit: parts.matchLimit, returning: parts.returning, authentication: parts.authentication,
+            useDataProtectionKeychain: parts.useDataProtectionKeychain)
     }
 
     /// The second dictionary of `SecItemUpdate`, checked against the class being updated.
@@ -149,6 +152,7 @@ package enum SecDictionary {
         var matchLimit: MatchLimit?
         var returning: ReturnOptions = []
         var authentication = AuthenticationContext()
+        var useDataProtectionKeychain: Bool?
         /// `kSecValueRef`: an object to add, or to find by what identifies it.
         var reference: Reference?
 
@@ -250,8 +254,10 @@ package enum SecDictionary {
             case kSecAttrTokenID where operation == .add || operation == .update:
                 throw KeychainError(
                     .param, "kSecAttrTokenID: a Secure Enclave key is made by SecKeyCreateRandomKey with kSecAttrTokenIDSecureEnclave, not added or changed.")
-            case kSecUseOperationPrompt, kSecUseDataProtectionKeychain:
-                break  // Meaningful only to a real UI or to macOS's file-based keychain.
+            case kSecUseDataProtectionKeychain:
+                useDataProtectionKeychain = try Convert.bool(value, key)
+            case kSecUseOperationPrompt:
+                break  // Meaningful only to a real UI.
             case kSecUseItemList:
                 break  // Kept and never used by Apple's server either (`query_add_use` in SecItemServer.c).
             default:
@@ -332,6 +338,10 @@ package enum SecDictionary {
             kSecAttrCreationDate: record.creationDate, kSecAttrModificationDate: record.modificationDate,
         ]
         if let accessControl = record.accessControl { out[kSecAttrAccessControl] = accessControl }
+        // A Mac's file-based keychain has no such columns to return (`gGenericPasswordAttributes`).
+        if record.macKeychain == .fileBased {
+            (out[kSecAttrAccessGroup], out[kSecAttrAccessible], out[kSecAttrSynchronizable]) = (nil, nil, nil)
+        }
         out.merge(attributeValues(record.attributes)) { $1 }
         return out
     }

@@ -34,15 +34,18 @@ public final class SimulatedDevice: Sendable {
     }
 
     /// A new device, unlocked. `gracePeriod` is how long after a lock the device still reads
-    /// `WhenUnlocked` items, as iOS's "Require Passcode" setting.
+    /// `WhenUnlocked` items, as iOS's "Require Passcode" setting. `profile` makes it the iOS
+    /// Simulator (no passcode) or a Mac, whose SecItem calls reach its file-based keychain
+    /// unless they set `kSecUseDataProtectionKeychain` (Protocol/profiles.md).
     public convenience init(
-        name: String = "Test iPhone", passcode: String? = "123456", biometry: Bool = false, gracePeriod: TimeInterval = 0
+        name: String = "Test iPhone", passcode: String? = "123456", biometry: Bool = false, gracePeriod: TimeInterval = 0,
+        profile: DeviceProfile = .iphone
     ) throws {
         let root = Self.temporaryRoot()
         let clock = ManualClock()
         let options = DeviceOptions(
             name: name, passcode: passcode, enrollBiometry: biometry, gracePeriod: gracePeriod,
-            passcodeHashing: .minimum)
+            passcodeHashing: .minimum, profile: profile)
         let device = try Device.create(at: root.appendingPathComponent("device"), options: options, clock: clock)
         self.init(root: root, clock: clock, device: device, passcode: passcode)
     }

@@ -34,12 +34,17 @@ package struct Scenario: Sendable {
         package var group: String?
         /// What the simulated user does if the item asks for authentication.
         package var user: User
+        /// Which of a Mac's keychains the call names (`kSecUseDataProtectionKeychain`); nil:
+        /// neither, as code that never heard of the key.
+        package var keychain: MacKeychain? = nil
+
+        var useDataProtectionKeychain: Bool? { keychain.map { $0 == .dataProtection } }
 
         /// The item's primary key, as an update or a delete gives it.
         var query: ItemQuery {
             ItemQuery(
                 .genericPassword, attributes: [.account: .string(account), .service: .string(service)], accessGroup: group,
-                synchronizable: synchronizable)
+                synchronizable: synchronizable, useDataProtectionKeychain: useDataProtectionKeychain)
         }
 
         /// A read of its data, the user answering as `user` says (`passcode`: the device's own).

@@ -169,7 +169,7 @@ actor RunState {
             let new = NewItem(
                 .genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
                 data: Data(value.utf8), accessGroup: item.group, protection: accessible, accessControl: accessControl,
-                synchronizable: item.synchronizable == .yes)
+                synchronizable: item.synchronizable == .yes, useDataProtectionKeychain: item.useDataProtectionKeychain)
             try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
         case .update(let item, let value, let expected):
             let changes = ItemChanges(data: Data(value.utf8))

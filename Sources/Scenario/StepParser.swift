@@ -300,7 +300,8 @@ struct StepParser {
     }
 
     private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {
-        let (device, app, fields) = try deviceApp(value, extra: ["account", "service", "group", "sync", "user"] + extra, required: ["account"] + names)
+        let (device, app, fields) = try deviceApp(
+            value, extra: ["account", "service", "group", "sync", "user", "keychain"] + extra, required: ["account"] + names)
         let user =
             try fields["user"].map { field in
                 guard let user = Scenario.User(rawValue: try field.text()) else {
@@ -319,7 +320,13 @@ struct StepParser {
         let item = Scenario.ItemRef(
             device: device, app: app, account: try fields["account"]!.text(),
             service: try fields["service"]?.text() ?? app, synchronizable: sync,
-            group: try fields["group"]?.text(), user: user)
+            group: try fields["group"]?.text(), user: user,
+            keychain: try fields["keychain"].map { field in
+                guard let keychain = MacKeychain(rawValue: try field.text()) else {
+                    throw field.failure("`keychain:` is \(MacKeychain.allCases.map(\.rawValue).joined(separator: " or ")), a Mac's two keychains.")
+                }
+                return keychain
+            })
         return (item, fields)
     }
 
@@ -335,7 +342,7 @@ struct StepParser {
     private func describe(_ item: Scenario.ItemRef) -> String {
         let apps = Set(fleet.members.flatMap { $0.apps.map(\.bundleID) })
         return "\(item.account)" + (item.service == item.app ? "" : " @ \(item.service)") + " on \(item.device)"
-            + (apps.count > 1 ? " as \(item.app)" : "")
+            + (item.keychain.map { " in the \($0.rawValue) keychain" } ?? "") + (apps.count > 1 ? " as \(item.app)" : "")
     }
 
     private func protection(_ field: YAMLField) throws -> ProtectionClass {

@@ -148,6 +148,9 @@ struct DemoCommand: AsyncParsableCommand {
         if let tablet = runner.fleet.members.first(where: { $0.id != "phone" && $0.passcode != nil }) {
             try await restart(tablet, phone: phone, runner: runner, tour: tour)
         }
+        if let laptop = runner.fleet.members.first(where: { $0.profile == .mac && $0.apps.contains { $0.bundleID == Self.mail } }) {
+            try await macKeychains(laptop, runner: runner, tour: tour)
+        }
 
         tour.heading("Alice locks the phone (grace period \(Int(member.grace)) s, in real time)")
         try await phone.send(.lock, NodeAPI.Lock(immediately: false))
@@ -344,6 +347,32 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
         return relay
+    }
+
+    /// The same mail code on a Mac: SecItem reaches the file-based keychain unless told, and a
+    /// search without `kSecUseDataProtectionKeychain` reaches both.
+    private func macKeychains(_ member: FleetFile.Member, runner: FleetRunner, tour: Tour) async throws {
+        let mac = NodeClient(directory: runner.directory(of: member))
+        tour.heading("\(member.deviceName) has two keychains: SecItem adds to the file-based one unless told (profile mac)")
+        var token = NewItem.generic("mac-token", protection: .whenUnlockedThisDeviceOnly)
+        let added: NodeAPI.Items = try await mac.call(.add, NodeAPI.Add(app: Self.mail, item: token))
+        tour.say(
+            "add mac-token as whenUnlockedThisDeviceOnly, without kSecUseDataProtectionKeychain: it lands in the "
+                + "\(added.items.first?.macKeychain?.rawValue ?? "data-protection") keychain, its accessibility dropped")
+        func read(_ account: String, dataProtection: Bool?) async throws {
+            let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], returning: .data, useDataProtectionKeychain: dataProtection)
+            let _: NodeAPI.Items = try await mac.call(.copy, NodeAPI.Search(app: Self.mail, query: query))
+        }
+        await tour.attempt("read mac-token with kSecUseDataProtectionKeychain, as the iOS code path does") { try await read("mac-token", dataProtection: true) }
+        token.useDataProtectionKeychain = true
+        await tour.attempt("add mac-token again with kSecUseDataProtectionKeychain") { try await mac.add(Self.mail, token) }
+        try await mac.send(.lock, NodeAPI.Lock(immediately: true))
+        await tour.attempt("with the Mac locked, read mac-token from the file-based keychain") { try await read("mac-token", dataProtection: false) }
+        await tour.attempt("with the Mac locked, read mac-token from the data protection keychain") { try await read("mac-token", dataProtection: true) }
+        let cleanup = ItemQuery(.genericPassword, attributes: [.account: .string("mac-token")])
+        let deleted: NodeAPI.Changed = try await mac.call(.delete, NodeAPI.Search(app: Self.mail, query: cleanup))
+        tour.say("a cleanup without kSecUseDataProtectionKeychain deletes mac-token: \(deleted.count.items), one from each keychain")
+        if let passcode = member.passcode { try await mac.send(.unlock, NodeAPI.Unlock(passcode: passcode)) }
     }
 
     /// A member of the circle powers off and on while the phone writes: before its first unlock

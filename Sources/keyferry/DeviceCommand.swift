@@ -216,15 +216,20 @@ func printStatus(_ device: DeviceDirectory, json: Bool) async throws {
 }
 
 extension DeviceStatus {
-    /// One line: `Alice's iPhone: on, unlocked, passcode set, biometry enrolled, 3 items`.
+    /// One line: `Alice's iPhone: on, unlocked, passcode set, Face ID enrolled, 3 items`.
     var summary: String {
-        var parts = profile == .iphone ? [] : ["iOS Simulator"]
+        var parts: [String] =
+            switch profile {
+            case .iphone: []
+            case .simulator: ["iOS Simulator"]
+            case .mac: ["Mac"]
+            }
         parts.append(poweredOn ? "on" : "off")
         if let lockState {
             parts.append(lockState.rawValue + (graceRemaining.map { String(format: " (class A keys for %.0f s more)", $0) } ?? ""))
         }
         parts.append(passcodeSet ? "passcode set" : "no passcode")
-        parts.append(biometryEnrolled ? "biometry enrolled" : "no biometry")
+        parts.append(biometryEnrolled ? "\(profile.biometry) enrolled" : "no biometry")
         if failedPasscodeAttempts > 0 { parts.append(failedPasscodeAttempts.items(as: "failed passcode attempt")) }
         if let passcodeRetryAfter { parts.append(String(format: "disabled for %.0f s more", passcodeRetryAfter.rounded(.up))) }
         parts.append(itemCount == 1 ? "1 item" : "\(itemCount) items")

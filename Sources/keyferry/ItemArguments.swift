@@ -25,6 +25,17 @@ struct ItemAttributes: ParsableArguments {
     @Option(help: "kSecAttrComment.") var comment: String?
     @Option(help: "kSecAttrAccessGroup: which of the app's groups (default: its first).") var group: String?
     @Option(
+        help: ArgumentHelp(
+            "kSecUseDataProtectionKeychain on a Mac: data-protection (true) or file-based (false).",
+            discussion: """
+                Without it a Mac adds to the file-based keychain unless the item needs the data protection \
+                one (access control, --sync yes), and searches, updates and deletes in both. Other \
+                devices ignore it, as Apple's other platforms do.
+                """))
+    var keychain: MacKeychain?
+    /// `kSecUseDataProtectionKeychain` as the flag gives it.
+    var useDataProtectionKeychain: Bool? { keychain.map { $0 == .dataProtection } }
+    @Option(
         name: .customLong("attr"),
         help: ArgumentHelp(
             "Any other attribute as NAME=VALUE, e.g. applicationTag=hex:0a0b or keyType=kSecAttrKeyTypeRSA (repeatable).",
@@ -143,9 +154,11 @@ struct SearchOptions: ParsableArguments {
     func query(_ attributes: ItemAttributes) throws -> ItemQuery {
         ItemQuery(
             attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
-            protection: accessible, synchronizable: sync)
+            protection: accessible, synchronizable: sync, useDataProtectionKeychain: attributes.useDataProtectionKeychain)
     }
 }
+
+extension MacKeychain: ExpressibleByArgument {}
 
 /// `--sync yes|no|any`.
 extension SynchronizableMatch: ExpressibleByArgument {

@@ -78,7 +78,8 @@ struct ItemCommand: AsyncParsableCommand {
             }
             var item = NewItem(
                 attributes.itemClass, attributes: (base?.attributes ?? [:]).merging(try attributes.attributes()) { $1 },
-                data: try base?.data ?? secret.read() ?? Data(), accessGroup: attributes.group, synchronizable: sync, returning: .attributes)
+                data: try base?.data ?? secret.read() ?? Data(), accessGroup: attributes.group, synchronizable: sync, returning: .attributes,
+                useDataProtectionKeychain: attributes.useDataProtectionKeychain)
             try protect(&item)
             warnTraps(storing: accessible, synchronizable: sync)
             let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
@@ -119,7 +120,7 @@ struct ItemCommand: AsyncParsableCommand {
 
         /// The group, sync setting and protection given, on one half of an identity.
         private func placed(_ item: inout NewItem) throws {
-            (item.accessGroup, item.synchronizable) = (attributes.group, sync)
+            (item.accessGroup, item.synchronizable, item.useDataProtectionKeychain) = (attributes.group, sync, attributes.useDataProtectionKeychain)
             try protect(&item)
         }
 

@@ -5,7 +5,9 @@ import KeychainModel
 extension ItemRecord {
     /// `genericPassword  ABCDE12345.com.example.mail  whenUnlocked  account=alice service=mail`
     var headline: String {
-        var parts = [itemClass.name, accessGroup.escapingControlCharacters, protection.name]
+        var parts = [itemClass.name, accessGroup.escapingControlCharacters]
+        // A Mac's file-based keychain has no protection classes: its items open once the user has logged in.
+        if macKeychain != .fileBased { parts.append(protection.name) }
         if synchronizable { parts.append("sync") }
         if let accessControl, !accessControl.expression.isEmpty { parts.append("[\(accessControl.expression)]") }
         let shown = attributes.map { (name: $0.key.name(in: itemClass), key: $0.key, value: $0.value) }.sorted { $0.name < $1.name }
@@ -35,6 +37,7 @@ extension ItemRecord {
             "attributes": Dictionary(uniqueKeysWithValues: attributes.map { ($0.key.name(in: itemClass), $0.value.json) }),
         ]
         if let accessControl { out["accessControl"] = accessControl.expression }
+        if macKeychain == .fileBased { (out["keychain"], out["accessible"]) = ("file-based", nil) }
         if withData, let data {
             out["data"] = data.base64EncodedString()
             if let text = String(data: data, encoding: .utf8) { out["text"] = text }

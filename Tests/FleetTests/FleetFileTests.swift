@@ -27,6 +27,7 @@ struct FleetFileTests {
         #expect(fleet.members.flatMap(\.apps).contains { $0.teamID != "EXMPL12345" && $0.accessGroups.isEmpty })
         // An unquoted passcode is text, spaces and all.
         #expect(fleet.members[2].passcode == "correct horse battery staple")
+        #expect(fleet.members.map(\.profile) == [.iphone, .iphone, .mac], "the MacBook has a Mac's two keychains")
     }
 
     @Test("The team fleet: two devices")

@@ -283,6 +283,12 @@ struct DemoCLITests {
         #expect(lines.filter { $0.contains("mail reads the imap password") }.map { $0.hasSuffix("ok") } == [true, true])
         #expect(lines.filter { $0.contains("mail reads session-token (not synchronizable)") }.map { $0.hasSuffix("(-25300)") } == [true, true])
         #expect(lines.contains { $0.contains("keeps wifi-token to itself") })
+        // The MacBook: iOS code's add lands in the file-based keychain, which a screen lock leaves open.
+        #expect(lines.contains { $0.contains("without kSecUseDataProtectionKeychain: it lands in the file-based keychain") })
+        #expect(outcome("read mac-token with kSecUseDataProtectionKeychain") == "(-25300)")
+        #expect(outcome("read mac-token from the file-based keychain") == "ok")
+        #expect(outcome("read mac-token from the data protection keychain") == "(-25308)")
+        #expect(lines.contains { $0.hasSuffix("deletes mac-token: 2 items, one from each keychain") })
         #expect(!lines.contains { $0.contains("keyferry.sync") }, "the device's own sync keys are never the user's items")
         #expect(lines.filter { $0.hasSuffix("stopped") }.count == 3)
         let overview = try cli.ok(["fleet", "status", peers.path, "--root", root.path, "--json"]).object()

@@ -51,6 +51,26 @@ struct NodeCLITests {
         #expect(try cli.run(["device", "init", "--help"]).text.contains("simulator: the iOS"))
     }
 
+    @Test("a Mac: item add lands in the file-based keychain unless --keychain says otherwise; a plain delete empties both")
+    func macKeychains() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("mac", extra: ["--profile", "mac", "--biometry"])
+        #expect(try cli.ok(["device", "status", dir]).text.contains("Mac, on, unlocked, passcode set, Touch ID enrolled"))
+        let added = try cli.ok(["item", "add", dir] + app + ["--account", "token", "--value", "t0k", "--accessible", "whenUnlocked", "--json"])
+        let record = try #require(try added.json() as? [[String: Any]]).first
+        #expect(record?["keychain"] as? String == "file-based" && record?["accessible"] == nil)
+        #expect(record?["accessGroup"] as? String == "file-based keychain of com.example.mail")
+        let missing = try cli.run(["item", "get", dir] + app + ["--account", "token", "--keychain", "data-protection"])
+        #expect(missing.status != 0 && missing.stderr.contains("errSecItemNotFound"), "\(missing.stderr)")
+        try cli.ok(["item", "add", dir] + app + ["--account", "token", "--value", "dp", "--keychain", "data-protection"])
+        try cli.ok(["device", "lock", dir, "--now"])
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "token", "--keychain", "file-based"]).text == "t0k")
+        #expect(try cli.run(["item", "get", dir] + app + ["--account", "token", "--keychain", "data-protection"]).status != 0)
+        #expect(try cli.ok(["item", "delete", dir] + app + ["--account", "token"]).text.contains("deleted 2 items"))
+        let wrong = try cli.run(["item", "get", dir] + app + ["--account", "token", "--keychain", "login"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("file-based"), "\(wrong.stderr)")
+    }
+
     @Test("item get prints the secret's bytes exactly; list, JSON and the log never show it")
     func secretsRoundTrip() throws {
         let cli = try CLI()
