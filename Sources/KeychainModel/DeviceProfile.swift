@@ -23,6 +23,16 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
     /// What the device calls its biometry (`LABiometryType`).
     public var biometry: String { self == .mac ? "Touch ID" : "Face ID" }
 
+    /// Why an iPhone's backups and Quick Start are no path for this device, or nil on an iPhone.
+    public var withoutIphoneMigration: String? {
+        switch self {
+        case .iphone: nil
+        case .simulator:
+            "the iOS Simulator has no backup or Quick Start; a copy of it (simctl clone, or its folder on another Mac) keeps every item, ThisDeviceOnly ones too"
+        case .mac: "a Mac has no iPhone backup or Quick Start; Time Machine and Migration Assistant are not modelled"
+        }
+    }
+
     /// Whether SecItem calls may reach a file-based keychain beside the data protection one.
     public var hasFileBasedKeychain: Bool { self == .mac }
 

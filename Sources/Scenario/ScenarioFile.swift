@@ -120,9 +120,10 @@ package struct Scenario: Sendable {
         case expectDefaults(device: String, app: String, key: String, value: String?)
         case expectFile(device: String, app: String, path: String, FileExpectation)
         case expectReport(String)
+        /// `onSimulator`: the cell of the device's Simulator twin (`survival --compare simulator`).
         case expectSurvival(
             device: String, app: String?, secret: String, path: SurvivalPath, outcome: SurvivalCell.Outcome,
-            status: KeychainStatus?, reason: String?)
+            status: KeychainStatus?, reason: String?, onSimulator: Bool)
     }
 
     package enum BiometryChange: String, Sendable {

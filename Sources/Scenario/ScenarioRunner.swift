@@ -272,8 +272,12 @@ actor RunState {
                     "expected a report line containing \"\(text)\"; the report says:\n    "
                         + (lastReport.isEmpty ? "(no restore or transfer ran yet)" : lastReport.joined(separator: "\n    ")))
             }
-        case .expectSurvival(let device, let bundleID, let secret, let path, let outcome, let status, let reason):
-            let matrix = try await client(device, patient: true).survival(app: bundleID, passcode: passcodes[device])
+        case .expectSurvival(let device, let bundleID, let secret, let path, let outcome, let status, let reason, let onSimulator):
+            let node = client(device, patient: true)
+            let matrix =
+                onSimulator
+                ? try await node.survivalAgainstSimulator(app: bundleID, passcode: passcodes[device]).simulator
+                : try await node.survival(app: bundleID, passcode: passcodes[device])
             // `alice` stands for `alice @ SERVICE` when no secret is named exactly that.
             let row = matrix.rows.first { $0.name == secret } ?? matrix.rows.first { $0.name.hasPrefix("\(secret) @ ") }
             guard let cell = row?.cells[path] else {

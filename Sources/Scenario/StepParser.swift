@@ -229,7 +229,13 @@ struct StepParser {
             let text = try value.text()
             return (.expectReport(text), "expect the last restore or transfer to report \"\(text)\"")
         case "expect-survival":
-            let fields = try value.fields(allowed: ["device", "app", "secret", "path", "outcome", "status", "reason"])
+            let fields = try value.fields(allowed: ["device", "app", "secret", "path", "outcome", "status", "reason", "on"])
+            let onSimulator = try fields["on"].map { field in
+                guard try field.text() == "simulator" else {
+                    throw field.failure("`on:` is simulator: the same secrets on the device's iOS Simulator twin (survival --compare simulator).")
+                }
+                return true
+            } ?? false
             let device = try device(required("device", fields, value))
             let app = try fields["app"].map(appName)
             let secret = try required("secret", fields, value).text()
@@ -244,8 +250,8 @@ struct StepParser {
             return (
                 .expectSurvival(
                     device: device, app: app, secret: secret, path: path, outcome: outcome,
-                    status: try fields["status"].map(status), reason: try fields["reason"]?.text()),
-                "expect \(secret) on \(device) \(outcome.rawValue) after \(path.rawValue)"
+                    status: try fields["status"].map(status), reason: try fields["reason"]?.text(), onSimulator: onSimulator),
+                "expect \(secret) on \(device)\(onSimulator ? "'s Simulator twin" : "") \(outcome.rawValue) after \(path.rawValue)"
             )
         default:
             throw value.keyFailure("unknown action.")

@@ -109,6 +109,9 @@ struct PathRunner: Sendable {
         switch path {
         case .iCloudKeychain where !now.info.profile.hasICloudKeychain: return .notRun("the iOS Simulator has no iCloud Keychain")
         case .iCloudKeychain: return try await iCloudKeychain()
+        case .encryptedBackupNewDevice, .unencryptedBackupNewDevice, .encryptedBackupSameDevice, .unencryptedBackupSameDevice, .quickStart:
+            if let reason = now.info.profile.withoutIphoneMigration { return .notRun(reason) }
+            return try await onThreadOfItsOwn { _ in try onThread(path) }
         case .passcodeRemoved where !passcodeSet: return .notRun("the device has no passcode to remove")
         case .biometryReenrolled where !biometryEnrolled: return .notRun("no biometry is enrolled on the device")
         default: return try await onThreadOfItsOwn { _ in try onThread(path) }

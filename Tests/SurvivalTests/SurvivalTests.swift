@@ -50,6 +50,11 @@ struct SurvivalTests {
         }
         #expect(comparison.simulator.notRun[.iCloudKeychain] == "the iOS Simulator has no iCloud Keychain")
         #expect(comparison.simulator.notRun[.passcodeRemoved] != nil)
+        // No backup or Quick Start on a Simulator: a copy of one keeps everything, so no cell claims otherwise.
+        for path in [SurvivalPath.encryptedBackupNewDevice, .unencryptedBackupSameDevice, .quickStart] {
+            #expect(comparison.simulator.notRun[path]?.contains("ThisDeviceOnly ones too") == true, "\(path)")
+            #expect(comparison.device.notRun[path] == nil)
+        }
         #expect(comparison.simulator.rows.count == comparison.device.rows.count)
         #expect(try phone.device.status().profile == .iphone && phone.device.lockState == .unlocked)
 
