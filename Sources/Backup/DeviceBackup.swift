@@ -123,16 +123,18 @@ public enum DeviceBackup {
         }
     }
 
+    /// The apps' sandboxes, then the app groups' shared containers (backed up as iOS backs up
+    /// an `AppDomainGroup`).
     private static func sandboxFiles(_ device: Device, _ apps: [AppManifest]) throws -> [SandboxFile] {
-        try apps.flatMap { app -> [SandboxFile] in
-            let sandbox = try device.sandbox(for: app.bundleID)
+        let containers = try apps.map { try device.sandbox(for: $0.bundleID) } + (try device.groupContainers()).map { try device.container($0) }
+        return try containers.flatMap { sandbox -> [SandboxFile] in
             let defaults = SandboxFile(
-                bundleID: app.bundleID, path: "Library/Preferences/\(app.bundleID).plist",
+                bundleID: sandbox.bundleID, path: sandbox.defaultsPath,
                 protection: .completeUntilFirstUserAuthentication, read: { try sandbox.defaultsData() })
             return [defaults]
                 + (try sandbox.files()).map { file in
                     SandboxFile(
-                        bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection,
+                        bundleID: sandbox.bundleID, path: sandbox.archivePath(ofFile: file.path), protection: file.protection,
                         read: { try sandbox.readFile(file.path) })
                 }
         }

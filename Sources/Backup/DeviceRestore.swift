@@ -161,8 +161,7 @@ public enum DeviceRestore {
             case .apps:
                 guard entitledGroups == nil else { throw ArchiveError.inconsistent("its apps come after its items or files") }
                 for app in try JSONDecoder().decode([AppManifest].self, from: data) {
-                    if (try? device.app(app.bundleID)) != nil { try device.uninstall(bundleID: app.bundleID) }
-                    try device.install(app)
+                    try device.installFresh(app)
                     report.apps.append(app.bundleID)
                 }
             case .keychain:
@@ -271,7 +270,7 @@ public enum DeviceRestore {
             } else if currentFile?.id != id || currentFile?.bytes != entry.offset {
                 throw ArchiveError.inconsistent("a piece of \(id) at offset \(entry.offset) arrives out of order")
             }
-            try device.sandbox(for: entry.bundleID).restoreFile(
+            try device.container(entry.bundleID).restoreFile(
                 path: entry.path, piece: entry.contents, at: entry.offset,
                 protection: FileProtection(rawValue: entry.protection) ?? .completeUntilFirstUserAuthentication)
             currentFile?.bytes += entry.contents.count

@@ -99,14 +99,22 @@ package struct FleetFile: Equatable, Sendable {
 
         var catalog: [String: AppManifest] = [:]
         for (bundleID, field) in try top["apps"]?.entries() ?? [] {
-            let app = try field.fields(allowed: ["team", "groups"])
+            let app = try field.fields(allowed: ["team", "groups", "extension-of"])
             guard let teamField = app["team"] else { throw field.failure("missing `team:`, the app's ten-character team ID.") }
             let team = try teamField.text()
             let groups = try app["groups"]?.texts() ?? []
+            let containing = try app["extension-of"]?.text()
             try field.check(atKey: true) { try AppManifest.validate(bundleID: bundleID) }
             try teamField.check { try AppManifest.validate(teamID: team) }
             try app["groups"]?.check { try AppManifest.validate(accessGroups: groups, teamID: team) }
-            catalog[bundleID] = AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups)
+            if let containing { try app["extension-of"]?.check { try AppManifest.validate(extension: bundleID, of: containing) } }
+            catalog[bundleID] = AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, containingApp: containing)
+        }
+        for (bundleID, field) in try top["apps"]?.entries() ?? [] {
+            guard let containing = catalog[bundleID]?.containingApp else { continue }
+            guard let host = catalog[containing], host.containingApp == nil else {
+                throw field.failure("`extension-of: \(containing)` names no app of `apps:`; an extension ships inside an app listed there.")
+            }
         }
 
         guard let devicesField = top["devices"] else { throw document.failure("missing `devices:`, the fleet's devices by directory name.") }
@@ -190,5 +198,12 @@ extension FleetFile.Member {
                                 ? "describe it under `apps:` first." : "expected one of \(known.joined(separator: ", ")), or describe it under `apps:`."))
                 }
             } ?? []
+        // An extension installs after its app, which the device must have too.
+        if let field = fields["apps"],
+            let orphan = apps.first(where: { app in app.containingApp.map { host in !apps.contains { $0.bundleID == host } } ?? false })
+        {
+            throw field.failure("\(orphan.bundleID) is an extension of \(orphan.containingApp!); list \(orphan.containingApp!) on this device too.")
+        }
+        apps = apps.filter { $0.containingApp == nil } + apps.filter { $0.containingApp != nil }
     }
 }

@@ -9,32 +9,46 @@ public struct AppManifest: Codable, Hashable, Sendable {
     /// False for a build signed without a team (a Simulator-only build): every keychain call
     /// fails with `errSecMissingEntitlement`.
     public var hasKeychainEntitlement: Bool
+    /// For an app extension (a widget, a notification service), the app it ships inside: it is
+    /// installed after that app and removed with it.
+    public var containingApp: String?
 
-    public init(bundleID: String, teamID: String, accessGroups: [String] = [], hasKeychainEntitlement: Bool = true) {
+    public init(
+        bundleID: String, teamID: String, accessGroups: [String] = [], hasKeychainEntitlement: Bool = true, containingApp: String? = nil
+    ) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.accessGroups = accessGroups
         self.hasKeychainEntitlement = hasKeychainEntitlement
+        self.containingApp = containingApp
     }
 
     /// `TEAMID.bundleID`, the app's own group, always entitled.
     public var applicationIdentifier: String { "\(teamID).\(bundleID)" }
 
-    /// The groups the app may read and write, in Apple's order: the keychain-access-groups
-    /// entitlement, then the application identifier. The first is where an add without
-    /// `kSecAttrAccessGroup` lands.
+    /// The `com.apple.security.application-groups` entitlement: the `group.` entries of
+    /// `accessGroups`. Each is a keychain access group and a shared container (`Device.groupContainer`).
+    public var appGroups: [String] { accessGroups.filter(Self.isAppGroup) }
+
+    /// Whether a group names an app group (`group.…`) rather than a team's keychain group.
+    public static func isAppGroup(_ group: String) -> Bool { group.hasPrefix("group.") }
+
+    /// The groups the app may read and write, in Apple's order (`kSecAttrAccessGroup`): the
+    /// keychain-access-groups entitlement, the application identifier, then the app groups.
+    /// The first is where an add without `kSecAttrAccessGroup` lands.
     public var entitledGroups: [String] {
         guard hasKeychainEntitlement else { return [] }
-        var groups = accessGroups
+        var groups = accessGroups.filter { !Self.isAppGroup($0) }
         if !groups.contains(applicationIdentifier) { groups.append(applicationIdentifier) }
-        return groups
+        return groups + appGroups
     }
 
     /// The app as another developer team publishes it after an app transfer: the old team's
     /// groups take the new team's prefix, app groups (`group.`) keep their names.
     public func transferred(to team: String) -> AppManifest {
         let groups = accessGroups.map { $0.hasPrefix("\(teamID).") ? team + $0.dropFirst(teamID.count) : $0 }
-        return AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement)
+        return AppManifest(
+            bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement, containingApp: containingApp)
     }
 
     /// Checks the shapes Apple enforces at signing time.
@@ -42,6 +56,18 @@ public struct AppManifest: Codable, Hashable, Sendable {
         try Self.validate(bundleID: bundleID)
         try Self.validate(teamID: teamID)
         try Self.validate(accessGroups: accessGroups, teamID: teamID)
+        if let containingApp { try Self.validate(extension: bundleID, of: containingApp) }
+    }
+
+    /// An app extension's bundle ID starts with its containing app's and a dot
+    /// (`com.example.mail.widget` in `com.example.mail`), as Apple requires.
+    public static func validate(extension bundleID: String, of containingApp: String) throws {
+        try validate(bundleID: containingApp)
+        guard bundleID.hasPrefix(containingApp + "."), !bundleID.dropFirst(containingApp.count + 1).isEmpty else {
+            throw DeviceError(
+                .invalidArgument,
+                "'\(bundleID)' cannot be an extension of \(containingApp): an app extension's bundle ID starts with its app's, e.g. \(containingApp).widget.")
+        }
     }
 
     public static func validate(bundleID: String) throws {
@@ -50,6 +76,10 @@ public struct AppManifest: Codable, Hashable, Sendable {
             !bundleID.hasPrefix("."), !bundleID.hasSuffix("."), !bundleID.contains("..")
         else {
             throw DeviceError(.invalidArgument, "'\(bundleID)' is not a bundle ID; use reverse-DNS letters, digits, dots and hyphens, e.g. com.example.app.")
+        }
+        // Apps and app groups share the names of sandboxes on a Keyferry device.
+        guard !isAppGroup(bundleID) else {
+            throw DeviceError(.invalidArgument, "'\(bundleID)' names an app group (group.…), not an app; give the app's own bundle ID.")
         }
     }
 

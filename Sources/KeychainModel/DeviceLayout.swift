@@ -19,6 +19,13 @@ public struct DeviceLayout: Sendable {
         sandbox(bundleID).appendingPathComponent("Library/Preferences/\(bundleID).plist")
     }
     public func documents(_ bundleID: String) -> URL { sandbox(bundleID).appendingPathComponent("Documents") }
+    /// An app group's shared container: its files, and its UserDefaults suite in
+    /// `Library/Preferences/GROUP.plist`, as on iOS.
+    public func groupContainer(_ group: String) -> URL { groups.appendingPathComponent(group) }
+    public var groups: URL { root.appendingPathComponent("groups") }
+    public func groupDefaultsFile(_ group: String) -> URL {
+        groupContainer(group).appendingPathComponent("Library/Preferences/\(group).plist")
+    }
 
     /// Held locked by whoever has the device powered on (a node, a restore): a second holder
     /// fails on it.

@@ -8,6 +8,15 @@ extension Device {
     /// ones, so items there become unreachable, as on iOS.
     public func install(_ app: AppManifest) throws {
         try app.validate()
+        if let containing = app.containingApp {
+            guard let host = try? self.app(containing) else {
+                throw DeviceError(
+                    .appNotInstalled, "\(app.bundleID) is an extension of \(containing), which is not installed on \(info.name); install the app first.")
+            }
+            guard host.containingApp == nil else {
+                throw DeviceError(.invalidArgument, "\(containing) is itself an extension; an extension ships inside an app.")
+            }
+        }
         let files = FileManager.default
         let installed = try database.unsafeRead { db in
             try Bool.fetchOne(db, sql: "SELECT 1 FROM app WHERE bundle_id = ?", arguments: [app.bundleID]) ?? false
@@ -15,6 +24,15 @@ extension Device {
         if !installed {
             // A fresh install starts empty, even if an uninstall was cut short before its files went.
             try? files.removeItem(at: layout.sandbox(app.bundleID))
+        }
+        // So does a group container no installed app had.
+        let held = Set(try installedApps().filter { $0.bundleID != app.bundleID }.flatMap(\.appGroups))
+        let fresh = app.appGroups.filter { !held.contains($0) && !((try? self.app(app.bundleID))?.appGroups.contains($0) ?? false) }
+        if !fresh.isEmpty {
+            try database.write { db in
+                for group in fresh { try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [group]) }
+            }
+            for group in fresh { try? files.removeItem(at: layout.groupContainer(group)) }
         }
         do {
             try files.createDirectory(at: layout.documents(app.bundleID), withIntermediateDirectories: true)
@@ -27,25 +45,53 @@ extension Device {
         try database.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at) VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at, containing_app) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (bundle_id) DO UPDATE SET team_id = excluded.team_id,
-                        access_groups = excluded.access_groups, keychain_entitled = excluded.keychain_entitled
+                        access_groups = excluded.access_groups, keychain_entitled = excluded.keychain_entitled,
+                        containing_app = excluded.containing_app
                     """,
-                arguments: [app.bundleID, app.teamID, groups, app.hasKeychainEntitlement, clock.now().timeIntervalSinceReferenceDate])
+                arguments: [
+                    app.bundleID, app.teamID, groups, app.hasKeychainEntitlement, clock.now().timeIntervalSinceReferenceDate, app.containingApp,
+                ])
         }
     }
 
     /// Uninstalls an app: its sandbox (UserDefaults, Documents) is wiped; its keychain items stay,
     /// as on iOS, and a reinstall finds them. The registry goes first: if the files outlive a
     /// crash here, the next install removes them.
+    /// App groups are counted: the group's container goes with the last app entitled to it.
+    /// The app's extensions go with it; an extension alone cannot be uninstalled.
     public func uninstall(bundleID: String) throws {
-        _ = try app(bundleID)
+        let app = try app(bundleID)
+        if let containing = app.containingApp {
+            throw DeviceError(
+                .invalidArgument, "\(bundleID) is an extension of \(containing) and goes when \(containing) is uninstalled; uninstall the app.")
+        }
+        try remove(try installedApps().filter { $0.bundleID == bundleID || $0.containingApp == bundleID })
+    }
+
+    /// Installs `app` with a fresh sandbox, as a restore does: what was installed under its
+    /// bundle ID goes first, with its extensions (an extension alone, for an extension).
+    public func installFresh(_ app: AppManifest) throws {
+        if let existing = try? self.app(app.bundleID) {
+            try remove(try installedApps().filter { $0.bundleID == existing.bundleID || $0.containingApp == existing.bundleID })
+        }
+        try install(app)
+    }
+
+    /// Removes apps and their sandboxes, and the group containers no remaining app holds.
+    private func remove(_ leaving: [AppManifest]) throws {
+        let staying = try installedApps().filter { stay in !leaving.contains { $0.bundleID == stay.bundleID } }
+        let orphaned = Set(leaving.flatMap(\.appGroups)).filter { group in !staying.contains { $0.appGroups.contains(group) } }.sorted()
         defer { appCache.withLock { $0.forget() } }
         try database.write { db in
-            try db.execute(sql: "DELETE FROM app WHERE bundle_id = ?", arguments: [bundleID])
-            try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [bundleID])
+            for gone in leaving { try db.execute(sql: "DELETE FROM app WHERE bundle_id = ?", arguments: [gone.bundleID]) }
+            for owner in leaving.map(\.bundleID) + orphaned {
+                try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [owner])
+            }
         }
-        try? FileManager.default.removeItem(at: layout.sandbox(bundleID))
+        for gone in leaving { try? FileManager.default.removeItem(at: layout.sandbox(gone.bundleID)) }
+        for group in orphaned { try? FileManager.default.removeItem(at: layout.groupContainer(group)) }
     }
 
     public func installedApps() throws -> [AppManifest] {
@@ -69,7 +115,7 @@ extension Device {
         let groups = try JSONDecoder().decode([String].self, from: Data((row["access_groups"] as String).utf8))
         return AppManifest(
             bundleID: row["bundle_id"], teamID: row["team_id"], accessGroups: groups,
-            hasKeychainEntitlement: row["keychain_entitled"])
+            hasKeychainEntitlement: row["keychain_entitled"], containingApp: row["containing_app"])
     }
 
     /// The keychain as `bundleID` sees it: only its entitled access groups.
@@ -99,17 +145,40 @@ struct AppCache {
     }
 }
 
-/// An app's sandbox: its UserDefaults (a real property list, plaintext as on iOS) and its files.
+/// An app's sandbox, or an app group's shared container: UserDefaults (a real property list,
+/// plaintext as on iOS; a group's is the suite `UserDefaults(suiteName:)` opens) and files.
 /// Reads honour file protection: before first unlock UserDefaults reads back empty, the trap
-/// behind iOS 15's pre-warming logouts.
+/// behind iOS 15's pre-warming logouts, and a widget's shared suite is no exception.
 public struct Sandbox: Sendable {
+    /// The app's bundle ID, or the app group's identifier (`group.…`).
     public let bundleID: String
     let device: Device
 
     /// UserDefaults' file protection: complete until first user authentication.
     static let defaultsProtection = FileProtection.completeUntilFirstUserAuthentication
 
-    private var defaultsURL: URL { device.layout.defaultsFile(bundleID) }
+    /// Whether this is an app group's shared container rather than an app's sandbox.
+    public var isGroupContainer: Bool { AppManifest.isAppGroup(bundleID) }
+
+    private var defaultsURL: URL { isGroupContainer ? device.layout.groupDefaultsFile(bundleID) : device.layout.defaultsFile(bundleID) }
+
+    /// Where a backup records the UserDefaults property list, and where it puts a file: an
+    /// app's files are under `Documents/`, a group container's at its root.
+    public var defaultsPath: String { "Library/Preferences/\(bundleID).plist" }
+    public func archivePath(ofFile name: String) -> String { isGroupContainer ? name : "Documents/\(name)" }
+
+    /// The file a backup's path names, or nil for the UserDefaults property list.
+    private func file(atArchivePath path: String) throws -> String? {
+        if path == defaultsPath { return nil }
+        if isGroupContainer { return path }
+        guard path.hasPrefix("Documents/") else {
+            throw DeviceError(.invalidArgument, "'\(path)' is not a sandbox path Keyferry restores.")
+        }
+        return String(path.dropFirst("Documents/".count))
+    }
+
+    /// What a message calls it: `com.example.mail`, or `the group container group.example`.
+    private var name: String { isGroupContainer ? "the group container \(bundleID)" : bundleID }
 
     private func available(_ protection: FileProtection) throws -> Bool {
         try device.availableKeys()[protection.keyClass] != nil
@@ -135,7 +204,7 @@ public struct Sandbox: Sendable {
     /// Sets one UserDefaults entry (nil removes it). Fails while the file is protected.
     public func set(_ value: Any?, forKey key: String) throws {
         guard try available(Self.defaultsProtection) else {
-            throw DeviceError(.protectedDataUnavailable, "UserDefaults of \(bundleID) cannot be written before first unlock.")
+            throw DeviceError(.protectedDataUnavailable, "UserDefaults of \(name) cannot be written before first unlock.")
         }
         var all = try defaults()
         all[key] = value
@@ -147,6 +216,7 @@ public struct Sandbox: Sendable {
                 .invalidArgument,
                 "UserDefaults holds property-list values only (strings, numbers, booleans, dates, data, arrays, dictionaries); '\(key)' is not one.")
         }
+        try FileManager.default.createDirectory(at: defaultsURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: defaultsURL, options: .atomic)
     }
 
@@ -172,7 +242,7 @@ public struct Sandbox: Sendable {
             try String.fetchOne(db, sql: "SELECT protection FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
         }
         guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw DeviceError(.noSuchFile, "\(bundleID) has no file Documents/\(name).")
+            throw DeviceError(.noSuchFile, "\(self.name) has no file \(archivePath(ofFile: name)).")
         }
         // A file no write recorded (put there from outside) gets the strictest class.
         let protection = recorded.flatMap(FileProtection.init(rawValue:)) ?? .complete
@@ -197,7 +267,7 @@ public struct Sandbox: Sendable {
     public func removeFile(_ name: String) throws {
         let url = try documentURL(name)
         guard FileManager.default.fileExists(atPath: url.path) else {
-            throw DeviceError(.noSuchFile, "\(bundleID) has no file Documents/\(name).")
+            throw DeviceError(.noSuchFile, "\(self.name) has no file \(archivePath(ofFile: name)).")
         }
         try device.database.write { db in
             try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ? AND path = ?", arguments: [bundleID, name])
@@ -225,15 +295,13 @@ public struct Sandbox: Sendable {
         return FileManager.default.contents(atPath: defaultsURL.path)
     }
 
-    /// Writes a file as a backup recorded it: `Library/Preferences/BUNDLE.plist` (UserDefaults)
-    /// or `Documents/NAME`.
+    /// Writes a file as a backup recorded it (`defaultsPath`, `archivePath(ofFile:)`).
     public func restoreFile(path: String, contents: Data, protection: FileProtection) throws {
-        if path == "Library/Preferences/\(bundleID).plist" {
-            try contents.write(to: defaultsURL, options: .atomic)
-        } else if path.hasPrefix("Documents/") {
-            try writeFile(String(path.dropFirst("Documents/".count)), contents, protection: protection)
+        if let name = try file(atArchivePath: path) {
+            try writeFile(name, contents, protection: protection)
         } else {
-            throw DeviceError(.invalidArgument, "'\(path)' is not a sandbox path Keyferry restores.")
+            try FileManager.default.createDirectory(at: defaultsURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try contents.write(to: defaultsURL, options: .atomic)
         }
     }
 
@@ -242,11 +310,8 @@ public struct Sandbox: Sendable {
     /// restore holds one piece at a time, never a whole file.
     public func restoreFile(path: String, piece: Data, at offset: Int, protection: FileProtection) throws {
         guard offset > 0 else { return try restoreFile(path: path, contents: piece, protection: protection) }
-        let url =
-            path == "Library/Preferences/\(bundleID).plist"
-            ? defaultsURL
-            : path.hasPrefix("Documents/") ? try documentURL(String(path.dropFirst("Documents/".count))) : nil
-        guard let url, let handle = try? FileHandle(forWritingTo: url) else {
+        let url = try file(atArchivePath: path).map(documentURL) ?? defaultsURL
+        guard let handle = try? FileHandle(forWritingTo: url) else {
             throw DeviceError(.invalidArgument, "a piece of '\(path)' at offset \(offset) has no start to follow.")
         }
         defer { try? handle.close() }
@@ -266,9 +331,13 @@ public struct Sandbox: Sendable {
         guard !name.contains("\0"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
             throw DeviceError(
                 .invalidArgument,
-                "'\(name)' is not a path inside Documents; write it as NAME or DIR/NAME, without empty, '.' or '..' components.")
+                "'\(name)' is not a path inside \(isGroupContainer ? "the group container" : "Documents"); write it as NAME or DIR/NAME, without empty, '.' or '..' components."
+            )
         }
-        return device.layout.documents(bundleID).appendingPathComponent(name)
+        guard !isGroupContainer || !name.hasPrefix("Library/Preferences/") else {
+            throw DeviceError(.invalidArgument, "'\(name)': Library/Preferences holds the group's UserDefaults suite; set defaults there instead.")
+        }
+        return (isGroupContainer ? device.layout.groupContainer(bundleID) : device.layout.documents(bundleID)).appendingPathComponent(name)
     }
 }
 
@@ -283,5 +352,38 @@ extension Device {
     public func sandbox(for bundleID: String) throws -> Sandbox {
         _ = try app(bundleID)
         return Sandbox(bundleID: bundleID, device: self)
+    }
+
+    /// The app's sandbox, or with `group` the app group's container it reaches.
+    public func sandbox(for bundleID: String, group: String?) throws -> Sandbox {
+        try group.map { try groupContainer($0, for: bundleID) } ?? sandbox(for: bundleID)
+    }
+
+    /// The shared container of an app group, as an installed app entitled to it reaches it
+    /// (`containerURL(forSecurityApplicationGroupIdentifier:)`, which is nil for any other).
+    public func groupContainer(_ group: String, for bundleID: String) throws -> Sandbox {
+        let app = try app(bundleID)
+        guard app.appGroups.contains(group) else {
+            throw DeviceError(
+                .invalidArgument,
+                "\(bundleID) is not entitled to the app group '\(group)'; its app groups: \(app.appGroups.isEmpty ? "none" : app.appGroups.joined(separator: ", "))."
+            )
+        }
+        return Sandbox(bundleID: group, device: self)
+    }
+
+    /// The app groups of the installed apps: the containers on the device.
+    public func groupContainers() throws -> [String] {
+        Array(Set(try installedApps().flatMap(\.appGroups))).sorted()
+    }
+
+    /// A sandbox or group container by its name, for a restore: the apps it belongs to are
+    /// installed first.
+    public func container(_ name: String) throws -> Sandbox {
+        guard AppManifest.isAppGroup(name) else { return try sandbox(for: name) }
+        guard try groupContainers().contains(name) else {
+            throw DeviceError(.invalidArgument, "no installed app is entitled to the app group '\(name)'.")
+        }
+        return Sandbox(bundleID: name, device: self)
     }
 }

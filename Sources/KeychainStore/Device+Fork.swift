@@ -5,7 +5,7 @@ import KeyferryCrypto
 
 extension Device {
     /// A copy of this powered-on device in `directory` (which must not exist) as it is now: its
-    /// store, apps and sandboxes, its lock state with the class keys in memory, and its
+    /// store, apps, sandboxes and group containers, its lock state with the class keys in memory, and its
     /// hardware UID. So it *is* this device, for trying what a path would do to it without
     /// touching it. The sync state stays behind: the copy is in no circle. Its clock starts at
     /// this device's now and moves on its own (`advanceClock`).
@@ -17,6 +17,7 @@ extension Device {
             try files.copyItem(at: layout.hardwareUID, to: fork.hardwareUID)
             try files.copyItem(at: layout.info, to: fork.info)
             try files.copyItem(at: layout.apps, to: fork.apps)
+            if files.fileExists(atPath: layout.groups.path) { try files.copyItem(at: layout.groups, to: fork.groups) }
             // SQLite's online backup: one consistent snapshot, while this device stays in use.
             let copy = try DatabaseQueue(path: fork.database.path)
             try database.queue.backup(to: copy)
@@ -94,6 +95,7 @@ extension Device {
             ] {
                 try files.copyItem(at: from, to: to)
             }
+            if files.fileExists(atPath: original.groups.path) { try files.copyItem(at: original.groups, to: layout.groups) }
             let log = URL(fileURLWithPath: original.database.path + "-wal")
             if files.fileExists(atPath: log.path) { try files.copyItem(at: log, to: URL(fileURLWithPath: layout.database.path + "-wal")) }
         } catch {

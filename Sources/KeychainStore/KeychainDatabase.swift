@@ -120,6 +120,10 @@ struct KeychainDatabase: Sendable {
                     CREATE INDEX replica_by_change ON replica (change_seq);
                     """)
         }
+        migrator.registerMigration("v5: app extensions") { db in
+            // The app an extension ships inside; NULL for an app.
+            try db.execute(sql: "ALTER TABLE app ADD COLUMN containing_app TEXT")
+        }
         return migrator
     }
 

@@ -12,7 +12,17 @@ extension KeyferryContext {
     /// first unlock it reads back nothing but the registered defaults, and writes are lost, as
     /// on iOS (the file is protected until first user authentication); the context's
     /// `lastFailure` says so.
-    public var userDefaults: UserDefaults { SandboxDefaults(context: self) }
+    public var userDefaults: UserDefaults { SandboxDefaults(context: self, group: nil) }
+
+    /// `UserDefaults(suiteName: "group.…")`: an app group's suite in its shared container,
+    /// which the app's extensions and the group's other apps read, with the same protection
+    /// as the app's own (unreadable before first unlock). For a group the app is not entitled
+    /// to, nothing is shared: reads find nothing and writes are lost, with `lastFailure` set
+    /// (iOS keeps such a suite in the app's own sandbox, where no other process sees it).
+    public func userDefaults(suiteName: String) -> UserDefaults? {
+        guard AppManifest.isAppGroup(suiteName) else { return nil }
+        return SandboxDefaults(context: self, group: suiteName)
+    }
 
     /// A `FileManager` whose Documents directory is the app's in the device's sandbox, with
     /// file protection honoured: `createFile(atPath:contents:attributes:)` with
@@ -26,6 +36,13 @@ extension KeyferryContext {
     /// The app's Documents directory on disk.
     var documentsDirectory: URL { Device.documentsDirectory(of: backend.directory, app: app) }
 
+    /// An app group's container on disk, when the app is entitled to the group; nil otherwise,
+    /// as `containerURL(forSecurityApplicationGroupIdentifier:)` answers on iOS.
+    func groupContainer(_ group: String) -> URL? {
+        guard (try? backend.appGroups(app: app))?.contains(group) == true else { return nil }
+        return DeviceLayout(root: backend.directory).groupContainer(group)
+    }
+
     func recordSandboxFailure(_ error: any Error) {
         recordFailure(error as? KeychainError ?? KeychainError(.notAvailable, "\(error)"))
     }
@@ -34,17 +51,20 @@ extension KeyferryContext {
 /// UserDefaults backed by the device's sandbox property list.
 final class SandboxDefaults: UserDefaults {
     private let context: KeyferryContext
+    /// The app group whose suite this is; nil for the app's own defaults.
+    private let group: String?
     /// `register(defaults:)`'s values, which no protection hides.
     private var registered: [String: Any] = [:]
 
-    init(context: KeyferryContext) {
+    init(context: KeyferryContext, group: String?) {
         self.context = context
-        super.init(suiteName: "com.keyferry.sandbox.\(context.app)")!
+        self.group = group
+        super.init(suiteName: "com.keyferry.sandbox.\(context.app)" + (group.map { ".\($0)" } ?? ""))!
     }
 
     private var stored: [String: Any]? {
         do {
-            return try context.backend.defaults(app: context.app)
+            return try context.backend.defaults(app: context.app, group: group)
         } catch {
             context.recordSandboxFailure(error)
             return nil
@@ -61,7 +81,7 @@ final class SandboxDefaults: UserDefaults {
 
     private func change(set: [String: Any], remove: [String]) {
         do {
-            try context.backend.changeDefaults(set: set, remove: remove, app: context.app)
+            try context.backend.changeDefaults(set: set, remove: remove, app: context.app, group: group)
         } catch {
             context.recordSandboxFailure(error)
         }
@@ -85,11 +105,14 @@ final class SandboxFileManager: FileManager {
         directory == .documentDirectory ? [context.documentsDirectory] : super.urls(for: directory, in: domainMask)
     }
 
+    /// The app group's shared container, or nil when the app is not entitled to the group.
+    func groupContainer(_ groupIdentifier: String) -> URL? { context.groupContainer(groupIdentifier) }
+
     override func createFile(atPath path: String, contents data: Data?, attributes attr: [FileAttributeKey: Any]? = nil) -> Bool {
-        guard let name = documentsPath(path) else { return super.createFile(atPath: path, contents: data, attributes: attr) }
+        guard let (name, group) = sandboxPath(path) else { return super.createFile(atPath: path, contents: data, attributes: attr) }
         do {
             let protection = try Self.protection(attr?[.protectionKey])
-            try context.backend.writeFile(name, data ?? Data(), protection: protection, app: context.app)
+            try context.backend.writeFile(name, data ?? Data(), protection: protection, app: context.app, group: group)
             return true
         } catch {
             context.recordSandboxFailure(error)
@@ -98,9 +121,9 @@ final class SandboxFileManager: FileManager {
     }
 
     override func contents(atPath path: String) -> Data? {
-        guard let name = documentsPath(path) else { return super.contents(atPath: path) }
+        guard let (name, group) = sandboxPath(path) else { return super.contents(atPath: path) }
         do {
-            return try context.backend.readFile(name, app: context.app)
+            return try context.backend.readFile(name, app: context.app, group: group)
         } catch {
             context.recordSandboxFailure(error)
             return nil
@@ -108,17 +131,25 @@ final class SandboxFileManager: FileManager {
     }
 
     override func removeItem(atPath path: String) throws {
-        guard let name = documentsPath(path) else { return try super.removeItem(atPath: path) }
-        try context.backend.removeFile(name, app: context.app)
+        guard let (name, group) = sandboxPath(path) else { return try super.removeItem(atPath: path) }
+        try context.backend.removeFile(name, app: context.app, group: group)
     }
 
     override func removeItem(at url: URL) throws { try removeItem(atPath: url.path) }
 
-    /// The path inside Documents, or nil for one outside.
-    private func documentsPath(_ path: String) -> String? {
-        let root = context.documentsDirectory.standardizedFileURL.path + "/"
+    /// The path inside Documents (group nil) or inside a group container the app reaches, or
+    /// nil for one outside both.
+    private func sandboxPath(_ path: String) -> (name: String, group: String?)? {
         let full = URL(fileURLWithPath: path).standardizedFileURL.path
-        return full.hasPrefix(root) ? String(full.dropFirst(root.count)) : nil
+        func inside(_ root: URL) -> String? {
+            let prefix = root.standardizedFileURL.path + "/"
+            return full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : nil
+        }
+        if let name = inside(context.documentsDirectory) { return (name, nil) }
+        let groups = DeviceLayout(root: context.backend.directory).groupContainer("x").deletingLastPathComponent()
+        guard let rest = inside(groups), let slash = rest.firstIndex(of: "/") else { return nil }
+        let group = String(rest[..<slash])
+        return context.groupContainer(group) == nil ? nil : (String(rest[rest.index(after: slash)...]), group)
     }
 
     /// iOS's classes as Keyferry keeps them: "complete unless open" (class B) is kept as
@@ -131,5 +162,14 @@ final class SandboxFileManager: FileManager {
         case FileProtectionType.none.rawValue: return .none
         default: throw KeychainError(.param, "'\(value)' is not a FileProtectionType.")
         }
+    }
+}
+
+extension FileManager {
+    /// `containerURL(forSecurityApplicationGroupIdentifier:)`, which Foundation on Linux lacks:
+    /// the app group's container on the device when this is an app's `fileManager` and the app
+    /// is entitled to the group; nil otherwise, as on iOS.
+    public func containerURL(forSecurityApplicationGroupIdentifier groupIdentifier: String) -> URL? {
+        (self as? SandboxFileManager)?.groupContainer(groupIdentifier)
     }
 }

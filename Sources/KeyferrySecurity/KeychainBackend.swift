@@ -17,15 +17,18 @@ protocol KeychainBackend: Sendable {
     /// Passcode and biometry, as `LAContext` sees them.
     func status() throws -> DeviceStatus
 
-    // The app's sandbox, as its own code reaches it.
+    // The app's sandbox, as its own code reaches it; with `group`, the app group's container.
     /// Every UserDefaults entry; nil while they cannot be read (before first unlock).
-    func defaults(app: String) throws -> [String: Any]?
+    func defaults(app: String, group: String?) throws -> [String: Any]?
     /// Sets entries and removes keys; refused while UserDefaults cannot be written.
-    func changeDefaults(set: [String: Any], remove: [String], app: String) throws
-    /// A file under Documents, by its path there; refused while its class is unavailable.
-    func readFile(_ path: String, app: String) throws -> Data
-    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String) throws
-    func removeFile(_ path: String, app: String) throws
+    func changeDefaults(set: [String: Any], remove: [String], app: String, group: String?) throws
+    /// A file under Documents (or in the group's container), by its path there; refused while
+    /// its class is unavailable.
+    func readFile(_ path: String, app: String, group: String?) throws -> Data
+    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String, group: String?) throws
+    func removeFile(_ path: String, app: String, group: String?) throws
+    /// The app groups the app is entitled to.
+    func appGroups(app: String) throws -> [String]
 }
 
 /// A `Device` in this process: what `KeyferryTesting` makes, or a device directory no node runs.
@@ -44,22 +47,23 @@ struct InProcessBackend: KeychainBackend {
     func delete(_ query: ItemQuery, app: String) throws { _ = try device.keychain(for: app).delete(query) }
     func status() throws -> DeviceStatus { try device.status() }
 
-    func defaults(app: String) throws -> [String: Any]? {
-        let sandbox = try device.sandbox(for: app)
+    func defaults(app: String, group: String?) throws -> [String: Any]? {
+        let sandbox = try device.sandbox(for: app, group: group)
         return sandbox.defaultsAreReadable ? try sandbox.defaults() : nil
     }
 
-    func changeDefaults(set: [String: Any], remove: [String], app: String) throws {
-        let sandbox = try device.sandbox(for: app)
+    func changeDefaults(set: [String: Any], remove: [String], app: String, group: String?) throws {
+        let sandbox = try device.sandbox(for: app, group: group)
         for (key, value) in set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
         for key in remove { try sandbox.set(nil, forKey: key) }
     }
 
-    func readFile(_ path: String, app: String) throws -> Data { try device.sandbox(for: app).readFile(path) }
-    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String) throws {
-        try device.sandbox(for: app).writeFile(path, contents, protection: protection)
+    func readFile(_ path: String, app: String, group: String?) throws -> Data { try device.sandbox(for: app, group: group).readFile(path) }
+    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String, group: String?) throws {
+        try device.sandbox(for: app, group: group).writeFile(path, contents, protection: protection)
     }
-    func removeFile(_ path: String, app: String) throws { try device.sandbox(for: app).removeFile(path) }
+    func removeFile(_ path: String, app: String, group: String?) throws { try device.sandbox(for: app, group: group).removeFile(path) }
+    func appGroups(app: String) throws -> [String] { try device.app(app).appGroups }
 }
 
 /// A running node, reached over its socket; each call waits on the calling thread.
@@ -95,13 +99,13 @@ struct NodeBackend: KeychainBackend {
         return answer.device
     }
 
-    func defaults(app: String) throws -> [String: Any]? {
-        try defaults(NodeAPI.DefaultsPlist(bundleID: app))
+    func defaults(app: String, group: String?) throws -> [String: Any]? {
+        try defaults(NodeAPI.DefaultsPlist(bundleID: app, group: group))
     }
 
-    func changeDefaults(set: [String: Any], remove: [String], app: String) throws {
+    func changeDefaults(set: [String: Any], remove: [String], app: String, group: String?) throws {
         let plist = set.isEmpty ? nil : try PropertyListSerialization.data(fromPropertyList: set, format: .binary, options: 0)
-        _ = try defaults(NodeAPI.DefaultsPlist(bundleID: app, set: plist, remove: remove))
+        _ = try defaults(NodeAPI.DefaultsPlist(bundleID: app, set: plist, remove: remove, group: group))
     }
 
     private func defaults(_ request: NodeAPI.DefaultsPlist) throws -> [String: Any]? {
@@ -109,16 +113,25 @@ struct NodeBackend: KeychainBackend {
         return try answer.plist.map { try PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] ?? [:] }
     }
 
-    func readFile(_ path: String, app: String) throws -> Data {
-        let answer: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path))
+    func readFile(_ path: String, app: String, group: String?) throws -> Data {
+        let answer: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path, group: group))
         return answer.contents ?? Data()
     }
 
-    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String) throws {
-        let _: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path, contents: contents, protection: protection))
+    func writeFile(_ path: String, _ contents: Data, protection: FileProtection, app: String, group: String?) throws {
+        let _: NodeAPI.FileContents = try client.callSynchronously(
+            .file, NodeAPI.File(bundleID: app, path: path, contents: contents, protection: protection, group: group))
     }
 
-    func removeFile(_ path: String, app: String) throws {
-        let _: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path, remove: true))
+    func removeFile(_ path: String, app: String, group: String?) throws {
+        let _: NodeAPI.FileContents = try client.callSynchronously(.file, NodeAPI.File(bundleID: app, path: path, remove: true, group: group))
+    }
+
+    func appGroups(app: String) throws -> [String] {
+        let apps: [AppManifest] = try client.getSynchronously(.apps)
+        guard let manifest = apps.first(where: { $0.bundleID == app }) else {
+            throw KeychainError(.notAvailable, "\(app) is not installed on the node.")
+        }
+        return manifest.appGroups
     }
 }

@@ -72,15 +72,18 @@ public final class SimulatedDevice: Sendable {
 
     /// Installs an app (or updates it: the same bundle under another team is an app transfer)
     /// and returns it, ready to run code in. Without `accessGroups` the app's keychain group
-    /// is `TEAM.bundleID`, as Xcode sets it up.
+    /// is `TEAM.bundleID`, as Xcode sets it up; `group.…` entries are app groups, whose shared
+    /// container and UserDefaults suite the app and its extensions reach. `extensionOf` makes
+    /// it an app extension (a widget) of an installed app, removed with it.
     @discardableResult
     public func install(
-        _ bundleID: String, team: String = "ABCDE12345", accessGroups: [String] = [], keychainEntitlement: Bool = true
+        _ bundleID: String, team: String = "ABCDE12345", accessGroups: [String] = [], keychainEntitlement: Bool = true,
+        extensionOf containingApp: String? = nil
     ) throws -> KeyferryContext {
         try device.install(
             AppManifest(
                 bundleID: bundleID, teamID: team, accessGroups: accessGroups,
-                hasKeychainEntitlement: keychainEntitlement))
+                hasKeychainEntitlement: keychainEntitlement, containingApp: containingApp))
         return app(bundleID)
     }
 

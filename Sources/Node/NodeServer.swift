@@ -115,12 +115,12 @@ package enum NodeServer {
             return API.Empty()
         }
         call(.defaults) { request in
-            let sandbox = try device.sandbox(for: request.bundleID)
+            let sandbox = try device.sandbox(for: request.bundleID, group: request.group)
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
             return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
         }
         call(.defaultsPlist) { request in
-            let sandbox = try device.sandbox(for: request.bundleID)
+            let sandbox = try device.sandbox(for: request.bundleID, group: request.group)
             if let set = request.set {
                 guard let entries = try? PropertyListSerialization.propertyList(from: set, format: nil) as? [String: Any] else {
                     throw NodeError.invalidRequest("'set' is not a property list of entries.")
@@ -132,10 +132,12 @@ package enum NodeServer {
             return API.DefaultsPlistContents(plist: try PropertyListSerialization.data(fromPropertyList: try sandbox.defaults(), format: .binary, options: 0))
         }
         call(.files) { request in
-            try device.sandbox(for: request.bundleID).files().map { API.FileInfo(path: $0.path, protection: $0.protection, bytes: $0.bytes) }
+            try device.sandbox(for: request.bundleID, group: request.group).files().map {
+                API.FileInfo(path: $0.path, protection: $0.protection, bytes: $0.bytes)
+            }
         }
         call(.file) { request in
-            let sandbox = try device.sandbox(for: request.bundleID)
+            let sandbox = try device.sandbox(for: request.bundleID, group: request.group)
             if request.remove == true {
                 guard request.contents == nil else { throw NodeError.invalidRequest("a file is either written or removed, not both.") }
                 try sandbox.removeFile(request.path)

@@ -100,19 +100,27 @@ public enum NodeAPI {
 
     /// UserDefaults of one app: set string values, then answer the whole dictionary
     /// (strings only; other property-list values are shown by their description).
+    /// `group`, in these requests: the app group's shared container the app reaches, rather
+    /// than the app's own sandbox.
     public struct Defaults: Codable, Sendable {
         public var bundleID: String
         public var set: [String: String]
-        public init(bundleID: String, set: [String: String] = [:]) {
+        public var group: String?
+        public init(bundleID: String, set: [String: String] = [:], group: String? = nil) {
             self.bundleID = bundleID
             self.set = set
+            self.group = group
         }
     }
 
     /// The files under an app's Documents.
     public struct Files: Codable, Sendable {
         public var bundleID: String
-        public init(bundleID: String) { self.bundleID = bundleID }
+        public var group: String?
+        public init(bundleID: String, group: String? = nil) {
+            self.bundleID = bundleID
+            self.group = group
+        }
     }
 
     public struct FileInfo: Codable, Sendable, Equatable {
@@ -138,10 +146,12 @@ public enum NodeAPI {
         /// A binary property list of the entries to set.
         public var set: Data?
         public var remove: [String]
-        public init(bundleID: String, set: Data? = nil, remove: [String] = []) {
+        public var group: String?
+        public init(bundleID: String, set: Data? = nil, remove: [String] = [], group: String? = nil) {
             self.bundleID = bundleID
             self.set = set
             self.remove = remove
+            self.group = group
         }
     }
 
@@ -161,13 +171,17 @@ public enum NodeAPI {
         public var contents: Data?
         public var protection: FileProtection?
         public var remove: Bool?
+        public var group: String?
 
-        public init(bundleID: String, path: String, contents: Data? = nil, protection: FileProtection? = nil, remove: Bool = false) {
+        public init(
+            bundleID: String, path: String, contents: Data? = nil, protection: FileProtection? = nil, remove: Bool = false, group: String? = nil
+        ) {
             self.bundleID = bundleID
             self.path = path
             self.contents = contents
             self.protection = protection
             self.remove = remove ? true : nil
+            self.group = group
         }
     }
 

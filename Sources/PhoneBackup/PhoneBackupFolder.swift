@@ -52,7 +52,11 @@ enum PhoneDomain {
     static let keychainFile = "keychain-backup.plist"
     static let appPrefix = "AppDomain-"
 
+    static let groupPrefix = "AppDomainGroup-"
+
     static func app(_ bundleID: String) -> String { appPrefix + bundleID }
+    /// An app's domain, or an app group's (`AppDomainGroup-group.…`).
+    static func container(_ name: String) -> String { AppManifest.isAppGroup(name) ? groupPrefix + name : appPrefix + name }
     static func defaults(_ bundleID: String) -> String { "Library/Preferences/\(bundleID).plist" }
 }
 

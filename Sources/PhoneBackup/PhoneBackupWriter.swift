@@ -99,7 +99,9 @@ package enum PhoneBackupWriter {
         var done = itemCount + 1
         for group in SandboxFile.groups(files) {
             let read = try group.compactMap { file in
-                try file.read().map { (domain: PhoneDomain.app(file.bundleID), path: file.path, contents: $0, fileClass: PhoneClass.file(file.protection)) }
+                try file.read().map {
+                    (domain: PhoneDomain.container(file.bundleID), path: file.path, contents: $0, fileClass: PhoneClass.file(file.protection))
+                }
             }
             let sealer = writer.sealer
             let sealed = try ParallelMap.map(read) { try sealer.seal(domain: $0.domain, path: $0.path, contents: $0.contents, fileClass: $0.fileClass) }
@@ -111,6 +113,7 @@ package enum PhoneBackupWriter {
             try progress(.writing(done: done, total: total))
         }
         for app in apps { writer.addDirectory(domain: PhoneDomain.app(app.bundleID), path: "") }
+        for group in try device.groupContainers() { writer.addDirectory(domain: PhoneDomain.container(group), path: "") }
         writer.addDirectory(domain: PhoneDomain.keychain, path: "")
         try writer.finish()
 
@@ -179,17 +182,18 @@ package enum PhoneBackupWriter {
         }
     }
 
+    /// The apps' sandboxes, then the app groups' containers (`AppDomainGroup-…` domains).
     private static func sandboxFiles(_ device: Device, _ apps: [AppManifest]) throws -> [SandboxFile] {
-        try apps.flatMap { app -> [SandboxFile] in
-            let sandbox = try device.sandbox(for: app.bundleID)
-            return [
+        let containers = try apps.map { try device.sandbox(for: $0.bundleID) } + (try device.groupContainers()).map { try device.container($0) }
+        return try containers.flatMap { sandbox -> [SandboxFile] in
+            [
                 SandboxFile(
-                    bundleID: app.bundleID, path: PhoneDomain.defaults(app.bundleID), protection: .completeUntilFirstUserAuthentication, bytes: 0,
+                    bundleID: sandbox.bundleID, path: sandbox.defaultsPath, protection: .completeUntilFirstUserAuthentication, bytes: 0,
                     read: { try sandbox.defaultsData() })
             ]
                 + (try sandbox.files()).map { file in
                     SandboxFile(
-                        bundleID: app.bundleID, path: "Documents/\(file.path)", protection: file.protection, bytes: file.bytes,
+                        bundleID: sandbox.bundleID, path: sandbox.archivePath(ofFile: file.path), protection: file.protection, bytes: file.bytes,
                         read: { try sandbox.readFile(file.path) })
                 }
         }

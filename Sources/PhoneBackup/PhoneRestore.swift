@@ -58,8 +58,7 @@ package enum PhoneRestore {
 
         // Apps first: their groups tell which items have an app to see them.
         for app in try apps(backup.manifest, keychain: keychain) {
-            if (try? device.app(app.bundleID)) != nil { try device.uninstall(bundleID: app.bundleID) }
-            try device.install(app)
+            try device.installFresh(app)
             report.apps.append(app.bundleID)
         }
         let groups = Set(try device.installedApps().flatMap(\.entitledGroups))
@@ -105,14 +104,20 @@ package enum PhoneRestore {
         do {
             var done = 0
             var sandboxes: [String: Sandbox] = [:]
+            let containers = Set(try device.groupContainers())
             for group in plan.groups {
-                let contents = try ParallelMap.map(group) { try backup.contents(of: $0.row) }
-                for (file, contents) in zip(group, contents) {
-                    let sandbox = try sandboxes[file.bundleID] ?? device.sandbox(for: file.bundleID)
+                // A group container no restored app is entitled to has nowhere to go: counted, not written.
+                let placed = group.filter { !AppManifest.isAppGroup($0.bundleID) || containers.contains($0.bundleID) }
+                for file in group where !placed.contains(where: { $0.row.fileID == file.row.fileID }) {
+                    report.filesNotRestored["\(file.row.domain) (no restored app is entitled to the group)", default: 0] += 1
+                }
+                let contents = try ParallelMap.map(placed) { try backup.contents(of: $0.row) }
+                for (file, contents) in zip(placed, contents) {
+                    let sandbox = try sandboxes[file.bundleID] ?? device.container(file.bundleID)
                     sandboxes[file.bundleID] = sandbox
                     try sandbox.restoreFile(path: file.row.relativePath, contents: contents, protection: file.protection)
                 }
-                report.sandboxFiles += group.count
+                report.sandboxFiles += placed.count
                 done += group.count
                 try progress(done, total)
             }
@@ -200,6 +205,16 @@ struct SandboxPlan {
     init(_ backup: OpenedPhoneBackup) throws {
         let apps = Set(backup.manifest.applications.map(\.bundleID))
         for row in backup.rows where row.flags == ManifestRow.regularFile {
+            // An app group's container: every path of it, once an app entitled to it is installed.
+            if row.domain.hasPrefix(PhoneDomain.groupPrefix), case let group = String(row.domain.dropFirst(PhoneDomain.groupPrefix.count)),
+                AppManifest.isAppGroup(group)
+            {
+                try Self.check(row.relativePath, in: row.domain)
+                let blob = try backup.folder.blob(row.fileID)
+                let blobBytes = (try? FileManager.default.attributesOfItem(atPath: blob.path)[.size] as? Int) ?? 0
+                files.append(File(bundleID: group, row: row, protection: PhoneClass.fileProtection(row.file.protectionClass), blobBytes: blobBytes))
+                continue
+            }
             guard row.domain.hasPrefix(PhoneDomain.appPrefix), case let bundleID = String(row.domain.dropFirst(PhoneDomain.appPrefix.count)),
                 apps.contains(bundleID)
             else {

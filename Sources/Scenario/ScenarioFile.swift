@@ -107,9 +107,10 @@ package struct Scenario: Sendable {
         case add(ItemRef, value: String, accessible: ProtectionClass?, accessControl: AccessControl?, expect: KeychainStatus?)
         case update(ItemRef, value: String, expect: KeychainStatus?)
         case delete(ItemRef, expect: KeychainStatus?)
-        case defaults(device: String, app: String, set: [String: String])
-        case writeFile(device: String, app: String, path: String, text: String, protection: FileProtection?)
-        case removeFile(device: String, app: String, path: String)
+        /// `group`, in the sandbox actions: the app group's container the app reaches.
+        case defaults(device: String, app: String, group: String?, set: [String: String])
+        case writeFile(device: String, app: String, group: String?, path: String, text: String, protection: FileProtection?)
+        case removeFile(device: String, app: String, group: String?, path: String)
         case sync([String])
         /// `phone`: as a real iPhone's backup folder (`--format ios`) rather than Keyferry's archive.
         case backup(device: String, archive: String, encrypted: Bool, phone: Bool)
@@ -117,8 +118,8 @@ package struct Scenario: Sendable {
         case transfer(from: String, to: String)
         case wait(TimeInterval, devices: [String])
         case expect(ItemRef, Expectation)
-        case expectDefaults(device: String, app: String, key: String, value: String?)
-        case expectFile(device: String, app: String, path: String, FileExpectation)
+        case expectDefaults(device: String, app: String, group: String?, key: String, value: String?)
+        case expectFile(device: String, app: String, group: String?, path: String, FileExpectation)
         case expectReport(String)
         /// `onSimulator`: the cell of the device's Simulator twin (`survival --compare simulator`).
         case expectSurvival(

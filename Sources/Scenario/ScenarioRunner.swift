@@ -159,9 +159,11 @@ actor RunState {
         case .install(let device, let bundleID): try await client(device).send(.install, app(bundleID))
         case .uninstall(let device, let bundleID): try await client(device).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
         case .reinstall(let device, let bundleID):
-            let installed = try await client(device).apps().first { $0.bundleID == bundleID } ?? app(bundleID)
+            // Deleting an app deletes its extensions; the App Store puts both back.
+            let apps = try await client(device).apps()
+            let installed = apps.first { $0.bundleID == bundleID } ?? app(bundleID)
             try await client(device).send(.uninstall, NodeAPI.Uninstall(bundleID: bundleID))
-            try await client(device).send(.install, installed)
+            for app in [installed] + apps.filter({ $0.containingApp == bundleID }) { try await client(device).send(.install, app) }
         case .transferTeam(let device, let bundleID, let team):
             let installed = try await client(device).apps().first { $0.bundleID == bundleID } ?? app(bundleID)
             try await client(device).send(.install, installed.transferred(to: team))
@@ -180,13 +182,14 @@ actor RunState {
             try await expectStatus(expected) {
                 let _: NodeAPI.Changed = try await self.client(item.device).call(.delete, NodeAPI.Search(app: item.app, query: item.query))
             }
-        case .defaults(let device, let bundleID, let set):
-            let _: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID, set: set))
-        case .writeFile(let device, let bundleID, let path, let text, let protection):
+        case .defaults(let device, let bundleID, let group, let set):
+            let _: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID, set: set, group: group))
+        case .writeFile(let device, let bundleID, let group, let path, let text, let protection):
             let _: NodeAPI.FileContents = try await client(device).call(
-                .file, NodeAPI.File(bundleID: bundleID, path: path, contents: Data(text.utf8), protection: protection))
-        case .removeFile(let device, let bundleID, let path):
-            let _: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path, remove: true))
+                .file, NodeAPI.File(bundleID: bundleID, path: path, contents: Data(text.utf8), protection: protection, group: group))
+        case .removeFile(let device, let bundleID, let group, let path):
+            let _: NodeAPI.FileContents = try await client(device).call(
+                .file, NodeAPI.File(bundleID: bundleID, path: path, remove: true, group: group))
         case .sync(let devices):
             // Around twice: what one pushes, the others pull on the next round.
             for _ in 0..<2 {
@@ -238,17 +241,17 @@ actor RunState {
             }
         case .expect(let item, let expectation):
             try await expect(item, expectation)
-        case .expectDefaults(let device, let bundleID, let key, let value):
-            let all: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID))
+        case .expectDefaults(let device, let bundleID, let group, let key, let value):
+            let all: [String: String] = try await client(device).call(.defaults, NodeAPI.Defaults(bundleID: bundleID, group: group))
             guard all[key] == value else {
                 throw ExpectationFailure(
                     "expected UserDefaults \(key) " + (value.map { "= \"\($0)\"" } ?? "absent")
                         + ", found " + (all[key].map { "\"\($0)\"" } ?? "none"))
             }
-        case .expectFile(let device, let bundleID, let path, let expectation):
+        case .expectFile(let device, let bundleID, let group, let path, let expectation):
             let found: String
             do {
-                let file: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path))
+                let file: NodeAPI.FileContents = try await client(device).call(.file, NodeAPI.File(bundleID: bundleID, path: path, group: group))
                 let contents = file.contents ?? Data()
                 if case .text(let text) = expectation, contents == Data(text.utf8) { return }
                 found = String(data: contents, encoding: .utf8).map { "\"\($0)\"" } ?? "\(contents.count) bytes that are not text"

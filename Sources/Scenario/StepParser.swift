@@ -103,15 +103,17 @@ struct StepParser {
             let expected = try fields["status"].map(status)
             return (.delete(item, expect: expected), "delete \(describe(item))" + failing(expected))
         case "defaults":
-            let (device, app, fields) = try deviceApp(value, extra: ["set"], required: ["set"])
+            let (device, app, fields) = try deviceApp(value, extra: ["set", "app-group"], required: ["set"])
             let set = try fields["set"]!.entries().map { ($0.key, try $0.value.text()) }
+            let group = try appGroup(fields, app: app)
             return (
-                .defaults(device: device, app: app, set: Dictionary(set, uniquingKeysWith: { $1 })),
-                "set UserDefaults \(set.map(\.0).joined(separator: ", ")) of \(app) on \(device)"
+                .defaults(device: device, app: app, group: group, set: Dictionary(set, uniquingKeysWith: { $1 })),
+                "set UserDefaults \(set.map(\.0).joined(separator: ", ")) of \(group.map { "the suite \($0) as " } ?? "")\(app) on \(device)"
             )
         case "file":
-            let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "protection"], required: ["path", "text"])
+            let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "protection", "app-group"], required: ["path", "text"])
             let path = try fields["path"]!.text()
+            let group = try appGroup(fields, app: app)
             let protection = try fields["protection"].map { field in
                 let text = try field.text()
                 guard let protection = FileProtection(rawValue: text) else {
@@ -121,13 +123,14 @@ struct StepParser {
                 return protection
             }
             return (
-                .writeFile(device: device, app: app, path: path, text: try fields["text"]!.text(), protection: protection),
-                "write Documents/\(path) of \(app) on \(device)" + (protection.map { " (\($0.rawValue))" } ?? "")
+                .writeFile(device: device, app: app, group: group, path: path, text: try fields["text"]!.text(), protection: protection),
+                "write \(group ?? "Documents")/\(path) as \(app) on \(device)" + (protection.map { " (\($0.rawValue))" } ?? "")
             )
         case "remove-file":
-            let (device, app, fields) = try deviceApp(value, extra: ["path"], required: ["path"])
+            let (device, app, fields) = try deviceApp(value, extra: ["path", "app-group"], required: ["path"])
             let path = try fields["path"]!.text()
-            return (.removeFile(device: device, app: app, path: path), "remove Documents/\(path) of \(app) on \(device)")
+            let group = try appGroup(fields, app: app)
+            return (.removeFile(device: device, app: app, group: group, path: path), "remove \(group ?? "Documents")/\(path) as \(app) on \(device)")
         case "sync":
             let devices = value.node.scalar != nil ? [try device(value)] : try value.list().map(device)
             guard fleet.relay != nil else { throw value.failure("the scenario's devices are in no circle; add `sync: {relay: auto}` to the scenario.") }
@@ -197,17 +200,20 @@ struct StepParser {
                 }
             return (.expect(item, expectation), "expect \(describe(item)) \(wanted)")
         case "expect-defaults":
-            let (device, app, fields) = try deviceApp(value, extra: ["key", "value", "absent"], required: ["key"])
+            let (device, app, fields) = try deviceApp(value, extra: ["key", "value", "absent", "app-group"], required: ["key"])
             let key = try fields["key"]!.text()
+            let group = try appGroup(fields, app: app)
             let expectedValue = try fields["value"]?.text()
             if expectedValue == nil, try fields["absent"]?.bool() != true { throw value.failure("expect `value:` or `absent: true`.") }
             return (
-                .expectDefaults(device: device, app: app, key: key, value: expectedValue),
-                "expect UserDefaults \(key) of \(app) on \(device) " + (expectedValue.map { "= \"\($0)\"" } ?? "absent")
+                .expectDefaults(device: device, app: app, group: group, key: key, value: expectedValue),
+                "expect UserDefaults \(key) of \(group.map { "the suite \($0) as " } ?? "")\(app) on \(device) "
+                    + (expectedValue.map { "= \"\($0)\"" } ?? "absent")
             )
         case "expect-file":
-            let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "absent", "protected"], required: ["path"])
+            let (device, app, fields) = try deviceApp(value, extra: ["path", "text", "absent", "protected", "app-group"], required: ["path"])
             let path = try fields["path"]!.text()
+            let group = try appGroup(fields, app: app)
             let given = ["text", "absent", "protected"].filter { fields[$0] != nil }
             guard given.count == 1 else { throw value.failure("expect exactly one of `text:`, `absent: true` or `protected: true`.") }
             let expectation: Scenario.FileExpectation
@@ -224,18 +230,22 @@ struct StepParser {
                 case .absent: "absent"
                 case .protected: "protected"
                 }
-            return (.expectFile(device: device, app: app, path: path, expectation), "expect Documents/\(path) of \(app) on \(device) \(wanted)")
+            return (
+                .expectFile(device: device, app: app, group: group, path: path, expectation),
+                "expect \(group ?? "Documents")/\(path) as \(app) on \(device) \(wanted)"
+            )
         case "expect-restore":
             let text = try value.text()
             return (.expectReport(text), "expect the last restore or transfer to report \"\(text)\"")
         case "expect-survival":
             let fields = try value.fields(allowed: ["device", "app", "secret", "path", "outcome", "status", "reason", "on"])
-            let onSimulator = try fields["on"].map { field in
-                guard try field.text() == "simulator" else {
-                    throw field.failure("`on:` is simulator: the same secrets on the device's iOS Simulator twin (survival --compare simulator).")
-                }
-                return true
-            } ?? false
+            let onSimulator =
+                try fields["on"].map { field in
+                    guard try field.text() == "simulator" else {
+                        throw field.failure("`on:` is simulator: the same secrets on the device's iOS Simulator twin (survival --compare simulator).")
+                    }
+                    return true
+                } ?? false
             let device = try device(required("device", fields, value))
             let app = try fields["app"].map(appName)
             let secret = try required("secret", fields, value).text()
@@ -303,6 +313,17 @@ struct StepParser {
         let fields = try value.fields(allowed: ["device", "app"] + extra)
         for name in names { _ = try required(name, fields, value) }
         return (try device(required("device", fields, value)), try appName(required("app", fields, value)), fields)
+    }
+
+    /// `app-group:`, an app group the app is entitled to in the scenario's apps.
+    private func appGroup(_ fields: [String: YAMLField], app: String) throws -> String? {
+        guard let field = fields["app-group"] else { return nil }
+        let group = try field.text()
+        let manifest = fleet.members.lazy.flatMap(\.apps).first { $0.bundleID == app }
+        guard manifest?.appGroups.contains(group) == true else {
+            throw field.failure("\(app) is not entitled to the app group '\(group)'; add it to the app's `groups:`.")
+        }
+        return group
     }
 
     private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {

@@ -43,17 +43,22 @@ struct Secret: Sendable {
                 accessControl: record.accessControl?.expression.nilIfEmpty, fileProtection: nil, cells: [:])
             secrets.append(Secret(row: row, locator: .item(record), baseline: .missing))
         }
-        for app in apps {
-            let sandbox = try device.sandbox(for: app.bundleID)
+        // The apps' sandboxes, then the app groups' containers, read as the first app of the group.
+        let groups = Set(apps.flatMap(\.appGroups)).sorted()
+        let containers =
+            try apps.map { (try device.sandbox(for: $0.bundleID), $0.bundleID) }
+            + groups.map { group in (try device.container(group), apps.first { $0.appGroups.contains(group) }!.bundleID) }
+        for (sandbox, reader) in containers {
+            let prefix = sandbox.isGroupContainer ? "\(sandbox.bundleID) " : ""
             for key in try sandbox.defaults().keys.sorted() {
-                let row = SurvivalRow(kind: .userDefaults, name: "UserDefaults \(key)", app: app.bundleID, cells: [:])
-                secrets.append(Secret(row: row, locator: .defaults(bundleID: app.bundleID, key: key), baseline: .missing))
+                let row = SurvivalRow(kind: .userDefaults, name: "\(prefix)UserDefaults \(key)", app: reader, cells: [:])
+                secrets.append(Secret(row: row, locator: .defaults(bundleID: sandbox.bundleID, key: key), baseline: .missing))
             }
             for file in try sandbox.files() {
                 let row = SurvivalRow(
-                    kind: .sandboxFile, name: "Documents/\(file.path)", app: app.bundleID,
-                    fileProtection: file.protection.rawValue, cells: [:])
-                secrets.append(Secret(row: row, locator: .file(bundleID: app.bundleID, path: file.path), baseline: .missing))
+                    kind: .sandboxFile, name: sandbox.isGroupContainer ? "\(sandbox.bundleID)/\(file.path)" : "Documents/\(file.path)",
+                    app: reader, fileProtection: file.protection.rawValue, cells: [:])
+                secrets.append(Secret(row: row, locator: .file(bundleID: sandbox.bundleID, path: file.path), baseline: .missing))
             }
         }
         let reader = Reader(device, passcode: passcode)
@@ -78,6 +83,8 @@ struct Secret: Sendable {
     struct Reader {
         let device: Device
         let apps: [String: (keychain: Keychain, groups: Set<String>, sandbox: Sandbox)]
+        /// The app groups' containers on the device, by group.
+        let containers: [String: Sandbox]
         let authentication: AuthenticationContext
 
         init(_ device: Device, passcode: String?) {
@@ -88,8 +95,13 @@ struct Secret: Sendable {
                     guard let keychain = try? device.keychain(for: app.bundleID), let sandbox = try? device.sandbox(for: app.bundleID) else { return nil }
                     return (app.bundleID, (keychain, Set(app.entitledGroups), sandbox))
                 })
+            containers = Dictionary(
+                uniqueKeysWithValues: ((try? device.groupContainers()) ?? []).compactMap { group in (try? device.container(group)).map { (group, $0) } })
             authentication = AuthenticationContext(responses: [.biometryMatch] + (passcode.map { [.passcode($0)] } ?? []))
         }
+
+        /// An app's sandbox, or an app group's container.
+        func sandbox(_ name: String) -> Sandbox? { apps[name]?.sandbox ?? containers[name] }
     }
 
     /// Reads the secret as its app would.
@@ -97,7 +109,7 @@ struct Secret: Sendable {
         switch locator {
         case .item(let record): return Self.readItem(record, app: row.app, with: reader)
         case .defaults(let bundleID, let key):
-            guard let sandbox = reader.apps[bundleID]?.sandbox else { return .missing }
+            guard let sandbox = reader.sandbox(bundleID) else { return .missing }
             guard sandbox.defaultsAreReadable else {
                 return .failed(nil, "UserDefaults cannot be read before first unlock (completeUntilFirstUserAuthentication)")
             }
@@ -105,7 +117,7 @@ struct Secret: Sendable {
             let encoded = try? PropertyListSerialization.data(fromPropertyList: [key: value], format: .binary, options: 0)
             return .value(encoded ?? Data())
         case .file(let bundleID, let path):
-            guard let sandbox = reader.apps[bundleID]?.sandbox else { return .missing }
+            guard let sandbox = reader.sandbox(bundleID) else { return .missing }
             do {
                 return .value(try sandbox.readFile(path))
             } catch let error as DeviceError where error.code == .protectedDataUnavailable {

@@ -150,10 +150,13 @@ struct PathRunner: Sendable {
             }
             return .cells(read(path, on: target))
         case .appReinstalled:
+            // Deleting an app deletes its extensions; the App Store puts both back.
             let target = try fork(path)
-            for app in try appsOfSecrets(on: target.device) {
+            let installed = try target.device.installedApps()
+            let apps = Set(try appsOfSecrets(on: target.device).map { $0.containingApp ?? $0.bundleID })
+            for app in installed where apps.contains(app.bundleID) {
                 try target.device.uninstall(bundleID: app.bundleID)
-                try target.device.install(app)
+                for reinstalled in [app] + installed.filter({ $0.containingApp == app.bundleID }) { try target.device.install(reinstalled) }
             }
             return .cells(read(path, on: target))
         case .beforeFirstUnlock:

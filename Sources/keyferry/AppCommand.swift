@@ -16,17 +16,21 @@ struct AppCommand: AsyncParsableCommand {
             commandName: "install",
             abstract: "Install an app with its team and keychain access groups.",
             discussion:
-                "TEAMID.bundleID is always entitled; --group adds shared groups (Apple's keychain-access-groups). Installing again updates the entitlements and keeps the sandbox."
+                "TEAMID.bundleID is always entitled; --group adds shared groups: TEAMID.… (Apple's keychain-access-groups) or group.… (an app group: a keychain group and a shared container, which goes with the last app of the group). Installing again updates the entitlements and keeps the sandbox."
         )
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The app's bundle ID, e.g. com.example.mail.", transform: Checked.bundleID) var app: String
         @Option(help: "Ten-character team ID.", transform: Checked.teamID) var team: String
-        @Option(help: "An extra keychain access group (repeatable), e.g. TEAMID.shared.") var group: [String] = []
+        @Option(help: "An extra keychain access group or app group (repeatable), e.g. TEAMID.shared or group.com.example.shared.") var group: [String] = []
+        @Option(
+            help: "For an app extension (a widget, a notification service): the installed app it ships inside, removed with it.",
+            transform: Checked.bundleID)
+        var extensionOf: String?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let manifest = AppManifest(bundleID: app, teamID: team, accessGroups: group)
+            let manifest = AppManifest(bundleID: app, teamID: team, accessGroups: group, containingApp: extensionOf)
             try manifest.validate()
             let before = try await device.client.apps().first { $0.bundleID == app }
             try await device.client.send(.install, manifest)
@@ -41,7 +45,9 @@ struct AppCommand: AsyncParsableCommand {
     }
 
     struct Uninstall: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "uninstall", abstract: "Uninstall an app: its sandbox is wiped, its keychain items stay.")
+        static let configuration = CommandConfiguration(
+            commandName: "uninstall",
+            abstract: "Uninstall an app with its extensions: their sandboxes are wiped, and the app groups no other app holds; keychain items stay.")
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
@@ -65,7 +71,11 @@ struct AppCommand: AsyncParsableCommand {
                 printJSON(apps.map(\.presented))
                 return
             }
-            for app in apps { print("\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))") }
+            for app in apps {
+                print(
+                    "\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))"
+                        + (app.containingApp.map { "  extension of \($0)" } ?? ""))
+            }
             if apps.isEmpty { say("no apps installed") }
         }
     }
@@ -74,10 +84,13 @@ struct AppCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "defaults",
             abstract: "Read or write an app's UserDefaults (a plaintext property list in its sandbox).",
-            discussion: "UserDefaults are unreadable before first unlock, as on iOS.")
+            discussion:
+                "UserDefaults are unreadable before first unlock, as on iOS, and so is an app group's suite (UserDefaults(suiteName:)) that --app-group reaches: a widget's too."
+        )
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
+        @OptionGroup var appGroup: AppGroupOption
         @Option(help: "Set KEY=VALUE (a string).") var set: String?
         @Option(help: "Print one value.") var get: String?
         @Flag(help: "Print every entry.") var list = false
@@ -91,14 +104,14 @@ struct AppCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            var request = NodeAPI.Defaults(bundleID: app)
+            var request = NodeAPI.Defaults(bundleID: app, group: appGroup.name)
             if let set, let equals = set.firstIndex(of: "=") {
                 request.set[String(set[..<equals])] = String(set[set.index(after: equals)...])
             }
             let all: [String: String] = try await device.client.call(.defaults, request)
             if let get {
                 guard let value = all[get] else {
-                    throw CommandFailure(.notFound, "\(app) has no UserDefaults value for '\(get)'.")
+                    throw CommandFailure(.notFound, "\(appGroup.name.map { "the suite \($0)" } ?? app) has no UserDefaults value for '\(get)'.")
                 }
                 if output.json { printJSON([get: value]) } else { print(value) }
             } else if list {
@@ -114,7 +127,7 @@ extension AppCommand {
     struct File: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "file",
-            abstract: "List, read, write or remove files under an app's Documents.",
+            abstract: "List, read, write or remove files under an app's Documents, or in an app group's container.",
             discussion: """
                 Each file has a data protection class, as on iOS: complete (readable only while \
                 unlocked), completeUntilFirstUserAuthentication (the default: after first unlock) \
@@ -126,10 +139,12 @@ extension AppCommand {
                   keyferry app file DIR --app APP --write Vault.db --from vault.db \\
                       --protection complete
                   keyferry app file DIR --app APP --read Token.dat > token
+                  keyferry app file DIR --app APP --app-group group.com.example.shared --list
                 """)
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
+        @OptionGroup var appGroup: AppGroupOption
         @Flag(help: "List the files with their protection class and size.") var list = false
         @Option(help: "Write the file at PATH (under Documents) from --text or --from.") var write: String?
         @Option(help: "Print the file at PATH, byte for byte (--json: as text or base64).") var read: String?
@@ -163,13 +178,13 @@ extension AppCommand {
         func run() async throws {
             let client = device.client
             if list {
-                let files: [NodeAPI.FileInfo] = try await client.call(.files, NodeAPI.Files(bundleID: app))
+                let files: [NodeAPI.FileInfo] = try await client.call(.files, NodeAPI.Files(bundleID: app, group: appGroup.name))
                 if output.json {
                     try printJSON(encodable: files)
                     return
                 }
-                if files.isEmpty { say("\(app) has no files under Documents") }
-                for file in files { print("Documents/\(file.path)  \(file.protection.rawValue)  \(byteSize(file.bytes))") }
+                if files.isEmpty { say(appGroup.name.map { "the group container \($0) has no files" } ?? "\(app) has no files under Documents") }
+                for file in files { print("\(shown(file.path))  \(file.protection.rawValue)  \(byteSize(file.bytes))") }
             } else if let path = write {
                 let limit = NodeAPI.File.maximumBytes
                 let contents = try text.map { Data($0.utf8) } ?? readInput(from, what: "the file", limit: limit)
@@ -177,10 +192,10 @@ extension AppCommand {
                     throw ValidationError("\(from ?? "the text") is larger than a file Keyferry writes in one call (\(byteSize(limit))).")
                 }
                 let _: NodeAPI.FileContents = try await client.call(
-                    .file, NodeAPI.File(bundleID: app, path: path, contents: contents, protection: protection))
-                if output.json { printJSON(["path": path, "bytes": contents.count]) } else { say("wrote Documents/\(path) (\(byteSize(contents.count)))") }
+                    .file, NodeAPI.File(bundleID: app, path: path, contents: contents, protection: protection, group: appGroup.name))
+                if output.json { printJSON(["path": path, "bytes": contents.count]) } else { say("wrote \(shown(path)) (\(byteSize(contents.count)))") }
             } else if let path = read {
-                let file: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: app, path: path))
+                let file: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: app, path: path, group: appGroup.name))
                 let contents = file.contents ?? Data()
                 if output.json {
                     let text = String(data: contents, encoding: .utf8)
@@ -189,16 +204,29 @@ extension AppCommand {
                     FileHandle.standardOutput.write(contents)
                 }
             } else if let path = remove {
-                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: app, path: path, remove: true))
-                if output.json { printJSON(["removed": path]) } else { say("removed Documents/\(path)") }
+                let _: NodeAPI.FileContents = try await client.call(.file, NodeAPI.File(bundleID: app, path: path, remove: true, group: appGroup.name))
+                if output.json { printJSON(["removed": path]) } else { say("removed \(shown(path))") }
             }
         }
+
+        /// `Documents/PATH` in the app's sandbox, `GROUP/PATH` in a group container.
+        private func shown(_ path: String) -> String { "\(appGroup.name ?? "Documents")/\(path)" }
     }
 }
 
 extension AppManifest {
     /// As `app list` shows an app: every group it is entitled to, `TEAMID.bundleID` included.
     var presented: [String: Any] {
-        ["bundleID": bundleID, "teamID": teamID, "accessGroups": entitledGroups]
+        var out: [String: Any] = ["bundleID": bundleID, "teamID": teamID, "accessGroups": entitledGroups, "appGroups": appGroups]
+        if let containingApp { out["extensionOf"] = containingApp }
+        return out
     }
+}
+
+/// `--app-group`: an app group's shared container, as the app reaches it.
+struct AppGroupOption: ParsableArguments {
+    @Option(
+        name: .customLong("app-group"),
+        help: "An app group the app is entitled to (group.…): its shared container rather than the app's sandbox.")
+    var name: String?
 }

@@ -133,6 +133,14 @@ struct DemoCommand: AsyncParsableCommand {
         }
         _ = try await phone.call(.defaults, NodeAPI.Defaults(bundleID: Self.mail, set: ["signedInUser": "alice@example.com"])) as [String: String]
         tour.say("UserDefaults: signedInUser = alice@example.com (a plaintext property list in the sandbox)")
+        // The widget's copy of it: the app group's suite, which the widget reads too.
+        let appGroup = member.apps.first { $0.bundleID == Self.mail }?.appGroups.first
+        if let appGroup {
+            _ =
+                try await phone.call(.defaults, NodeAPI.Defaults(bundleID: Self.mail, set: ["signedInUser": "alice@example.com"], group: appGroup))
+                as [String: String]
+            tour.say("and in its app group's suite (UserDefaults(suiteName: \"\(appGroup)\")), for the widget")
+        }
         _ =
             try await phone.call(.file, NodeAPI.File(bundleID: Self.mail, path: "Mail/index.db", contents: Data("mail index".utf8), protection: .complete))
             as NodeAPI.FileContents
@@ -168,6 +176,12 @@ struct DemoCommand: AsyncParsableCommand {
         try await phone.send(.reboot, NodeAPI.Empty())
         await tour.attempt("read push-key") { try await phone.read(Self.mail, "push-key") }
         await tour.attempt("read legacy-pin (always)") { try await phone.read(Self.mail, "legacy-pin") }
+        if let appGroup {
+            let suite: [String: String] = try await phone.call(.defaults, NodeAPI.Defaults(bundleID: Self.widget, group: appGroup))
+            tour.say(
+                "the widget, launched now, reads signedInUser from \(appGroup): "
+                    + (suite["signedInUser"].map { "\"\($0)\"" } ?? "nothing (the suite reads back empty before first unlock: not signed out)"))
+        }
         await tour.attempt("unlock with a wrong passcode") { try await phone.send(.unlock, NodeAPI.Unlock(passcode: "000000")) }
         await tour.attempt("unlock with the passcode") { try await phone.send(.unlock, NodeAPI.Unlock(passcode: passcode)) }
 

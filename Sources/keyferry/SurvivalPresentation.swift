@@ -169,8 +169,15 @@ extension SurvivalComparison {
             let name = pass.secret.escapingControlCharacters.padded(width)
             lines.append("  \(name)  \(pass.path.heading.padded(11))  here \(side(pass.device)); on the Simulator, kept")
         }
+        // Paths the Simulator cannot run, one line per reason.
+        var reasons: [(why: String, paths: [SurvivalPath])] = []
         for path in SurvivalPath.allCases {
-            if let why = simulator.notRun[path], device.notRun[path] == nil { lines.append("  not on the Simulator: \(path.summary) (\(why))") }
+            guard let why = simulator.notRun[path], device.notRun[path] == nil else { continue }
+            if let index = reasons.firstIndex(where: { $0.why == why }) { reasons[index].paths.append(path) } else { reasons.append((why, [path])) }
+        }
+        for (why, paths) in reasons {
+            let named = paths.count == 1 ? paths[0].summary : paths.map(\.heading).joined(separator: ", ")
+            lines.append("  not on the Simulator: \(named) (\(why))")
         }
         return lines.joined(separator: "\n")
     }

@@ -1,5 +1,6 @@
 import Fleet
 import Foundation
+import KeychainModel
 import KeychainStore
 import Relay
 import Testing
@@ -22,8 +23,12 @@ struct FleetFileTests {
         #expect(phone.passcode == "123456")
         #expect(phone.grace == 5)
         // Apps of one team share a group across the fleet; another team's app does not.
-        let groups = fleet.members.flatMap(\.apps).filter { $0.teamID == "EXMPL12345" }.map(\.accessGroups)
+        let groups = fleet.members.flatMap(\.apps).filter { $0.teamID == "EXMPL12345" }.map { $0.accessGroups.filter { !AppManifest.isAppGroup($0) } }
         #expect(groups.count >= 4 && groups.allSatisfy { $0 == ["EXMPL12345.com.example.shared"] })
+        // Mail and its widget, an extension of it, share an app group too.
+        let widget = try #require(phone.apps.first { $0.bundleID == "com.example.mail.widget" })
+        #expect(widget.containingApp == "com.example.mail" && widget.appGroups == ["group.com.example.mail"])
+        #expect(phone.apps.last?.bundleID == "com.example.mail.widget", "an extension installs after the apps")
         #expect(fleet.members.flatMap(\.apps).contains { $0.teamID != "EXMPL12345" && $0.accessGroups.isEmpty })
         // An unquoted passcode is text, spaces and all.
         #expect(fleet.members[2].passcode == "correct horse battery staple")
@@ -70,6 +75,12 @@ struct FleetFileTests {
         (
             "fleet: f\napps:\n  com.example.mail:\n    team: ABCDE12345\n    groups: [OTHER.group]\ndevices:\n  phone: {}\n", 5, "apps.com.example.mail.groups",
             "must start with the team ID"
+        ),
+        ("fleet: f\napps:\n  com.a.w: {team: ABCDE12345, extension-of: com.b}\ndevices:\n  d: {}\n", 3, "apps.com.a.w.extension-of", "starts with its app's"),
+        ("fleet: f\napps:\n  com.a.w: {team: ABCDE12345, extension-of: com.a}\ndevices:\n  d: {}\n", 3, "apps.com.a.w", "names no app of `apps:`"),
+        (
+            "fleet: f\napps:\n  com.a: {team: ABCDE12345}\n  com.a.w: {team: ABCDE12345, extension-of: com.a}\ndevices:\n  d: {apps: [com.a.w]}\n", 6,
+            "devices.d.apps", "list com.a on this device too"
         ),
         ("fleet: f\ndevices:\n  ../escape:\n    passcode: '1'\n", 3, "devices.../escape", "cannot name a device directory"),
         ("fleet: my fleet\ndevices:\n  phone: {}\n", 1, "fleet", "cannot name a fleet"),

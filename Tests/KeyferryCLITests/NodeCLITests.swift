@@ -71,6 +71,31 @@ struct NodeCLITests {
         #expect(wrong.status != 0 && wrong.stderr.contains("file-based"), "\(wrong.stderr)")
     }
 
+    @Test("app groups: --extension-of installs a widget, --app-group reaches the shared suite and files, and the app's uninstall takes both")
+    func appGroups() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let group = ["--app-group", "group.com.example.mail"]
+        try cli.ok(["app", "install", dir, "--app", "com.example.mail", "--team", "ABCDE12345", "--group", "group.com.example.mail"])
+        let orphan = try cli.run(["app", "install", dir, "--app", "com.example.widget", "--team", "ABCDE12345", "--extension-of", "com.example.mail"])
+        #expect(orphan.status != 0 && orphan.stderr.contains("starts with its app's"), "\(orphan.stderr)")
+        let widget = ["--app", "com.example.mail.widget"]
+        try cli.ok(["app", "install", dir] + widget + ["--team", "ABCDE12345", "--group", "group.com.example.mail", "--extension-of", "com.example.mail"])
+        #expect(try cli.ok(["app", "list", dir]).text.contains("extension of com.example.mail"))
+        try cli.ok(["app", "defaults", dir] + app + group + ["--set", "signedInUser=alice"])
+        #expect(try cli.ok(["app", "defaults", dir] + widget + group + ["--get", "signedInUser"]).text == "alice\n")
+        #expect(try cli.run(["app", "defaults", dir] + widget + ["--get", "signedInUser"]).status != 0, "the widget's own defaults are its own")
+        try cli.ok(["app", "file", dir] + app + group + ["--write", "timeline.json", "--text", "[]"])
+        #expect(try cli.ok(["app", "file", dir] + widget + group + ["--list"]).text.contains("group.com.example.mail/timeline.json"))
+        try cli.ok(["app", "install", dir, "--app", "com.example.other", "--team", "ABCDE12345"])
+        let stranger = try cli.run(["app", "file", dir] + ["--app", "com.example.other"] + group + ["--list"])
+        #expect(stranger.status != 0 && stranger.stderr.contains("not entitled to the app group"), "\(stranger.stderr)")
+        let alone = try cli.run(["app", "uninstall", dir] + widget)
+        #expect(alone.status != 0 && alone.stderr.contains("goes when com.example.mail is uninstalled"), "\(alone.stderr)")
+        try cli.ok(["app", "uninstall", dir] + app)
+        #expect(try cli.ok(["app", "list", dir]).text.hasPrefix("com.example.other "), "the widget went with its app")
+    }
+
     @Test("item get prints the secret's bytes exactly; list, JSON and the log never show it")
     func secretsRoundTrip() throws {
         let cli = try CLI()

@@ -52,6 +52,11 @@ struct PhoneBackupCLITests {
         let binary = cli.root.appendingPathComponent("vault.bin")
         try Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }).write(to: binary)
         try cli.ok(["app", "file", dir, "--app", "com.example.mail", "--write", "Vault.db", "--from", binary.path, "--protection", "complete"])
+        // An app group's container: the AppDomainGroup domain of a real backup.
+        try cli.ok(["app", "install", dir, "--app", "com.example.mail", "--team", "ABCDE12345", "--group", "group.com.example.mail"])
+        let group = ["--app", "com.example.mail", "--app-group", "group.com.example.mail"]
+        try cli.ok(["app", "defaults", dir] + group + ["--set", "widgetUser=alice"])
+        try cli.ok(["app", "file", dir] + group + ["--write", "shared/state.json", "--text", "{\"unread\": 3}"])
         return dir
     }
 
@@ -94,6 +99,11 @@ struct PhoneBackupCLITests {
             "AppDomain-com.example.mail/Documents/Vault.db": Self.sha256(try Data(contentsOf: cli.root.appendingPathComponent("vault.bin"))),
             "AppDomain-com.example.mail/Library/Preferences/com.example.mail.plist": Self.sha256(
                 try Data(contentsOf: sandbox.appendingPathComponent("Library/Preferences/com.example.mail.plist"))),
+            "AppDomainGroup-group.com.example.mail/shared/state.json": Self.sha256(Data("{\"unread\": 3}".utf8)),
+            "AppDomainGroup-group.com.example.mail/Library/Preferences/group.com.example.mail.plist": Self.sha256(
+                try Data(
+                    contentsOf: URL(fileURLWithPath: dir).appendingPathComponent(
+                        "groups/group.com.example.mail/Library/Preferences/group.com.example.mail.plist"))),
         ]
         for tool in ["iphone_backup_decrypt", "pyiosbackup", "iOSbackup"] {
             var files = try #require((report[tool] as? [String: Any])?["files"] as? [String: String], "\(tool)")
@@ -159,27 +169,31 @@ struct PhoneBackupCLITests {
                 return "\(attributes["account"] as? String ?? "") @ \(attributes["service"] as? String ?? attributes["server"] as? String ?? "")"
             })
         let rows = try #require(matrix["rows"] as? [[String: Any]])
-        #expect(rows.count == 10)
+        #expect(rows.count == 12)
+        let group = "group.com.example.mail"
         for row in rows {
             let name = try #require(row["name"] as? String)
             let cell = (row["cells"] as? [String: Any])?["encrypted-backup-new-device"] as? [String: Any]
             let kept = cell?["outcome"] as? String == "kept"
+            // The app group's rows are read in its container, as the app reaches it.
+            let inGroup = name.hasPrefix(group)
+            let where_ = ["--app", "com.example.mail"] + (inGroup ? ["--app-group", group] : [])
             switch row["kind"] as? String {
             case "keychain":
                 #expect(names.contains(name) == kept, "\(name): \(cell ?? [:])")
             case "userDefaults":
-                let value = try cli.run(["app", "defaults", newPhone, "--app", "com.example.mail", "--get", "signedInUser"])
+                let value = try cli.run(["app", "defaults", newPhone] + where_ + ["--get", inGroup ? "widgetUser" : "signedInUser"])
                 #expect((value.text.trimmingCharacters(in: .newlines) == "alice") == kept, "\(name)")
             default:
-                let path = String(name.dropFirst("Documents/".count))
-                let file = try cli.run(["app", "file", newPhone, "--app", "com.example.mail", "--read", path])
-                #expect((file.status == 0) == kept, "\(name)")
+                let path = String(name.dropFirst(inGroup ? group.count + 1 : "Documents/".count))
+                let file = try cli.run(["app", "file", newPhone] + where_ + ["--read", path])
+                #expect((file.status == 0) == kept, "\(name): \(file.stderr)")
             }
         }
         #expect(names == ["alice @ mail", "synced @ chat", "daemon @ push", "bob @ imap.example.com"])
         // The restored device is a device like any other: its own matrix runs.
         let again = try cli.ok(["survival", newPhone, "--json"]).object()
-        #expect((again["rows"] as? [[String: Any]])?.count == 7)
+        #expect((again["rows"] as? [[String: Any]])?.count == 9)
     }
 
     @Test("bad input: an existing folder, --rounds where it means nothing, a folder that is no backup, a wrong password; nothing written")

@@ -67,6 +67,26 @@ struct SurvivalTests {
         }
     }
 
+    @Test("an app group's suite and files are rows of their own: kept by backups and a transfer, lost with the app and its widget")
+    func appGroups() async throws {
+        let group = "group.com.example.shared"
+        let phone = try TestDevice(apps: [AppManifest(bundleID: TestDevice.appID, teamID: TestDevice.teamID, accessGroups: [group])])
+        try phone.device.install(
+            AppManifest(bundleID: "\(TestDevice.appID).widget", teamID: TestDevice.teamID, accessGroups: [group], containingApp: TestDevice.appID))
+        let container = try phone.device.groupContainer(group, for: "\(TestDevice.appID).widget")
+        try container.set("alice", forKey: "signedInUser")
+        try container.writeFile("timeline.json", Data("[]".utf8), protection: .complete)
+        let matrix = try await Self.matrix(phone)
+        let suite = try #require(matrix.rows.first { $0.name == "\(group) UserDefaults signedInUser" })
+        let file = try #require(matrix.rows.first { $0.name == "\(group)/timeline.json" })
+        for path in [SurvivalPath.encryptedBackupNewDevice, .unencryptedBackupNewDevice, .quickStart] {
+            #expect(suite.cells[path]?.outcome == .kept && file.cells[path]?.outcome == .kept, "\(path)")
+        }
+        #expect(suite.cells[.appReinstalled]?.outcome == .lost, "the container goes with the last app of its group")
+        #expect(suite.cells[.beforeFirstUnlock]?.outcome == .unreadable)
+        #expect(file.cells[.lockedAfterGrace]?.outcome == .unreadable && suite.cells[.lockedAfterGrace]?.outcome == .kept)
+    }
+
     @Test("each path keeps, loses or locks what Apple's would, with the reason")
     func everyPath() async throws {
         let phone = try Self.phone()
