@@ -1,6 +1,5 @@
 import Fleet
 import Foundation
-import KeychainModel
 import KeychainStore
 import Relay
 import Testing
@@ -23,7 +22,7 @@ struct FleetFileTests {
         #expect(phone.passcode == "123456")
         #expect(phone.grace == 5)
         // Apps of one team share a group across the fleet; another team's app does not.
-        let groups = fleet.members.flatMap(\.apps).filter { $0.teamID == "EXMPL12345" }.map { $0.accessGroups.filter { !AppManifest.isAppGroup($0) } }
+        let groups = fleet.members.flatMap(\.apps).filter { $0.teamID == "EXMPL12345" }.map { $0.accessGroups.filter { !$0.hasPrefix("group.") } }
         #expect(groups.count >= 4 && groups.allSatisfy { $0 == ["EXMPL12345.com.example.shared"] })
         // Mail and its widget, an extension of it, share an app group too.
         let widget = try #require(phone.apps.first { $0.bundleID == "com.example.mail.widget" })
