@@ -21,6 +21,8 @@ public struct DeviceError: CodedError, Hashable {
         public static let io = Code(rawValue: "io")
         /// Another holder has the device: its node, or a command that restores or reads it.
         public static let inUse = Code(rawValue: "inUse")
+        /// Stolen Device Protection holds the change for its security delay: ask again after it.
+        public static let securityDelay = Code(rawValue: "securityDelay")
         /// A failure Keyferry did not foresee (a database error, say): the device's, not the
         /// caller's.
         public static let `internal` = Code(rawValue: "internal")
@@ -49,7 +51,7 @@ public struct DeviceError: CodedError, Hashable {
         switch code {
         case .notADevice, .appNotInstalled, .noSuchFile: .notFound
         case .alreadyExists, .invalidArgument: .invalidInput
-        case .protectedDataUnavailable, .inUse: .unavailable
+        case .protectedDataUnavailable, .inUse, .securityDelay: .unavailable
         default: .failure
         }
     }

@@ -10,6 +10,10 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
     /// A Mac: the data protection keychain, as on iOS, beside the file-based keychain that
     /// SecItem reaches by default there (`MacKeychain`); Touch ID rather than Face ID.
     case mac
+    /// An iPhone on iOS 17.3 to 26.3: Stolen Device Protection exists, off unless turned on.
+    case iphoneIOS17 = "iphone-ios17"
+    /// An iPhone before iOS 17.3 (iOS 16, 17.0 to 17.2): no Stolen Device Protection.
+    case iphoneIOS16 = "iphone-ios16"
 
     /// One line for `--help` and listings.
     public var summary: String {
@@ -17,6 +21,18 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
         case .iphone: "an iPhone on the newest iOS (the default)"
         case .simulator: "the iOS Simulator: no keystore, no passcode, no iCloud Keychain"
         case .mac: "a Mac: the data protection keychain beside the file-based one, Touch ID"
+        case .iphoneIOS17: "an iPhone on iOS 17.3 to 26.3: Stolen Device Protection off unless turned on"
+        case .iphoneIOS16: "an iPhone before iOS 17.3: no Stolen Device Protection"
+        }
+    }
+
+    /// Stolen Device Protection on a new device: on (away from familiar locations) from iOS
+    /// 26.4, off before; nil where it does not exist (before iOS 17.3, the Simulator, a Mac).
+    public var stolenDeviceProtection: StolenDeviceProtection? {
+        switch self {
+        case .iphone: .away
+        case .iphoneIOS17: .off
+        case .iphoneIOS16, .simulator, .mac: nil
         }
     }
 
@@ -26,7 +42,7 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
     /// Why an iPhone's backups and Quick Start are no path for this device, or nil on an iPhone.
     public var withoutIphoneMigration: String? {
         switch self {
-        case .iphone: nil
+        case .iphone, .iphoneIOS17, .iphoneIOS16: nil
         case .simulator:
             "the iOS Simulator has no backup or Quick Start; a copy of it (simctl clone, or its folder on another Mac) keeps every item, ThisDeviceOnly ones too"
         case .mac: "a Mac has no iPhone backup or Quick Start; Time Machine and Migration Assistant are not modelled"

@@ -30,13 +30,16 @@ public struct DeviceStatus: Sendable, Codable, Equatable {
     public var itemCount: Int
     /// What the device behaves as.
     public var profile: DeviceProfile
+    /// Stolen Device Protection, where the device's iOS has it.
+    public var security: SecuritySettings?
 
     public init(
         name: String, id: UUID, poweredOn: Bool, lockState: LockState?, protectedDataAvailable: Bool, graceRemaining: TimeInterval?,
         passcodeSet: Bool, biometryEnrolled: Bool, biometryDomainState: Data?, failedPasscodeAttempts: Int, passcodeRetryAfter: TimeInterval?,
-        itemCount: Int, profile: DeviceProfile = .iphone
+        itemCount: Int, profile: DeviceProfile = .iphone, security: SecuritySettings? = nil
     ) {
         self.profile = profile
+        self.security = security
         self.name = name
         self.id = id
         self.poweredOn = poweredOn

@@ -390,7 +390,7 @@ public final class Device: Sendable {
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
             biometryDomainState: settings.biometryEnrollment.map { Data(ContentDigest.of(Data("keyferry biometry domain".utf8) + $0)) },
             failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: attemptClock.now()),
-            itemCount: itemCount, profile: info.profile)
+            itemCount: itemCount, profile: info.profile, security: try securitySettings())
     }
 
     // MARK: Passcode
@@ -425,6 +425,7 @@ public final class Device: Sendable {
         if try passcodeIsSet(), !alreadyVerified {
             guard let current else { throw KeychainError(.authFailed, "give the current passcode to change it.") }
             _ = try verifyPasscode(current)
+            try passSecurityDelay(.passcode)
         }
         let newKeys = try database.write { db -> [ProtectionClass: ClassKeys] in
             let settings = try Keybag.Settings.load(db)
@@ -444,6 +445,7 @@ public final class Device: Sendable {
             $0.replaceKeys(newKeys)
             $0.passcodeSet = newPasscode != nil
         }
+        try endSecurityDelay(.passcode)
     }
 
     /// Checks a passcode for `devicePasscode` access control, inside the caller's transaction:
@@ -511,10 +513,12 @@ public final class Device: Sendable {
         guard try withPower({ $0.state }) == .unlocked else {
             throw DeviceError(.protectedDataUnavailable, "biometry is changed on an unlocked device, as in Settings on iOS; unlock it first.")
         }
+        try passSecurityDelay(.biometry)
         try database.write { db in
             let enrollment = try next(try Keybag.Settings.load(db))
             try Keybag.saveBiometryEnrollment(enrollment, db)
         }
+        try endSecurityDelay(.biometry)
     }
 
     /// The current enrollment, which `biometryCurrentSet` items are bound to.

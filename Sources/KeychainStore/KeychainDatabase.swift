@@ -124,6 +124,10 @@ struct KeychainDatabase: Sendable {
             // The app an extension ships inside; NULL for an app.
             try db.execute(sql: "ALTER TABLE app ADD COLUMN containing_app TEXT")
         }
+        migrator.registerMigration("v6: settings") { db in
+            // Device settings beside the keybag's, each a JSON value by name.
+            try db.execute(sql: "CREATE TABLE setting (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+        }
         return migrator
     }
 

@@ -97,6 +97,11 @@ package enum NodeServer {
             }
             return API.Empty()
         }
+        call(.security) { request in
+            if let away = request.away { try device.setAway(away) }
+            if let mode = request.stolenDeviceProtection { try device.setStolenDeviceProtection(mode) }
+            return API.Empty()
+        }
         call(.biometry) { request in
             switch request.action {
             case .enroll: try device.enrollBiometry()

@@ -91,6 +91,16 @@ public enum NodeAPI {
         public init(action: BiometryAction) { self.action = action }
     }
 
+    /// Stolen Device Protection: a new setting, where the device is now, or both (nil: as it is).
+    public struct Security: Codable, Sendable {
+        public var stolenDeviceProtection: StolenDeviceProtection?
+        public var away: Bool?
+        public init(stolenDeviceProtection: StolenDeviceProtection? = nil, away: Bool? = nil) {
+            self.stolenDeviceProtection = stolenDeviceProtection
+            self.away = away
+        }
+    }
+
     // MARK: Apps
 
     public struct Uninstall: Codable, Sendable {
@@ -586,6 +596,10 @@ extension NodeAPI.Route where Body == NodeAPI.Unlock, Answer == NodeAPI.Empty {
 
 extension NodeAPI.Route where Body == NodeAPI.Lock, Answer == NodeAPI.Empty {
     public static var lock: Self { Self("lock") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Security, Answer == NodeAPI.Empty {
+    public static var security: Self { Self("security") }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.Passcode, Answer == NodeAPI.Empty {

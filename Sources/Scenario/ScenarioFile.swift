@@ -98,7 +98,9 @@ package struct Scenario: Sendable {
         case powerOff(String)
         case powerOn(String)
         case setPasscode(device: String, passcode: String)
-        case removePasscode(String)
+        /// `held`: the removal must be held by Stolen Device Protection's Security Delay.
+        case removePasscode(String, held: Bool)
+        case security(device: String, protection: StolenDeviceProtection?, away: Bool?)
         case biometry(device: String, change: BiometryChange)
         case install(device: String, app: String)
         case uninstall(device: String, app: String)
@@ -141,7 +143,7 @@ package struct Scenario: Sendable {
 
     package static let actions = [
         "lock", "unlock", "reboot", "power-off", "power-on", "passcode-set", "passcode-change", "passcode-remove",
-        "biometry-enroll", "biometry-reenroll", "biometry-remove", "install", "uninstall", "reinstall", "transfer-team",
+        "biometry-enroll", "biometry-reenroll", "biometry-remove", "security", "install", "uninstall", "reinstall", "transfer-team",
         "add", "update", "delete", "defaults", "file", "remove-file", "sync", "backup", "restore", "transfer", "wait",
         "expect", "expect-defaults", "expect-file", "expect-restore", "expect-survival",
     ]

@@ -144,10 +144,17 @@ actor RunState {
         case .setPasscode(let device, let passcode):
             try await client(device).send(.passcode, NodeAPI.Passcode(new: passcode, current: passcodes[device], remove: false))
             passcodes[device] = passcode
-        case .removePasscode(let device):
+        case .removePasscode(let device, let held):
             guard let current = passcodes[device] else { throw ExpectationFailure("\(device) has no passcode to remove") }
-            try await client(device).send(.passcode, NodeAPI.Passcode(new: nil, current: current, remove: true))
+            do {
+                try await client(device).send(.passcode, NodeAPI.Passcode(new: nil, current: current, remove: true))
+            } catch let error as DeviceError where held && error.code == .securityDelay {
+                return
+            }
+            if held { throw ExpectationFailure("expected the Security Delay to hold the removal; the passcode went") }
             passcodes[device] = nil
+        case .security(let device, let protection, let away):
+            try await client(device).send(.security, NodeAPI.Security(stolenDeviceProtection: protection, away: away))
         case .biometry(let device, let change):
             let action: NodeAPI.BiometryAction =
                 switch change {

@@ -62,8 +62,24 @@ struct StepParser {
             try fields["passcode"]!.check { if passcode.isEmpty { throw DeviceError(.invalidArgument, "a passcode cannot be empty.") } }
             return (.setPasscode(device: device, passcode: passcode), "\(name == "passcode-set" ? "set" : "change") the passcode of \(device)")
         case "passcode-remove":
-            let device = try deviceOnly(value)
-            return (.removePasscode(device), "remove the passcode of \(device)")
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "held"])
+            let held = try fields["held"]?.bool() ?? false
+            return (.removePasscode(device, held: held), "remove the passcode of \(device)" + (held ? ", which the Security Delay holds" : ""))
+        case "security":
+            let (device, fields) = try deviceAnd(value, allowed: ["device", "stolen-device-protection", "away"])
+            let protection = try fields["stolen-device-protection"].map { field in
+                guard let mode = StolenDeviceProtection(rawValue: try field.text()) else {
+                    throw field.failure("`stolen-device-protection:` is off, away or always.")
+                }
+                return mode
+            }
+            let away = try fields["away"]?.bool()
+            guard protection != nil || away != nil else { throw value.failure("give `stolen-device-protection:`, `away:`, or both.") }
+            if let member = fleet.members.first(where: { $0.id == device }), member.profile.stolenDeviceProtection == nil {
+                throw value.failure("\(device) behaves as \(member.profile.rawValue), which has no Stolen Device Protection (an iPhone on iOS 17.3 or later).")
+            }
+            let parts = [protection.map { "Stolen Device Protection \($0.rawValue)" }, away.map { $0 ? "away" : "at a familiar location" }].compactMap { $0 }
+            return (.security(device: device, protection: protection, away: away), "\(device): " + parts.joined(separator: ", "))
         case "biometry-enroll", "biometry-reenroll", "biometry-remove":
             let device = try deviceOnly(value)
             let change = Scenario.BiometryChange(rawValue: String(name.dropFirst("biometry-".count)))!

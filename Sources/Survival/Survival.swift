@@ -133,6 +133,8 @@ struct PathRunner: Sendable {
             return .cells(read(path, on: target, report: report))
         case .passcodeRemoved:
             let target = try fork(path)
+            // A Security Delay would postpone the change, not prevent it.
+            try target.device.dropSecurityDelay()
             if let passcode {
                 try target.device.removePasscode(current: passcode)
             } else {
@@ -141,6 +143,7 @@ struct PathRunner: Sendable {
             return .cells(read(path, on: Target(device: target.device, passcode: nil)))
         case .biometryReenrolled:
             let target = try fork(path)
+            try target.device.dropSecurityDelay()
             try target.device.changeBiometryEnrollment()
             return .cells(read(path, on: target))
         case .appTransferred:

@@ -209,8 +209,22 @@ struct DemoCommand: AsyncParsableCommand {
         let comparison = try await client.survivalAgainstSimulator(app: nil, passcode: passcode)
         for line in comparison.table().split(separator: "\n") { tour.say(String(line)) }
 
-        tour.heading("Alice removes her passcode")
-        try await phone.send(.passcode, NodeAPI.Passcode(new: nil, current: passcode, remove: true))
+        let removal = NodeAPI.Passcode(new: nil, current: passcode, remove: true)
+        if try await phone.status().device.security != nil {
+            tour.heading("Alice, away from home, removes her passcode (Stolen Device Protection, on by default since iOS 26.4)")
+            try await phone.send(.security, NodeAPI.Security(away: true))
+            do {
+                try await phone.send(.passcode, removal)
+            } catch let error as DeviceError where error.code == .securityDelay {
+                tour.say("held: a one-hour Security Delay starts; vault-key is still there meanwhile")
+            }
+            await tour.attempt("read vault-key during the delay") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
+            let _: NodeAPI.ClockState = try await phone.call(.clock, NodeAPI.Clock(advance: StolenDeviceProtection.securityDelay))
+            tour.say("an hour later (the device's clock moved on), Face ID again, and the passcode goes")
+        } else {
+            tour.heading("Alice removes her passcode")
+        }
+        try await phone.send(.passcode, removal)
         tour.say("whenPasscodeSetThisDeviceOnly items are destroyed with it")
         await tour.attempt("read vault-key") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
 

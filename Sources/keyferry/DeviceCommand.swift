@@ -10,7 +10,7 @@ struct DeviceCommand: AsyncParsableCommand {
         commandName: "device",
         abstract: "Create a device and drive its lock state, passcode and biometry.",
         discussion: "Every command but init and status needs the device's node running (`keyferry node start DIR`).",
-        subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self, Clock.self])
+        subcommands: [Init.self, Status.self, Unlock.self, Lock.self, Passcode.self, Biometry.self, Security.self, Clock.self])
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -189,6 +189,66 @@ struct DeviceCommand: AsyncParsableCommand {
     }
 }
 
+extension DeviceCommand {
+    struct Security: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "security",
+            abstract: "Stolen Device Protection, and whether the device is away from its familiar locations.",
+            usage: "keyferry device security <dir> [--stolen-device-protection off|away|always] [--away | --familiar] [--json]",
+            discussion: """
+                With the protection on (the default from iOS 26.4, off before; none before iOS 17.3), a \
+                passcode and Face ID enrolled, and the device away from its familiar locations (or the \
+                protection set to always), changing or removing the passcode, adding, changing or removing \
+                Face ID, and turning the protection off wait for a one-hour Security Delay: the first \
+                request starts it and is refused (exit 6); the same request after an hour of the \
+                device's clock (`device clock --advance 1h`) goes through. Back at a familiar location, \
+                the delay ends early.
+                """)
+
+        @OptionGroup var device: DeviceDirectory
+        @Option(help: "off, away (the delay applies away from familiar locations) or always.")
+        var stolenDeviceProtection: StolenDeviceProtection?
+        @Flag(exclusivity: .exclusive, help: "Where the device is.") var location: Location?
+        @OptionGroup var output: OutputOptions
+
+        enum Location: EnumerableFlag {
+            case away, familiar
+            static func help(for value: Self) -> ArgumentHelp? {
+                value == .away ? "Away from its familiar locations (home, work)." : "At a familiar location."
+            }
+        }
+
+        func run() async throws {
+            if stolenDeviceProtection != nil || location != nil {
+                try await device.client.send(.security, NodeAPI.Security(stolenDeviceProtection: stolenDeviceProtection, away: location.map { $0 == .away }))
+            }
+            let status = try await device.client.deviceStatus()
+            guard let security = status.security else {
+                throw CommandFailure("\(status.name) behaves as \(status.profile.rawValue), which has no Stolen Device Protection.")
+            }
+            if output.json { try printJSON(encodable: security) } else { say(security.summary) }
+        }
+    }
+}
+
+extension StolenDeviceProtection: ExpressibleByArgument {}
+
+extension SecuritySettings {
+    /// `Stolen Device Protection: away from familiar locations; the device is away; Security Delay: changing the passcode (started)`.
+    var summary: String {
+        let mode =
+            switch stolenDeviceProtection {
+            case .off: "off"
+            case .away: "on away from familiar locations"
+            case .always: "on everywhere"
+            }
+        var text = "Stolen Device Protection \(mode); the device is \(away ? "away" : "at a familiar location")"
+        let started = delaysStarted.keys.sorted { $0.rawValue < $1.rawValue }.map(\.summary)
+        if !started.isEmpty { text += "; Security Delay under way for " + started.joined(separator: ", ") }
+        return text
+    }
+}
+
 extension NodeAPI.BiometryAction: EnumerableFlag {
     public static func help(for value: Self) -> ArgumentHelp? {
         switch value {
@@ -221,6 +281,8 @@ extension DeviceStatus {
         var parts: [String] =
             switch profile {
             case .iphone: []
+            case .iphoneIOS17: ["iOS 17.3–26.3"]
+            case .iphoneIOS16: ["before iOS 17.3"]
             case .simulator: ["iOS Simulator"]
             case .mac: ["Mac"]
             }

@@ -272,6 +272,8 @@ struct DemoCLITests {
         #expect(outcome("at once, read session-token") == "ok")
         #expect(lines.contains { $0.contains("s later, read session-token") && $0.hasSuffix("(-25308)") })
         #expect(outcome("read legacy-pin (always)") == "ok")
+        #expect(lines.contains { $0.contains("held: a one-hour Security Delay starts") })
+        #expect(outcome("read vault-key during the delay") == "ok")
         #expect(lines.contains { $0.contains("the widget, launched now, reads signedInUser from group.com.example.mail: nothing") })
         #expect(outcome("keychain secrets found in plaintext") == "0")
         // The new iPhones: migratable items back from the encrypted backup, none from the unencrypted

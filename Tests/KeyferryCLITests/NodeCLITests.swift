@@ -51,6 +51,23 @@ struct NodeCLITests {
         #expect(try cli.run(["device", "init", "--help"]).text.contains("simulator: the iOS"))
     }
 
+    @Test("Stolen Device Protection: away, removing the passcode waits an hour of the device's clock (exit 6); before iOS 17.3 there is none")
+    func stolenDeviceProtection() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone", extra: ["--biometry"])
+        let shown = try cli.ok(["device", "security", dir, "--away", "--json"]).object()
+        #expect(shown["stolenDeviceProtection"] as? String == "away" && shown["away"] as? Bool == true)
+        let held = try cli.run(["device", "passcode", dir, "--remove", "--current", "123456"])
+        #expect(held.status == 6 && held.stderr.contains("Security Delay"), "\(held.stderr)")
+        #expect(try cli.ok(["device", "security", dir]).text.contains("Security Delay under way for changing or removing the passcode"))
+        try cli.ok(["device", "clock", dir, "--advance", "1h"])
+        try cli.ok(["device", "passcode", dir, "--remove", "--current", "123456"])
+        #expect(try cli.status(dir)["passcodeSet"] as? Bool == false)
+        let old = try cli.poweredDevice("old", extra: ["--profile", "iphone-ios16"])
+        let none = try cli.run(["device", "security", old, "--away"])
+        #expect(none.status != 0 && none.stderr.contains("no Stolen Device Protection"), "\(none.stderr)")
+    }
+
     @Test("a Mac: item add lands in the file-based keychain unless --keychain says otherwise; a plain delete empties both")
     func macKeychains() throws {
         let cli = try CLI()
