@@ -19,11 +19,10 @@ public enum MacKeychain: String, Codable, Sendable, CaseIterable {
     /// `kSecAttrAccessGroupToken`: items on a token, which only the data protection keychain has.
     static let tokenGroup = "com.apple.token"
 
-    /// What only the data protection keychain has makes an add or search go there alone: an
-    /// access control, a token (a Secure Enclave key, the token access group), or a
-    /// synchronizable item. Otherwise an explicit
-    /// `kSecUseDataProtectionKeychain` decides, and without one an add goes to the file-based
-    /// keychain and a search, update or delete to both.
+    /// An explicit `kSecUseDataProtectionKeychain` decides. Without one, what only the data
+    /// protection keychain has sends a call there alone (an access control, a token: a Secure
+    /// Enclave key or the token access group, a synchronizable item); otherwise an add goes to
+    /// the file-based keychain and a search, update or delete to both.
     static func targets(useDataProtectionKeychain: Bool?, needsDataProtection: Bool) -> [MacKeychain] {
         switch useDataProtectionKeychain {
         case true?: [.dataProtection]
@@ -69,7 +68,7 @@ extension ItemQuery {
     }
 
     /// The search as the file-based keychain runs it: without the keys it has no column for,
-    /// and, for an update or delete (`Operation.changes`), touching the first match unless
+    /// and, for an update or delete (`changing`), touching the first match unless
     /// `kSecMatchLimit` says otherwise: Apple's shim finds what to change or delete with its
     /// own search, whose default limit is one (`SecItemUpdate_osx`, `SecItemDelete_osx`).
     public func forFileBasedKeychain(changing: Bool) throws(KeychainError) -> ItemQuery {

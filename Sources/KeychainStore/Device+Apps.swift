@@ -56,11 +56,11 @@ extension Device {
         }
     }
 
-    /// Uninstalls an app: its sandbox (UserDefaults, Documents) is wiped; its keychain items stay,
-    /// as on iOS, and a reinstall finds them. The registry goes first: if the files outlive a
-    /// crash here, the next install removes them.
-    /// App groups are counted: the group's container goes with the last app entitled to it.
-    /// The app's extensions go with it; an extension alone cannot be uninstalled.
+    /// Uninstalls an app with its extensions (an extension alone cannot be): their sandboxes
+    /// (UserDefaults, Documents) are wiped, and so is every app group's container no remaining
+    /// app is entitled to (app groups are counted); keychain items stay, as on iOS, and a
+    /// reinstall finds them. The registry goes first: if the files outlive a crash here, the
+    /// next install removes them.
     public func uninstall(bundleID: String) throws {
         let app = try app(bundleID)
         if let containing = app.containingApp {

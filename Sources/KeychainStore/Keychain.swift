@@ -55,7 +55,8 @@ public struct Keychain: Sendable {
         return prepared.record
     }
 
-    /// Adds many items in one transaction: the bulk path for imports and restores. All or
+    /// Adds many items in one transaction: the bulk path for imports and restores (on a Mac,
+    /// to the data protection keychain, whatever the items say). All or
     /// nothing: one duplicate fails the whole batch. Items are sealed on every core, a batch
     /// ahead of the inserts, which keep the order given.
     public func importItems(_ items: [NewItem]) throws {
