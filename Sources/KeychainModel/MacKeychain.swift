@@ -14,6 +14,11 @@ public enum MacKeychain: String, Codable, Sendable, CaseIterable {
     /// Whether an item's group says it lives in a file-based keychain.
     public static func isFileBasedGroup(_ group: String) -> Bool { group.hasPrefix(fileBasedPrefix) }
 
+    /// The app whose file-based keychain a group is; nil for any other group.
+    public static func app(ofFileBasedGroup group: String) -> String? {
+        isFileBasedGroup(group) ? String(group.dropFirst(fileBasedPrefix.count)) : nil
+    }
+
     private static let fileBasedPrefix = "file-based keychain of "
 
     /// `kSecAttrAccessGroupToken`: items on a token, which only the data protection keychain has.

@@ -36,7 +36,8 @@ struct Secret: Sendable {
         let scope = try app.map { Set(try device.app($0).entitledGroups) }
         var secrets: [Secret] = []
         for record in try device.deviceKeychain.list().items where scope?.contains(record.accessGroup) ?? true {
-            let reader = apps.first { $0.entitledGroups.contains(record.accessGroup) }?.bundleID
+            // A Mac's file-based item is its app's alone.
+            let reader = MacKeychain.app(ofFileBasedGroup: record.accessGroup) ?? apps.first { $0.entitledGroups.contains(record.accessGroup) }?.bundleID
             let row = SurvivalRow(
                 kind: .keychainItem, name: Self.name(of: record), app: reader, itemClass: record.itemClass.name,
                 accessible: record.protection.name, synchronizable: record.synchronizable, accessGroup: record.accessGroup,
@@ -130,9 +131,10 @@ struct Secret: Sendable {
 
     private static func readItem(_ record: ItemRecord, app: String?, with reader: Reader) -> Reading {
         let keychain: Keychain
+        let fileBased = record.macKeychain == .fileBased
         if let app, let installed = reader.apps[app] {
             // An app's search never reaches a group it is not entitled to: not found, for it.
-            guard installed.groups.contains(record.accessGroup) else { return .missing }
+            guard fileBased || installed.groups.contains(record.accessGroup) else { return .missing }
             keychain = installed.keychain
         } else {
             keychain = reader.device.deviceKeychain
@@ -141,10 +143,11 @@ struct Secret: Sendable {
             uniqueKeysWithValues: record.itemClass.primaryKey.compactMap { key in
                 record.attributes[key].map { (key, $0) }
             })
+        // On a Mac, in the one keychain the item is in (other devices ignore the key).
         let query = ItemQuery(
-            record.itemClass, attributes: primaryKey, accessGroup: record.accessGroup,
+            record.itemClass, attributes: primaryKey, accessGroup: fileBased && app != nil ? nil : record.accessGroup,
             synchronizable: record.synchronizable ? .yes : .no, matchLimit: .one,
-            returning: [.data], authentication: reader.authentication)
+            returning: [.data], authentication: reader.authentication, useDataProtectionKeychain: !fileBased)
         do {
             return .value(try keychain.copy(query).first?.data ?? Data())
         } catch let error as KeychainError where error.status == .itemNotFound {

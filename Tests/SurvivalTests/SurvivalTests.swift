@@ -87,6 +87,32 @@ struct SurvivalTests {
         #expect(file.cells[.lockedAfterGrace]?.outcome == .unreadable && suite.cells[.lockedAfterGrace]?.outcome == .kept)
     }
 
+    @Test("on a Mac, a file-based item is its app's row, open while locked, and told apart from a data protection item of the same key")
+    func mac() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-mac-survival-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let root = directory.appendingPathComponent("device")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let mac = try Device.create(
+            at: root, options: DeviceOptions(name: "MacBook", passcode: "123456", passcodeHashing: .minimum, profile: .mac), clock: ManualClock())
+        defer { mac.powerOff() }
+        try mac.unlock(passcode: "123456")
+        try mac.install(Self.app)
+        let keychain = try mac.keychain(for: TestDevice.appID)
+        try keychain.add(.password(account: "token", value: "file"))
+        var classA = NewItem.password(account: "token", value: "dp", protection: .whenUnlocked)
+        classA.useDataProtectionKeychain = true
+        try keychain.add(classA)
+        let matrix = try await Survival.matrix(of: mac, options: .init(passcode: "123456", scratch: directory))
+        let rows = matrix.rows.filter { $0.name.hasPrefix("token") }
+        #expect(rows.count == 2 && rows.allSatisfy { $0.app == TestDevice.appID }, "\(rows.map(\.name))")
+        let file = try #require(rows.first { $0.accessGroup == "file-based keychain of \(TestDevice.appID)" })
+        let dataProtection = try #require(rows.first { $0.accessGroup != file.accessGroup })
+        #expect(file.cells[.lockedAfterGrace]?.outcome == .kept)
+        #expect(dataProtection.cells[.lockedAfterGrace]?.outcome == .unreadable)
+        #expect(matrix.notRun[.encryptedBackupNewDevice]?.contains("a Mac") == true)
+    }
+
     @Test("each path keeps, loses or locks what Apple's would, with the reason")
     func everyPath() async throws {
         let phone = try Self.phone()
