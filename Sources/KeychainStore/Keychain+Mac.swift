@@ -1,3 +1,4 @@
+import Foundation
 import KeychainModel
 
 /// A Mac's two keychains, as an app's calls reach them (`MacKeychain`). This keychain is the
@@ -21,7 +22,7 @@ extension Keychain {
     ) throws -> T? {
         guard let fileBasedGroup else { return nil }
         let targets = query.macKeychains
-        let dataProtection = Keychain(device: device, scope: scope, groupHashes: scopeAndHashes.1)
+        let dataProtection = dataProtectionKeychain
         let fileBased = Keychain(device: device, scope: .groups([fileBasedGroup]))
         let fromDataProtection = targets.contains(.dataProtection) ? Result { try call(dataProtection, .dataProtection, query) } : nil
         let fromFileBased =
@@ -33,5 +34,35 @@ extension Keychain {
         case (let only?, nil), (nil, let only?): return try only.get()
         case (nil, nil): throw KeychainError(.param, "the call reaches neither keychain of the Mac.")
         }
+    }
+
+    /// This keychain without the routing: the data protection keychain alone.
+    private var dataProtectionKeychain: Keychain { Keychain(device: device, scope: scope, groupHashes: scopeAndHashes.1) }
+
+    /// An update that makes file-based items synchronizable moves them, as Apple's shim does
+    /// (`SecItemChangeSynchronizability`): each match (the first, unless `kSecMatchLimit` says
+    /// otherwise) is added to the data protection keychain, synchronizable and with the
+    /// changes, or updates the item already there under its key; then it leaves `fileBased`.
+    func moveToDataProtection(_ query: ItemQuery, with changes: ItemChanges, from fileBased: Keychain) throws -> Int {
+        var read = query
+        read.returning = [.data, .attributes]
+        let records = try fileBased.copy(read)
+        let dataProtection = dataProtectionKeychain
+        var moved = changes
+        moved.synchronizable = nil
+        for record in records {
+            let item = NewItem(
+                record.itemClass, attributes: record.attributes.merging(changes.attributes) { $1 }, data: changes.data ?? record.data ?? Data(),
+                accessGroup: changes.accessGroup, protection: changes.protection, synchronizable: true)
+            do {
+                try dataProtection.add(item)
+            } catch let error as KeychainError where error.status == .duplicateItem {
+                let primaryKey = Dictionary(uniqueKeysWithValues: item.itemClass.primaryKey.compactMap { key in item.attributes[key].map { (key, $0) } })
+                let group = try dataProtection.groupForWriting(changes.accessGroup)
+                try dataProtection.update(ItemQuery(item.itemClass, attributes: primaryKey, accessGroup: group, synchronizable: .yes), with: moved)
+            }
+            _ = try fileBased.deleteMatches(ItemQuery(record.itemClass, synchronizable: .any, persistentReference: record.persistentReference))
+        }
+        return records.count
     }
 }

@@ -296,7 +296,7 @@ public struct Keychain: Sendable {
     }
 
     /// Where a new or moved item goes: the named group if entitled, else the first entitled one.
-    private func groupForWriting(_ requested: String?) throws -> String {
+    func groupForWriting(_ requested: String?) throws -> String {
         switch scope {
         case .device:
             guard let requested else { throw KeychainError(.param, "the device's own keychain view needs an explicit access group to add to.") }
@@ -342,12 +342,7 @@ public struct Keychain: Sendable {
             query, changing: true,
             { keychain, target, query in
                 guard target == .fileBased else { return try keychain.update(query, with: changes) }
-                guard changes.synchronizable != true else {
-                    throw KeychainError(
-                        .unimplemented,
-                        "making a file-based item synchronizable moves it into the data protection keychain on a Mac; Keyferry does not move it: add it there with kSecUseDataProtectionKeychain."
-                    )
-                }
+                if changes.synchronizable == true { return try moveToDataProtection(query, with: changes, from: keychain) }
                 return try keychain.update(query, with: changes.forFileBasedKeychain)
             }, merge: (+))
         if let onMac { return onMac }

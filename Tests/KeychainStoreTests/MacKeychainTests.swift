@@ -151,6 +151,23 @@ struct MacKeychainTests {
         #expect(throws: KeychainError.self) { try other.copy(query("cli")) }
     }
 
+    @Test("an update that makes a file-based item synchronizable moves it into the data protection keychain, as Apple's shim does")
+    func madeSynchronizable() throws {
+        let mac = try Mac()
+        defer { mac.close() }
+        let keychain = try mac.app
+        try keychain.add(item("token", "t0k"))
+        try keychain.add(item("other"))
+        let changed = try keychain.update(query("token", dataProtection: false, returning: []), with: ItemChanges(synchronizable: true))
+        #expect(changed == 1)
+        #expect(throws: KeychainError.self) { try keychain.copy(query("token", dataProtection: false)) }
+        var synced = query("token", dataProtection: true, returning: [.data, .attributes])
+        synced.synchronizable = .yes
+        let moved = try #require(try keychain.copy(synced).first)
+        #expect(moved.data == Data("t0k".utf8) && moved.synchronizable && moved.macKeychain == nil)
+        #expect(try keychain.copy(query("other", dataProtection: false)).count == 1, "only the match moved")
+    }
+
     @Test("an iPhone ignores kSecUseDataProtectionKeychain, as Apple's other platforms do")
     func iphoneIgnoresTheKey() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-phone-\(UUID().uuidString)")
