@@ -146,7 +146,7 @@ final class SandboxFileManager: FileManager {
             return full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : nil
         }
         if let name = inside(context.documentsDirectory) { return (name, nil) }
-        let groups = DeviceLayout(root: context.backend.directory).groupContainer("x").deletingLastPathComponent()
+        let groups = DeviceLayout(root: context.backend.directory).groups
         guard let rest = inside(groups), let slash = rest.firstIndex(of: "/") else { return nil }
         let group = String(rest[..<slash])
         return context.groupContainer(group) == nil ? nil : (String(rest[rest.index(after: slash)...]), group)

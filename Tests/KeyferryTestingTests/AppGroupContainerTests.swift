@@ -32,7 +32,14 @@ struct AppGroupContainerTests {
             #expect(widget.fileManager.contents(atPath: url?.path ?? "") == Data("[1]".utf8))
         }
         let other = try phone.install("com.example.other")
-        other.run { #expect(other.fileManager.containerURL(forSecurityApplicationGroupIdentifier: Self.group) == nil) }
+        other.run {
+            #expect(other.fileManager.containerURL(forSecurityApplicationGroupIdentifier: Self.group) == nil)
+            // A suite of a group the app is not in shares nothing.
+            other.userDefaults(suiteName: Self.group)?.set("mallory", forKey: "signedInUser")
+            #expect(other.lastFailure?.contains("not entitled to the app group") == true, "\(other.lastFailure ?? "")")
+            #expect(other.userDefaults(suiteName: Self.group)?.string(forKey: "signedInUser") == nil)
+        }
+        widget.run { #expect(widget.userDefaults(suiteName: Self.group)?.string(forKey: "signedInUser") == "alice") }
     }
 
     @Test("a widget launched before the first unlock reads the suite back empty")
