@@ -8,8 +8,9 @@ extension Device {
     /// ones, so items there become unreachable, as on iOS.
     public func install(_ app: AppManifest) throws {
         try app.validate()
+        let apps = try installedApps()
         if let containing = app.containingApp {
-            guard let host = try? self.app(containing) else {
+            guard let host = apps.first(where: { $0.bundleID == containing }) else {
                 throw DeviceError(
                     .appNotInstalled, "\(app.bundleID) is an extension of \(containing), which is not installed on \(info.name); install the app first.")
             }
@@ -18,16 +19,13 @@ extension Device {
             }
         }
         let files = FileManager.default
-        let installed = try database.unsafeRead { db in
-            try Bool.fetchOne(db, sql: "SELECT 1 FROM app WHERE bundle_id = ?", arguments: [app.bundleID]) ?? false
-        }
-        if !installed {
+        if !apps.contains(where: { $0.bundleID == app.bundleID }) {
             // A fresh install starts empty, even if an uninstall was cut short before its files went.
             try? files.removeItem(at: layout.sandbox(app.bundleID))
         }
         // So does a group container no installed app had.
-        let held = Set(try installedApps().filter { $0.bundleID != app.bundleID }.flatMap(\.appGroups))
-        let fresh = app.appGroups.filter { !held.contains($0) && !((try? self.app(app.bundleID))?.appGroups.contains($0) ?? false) }
+        let held = Set(apps.flatMap(\.appGroups))
+        let fresh = app.appGroups.filter { !held.contains($0) }
         if !fresh.isEmpty {
             try database.write { db in
                 for group in fresh { try db.execute(sql: "DELETE FROM sandbox_file WHERE bundle_id = ?", arguments: [group]) }
@@ -67,21 +65,23 @@ extension Device {
             throw DeviceError(
                 .invalidArgument, "\(bundleID) is an extension of \(containing) and goes when \(containing) is uninstalled; uninstall the app.")
         }
-        try remove(try installedApps().filter { $0.bundleID == bundleID || $0.containingApp == bundleID })
+        try remove(bundleID)
     }
 
     /// Installs `app` with a fresh sandbox, as a restore does: what was installed under its
     /// bundle ID goes first, with its extensions (an extension alone, for an extension).
     public func installFresh(_ app: AppManifest) throws {
-        if let existing = try? self.app(app.bundleID) {
-            try remove(try installedApps().filter { $0.bundleID == existing.bundleID || $0.containingApp == existing.bundleID })
-        }
+        try remove(app.bundleID)
         try install(app)
     }
 
-    /// Removes apps and their sandboxes, and the group containers no remaining app holds.
-    private func remove(_ leaving: [AppManifest]) throws {
-        let staying = try installedApps().filter { stay in !leaving.contains { $0.bundleID == stay.bundleID } }
+    /// Removes an installed app and its extensions, if any, with their sandboxes, and the group
+    /// containers no remaining app holds.
+    private func remove(_ bundleID: String) throws {
+        let installed = try installedApps()
+        let leaving = installed.filter { $0.bundleID == bundleID || $0.containingApp == bundleID }
+        guard !leaving.isEmpty else { return }
+        let staying = installed.filter { stay in !leaving.contains { $0.bundleID == stay.bundleID } }
         let orphaned = Set(leaving.flatMap(\.appGroups)).filter { group in !staying.contains { $0.appGroups.contains(group) } }.sorted()
         defer { appCache.withLock { $0.forget() } }
         try database.write { db in

@@ -34,7 +34,7 @@ extension Device {
     public func setStolenDeviceProtection(_ mode: StolenDeviceProtection) throws {
         guard let current = try securitySettings() else { throw noProtection() }
         let weaker = mode == .off || (current.stolenDeviceProtection == .always && mode == .away)
-        if weaker { try passSecurityDelay(.turningProtectionOff) }
+        if weaker { _ = try passSecurityDelay(.turningProtectionOff) }
         try database.write { db in
             var settings = try securitySettings(db) ?? current
             settings.stolenDeviceProtection = mode
@@ -67,23 +67,27 @@ extension Device {
     }
 
     /// Throws while the Security Delay holds `change`, starting it the first time; returns
-    /// once it is over (the second Face ID is the simulated user's) or when none applies.
-    func passSecurityDelay(_ change: DelayedChange) throws {
-        guard info.profile.stolenDeviceProtection != nil else { return }
+    /// true when a delay is over or no longer applies (the second Face ID is the simulated
+    /// user's: the caller ends it once the change is made), false when none was started.
+    func passSecurityDelay(_ change: DelayedChange) throws -> Bool {
+        guard info.profile.stolenDeviceProtection != nil else { return false }
         let now = clock.now()
-        let waitUntil = try database.write { db -> Date? in
-            guard var settings = try securitySettings(db) else { return nil }
+        let (spent, waitUntil) = try database.write { db -> (Bool, Date?) in
+            guard var settings = try securitySettings(db) else { return (false, nil) }
             let keybag = try Keybag.Settings.load(db)
-            guard settings.delays(passcodeSet: keybag.passcodeSet, biometryEnrolled: keybag.biometryEnrollment != nil) else { return nil }
+            // A delay started when one applied is spent by the change all the same.
+            guard settings.delays(passcodeSet: keybag.passcodeSet, biometryEnrolled: keybag.biometryEnrollment != nil) else {
+                return (settings.delaysStarted[change] != nil, nil)
+            }
             guard let started = settings.delaysStarted[change] else {
                 settings.delaysStarted[change] = now
                 try save(settings, db)
-                return now.addingTimeInterval(StolenDeviceProtection.securityDelay)
+                return (false, now.addingTimeInterval(StolenDeviceProtection.securityDelay))
             }
             let end = started.addingTimeInterval(StolenDeviceProtection.securityDelay)
-            return now >= end ? nil : end
+            return now >= end ? (true, nil) : (false, end)
         }
-        guard let waitUntil else { return }
+        guard let waitUntil else { return spent }
         let minutes = Int((waitUntil.timeIntervalSince(now) / 60).rounded(.up))
         throw DeviceError(
             .securityDelay,
@@ -93,7 +97,6 @@ extension Device {
 
     /// The delay a change waited for is spent once the change is made.
     func endSecurityDelay(_ change: DelayedChange) throws {
-        guard info.profile.stolenDeviceProtection != nil else { return }
         try database.write { db in
             guard var settings = try securitySettings(db), settings.delaysStarted[change] != nil else { return }
             settings.delaysStarted[change] = nil

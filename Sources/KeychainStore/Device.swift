@@ -379,8 +379,8 @@ public final class Device: Sendable {
     }
 
     public func status() throws -> DeviceStatus {
-        let (settings, itemCount) = try database.unsafeRead { db in
-            (try Keybag.Settings.load(db), try ItemTable.liveCount(db, excluding: ownAccessGroupHash))
+        let (settings, itemCount, security) = try database.unsafeRead { db in
+            (try Keybag.Settings.load(db), try ItemTable.liveCount(db, excluding: ownAccessGroupHash), try securitySettings(db))
         }
         let now = clock.now()
         let snapshot = try? withPower { ($0.state, $0.isProtectedDataAvailable, $0.graceRemaining(at: now)) }
@@ -390,7 +390,7 @@ public final class Device: Sendable {
             passcodeSet: settings.passcodeSet, biometryEnrolled: settings.biometryEnrollment != nil,
             biometryDomainState: settings.biometryEnrollment.map { Data(ContentDigest.of(Data("keyferry biometry domain".utf8) + $0)) },
             failedPasscodeAttempts: settings.attempts.failed, passcodeRetryAfter: settings.attempts.retryAfter(at: attemptClock.now()),
-            itemCount: itemCount, profile: info.profile, security: try securitySettings())
+            itemCount: itemCount, profile: info.profile, security: security)
     }
 
     // MARK: Passcode
@@ -422,10 +422,11 @@ public final class Device: Sendable {
             }
             return machine.keys
         }
+        var delaySpent = false
         if try passcodeIsSet(), !alreadyVerified {
             guard let current else { throw KeychainError(.authFailed, "give the current passcode to change it.") }
             _ = try verifyPasscode(current)
-            try passSecurityDelay(.passcode)
+            delaySpent = try passSecurityDelay(.passcode)
         }
         let newKeys = try database.write { db -> [ProtectionClass: ClassKeys] in
             let settings = try Keybag.Settings.load(db)
@@ -445,7 +446,7 @@ public final class Device: Sendable {
             $0.replaceKeys(newKeys)
             $0.passcodeSet = newPasscode != nil
         }
-        try endSecurityDelay(.passcode)
+        if delaySpent { try endSecurityDelay(.passcode) }
     }
 
     /// Checks a passcode for `devicePasscode` access control, inside the caller's transaction:
@@ -513,12 +514,12 @@ public final class Device: Sendable {
         guard try withPower({ $0.state }) == .unlocked else {
             throw DeviceError(.protectedDataUnavailable, "biometry is changed on an unlocked device, as in Settings on iOS; unlock it first.")
         }
-        try passSecurityDelay(.biometry)
+        let delaySpent = try passSecurityDelay(.biometry)
         try database.write { db in
             let enrollment = try next(try Keybag.Settings.load(db))
             try Keybag.saveBiometryEnrollment(enrollment, db)
         }
-        try endSecurityDelay(.biometry)
+        if delaySpent { try endSecurityDelay(.biometry) }
     }
 
     /// The current enrollment, which `biometryCurrentSet` items are bound to.

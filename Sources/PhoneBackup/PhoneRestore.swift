@@ -107,10 +107,11 @@ package enum PhoneRestore {
             let containers = Set(try device.groupContainers())
             for group in plan.groups {
                 // A group container no restored app is entitled to has nowhere to go: counted, not written.
-                let placed = group.filter { !AppManifest.isAppGroup($0.bundleID) || containers.contains($0.bundleID) }
-                for file in group where !placed.contains(where: { $0.row.fileID == file.row.fileID }) {
+                func hasPlace(_ file: SandboxPlan.File) -> Bool { !AppManifest.isAppGroup(file.bundleID) || containers.contains(file.bundleID) }
+                for file in group where !hasPlace(file) {
                     report.filesNotRestored["\(file.row.domain) (no restored app is entitled to the group)", default: 0] += 1
                 }
+                let placed = group.filter(hasPlace)
                 let contents = try ParallelMap.map(placed) { try backup.contents(of: $0.row) }
                 for (file, contents) in zip(placed, contents) {
                     let sandbox = try sandboxes[file.bundleID] ?? device.container(file.bundleID)
@@ -205,32 +206,34 @@ struct SandboxPlan {
     init(_ backup: OpenedPhoneBackup) throws {
         let apps = Set(backup.manifest.applications.map(\.bundleID))
         for row in backup.rows where row.flags == ManifestRow.regularFile {
-            // An app group's container: every path of it, once an app entitled to it is installed.
-            if row.domain.hasPrefix(PhoneDomain.groupPrefix), case let group = String(row.domain.dropFirst(PhoneDomain.groupPrefix.count)),
-                AppManifest.isAppGroup(group)
-            {
-                try Self.check(row.relativePath, in: row.domain)
-                let blob = try backup.folder.blob(row.fileID)
-                let blobBytes = (try? FileManager.default.attributesOfItem(atPath: blob.path)[.size] as? Int) ?? 0
-                files.append(File(bundleID: group, row: row, protection: PhoneClass.fileProtection(row.file.protectionClass), blobBytes: blobBytes))
-                continue
-            }
-            guard row.domain.hasPrefix(PhoneDomain.appPrefix), case let bundleID = String(row.domain.dropFirst(PhoneDomain.appPrefix.count)),
-                apps.contains(bundleID)
-            else {
-                if row.domain != PhoneDomain.keychain { notRestored[row.domain, default: 0] += 1 }
-                continue
-            }
-            let path = row.relativePath
-            guard path == PhoneDomain.defaults(bundleID) || path.hasPrefix("Documents/") else {
-                notRestored["\(row.domain) outside Documents and UserDefaults", default: 0] += 1
-                continue
-            }
-            try Self.check(path, in: row.domain)
+            guard let owner = owner(of: row, apps: apps) else { continue }
+            try Self.check(row.relativePath, in: row.domain)
             let blob = try backup.folder.blob(row.fileID)
             let blobBytes = (try? FileManager.default.attributesOfItem(atPath: blob.path)[.size] as? Int) ?? 0
-            files.append(File(bundleID: bundleID, row: row, protection: PhoneClass.fileProtection(row.file.protectionClass), blobBytes: blobBytes))
+            files.append(File(bundleID: owner, row: row, protection: PhoneClass.fileProtection(row.file.protectionClass), blobBytes: blobBytes))
         }
+    }
+
+    /// The sandbox or group container a file of the backup goes to: an app's UserDefaults and
+    /// Documents, or any path of an app group's container (placed once an app entitled to it is
+    /// installed). Nil, counted in `notRestored`, for anything else.
+    private mutating func owner(of row: ManifestRow, apps: Set<String>) -> String? {
+        if row.domain.hasPrefix(PhoneDomain.groupPrefix), case let group = String(row.domain.dropFirst(PhoneDomain.groupPrefix.count)),
+            AppManifest.isAppGroup(group)
+        {
+            return group
+        }
+        guard row.domain.hasPrefix(PhoneDomain.appPrefix), case let bundleID = String(row.domain.dropFirst(PhoneDomain.appPrefix.count)),
+            apps.contains(bundleID)
+        else {
+            if row.domain != PhoneDomain.keychain { notRestored[row.domain, default: 0] += 1 }
+            return nil
+        }
+        guard row.relativePath == PhoneDomain.defaults(bundleID) || row.relativePath.hasPrefix("Documents/") else {
+            notRestored["\(row.domain) outside Documents and UserDefaults", default: 0] += 1
+            return nil
+        }
+        return bundleID
     }
 
     /// A path is written inside the app's sandbox only: no absolute path, no empty, `.` or `..`
