@@ -36,6 +36,15 @@ public enum DeviceProfile: String, Codable, Sendable, CaseIterable {
         }
     }
 
+    /// A new device's name when none is given.
+    public var deviceName: String {
+        switch self {
+        case .iphone, .iphoneIOS17, .iphoneIOS16: "iPhone"
+        case .simulator: "iOS Simulator"
+        case .mac: "Mac"
+        }
+    }
+
     /// What the device calls its biometry (`LABiometryType`).
     public var biometry: String { self == .mac ? "Touch ID" : "Face ID" }
 

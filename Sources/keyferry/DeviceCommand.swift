@@ -18,7 +18,7 @@ struct DeviceCommand: AsyncParsableCommand {
             abstract: "Create a new device in DIR (powered off; start it with `keyferry node start DIR`).")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The device's name.", transform: Checked.name) var name = "iPhone"
+        @Option(help: "The device's name (default: iPhone, iOS Simulator or Mac, as the profile).", transform: Checked.name) var name: String?
         /// The passcode the device is given, if any.
         @OptionGroup var passcode: PasscodeInput
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
@@ -44,9 +44,10 @@ struct DeviceCommand: AsyncParsableCommand {
         func run() async throws {
             try Device.initialize(
                 at: device.url,
-                options: DeviceOptions(name: name, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace, profile: profile))
+                options: DeviceOptions(
+                    name: name ?? profile.deviceName, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace, profile: profile))
             let status = try Device.status(at: device.url)
-            if output.json { try printJSON(encodable: status) } else { say("created \(name) in \(device.dir) (powered off)") }
+            if output.json { try printJSON(encodable: status) } else { say("created \(status.name) in \(device.dir) (powered off)") }
         }
     }
 

@@ -72,7 +72,10 @@ struct NodeCLITests {
     func macKeychains() throws {
         let cli = try CLI()
         let dir = try cli.poweredDevice("mac", extra: ["--profile", "mac", "--biometry"])
-        #expect(try cli.ok(["device", "status", dir]).text.contains("Mac, on, unlocked, passcode set, Touch ID enrolled"))
+        #expect(try cli.ok(["device", "status", dir]).text.contains("mac: Mac, on, unlocked, passcode set, Touch ID enrolled"))
+        let unnamed = cli.path("unnamed")
+        try cli.ok(["device", "init", unnamed, "--profile", "mac"])
+        #expect(try cli.status(unnamed)["name"] as? String == "Mac", "a Mac is called a Mac unless named")
         let added = try cli.ok(["item", "add", dir] + app + ["--account", "token", "--value", "t0k", "--accessible", "whenUnlocked", "--json"])
         let record = try #require(try added.json() as? [[String: Any]]).first
         #expect(record?["keychain"] as? String == "file-based" && record?["accessible"] == nil)
