@@ -16,7 +16,8 @@ package struct BackupKeybag: Equatable, Sendable {
     package var salt: [UInt8]
     package var iterations: UInt32
     package var dpwt: UInt32 = 1
-    /// PBKDF2-SHA256's rounds and salt (the first step).
+    /// PBKDF2-SHA256's rounds and salt (the first step); 0 and empty in a backup of iOS before
+    /// 10.2, whose keybag has neither (`DPIC`, `DPSL`) and whose password takes the second alone.
     package var dataProtectionIterations: UInt32
     package var dataProtectionSalt: [UInt8]
     package var classes: [ClassKey]
@@ -105,7 +106,7 @@ package struct BackupKeybag: Equatable, Sendable {
             }
         }
         try closeBlock()
-        for tag in ["VERS", "TYPE", "UUID", "SALT", "ITER", "DPIC", "DPSL"] where header[tag] == nil {
+        for tag in ["VERS", "TYPE", "UUID", "SALT", "ITER"] where header[tag] == nil {
             throw BackupKeybagError.malformed("its header has no \(tag)")
         }
         version = try Self.integer(header["VERS"]!, "VERS")
@@ -117,10 +118,13 @@ package struct BackupKeybag: Equatable, Sendable {
         salt = header["SALT"]!
         iterations = try Self.integer(header["ITER"]!, "ITER")
         dpwt = try header["DPWT"].map { try Self.integer($0, "DPWT") } ?? 1
-        dataProtectionIterations = try Self.integer(header["DPIC"]!, "DPIC")
-        dataProtectionSalt = header["DPSL"]!
+        guard (header["DPIC"] == nil) == (header["DPSL"] == nil) else { throw BackupKeybagError.malformed("its header has one of DPIC and DPSL") }
+        dataProtectionIterations = try header["DPIC"].map { try Self.integer($0, "DPIC") } ?? 0
+        dataProtectionSalt = header["DPSL"] ?? []
         self.classes = classes
-        guard (1...Self.maximumIterations).contains(iterations), (1...Self.maximumDataProtectionIterations).contains(dataProtectionIterations) else {
+        guard (1...Self.maximumIterations).contains(iterations),
+            header["DPIC"] == nil || (1...Self.maximumDataProtectionIterations).contains(dataProtectionIterations)
+        else {
             throw BackupKeybagError.malformed(
                 "it asks for \(dataProtectionIterations) and \(iterations) rounds of key derivation (at most \(Self.maximumDataProtectionIterations) and \(Self.maximumIterations))"
             )
@@ -132,7 +136,9 @@ package struct BackupKeybag: Equatable, Sendable {
         func field(_ tag: String, _ value: [UInt8]) -> [UInt8] { Array(tag.utf8) + Self.bigEndian(UInt32(value.count)) + value }
         var bytes = field("VERS", Self.bigEndian(version)) + field("TYPE", Self.bigEndian(type)) + field("UUID", uuid)
         bytes += field("HMCK", hmacKey) + field("WRAP", Self.bigEndian(wrap)) + field("SALT", salt) + field("ITER", Self.bigEndian(iterations))
-        bytes += field("DPWT", Self.bigEndian(dpwt)) + field("DPIC", Self.bigEndian(dataProtectionIterations)) + field("DPSL", dataProtectionSalt)
+        if hasDataProtectionStep {
+            bytes += field("DPWT", Self.bigEndian(dpwt)) + field("DPIC", Self.bigEndian(dataProtectionIterations)) + field("DPSL", dataProtectionSalt)
+        }
         for key in classes {
             bytes += field("UUID", key.uuid) + field("CLAS", Self.bigEndian(key.protectionClass)) + field("WRAP", Self.bigEndian(key.wrap))
             bytes += field("KTYP", Self.bigEndian(key.keyType)) + field("WPKY", key.wrappedKey)
@@ -149,10 +155,17 @@ package struct BackupKeybag: Equatable, Sendable {
 
     // MARK: Keys
 
+    /// Whether the password first takes PBKDF2-SHA256 (iOS 10.2 and later).
+    package var hasDataProtectionStep: Bool { dataProtectionIterations > 0 }
+
     /// The key that unwraps the class keys: PBKDF2-SHA256 over the password with `DPSL` and
     /// `DPIC` rounds, then PBKDF2-SHA1 over that with `SALT` and `ITER` rounds. Seconds of work
-    /// at a phone's 10,000,000 rounds.
+    /// at a phone's 10,000,000 rounds. Before iOS 10.2, the second step alone.
     package func passwordKey(_ password: some DataProtocol) throws -> SymmetricKey {
+        guard hasDataProtectionStep else {
+            return try KDF.Insecure.PBKDF2.deriveKey(
+                from: password, salt: salt, using: .insecureSHA1, outputByteCount: 32, unsafeUncheckedRounds: Int(iterations))
+        }
         let stretched = try KDF.Insecure.PBKDF2.deriveKey(
             from: password, salt: dataProtectionSalt, using: .sha256, outputByteCount: 32, unsafeUncheckedRounds: Int(dataProtectionIterations))
         return try stretched.withUnsafeBytes { bytes in

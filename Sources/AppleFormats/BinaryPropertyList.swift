@@ -119,9 +119,17 @@ package enum BinaryPropertyList {
         /// Objects being read, from the top down to the current one: a reference back to one of
         /// them is a cycle.
         var open: Set<Int> = []
-        /// Values still to be made: objects may be shared, and a few shared many times over,
-        /// level after level, would otherwise expand a small file into billions of values.
+        /// Each object decoded once, with what it expands to: a shared object is one value (its
+        /// storage shared by every copy), however often it is referenced.
+        var decoded: [Int: (value: PropertyList, values: Int, bytes: Int, height: Int)] = [:]
+        /// The deepest level reached so far: what a shared object's height is measured by.
+        var deepest = 0
+        /// Values, and bytes of data and strings, still to be made, counted as if every shared
+        /// object were copied: a few objects shared many times over, level after level, would
+        /// otherwise make a small file into billions of values, or a terabyte for a reader that
+        /// copies them out.
         var budget: Int
+        var byteBudget: Int
 
         init(_ bytes: [UInt8]) throws {
             guard bytes.count >= 8 + 32, Array(bytes.prefix(6)) == Array(BinaryPropertyList.magic.prefix(6)) else {
@@ -144,6 +152,7 @@ package enum BinaryPropertyList {
             self.bytes = bytes
             self.top = Int(top)
             budget = max(1 << 16, 8 * Int(count))
+            byteBudget = max(1 << 20, 8 * bytes.count)
             offsets = try (0..<Int(count)).map { index in
                 let offset = Self.number(bytes, at: Int(table) + index * offsetSize, size: offsetSize)
                 guard offset >= 8, offset < table else { throw PropertyListError("object \(index) is said to be at \(offset), outside the objects") }
@@ -158,10 +167,42 @@ package enum BinaryPropertyList {
         mutating func value(_ index: Int, depth: Int) throws -> PropertyList {
             guard depth < maximumPropertyListDepth else { throw PropertyListError("nested deeper than \(maximumPropertyListDepth) levels") }
             guard index >= 0, index < offsets.count else { throw PropertyListError("a reference to object \(index) of \(offsets.count)") }
-            guard open.insert(index).inserted else { throw PropertyListError("object \(index) contains itself") }
+            guard !open.contains(index) else { throw PropertyListError("object \(index) contains itself") }
+            if let known = decoded[index] {
+                // Shared deeper down than where it was first read, it still may not nest too deep.
+                guard depth + known.height < maximumPropertyListDepth else {
+                    throw PropertyListError("nested deeper than \(maximumPropertyListDepth) levels")
+                }
+                deepest = max(deepest, depth + known.height)
+                budget -= known.values
+                byteBudget -= known.bytes
+                try checkBudgets()
+                return known.value
+            }
+            let (valuesBefore, bytesBefore, deepestBefore) = (budget, byteBudget, deepest)
+            deepest = depth
+            defer { deepest = max(deepest, deepestBefore) }
             budget -= 1
-            guard budget >= 0 else { throw PropertyListError("its shared objects expand to more values than a property list of its size holds") }
+            try checkBudgets()
+            open.insert(index)
             defer { open.remove(index) }
+            let value = try decode(index, depth: depth)
+            switch value {
+            case .data(let data): byteBudget -= data.count
+            case .string(let text): byteBudget -= text.utf8.count
+            default: break
+            }
+            try checkBudgets()
+            decoded[index] = (value, valuesBefore - budget, bytesBefore - byteBudget, deepest - depth)
+            return value
+        }
+
+        func checkBudgets() throws {
+            guard budget >= 0 else { throw PropertyListError("its shared objects expand to more values than a property list of its size holds") }
+            guard byteBudget >= 0 else { throw PropertyListError("its shared objects expand to more bytes than a property list of its size holds") }
+        }
+
+        mutating func decode(_ index: Int, depth: Int) throws -> PropertyList {
             var at = offsets[index]
             let marker = bytes[at]
             at += 1

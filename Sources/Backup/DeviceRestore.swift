@@ -14,8 +14,9 @@ public enum DeviceRestore {
     /// `passcode` is the target's own (its class keys are needed to store the items).
     /// `progress` hears each item and file as it is done, and once more just before the swap;
     /// it may throw to stop the restore (an interruption): the target is left as it was and
-    /// the copy being built is removed. `acceptingUnauthenticated` lets a format 1 unencrypted
-    /// archive claiming the target's identity through (see `requireAuthenticatable`).
+    /// the copy being built is removed. `acceptingUnauthenticated` lets an unencrypted archive
+    /// that nothing authenticates through (see `requireAuthenticatable`): for a caller that
+    /// wrote the archive itself, or a user who knows where it comes from.
     public static func restore(
         _ archive: URL, password: Data?, to target: URL, passcode: String?, acceptingUnauthenticated: Bool = false,
         progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
@@ -54,23 +55,28 @@ public enum DeviceRestore {
     /// Restores straight into a powered-on, unlocked device, with no copy aside: for scratch
     /// devices (a fork, a new device made to try a path) that a failure part-way costs nothing.
     package static func restore(
-        _ archive: URL, password: Data?, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
+        _ archive: URL, password: Data?, into device: Device, acceptingUnauthenticated: Bool = false,
+        progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         let reader = try ArchiveReader(contentsOf: archive)
-        try requireAuthenticatable(reader, target: device.backupKeys)
+        if !acceptingUnauthenticated { try requireAuthenticatable(reader, target: device.backupKeys) }
         return try restore(reader, keys: try reader.sectionKeys(password: password, device: device.backupKeys), into: device, progress: progress)
     }
 
-    /// Refuses the downgrade: a format 2 unencrypted archive that claims the target's identity
-    /// is authenticated by the target's own key, so a forgery fails; format 1 carried no such
-    /// key, and its checksums are anyone's to write. Unencrypted archives of other devices
-    /// prove nothing in either format, and say so in the report.
+    /// Refuses what nothing authenticates. A format 2 unencrypted archive of the target itself
+    /// is authenticated by the target's own key, so a forgery fails; any other unencrypted
+    /// archive (format 1, or another device's) carries nothing but checksums, which anyone can
+    /// write, so its apps, entitlements, defaults and files could be anyone's, and it would
+    /// replace the target's local items. Those pass only when the caller vouches for them.
     static func requireAuthenticatable(_ reader: ArchiveReader, target: DeviceBackupKeys) throws {
-        guard reader.version < 2, reader.header.mode == .unencrypted, reader.header.deviceID == target.deviceID else { return }
-        throw ArchiveError.unauthenticated(
-            "it is an unencrypted archive in format \(reader.version), which claims to come from this device but carries nothing "
-                + "only this device could write; anyone can make one. Make a new backup (format \(ArchiveFormat.version) is authenticated), "
-                + "or restore it with --accept-unauthenticated if you know where it comes from")
+        guard reader.authenticity(device: target) == .checksums else { return }
+        let claim =
+            reader.header.deviceID == target.deviceID
+            ? "it is an unencrypted archive in format \(reader.version), which claims to come from this device but carries nothing only this device could write; "
+                + "make a new backup (format \(ArchiveFormat.version) is authenticated), "
+            : "it is an unencrypted archive of another device, and nothing in one proves who wrote it: anyone could have written its apps, "
+                + "entitlements, defaults and files; make an encrypted backup, "
+        throw ArchiveError.unauthenticated(claim + "or restore it with --accept-unauthenticated if you know where it comes from")
     }
 
     private static func restore(
@@ -102,8 +108,27 @@ public enum DeviceRestore {
         return report
     }
 
+    /// The target's items a restore replaces: live, non-synchronizable, not the device's own.
+    package static func replacedLocally(_ items: [ItemChange]) -> [ItemRecord] {
+        items.filter { !$0.isTombstone && !$0.record.synchronizable && $0.record.accessGroup != Device.ownAccessGroup }.map(\.record)
+    }
+
+    /// What the target's own items lost to a restore that wrote `restored` (when each restored
+    /// item under their primary keys was last modified): those it has no copy of, and those it
+    /// brought back older.
+    package static func lost(_ local: [ItemRecord], restored: [PrimaryKey: Date]) -> [RestoreReport.LocalItemLost] {
+        local.compactMap { item in
+            let archived = restored[item.primaryKey]
+            guard archived.map({ item.modificationDate > $0 }) ?? true else { return nil }
+            return .init(
+                name: ArchivedItem.name { item.attributes[$0] }, itemClass: item.itemClass, accessGroup: item.accessGroup,
+                reason: archived == nil ? .notInArchive : .olderInArchive)
+        }
+    }
+
     /// Why an item that opened does not come back, or nil when it does.
     package static func decide(_ record: ItemRecord, onTarget: ItemChange?) -> RestoreReport.Reason? {
+        if Device.isReservedAccessGroup(record.accessGroup) { return .reservedGroup }
         guard let onTarget else { return nil }
         if onTarget.isTombstone, let deleted = onTarget.tombstoneDate, deleted > record.modificationDate { return .newerTombstone }
         if !onTarget.isTombstone, onTarget.record.modificationDate > record.modificationDate { return .newerOnDevice }
@@ -147,7 +172,7 @@ public enum DeviceRestore {
             self.report = report
             let before = try device.deviceKeychain.changes(since: 0)
             synchronizedOnTarget = before.filter(\.record.synchronizable).reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
-            localOnTarget = before.filter { !$0.isTombstone && !$0.record.synchronizable && $0.record.accessGroup != Device.ownAccessGroup }.map(\.record)
+            localOnTarget = DeviceRestore.replacedLocally(before)
             try device.deviceKeychain.deleteNonSynchronizableItems()
         }
 
@@ -182,14 +207,7 @@ public enum DeviceRestore {
                 opening = nil
                 try write(try last.result())
             }
-            for local in localOnTarget {
-                let archived = restoredVersions[local.primaryKey]
-                guard archived.map({ local.modificationDate > $0 }) ?? true else { continue }
-                report.localItemsLost.append(
-                    .init(
-                        name: ArchivedItem.name { local.attributes[$0] }, itemClass: local.itemClass, accessGroup: local.accessGroup,
-                        reason: archived == nil ? .notInArchive : .olderInArchive))
-            }
+            report.localItemsLost += DeviceRestore.lost(localOnTarget, restored: restoredVersions)
         }
 
         /// Waits out a section still being opened, on the way out of a restore that stopped.
@@ -474,6 +492,9 @@ public struct RestoreReport: Codable, Sendable {
         /// From an iOS backup, sealed in a way Keyferry does not read (another version, an
         /// unknown class, attributes without an access group).
         case unsupported
+        /// In Keyferry's own access group (`com.keyferry.*`), which holds the device's identity:
+        /// no backup writes there, whatever it claims.
+        case reservedGroup
 
         public var sentence: String {
             switch self {
@@ -484,6 +505,7 @@ public struct RestoreReport: Codable, Sendable {
             case .damaged: "does not open: damaged or altered"
             case .sealedToSourceDevice: "sealed to the iPhone that made the backup (ThisDeviceOnly): not even its attributes can be read here"
             case .unsupported: "sealed in a form Keyferry does not read"
+            case .reservedGroup: "in Keyferry's own access group (com.keyferry.*), which only the device itself writes"
             }
         }
     }

@@ -231,4 +231,12 @@ public struct SelectedAttributes: Sendable {
 extension UUID {
     /// The sixteen bytes, as the store, archives and relays keep a UUID.
     public var bytes: Data { withUnsafeBytes(of: uuid) { Data($0) } }
+
+    /// A UUID read back as it was stored, whatever its version: an imported item may carry a
+    /// name-based (version 5) or time-based (version 1) one, and its sealed header names it so.
+    /// Nil unless there are sixteen bytes.
+    public init?<Bytes: Collection<UInt8>>(storedBytes bytes: Bytes) {
+        guard bytes.count == 16 else { return nil }
+        self = Array(bytes).withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
 }

@@ -37,6 +37,11 @@ public final class Device: Sendable {
     /// never listed, counted, backed up or replaced by a restore as the user's items are.
     public static let ownAccessGroup = "com.keyferry.sync"
 
+    /// Whether a group is Keyferry's own (`com.keyferry.*`): nothing a backup, an archive or a
+    /// transfer carries is ever written there, whatever it claims, since whoever wrote it would
+    /// otherwise choose the device's identity.
+    public static func isReservedAccessGroup(_ group: String) -> Bool { group.hasPrefix("com.keyferry.") }
+
     /// The hash the item table files the device's own group under.
     var ownAccessGroupHash: [UInt8] { index.accessGroupHash(Self.ownAccessGroup) }
 

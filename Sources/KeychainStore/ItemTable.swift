@@ -23,14 +23,14 @@ struct StoredRow: Sendable {
         let s = statement.sqliteStatement
         guard let classText = String.fromStatement(s, atUncheckedIndex: 2), let itemClass = ItemClass(rawValue: classText),
             let protectionText = String.fromStatement(s, atUncheckedIndex: 3), let protection = ProtectionClass(rawValue: protectionText),
-            let uuid = Data.fromStatement(s, atUncheckedIndex: 1), uuid.count == 16
+            let uuidBytes = Data.fromStatement(s, atUncheckedIndex: 1), let uuid = UUID(storedBytes: uuidBytes)
         else {
             throw KeychainError(.decode, "item row \(id) has an unreadable class, protection or UUID; the database was edited.")
         }
         func bytes(_ index: CInt) -> [UInt8] { Data.fromStatement(s, atUncheckedIndex: index).map { [UInt8]($0) } ?? [] }
         self.id = id
         let header = RowHeader(
-            uuid: UUIDBytes.uuid([UInt8](uuid)), itemClass: itemClass, protection: protection,
+            uuid: uuid, itemClass: itemClass, protection: protection,
             synchronizable: Int64(sqliteStatement: s, index: 4) != 0, accessGroupHash: bytes(7), primaryKeyHash: bytes(8),
             tokens: bytes(9))
         sealed = SealedRow(
@@ -201,8 +201,14 @@ enum ItemTable {
     static func keyHolder(_ db: Database, primaryKeyHash: [UInt8]) throws
         -> (uuid: UUID, protection: ProtectionClass?, synchronizable: Bool, isTombstone: Bool)?
     {
-        try Row.fetchOne(try db.cachedStatement(sql: "SELECT uuid, pdmn, sync, tomb FROM item WHERE pk_hash = ?"), arguments: [Data(primaryKeyHash)])
-            .map { (UUIDBytes.uuid([UInt8]($0[0] as Data)), ProtectionClass(rawValue: $0[1] as String), $0[2] != 0, $0[3] != 0) }
+        guard
+            let row = try Row.fetchOne(
+                try db.cachedStatement(sql: "SELECT uuid, pdmn, sync, tomb FROM item WHERE pk_hash = ?"), arguments: [Data(primaryKeyHash)])
+        else { return nil }
+        guard let uuid = UUID(storedBytes: row[0] as Data) else {
+            throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
+        }
+        return (uuid, ProtectionClass(rawValue: row[1] as String), row[2] != 0, row[3] != 0)
     }
 
     /// Every item of one protection class: the `akpu` items when the passcode goes.

@@ -69,6 +69,10 @@ extension Keychain {
             let nonces = device.entropy.bytes(chunk.count * AEAD.nonceByteCount)
             return try chunk.enumerated().map { index, item -> SealedRow in
                 let record = item.record
+                // Every import path decides this before it gets here; the store refuses it anyway.
+                guard !Device.isReservedAccessGroup(record.accessGroup) else {
+                    throw KeychainError(.param, "a restore may not write into Keyferry's own access group \(record.accessGroup).")
+                }
                 try checkPasscode(for: record.protection)
                 guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
                 switch item {

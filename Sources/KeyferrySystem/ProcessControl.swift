@@ -33,6 +33,9 @@ public enum ProcessControl {
     @discardableResult
     public static func send(_ signal: Signal, to pid: Int32) -> Bool { pid > 0 && kill(pid, signal.number) == 0 }
 
+    /// This process's ID.
+    public static var currentID: Int32 { getpid() }
+
     public static func isAlive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
 
     /// Whether `pid` still runs: alive and not a zombie waiting for its parent (a daemon's parent

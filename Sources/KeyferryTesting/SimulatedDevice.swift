@@ -197,7 +197,8 @@ public final class SimulatedDevice: Sendable {
         do {
             let options = DeviceOptions(name: name, passcode: passcode, gracePeriod: device.info.gracePeriod, passcodeHashing: .minimum)
             try Device.initialize(at: directory, options: options, clock: targetClock)
-            let report = try DeviceRestore.restore(archive, password: password, to: directory, passcode: passcode)
+            // Written just above: its origin is known.
+            let report = try DeviceRestore.restore(archive, password: password, to: directory, passcode: passcode, acceptingUnauthenticated: true)
             let restored = try Device.powerOn(at: directory, clock: targetClock)
             try restored.unlock(passcode: passcode)
             return (SimulatedDevice(root: targetRoot, clock: targetClock, device: restored, passcode: passcode), report)

@@ -16,6 +16,17 @@ enum PhoneIdentity {
     static let dataProtectionRounds: UInt32 = 10_000_000
     static let rounds: UInt32 = 10_000
 
+    /// A warning for a password key of `dataProtectionRounds` rounds of PBKDF2-SHA256, fewer than
+    /// a phone's: what a guess at the password then costs, in a phone backup's guesses.
+    static func weakRoundsWarning(_ dataProtectionRounds: UInt32) -> String? {
+        guard dataProtectionRounds < Self.dataProtectionRounds else { return nil }
+        let perGuess = UInt64(dataProtectionRounds) + UInt64(rounds)
+        let phone = UInt64(Self.dataProtectionRounds) + UInt64(rounds)
+        return "the password's key takes \(dataProtectionRounds.formatted()) rounds of PBKDF2-SHA256 where a phone's takes "
+            + "\(Self.dataProtectionRounds.formatted()): each guess at the password costs about \((phone / perGuess).formatted()) times less "
+            + "than against a phone's backup; fine for tests, weak for real secrets"
+    }
+
     /// A 40-hex-digit UDID for a Keyferry device, as older phones had: the SHA-1 of its ID.
     static func udid(_ deviceID: UUID) -> String {
         Insecure.SHA1.hash(data: Array(deviceID.uuidString.utf8)).map { String(format: "%02x", $0) }.joined()
@@ -69,9 +80,11 @@ package enum PhoneBackupError: CodedError, Equatable {
     case needsPassword
     case exists(String)
     case unsupported(String)
+    /// Unencrypted, so nothing proves who wrote it; `sameDevice` when it claims the target.
+    case unauthenticated(sameDevice: Bool)
 
     package enum Code: String, Sendable {
-        case malformed, wrongPassword, needsPassword, exists, unsupported
+        case malformed, wrongPassword, needsPassword, exists, unsupported, unauthenticated
     }
 
     package var code: Code {
@@ -81,13 +94,14 @@ package enum PhoneBackupError: CodedError, Equatable {
         case .needsPassword: .needsPassword
         case .exists: .exists
         case .unsupported: .unsupported
+        case .unauthenticated: .unauthenticated
         }
     }
 
     package var kind: ProblemKind {
         switch self {
         case .wrongPassword, .needsPassword: .authentication
-        case .malformed, .exists, .unsupported: .invalidInput
+        case .malformed, .exists, .unsupported, .unauthenticated: .invalidInput
         }
     }
 
@@ -100,6 +114,12 @@ package enum PhoneBackupError: CodedError, Equatable {
         case .needsPassword: "the iOS backup is encrypted, and no password was given"
         case .exists(let path): "\(path) already exists; an iOS backup is written to a new folder"
         case .unsupported(let detail): "the iOS backup cannot be read: \(detail)"
+        case .unauthenticated(let sameDevice):
+            "the iOS backup is unencrypted, and nothing in one proves who wrote it: its apps, their team and app groups, defaults and files "
+                + "could be anyone's, and it replaces this device's local items"
+                + (sameDevice
+                    ? " (it claims to be this device's; a genuine one's keychain items open only here, but its files prove nothing)" : "")
+                + ". Restore an encrypted backup, or this one with --accept-unauthenticated if you know where it comes from"
         }
     }
 }

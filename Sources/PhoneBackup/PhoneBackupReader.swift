@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferrySystem
 import KeyferryThreads
 
 /// A backup folder as a phone or Keyferry wrote it, read leniently and bounded: its manifest
@@ -36,13 +37,16 @@ package struct PhoneBackupReader: Sendable {
     package var applications: [String] { manifest.applications.map(\.bundleID) }
     package var leftOut: [String: Int] { manifest.leftOut }
     package var dataProtectionRounds: UInt32 { manifest.keybag.dataProtectionIterations }
+    /// What an encrypted backup's password is worth, when its key takes fewer rounds than a phone's.
+    package var weakPasswordWarning: String? { isEncrypted ? PhoneIdentity.weakRoundsWarning(dataProtectionRounds) : nil }
     /// Whether `deviceID` names the Keyferry device that wrote this backup.
     package func wasWritten(by deviceID: UUID) -> Bool { PhoneIdentity.udid(deviceID) == manifest.udid }
 
     /// Opens the keybag (the password's key derivation: seconds at a phone's cost) and
     /// `Manifest.db`. `device`, the keys of the device the backup is read on, opens the classes
-    /// tied to the device that made it when it is that device.
-    package func open(password: Data?, device: DeviceBackupKeys?) throws -> OpenedPhoneBackup {
+    /// tied to the device that made it when it is that device. `checkpoint` is called between
+    /// rows of `Manifest.db` and throws to stop the read (an interrupt).
+    package func open(password: Data?, device: DeviceBackupKeys?, checkpoint: () throws -> Void = {}) throws -> OpenedPhoneBackup {
         let deviceKey = device.flatMap { wasWritten(by: $0.deviceID) ? $0.phoneDeviceKey.withUnsafeBytes { SymmetricKey(data: $0) } : nil }
         var passwordKey: SymmetricKey?
         if manifest.encrypted {
@@ -59,50 +63,47 @@ package struct PhoneBackupReader: Sendable {
         } catch BackupKeybagError.wrongPassword {
             throw PhoneBackupError.wrongPassword
         }
-        let rows = try readManifestDatabase(classKeys)
+        let rows = try ManifestDatabase.read(try manifestDatabase(classKeys), maximumRows: Self.maximumRows, checkpoint: checkpoint)
         return OpenedPhoneBackup(folder: folder, manifest: manifest, classKeys: classKeys, rows: rows, deviceKeyUsed: deviceKey != nil)
     }
 
-    /// `Manifest.db`, decrypted into a private temporary file that SQLite opens read-only.
-    private func readManifestDatabase(_ classKeys: [UInt32: SymmetricKey]) throws -> [ManifestRow] {
+    /// `Manifest.db`'s plaintext.
+    private func manifestDatabase(_ classKeys: [UInt32: SymmetricKey]) throws -> Data {
         let sealed = try Self.contents(of: folder.manifestDatabase, "Manifest.db", limit: Self.maximumFileBytes, in: folder.root)
-        var plain = sealed
-        if manifest.encrypted, let manifestKey = manifest.manifestKey {
-            guard let classKey = classKeys[manifestKey.protectionClass] else {
-                throw PhoneBackupError.malformed("its ManifestKey is of class \(manifestKey.protectionClass), which the keybag does not open")
-            }
-            do {
-                plain = try BackupFileCrypto.open(sealed, key: try manifestKey.unwrap(with: classKey), requirePadding: false)
-            } catch {
-                throw PhoneBackupError.malformed("Manifest.db does not decrypt: \(error)")
-            }
+        guard manifest.encrypted, let manifestKey = manifest.manifestKey else { return sealed }
+        guard let classKey = classKeys[manifestKey.protectionClass] else {
+            throw PhoneBackupError.malformed("its ManifestKey is of class \(manifestKey.protectionClass), which the keybag does not open")
         }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-manifest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let path = scratch.appendingPathComponent("Manifest.db")
-        guard FileManager.default.createFile(atPath: path.path, contents: plain, attributes: [.posixPermissions: 0o600]) else {
-            throw PhoneBackupError.malformed("cannot write a private copy of Manifest.db in \(scratch.path)")
+        do {
+            return try BackupFileCrypto.open(sealed, key: try manifestKey.unwrap(with: classKey), requirePadding: false)
+        } catch {
+            throw PhoneBackupError.malformed("Manifest.db does not decrypt: \(error)")
         }
-        let rows = try ManifestDatabase.read(path, maximumRows: Self.maximumRows)
-        return rows
     }
 
     /// The bytes of a file of the backup, at most `limit` of them. Only a regular file in the
     /// folder itself is read: a symbolic link (the file, or the folder of two hex digits above
-    /// a blob) could lead anywhere on this machine.
+    /// a blob) could lead anywhere on this machine, and a FIFO or a device would never end.
     static func contents(of url: URL, _ name: String, limit: Int, in root: URL) throws -> Data {
-        var place = url
+        var place = url.deletingLastPathComponent()
         while place.path.count > root.path.count {
             let type = (try? FileManager.default.attributesOfItem(atPath: place.path))?[.type] as? FileAttributeType
             guard type != .typeSymbolicLink else { throw PhoneBackupError.malformed("\(name) is a symbolic link, which a backup never holds") }
             place.deleteLastPathComponent()
         }
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { throw PhoneBackupError.malformed("\(name) is missing") }
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: limit + 1) ?? Data()
-        guard data.count <= limit else { throw PhoneBackupError.malformed("\(name) is larger than \(limit >> 20) MiB") }
-        return data
+        do {
+            return try UntrustedFile.read(url.path, limit: limit)
+        } catch .missing {
+            throw PhoneBackupError.malformed("\(name) is missing")
+        } catch .symbolicLink {
+            throw PhoneBackupError.malformed("\(name) is a symbolic link, which a backup never holds")
+        } catch .notRegular(let kind) {
+            throw PhoneBackupError.malformed("\(name) is \(kind), not a file")
+        } catch .tooLarge(let limit) {
+            throw PhoneBackupError.malformed("\(name) is larger than \(limit >> 20) MiB")
+        } catch .unreadable(let reason) {
+            throw PhoneBackupError.malformed("\(name) cannot be read: \(reason)")
+        }
     }
 }
 

@@ -12,16 +12,20 @@ import KeyferryThreads
 /// Documents and UserDefaults, and every keychain item the target may open.
 package enum PhoneRestore {
     /// `progress` hears items and files done of their total; it may throw to stop the restore,
-    /// which leaves the target as it was.
+    /// which leaves the target as it was; so may `checkpoint`, called while `Manifest.db` is
+    /// read. An unencrypted backup, which nothing authenticates (anyone can write one, claiming
+    /// any device), is refused unless `acceptingUnauthenticated`.
     package static func restore(
-        _ backup: URL, password: Data?, to target: URL, passcode: String?, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
+        _ backup: URL, password: Data?, to target: URL, passcode: String?, acceptingUnauthenticated: Bool = false,
+        checkpoint: () throws -> Void = {}, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
         // What can be refused is refused before the target is touched: the password, Manifest.db,
         // every path to be written.
         let reader = try PhoneBackupReader(folder: backup)
         let targetKeys = try Device.backupKeys(at: target)
         let sameDevice = reader.wasWritten(by: targetKeys.deviceID)
-        let opened = try reader.open(password: password, device: targetKeys)
+        if !reader.isEncrypted, !acceptingUnauthenticated { throw PhoneBackupError.unauthenticated(sameDevice: sameDevice) }
+        let opened = try reader.open(password: password, device: targetKeys, checkpoint: checkpoint)
         let plan = try SandboxPlan(opened)
         // The keychain is read and opened while the target's passcode is checked (one core's
         // work) and the target is copied; a keychain that does not read stops the restore in
@@ -64,8 +68,9 @@ package enum PhoneRestore {
         let groups = Set(try device.installedApps().flatMap(\.entitledGroups))
 
         // The keychain: the target's synchronizable items merge, the rest are replaced.
-        let synchronizedOnTarget = try device.deviceKeychain.changes(since: 0).filter(\.record.synchronizable)
-            .reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
+        let before = try device.deviceKeychain.changes(since: 0)
+        let synchronizedOnTarget = before.filter(\.record.synchronizable).reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
+        let localOnTarget = DeviceRestore.replacedLocally(before)
         try device.deviceKeychain.deleteNonSynchronizableItems()
         var restored: [ItemRecord] = []
         for entry in keychain {
@@ -97,6 +102,10 @@ package enum PhoneRestore {
         var latest: [PrimaryKey: Int] = [:]
         for (index, record) in restored.enumerated() { latest[record.primaryKey] = index }
         let unique = restored.indices.filter { latest[restored[$0].primaryKey] == $0 }.map { restored[$0] }
+        let localKeys = Set(localOnTarget.map(\.primaryKey))
+        report.localItemsLost = DeviceRestore.lost(
+            localOnTarget,
+            restored: unique.filter { localKeys.contains($0.primaryKey) }.reduce(into: [:]) { $0[$1.primaryKey] = $1.modificationDate })
 
         // The items are sealed for the store on other threads while the files are written.
         let store = device.deviceKeychain

@@ -225,10 +225,11 @@ actor RunState {
             _ = try await NodeLauncher.stop(directory: dir)
             let passcode = passcodes[target]
             let password = archive.encrypted ? ScenarioRunner.archivePassword : nil
+            // The scenario's own backup step wrote it: its origin is known.
             let report =
                 archive.phone
-                ? try PhoneRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
-                : try DeviceRestore.restore(archive.url, password: password, to: dir, passcode: passcode)
+                ? try PhoneRestore.restore(archive.url, password: password, to: dir, passcode: passcode, acceptingUnauthenticated: true)
+                : try DeviceRestore.restore(archive.url, password: password, to: dir, passcode: passcode, acceptingUnauthenticated: true)
             lastReport = Self.lines(report)
             try await powerOnAndUnlock(target)
         case .transfer(let source, let target):

@@ -62,7 +62,10 @@ struct BackupBench: ParsableCommand {
                 run,
                 {
                     restores.append(
-                        try seconds { restored = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode).restoredCount })
+                        try seconds {
+                            restored = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode, acceptingUnauthenticated: true)
+                                .restoredCount
+                        })
                 },
                 {
                     let snapshot = Restic(repository: root.appendingPathComponent("restic-\(run)"))

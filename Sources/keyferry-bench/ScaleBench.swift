@@ -155,7 +155,9 @@ struct ScaleBench: AsyncParsableCommand {
         try record("verify", count) { _ = try ArchiveReader(contentsOf: archive).read(password: password) }
         let target = directory.appendingPathComponent("new-phone")
         try Device.initialize(at: target, options: options)
-        try record("restore", count) { _ = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode) }
+        try record("restore", count) {
+            _ = try DeviceRestore.restore(archive, password: password, to: target, passcode: passcode, acceptingUnauthenticated: true)
+        }
         try? FileManager.default.removeItem(at: target)
         try? FileManager.default.removeItem(at: archive)
     }

@@ -448,7 +448,9 @@ struct DemoCommand: AsyncParsableCommand {
             }
             let target = runner.root.appendingPathComponent("new-phone-\(kind)")
             try Device.initialize(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321"))
-            let report = try DeviceRestore.restore(archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321")
+            // The demo wrote it just now; a user restoring an unencrypted archive of another device says so (--accept-unauthenticated).
+            let report = try DeviceRestore.restore(
+                archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321", acceptingUnauthenticated: true)
             tour.say(
                 "restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file\(report.sandboxFiles == 1 ? "" : "s")"
             )

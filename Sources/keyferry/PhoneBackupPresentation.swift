@@ -46,6 +46,7 @@ enum PhoneBackupPresentation {
         )
         if let created = inspection.created { print("created  \(created)") }
         if reader.isEncrypted { print("password PBKDF2-SHA256, \(reader.dataProtectionRounds.formatted()) rounds, then PBKDF2-SHA1") }
+        if let weak = reader.weakPasswordWarning { print("  \(weak)") }
         print("apps     \(reader.applications.count): \(reader.applications.joined(separator: ", ").escapingControlCharacters)")
         for (name, count) in reader.leftOut.sorted(by: { $0.key < $1.key }) {
             print("  left out: \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) (never in an iOS backup)")
@@ -85,6 +86,7 @@ enum PhoneBackupPresentation {
         for name in result.sizeMismatches.prefix(20) {
             print("  \(name.escapingControlCharacters): its recorded size differs from its contents (a phone records stale sizes for files in use)")
         }
+        if let weak = reader.weakPasswordWarning { print("  \(weak)") }
         if reader.isEncrypted {
             print("(keychain items are authenticated; files carry no MAC in this format, only their padding is checked)")
         } else {

@@ -30,8 +30,9 @@ struct RestoreCommand: AsyncParsableCommand {
     @OptionGroup var password: BackupPassword
     @Flag(
         help: """
-            Restore a format 1 unencrypted archive that claims to be the target's own: nothing in it proves \
-            that, so anyone could have written its apps, access groups, defaults and files.
+            Restore an unencrypted backup that nothing authenticates: an iOS backup, another device's \
+            archive, or a format 1 archive claiming to be the target's. Anyone could have written its apps, \
+            access groups, defaults and files, and it replaces the target's local items.
             """)
     var acceptUnauthenticated = false
     @OptionGroup var output: ReportOptions
@@ -39,11 +40,9 @@ struct RestoreCommand: AsyncParsableCommand {
     func run() async throws {
         let archive = URL(fileURLWithPath: file)
         let phoneBackup = try PhoneBackupPresentation.isPhoneBackup(file) ? try PhoneBackupReader(folder: archive) : nil
-        if phoneBackup != nil, acceptUnauthenticated {
-            throw ValidationError("--accept-unauthenticated is for Keyferry's format 1 archives, not iOS backups.")
-        }
         let encrypted = try phoneBackup.map(\.isEncrypted) ?? (ArchiveReader(contentsOf: archive).header.mode == .encrypted)
         try password.refuseForUnencrypted(encrypted: encrypted, file)
+        if let weak = phoneBackup?.weakPasswordWarning { warn(weak) }
         let passcode = try target.read()
         let secret = encrypted ? try password.read(required: true) : nil
         let line = ProgressLine()
@@ -55,8 +54,9 @@ struct RestoreCommand: AsyncParsableCommand {
         let report: RestoreReport
         var shown = -1
         do {
+            let checkpoint = { if interrupted.withLock({ $0 }) { throw CancellationError() } }
             let progress = { (done: Int, total: Int) throws in
-                if interrupted.withLock({ $0 }) { throw CancellationError() }
+                try checkpoint()
                 if done != shown, done == total || done % 500 == 0 {
                     line.show("restoring \(done)/\(total)", last: done == total)
                     shown = done
@@ -66,7 +66,8 @@ struct RestoreCommand: AsyncParsableCommand {
             // The restore holds the target throughout: a running node makes it fail, untouched.
             if phoneBackup != nil {
                 report = try PhoneRestore.restore(
-                    archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode, progress: progress)
+                    archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode,
+                    acceptingUnauthenticated: acceptUnauthenticated, checkpoint: checkpoint, progress: progress)
             } else {
                 report = try DeviceRestore.restore(
                     archive, password: secret.map { Data($0.utf8) }, to: URL(fileURLWithPath: to), passcode: passcode,
@@ -134,7 +135,7 @@ extension RestoreReport {
         if waiting > 0 { lines.append("  \(waiting.items) restored for apps not installed yet; seen once one is installed") }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
             lines.append(
-                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)"
+                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) item\(count == 1 ? "" : "s") (never exported)"
             )
         }
         if !items.isEmpty { lines.append("  (--verbose lists every item, --json too)") }
@@ -148,19 +149,20 @@ extension RestoreReport {
             item.name ?? (item.reason == .sealedToSourceDevice ? "(attributes sealed)" : "item \(item.uuid.uuidString.prefix(8))")
         }
         // As wide as the longest name, so every column lines up.
-        let nameWidth = items.map { name($0).count }.max() ?? 0
+        let nameWidth = items.map { name($0).escapingControlCharacters.count }.max() ?? 0
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
             let columns = [
-                item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
+                item.restored ? "restored" : "dropped ", name(item).escapingControlCharacters.padded(nameWidth),
                 item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local",
             ]
             let note =
                 item.reason?.sentence(transfer: transfer) ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
+            // Names come from the backup: never raw control bytes to the terminal.
             lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
             lines.append(
-                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s") (never exported)"
+                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) item\(count == 1 ? "" : "s") (never exported)"
             )
         }
         return (lines + localLossLines).joined(separator: "\n")

@@ -144,9 +144,9 @@ struct BinaryPropertyListTests {
             bytes += object
         }
         let table = bytes.count
-        for offset in offsets { bytes += [UInt8(offset >> 8), UInt8(offset & 0xFF)] }
+        for offset in offsets { bytes += (0..<4).map { UInt8(truncatingIfNeeded: offset >> (8 * (3 - $0))) } }
         func u64(_ n: Int) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: n >> (8 * (7 - $0))) } }
-        bytes += [0, 0, 0, 0, 0, 0, 2, referenceSize] + u64(objects.count) + u64(0) + u64(table)
+        bytes += [0, 0, 0, 0, 0, 0, 4, referenceSize] + u64(objects.count) + u64(0) + u64(table)
         return Data(bytes)
     }
 
@@ -158,6 +158,34 @@ struct BinaryPropertyListTests {
         #expect(throws: PropertyListError.self) { try BinaryPropertyList.decode(Self.plist(bomb)) }
         let deep = (0..<100).map { level in [0xA1, UInt8(level + 1)] } + [[0x08]]
         #expect(throws: PropertyListError.self) { try BinaryPropertyList.decode(Self.plist(deep)) }
+    }
+
+    @Test("one data object referenced 65,535 times (an 80 KB file that would expand to a gigabyte) is refused by its bytes")
+    func sharedDataBomb() throws {
+        let references: [UInt8] = [0xAF, 0x11, 0xFF, 0xFF] + [UInt8](repeating: 1, count: 0xFFFF)
+        let data: [UInt8] = [0x4F, 0x11, 0x40, 0x00] + [UInt8](repeating: 0x41, count: 16 << 10)
+        let file = Self.plist([references, data])
+        #expect(file.count < 90_000)
+        #expect {
+            try BinaryPropertyList.decode(file)
+        } throws: { "\($0)".contains("more bytes than a property list of its size holds") }
+    }
+
+    @Test("shared objects are decoded once and read as if copied; sharing cannot nest past the depth bound")
+    func sharing() throws {
+        // An array of three references to one string, and to one dictionary holding it.
+        let shared = try BinaryPropertyList.decode(
+            Self.plist([[0xA4, 1, 1, 2, 2], [0x53] + Array("abc".utf8), [0xD1, 1, 1]]))
+        #expect(shared == .array([.string("abc"), .string("abc"), .dictionary(["abc": .string("abc")]), .dictionary(["abc": .string("abc")])]))
+        // The top holds a chain 40 deep (objects 41 to 81) and a path 40 deep (1 to 40) that
+        // ends in the same chain: read first near the top, the chain is met again at depth 41,
+        // where it would nest past 64.
+        var objects: [[UInt8]] = [[0xA2, 41, 1]]
+        for index in 1...80 { objects.append([0xA1, UInt8(index == 40 ? 41 : index + 1)]) }
+        objects.append([0x08])
+        #expect {
+            try BinaryPropertyList.decode(Self.plist(objects))
+        } throws: { "\($0)".contains("nested deeper") }
     }
 
     @Test("every truncation and every single flipped byte of a real plist is an error or a value, never a trap")

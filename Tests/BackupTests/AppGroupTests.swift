@@ -93,7 +93,9 @@ struct AppGroupTests {
             try DeviceBackup.create(from: t.device, to: url, mode: encrypted ? .encrypted(password: Data("pw".utf8), parameters: .minimum) : .unencrypted)
             let target = try TestDevice(seed: 9, apps: [])
             target.device.powerOff()
-            let report = try DeviceRestore.restore(url, password: encrypted ? Data("pw".utf8) : nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+            let report = try DeviceRestore.restore(
+                url, password: encrypted ? Data("pw".utf8) : nil, to: target.directory, passcode: TestDevice.defaultPasscode,
+                acceptingUnauthenticated: !encrypted)
             #expect(report.sandboxFiles == 2, "the suite and the file: the apps wrote no defaults of their own")
             let restored = try Device.powerOn(at: target.directory)
             defer { restored.powerOff() }

@@ -42,7 +42,8 @@ struct DeviceRestoreTests {
         let target = sameDevice ? fixture.directory : newDevice.directory
         fixture.device.powerOff()
         newDevice.device.powerOff()
-        let report = try DeviceRestore.restore(url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode)
+        let report = try DeviceRestore.restore(
+            url, password: encrypted ? password : nil, to: target, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: !encrypted)
         return (report, target, newDevice)
     }
 
@@ -258,6 +259,34 @@ struct DeviceRestoreTests {
         #expect(try snapshot(target.directory) == before)
     }
 
+    @Test("an unencrypted archive of another device is refused before the target is touched; accepted by name, the local items it removes are listed")
+    func otherDeviceUnencryptedGated() throws {
+        let target = try TestDevice(seed: 7)
+        try target.keychain().add(.password(account: "target-own", value: "keep"))
+        target.device.powerOff()
+        let before = try snapshot(target.directory)
+        // Anyone can write one: another device's ID, an app under a team of the writer's choosing.
+        let url = target.directory.deletingLastPathComponent().appendingPathComponent("other.kfbackup")
+        let writer = try ArchiveWriter(
+            to: url, mode: .unencrypted, device: DeviceBackupKeys(deviceID: UUID(), hardwareUID: SymmetricKey()), deviceName: "Someone's")
+        try writer.append(.apps, try JSONEncoder.archive.encode([AppManifest(bundleID: TestDevice.appID, teamID: "MALLORY123")]))
+        try writer.finish(ArchiveManifest())
+        let refusal = #expect(throws: ArchiveError.self) {
+            try DeviceRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        }
+        guard case .unauthenticated(let why)? = refusal else {
+            Issue.record("\(String(describing: refusal))")
+            return
+        }
+        #expect(why.contains("another device") && why.contains("--accept-unauthenticated"))
+        #expect(try snapshot(target.directory) == before)
+        let report = try DeviceRestore.restore(
+            url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: true)
+        #expect(report.authenticity == .checksums)
+        #expect(report.localItemsLost.map(\.reason) == [.notInArchive])
+        #expect(report.localItemsLost.first?.name?.hasPrefix("target-own") == true)
+    }
+
     @Test("a format 1 unencrypted archive claiming the target's identity is refused before the target is touched, unless accepted by name")
     func formatOneDowngradeRefused() throws {
         let target = try TestDevice(seed: 8)
@@ -316,7 +345,7 @@ struct DeviceRestoreTests {
         target.device.powerOff()
 
         let small = try zeros(pieces: 3, beside: target)
-        _ = try DeviceRestore.restore(small, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        _ = try DeviceRestore.restore(small, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: true)
         let device = try Device.powerOn(at: target.directory)
         try device.unlock(passcode: TestDevice.defaultPasscode)
         #expect(try device.sandbox(for: TestDevice.appID).readFile("zeros").count == 3 * (ArchiveFormat.maximumSectionBytes - 1024))
@@ -326,7 +355,7 @@ struct DeviceRestoreTests {
         let bomb = try zeros(pieces: 80, beside: target)
         #expect(try FileManager.default.attributesOfItem(atPath: bomb.path)[.size] as? Int ?? 0 < 64 << 10, "kilobytes on disk")
         for attempt in [
-            { _ = try DeviceRestore.restore(bomb, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode) },
+            { _ = try DeviceRestore.restore(bomb, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: true) },
             { _ = try ArchiveReader(contentsOf: bomb).read(password: nil) },
         ] {
             #expect {

@@ -32,8 +32,7 @@ struct HostileBackupTests {
         /// Restores onto the target and returns the error, checking the target is untouched.
         func refusal(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
             do {
-                _ = try PhoneRestore.restore(
-                    folder, password: PhoneBackupTests.password, to: target.directory, passcode: TestDevice.defaultPasscode)
+                _ = try restore()
             } catch {
                 #expect(try deviceSnapshot(target.directory) == before, "the target changed", sourceLocation: sourceLocation)
                 let siblings = try FileManager.default.contentsOfDirectory(atPath: target.directory.deletingLastPathComponent().path)
@@ -44,8 +43,11 @@ struct HostileBackupTests {
             return ""
         }
 
+        /// Restores onto the target; an unencrypted backup as the user who vouches for it.
         func restore() throws -> RestoreReport {
-            try PhoneRestore.restore(folder, password: PhoneBackupTests.password, to: target.directory, passcode: TestDevice.defaultPasscode)
+            try PhoneRestore.restore(
+                folder, password: PhoneBackupTests.password, to: target.directory, passcode: TestDevice.defaultPasscode,
+                acceptingUnauthenticated: true)
         }
 
         /// Rewrites the (plain) Manifest.db.
@@ -192,7 +194,8 @@ struct HostileBackupTests {
         keychain.entries["genp"] = rows
         try BinaryPropertyList.encode(keychain.propertyList).write(to: plistURL)
         source.device.powerOff()
-        let report = try PhoneRestore.restore(folder, password: nil, to: source.directory, passcode: TestDevice.defaultPasscode)
+        let report = try PhoneRestore.restore(
+            folder, password: nil, to: source.directory, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: true)
         #expect(report.items.filter { $0.reason == .damaged }.count == 1)
         #expect(report.items.filter { $0.reason == .unsupported }.count == 1)
         #expect(report.restoredCount == 6)
@@ -237,6 +240,78 @@ struct HostileBackupTests {
         manifest["Applications"] = .dictionary(["../../evil": .dictionary([:])])
         try BinaryPropertyList.encode(.dictionary(manifest)).write(to: url)
         #expect(try setup.refusal().contains("not a bundle ID"))
+    }
+
+    @Test(
+        "a Manifest.db whose Files runs the author's SQL (a view over an endless recursive query, a trigger, a generated column, a virtual table) is refused at once",
+        arguments: [
+            """
+            ALTER TABLE Files RENAME TO RealFiles;
+            CREATE VIEW Files AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+                SELECT fileID, domain, relativePath, flags, file FROM RealFiles, c WHERE x < 0;
+            """,
+            "CREATE TRIGGER noisy AFTER INSERT ON Files BEGIN SELECT 1; END;",
+            """
+            ALTER TABLE Files RENAME TO RealFiles;
+            CREATE TABLE Files (fileID TEXT, domain TEXT, relativePath TEXT, flags INTEGER, file BLOB,
+                huge TEXT GENERATED ALWAYS AS (printf('%.*c', 1000000000, 'x')) VIRTUAL);
+            """,
+            """
+            ALTER TABLE Files RENAME TO RealFiles;
+            CREATE VIRTUAL TABLE Files USING fts4(fileID, domain, relativePath, flags, file);
+            """,
+        ])
+    func hostileSchemas(sql: String) throws {
+        let setup = try Setup()
+        try setup.editManifest { db in try db.execute(sql: sql) }
+        let started = ContinuousClock.now
+        let refusal = try setup.refusal()
+        #expect(refusal.contains("Manifest.db"), "\(refusal)")
+        #expect(ContinuousClock.now - started < .seconds(30), "refused before any of its SQL ran")
+        #expect(Self.decryptedCopies().isEmpty, "a copy of Manifest.db was left behind")
+    }
+
+    @Test("Manifest.db's private copy is gone while it is read, and an interrupt stops the read")
+    func privateCopy() throws {
+        let setup = try Setup(encrypted: true)
+        // A copy left by a reader that was killed: its process is gone, so the next read removes it.
+        let abandoned = FileManager.default.temporaryDirectory.appendingPathComponent("\(PrivateCopy.prefix)2147483600-abandoned")
+        try FileManager.default.createDirectory(at: abandoned, withIntermediateDirectories: true)
+        var rowsSeen = 0
+        #expect(throws: CancellationError.self) {
+            try PhoneBackupReader(folder: setup.folder).open(password: PhoneBackupTests.password, device: nil) {
+                rowsSeen += 1
+                // While rows are being read, no decrypted copy is anywhere on disk.
+                #expect(Self.decryptedCopies().isEmpty)
+                if rowsSeen == 2 { throw CancellationError() }
+            }
+        }
+        #expect(rowsSeen == 2)
+        #expect(!FileManager.default.fileExists(atPath: abandoned.path))
+    }
+
+    @Test("a blob, Manifest.db or Manifest.plist that is a FIFO is refused at once, never waited on")
+    func fifos() throws {
+        for name in ["blob", "Manifest.db", "Manifest.plist"] {
+            let setup = try Setup()
+            let url = name == "blob" ? setup.blob(domain: Self.app, path: "Documents/notes/today.txt") : setup.folder.appendingPathComponent(name)
+            try FileManager.default.removeItem(at: url)
+            let mkfifo = Process()
+            mkfifo.executableURL = URL(fileURLWithPath: "/usr/bin/mkfifo")
+            mkfifo.arguments = [url.path]
+            try mkfifo.run()
+            mkfifo.waitUntilExit()
+            #expect(try setup.refusal().contains("is a FIFO"), "\(name)")
+        }
+    }
+
+    /// Decrypted copies of Manifest.db that a live reader of this process left on disk.
+    static func decryptedCopies() -> [String] {
+        let temporary = FileManager.default.temporaryDirectory
+        let mine = "\(PrivateCopy.prefix)\(ProcessInfo.processInfo.processIdentifier)-"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []).filter { name in
+            name.hasPrefix(mine) && !((try? FileManager.default.contentsOfDirectory(atPath: temporary.appendingPathComponent(name).path)) ?? []).isEmpty
+        }
     }
 
     /// Writes `rows` as the backup's Manifest.db, sealed under its own Manifest key again.

@@ -140,7 +140,8 @@ struct PhoneBackupTests {
             let url = try Self.write(fixture, encrypted: encrypted)
             fixture.device.powerOff()
             let report = try PhoneRestore.restore(
-                url, password: encrypted ? Self.password : nil, to: fixture.directory, passcode: TestDevice.defaultPasscode)
+                url, password: encrypted ? Self.password : nil, to: fixture.directory, passcode: TestDevice.defaultPasscode,
+                acceptingUnauthenticated: !encrypted)
             #expect(report.sameDevice)
             #expect(report.items.filter { !$0.restored }.isEmpty, "\(report.items.filter { !$0.restored })")
             #expect(try Self.contents(fixture.directory).count == 8)
@@ -158,7 +159,14 @@ struct PhoneBackupTests {
         #expect(try Data(contentsOf: url.appendingPathComponent("Manifest.db")).starts(with: Array("SQLite format 3".utf8)))
         let target = try TestDevice(seed: 9, apps: [])
         target.device.powerOff()
-        let report = try PhoneRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        let before = try target.allBytesOnDisk().map(\.bytes)
+        // Nothing proves who wrote it: refused, untouched, unless the user vouches for it.
+        #expect {
+            try PhoneRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
+        } throws: { ($0 as? PhoneBackupError) == .unauthenticated(sameDevice: false) }
+        #expect(try target.allBytesOnDisk().map(\.bytes) == before)
+        let report = try PhoneRestore.restore(
+            url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode, acceptingUnauthenticated: true)
         #expect(report.authenticity == .unauthenticated)
         #expect(report.restoredCount == 0)
         #expect(report.items.count == 8)
