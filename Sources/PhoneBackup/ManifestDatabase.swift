@@ -45,28 +45,44 @@ enum ManifestDatabase {
         try queue.close()
     }
 
-    /// Every row of a decrypted `Manifest.db`, in domain and path order, at most `maximumRows`.
+    /// The first bytes of every SQLite database.
+    static let sqliteHeader = Data("SQLite format 3\0".utf8)
+
+    /// What `read` found: the rows, and the rows whose record does not decode, by name (escaped).
+    struct Contents {
+        var rows: [ManifestRow]
+        var unreadable: [String]
+    }
+
+    /// Every row of a decrypted `Manifest.db`, in domain and path order, at most `maximumRows`;
+    /// a row whose record (its MBFile) does not decode is named in `unreadable`, not failed on,
+    /// as readers of phones' backups skip it.
     /// The database is the backup author's, so it is read as hostile: SQLite opens a private
     /// copy that is unlinked as soon as it is open (nothing decrypted outlives the read, even a
     /// killed one), `Files` must be a plain table (a view, trigger, virtual table or generated
     /// column would run the author's SQL), and each row is a step of a scan bounded by the
     /// file's size, between which `checkpoint` may stop the read. A database that SQLite cannot
     /// read, a missing column or an oversized record is malformed.
-    static func read(_ plain: Data, maximumRows: Int, checkpoint: () throws -> Void) throws -> [ManifestRow] {
+    static func read(_ plain: Data, maximumRows: Int, checkpoint: () throws -> Void) throws -> Contents {
         let queue = try PrivateCopy.open(plain)
         defer { try? queue.close() }
         do {
             return try queue.read { db in
                 try requirePlainFilesTable(db)
-                var result: [ManifestRow] = []
+                var result = Contents(rows: [], unreadable: [])
                 let rows = try Row.fetchCursor(db, sql: "SELECT fileID, domain, relativePath, flags, file FROM Files")
+                var count = 0
                 while let row = try rows.next() {
                     try checkpoint()
-                    guard result.count < maximumRows else { throw PhoneBackupError.malformed("Manifest.db has more than \(maximumRows) rows") }
-                    result.append(try manifestRow(row))
+                    count += 1
+                    guard count <= maximumRows else { throw PhoneBackupError.malformed("Manifest.db has more than \(maximumRows) rows") }
+                    switch try manifestRow(row) {
+                    case .success(let row): result.rows.append(row)
+                    case .failure(let unreadable): result.unreadable.append(unreadable.name)
+                    }
                 }
                 // Sorted here rather than by SQLite: the order costs no work the author can choose.
-                result.sort { ($0.domain, $0.relativePath) < ($1.domain, $1.relativePath) }
+                result.rows.sort { ($0.domain, $0.relativePath) < ($1.domain, $1.relativePath) }
                 return result
             }
         } catch let error as PhoneBackupError {
@@ -105,7 +121,12 @@ enum ManifestDatabase {
         }
     }
 
-    private static func manifestRow(_ row: Row) throws -> ManifestRow {
+    /// A row whose record does not decode: `name` says which and why.
+    struct UnreadableRecord: Error {
+        var name: String
+    }
+
+    private static func manifestRow(_ row: Row) throws -> Result<ManifestRow, UnreadableRecord> {
         guard let fileID = row["fileID"] as String?, let domain = row["domain"] as String?, let path = row["relativePath"] as String?,
             let flags = row["flags"] as Int64?
         else {
@@ -114,15 +135,14 @@ enum ManifestDatabase {
         let name = "\(domain)-\(path)".escapingControlCharacters
         let blob = (row["file"] as Data?) ?? Data()
         guard blob.count <= maximumRecordBytes else {
-            throw PhoneBackupError.malformed("the record of \(name) is \(blob.count) bytes, more than \(maximumRecordBytes)")
+            return .failure(UnreadableRecord(name: "\(name) (a record of \(blob.count) bytes, more than \(maximumRecordBytes))"))
         }
-        let record: BackupFileRecord
         do {
-            record = try BackupFileRecord(keyedArchive: try BinaryPropertyList.decode(blob))
+            let record = try BackupFileRecord(keyedArchive: try BinaryPropertyList.decode(blob))
+            return .success(ManifestRow(fileID: fileID, domain: domain, relativePath: path, flags: flags, file: record))
         } catch {
-            throw PhoneBackupError.malformed("the record of \(name): \(error)")
+            return .failure(UnreadableRecord(name: "\(name) (\(error))"))
         }
-        return ManifestRow(fileID: fileID, domain: domain, relativePath: path, flags: flags, file: record)
     }
 }
 

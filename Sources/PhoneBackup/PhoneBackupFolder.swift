@@ -16,17 +16,6 @@ enum PhoneIdentity {
     static let dataProtectionRounds: UInt32 = 10_000_000
     static let rounds: UInt32 = 10_000
 
-    /// A warning for a password key of `dataProtectionRounds` rounds of PBKDF2-SHA256, fewer than
-    /// a phone's: what a guess at the password then costs, in a phone backup's guesses.
-    static func weakRoundsWarning(_ dataProtectionRounds: UInt32) -> String? {
-        guard dataProtectionRounds < Self.dataProtectionRounds else { return nil }
-        let perGuess = UInt64(dataProtectionRounds) + UInt64(rounds)
-        let phone = UInt64(Self.dataProtectionRounds) + UInt64(rounds)
-        return "the password's key takes \(dataProtectionRounds.formatted()) rounds of PBKDF2-SHA256 where a phone's takes "
-            + "\(Self.dataProtectionRounds.formatted()): each guess at the password costs about \((phone / perGuess).formatted()) times less "
-            + "than against a phone's backup; fine for tests, weak for real secrets"
-    }
-
     /// A 40-hex-digit UDID for a Keyferry device, as older phones had: the SHA-1 of its ID.
     static func udid(_ deviceID: UUID) -> String {
         Insecure.SHA1.hash(data: Array(deviceID.uuidString.utf8)).map { String(format: "%02x", $0) }.joined()

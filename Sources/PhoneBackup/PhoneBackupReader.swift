@@ -38,7 +38,21 @@ package struct PhoneBackupReader: Sendable {
     package var leftOut: [String: Int] { manifest.leftOut }
     package var dataProtectionRounds: UInt32 { manifest.keybag.dataProtectionIterations }
     /// What an encrypted backup's password is worth, when its key takes fewer rounds than a phone's.
-    package var weakPasswordWarning: String? { isEncrypted ? PhoneIdentity.weakRoundsWarning(dataProtectionRounds) : nil }
+    package var weakPasswordWarning: String? {
+        isEncrypted && manifest.keybag.hasDataProtectionStep ? Self.weakRoundsWarning(dataProtectionRounds) : nil
+    }
+
+    /// A warning for a password key of `dataProtectionRounds` rounds of PBKDF2-SHA256, fewer than
+    /// a phone's: what a guess at the password then costs, in a phone backup's guesses.
+    package static func weakRoundsWarning(_ dataProtectionRounds: UInt32) -> String? {
+        let phoneRounds = PhoneIdentity.dataProtectionRounds
+        guard dataProtectionRounds < phoneRounds else { return nil }
+        let perGuess = UInt64(dataProtectionRounds) + UInt64(PhoneIdentity.rounds)
+        let phone = UInt64(phoneRounds) + UInt64(PhoneIdentity.rounds)
+        return "the password's key takes \(dataProtectionRounds.formatted()) rounds of PBKDF2-SHA256 where a phone's takes "
+            + "\(phoneRounds.formatted()): each guess at the password costs about \((phone / perGuess).formatted()) times less "
+            + "than against a phone's backup; fine for tests, weak for real secrets"
+    }
     /// Whether `deviceID` names the Keyferry device that wrote this backup.
     package func wasWritten(by deviceID: UUID) -> Bool { PhoneIdentity.udid(deviceID) == manifest.udid }
 
@@ -63,14 +77,34 @@ package struct PhoneBackupReader: Sendable {
         } catch BackupKeybagError.wrongPassword {
             throw PhoneBackupError.wrongPassword
         }
-        let rows = try ManifestDatabase.read(try manifestDatabase(classKeys), maximumRows: Self.maximumRows, checkpoint: checkpoint)
-        return OpenedPhoneBackup(folder: folder, manifest: manifest, classKeys: classKeys, rows: rows, deviceKeyUsed: deviceKey != nil)
+        let opened = manifest.encrypted ? "the password opens its keybag (\(classKeys.count) class keys), but " : ""
+        guard FileManager.default.fileExists(atPath: folder.manifestDatabase.path) else {
+            if FileManager.default.fileExists(atPath: folder.root.appendingPathComponent("Manifest.mbdb").path)
+                || PhoneBackupSurvey.generation(of: manifest.productVersion) == .beforeiOS10
+            {
+                throw PhoneBackupError.unsupported(
+                    "\(opened)it is a backup of iOS \(manifest.productVersion.escapingControlCharacters), older than 10, whose file list is "
+                        + "Manifest.mbdb, which Keyferry does not read")
+            }
+            throw PhoneBackupError.malformed("\(opened)Manifest.db is missing: no file or keychain item can be found without it")
+        }
+        let contents = try ManifestDatabase.read(try manifestDatabase(classKeys), maximumRows: Self.maximumRows, checkpoint: checkpoint)
+        return OpenedPhoneBackup(
+            folder: folder, manifest: manifest, classKeys: classKeys, rows: contents.rows, unreadableRecords: contents.unreadable,
+            deviceKeyUsed: deviceKey != nil)
     }
 
-    /// `Manifest.db`'s plaintext.
+    /// `Manifest.db`'s plaintext. iOS 10.0 and 10.1 encrypted a backup's files but not
+    /// `Manifest.db`, and wrote no `ManifestKey`.
     private func manifestDatabase(_ classKeys: [UInt32: SymmetricKey]) throws -> Data {
         let sealed = try Self.contents(of: folder.manifestDatabase, "Manifest.db", limit: Self.maximumFileBytes, in: folder.root)
-        guard manifest.encrypted, let manifestKey = manifest.manifestKey else { return sealed }
+        guard manifest.encrypted else { return sealed }
+        guard let manifestKey = manifest.manifestKey else {
+            guard sealed.starts(with: ManifestDatabase.sqliteHeader) else {
+                throw PhoneBackupError.malformed("it is encrypted with no ManifestKey, and its Manifest.db is not in plain either")
+            }
+            return sealed
+        }
         guard let classKey = classKeys[manifestKey.protectionClass] else {
             throw PhoneBackupError.malformed("its ManifestKey is of class \(manifestKey.protectionClass), which the keybag does not open")
         }
@@ -113,6 +147,8 @@ package struct OpenedPhoneBackup: Sendable {
     let manifest: PhoneManifest
     let classKeys: [UInt32: SymmetricKey]
     let rows: [ManifestRow]
+    /// Rows of `Manifest.db` whose record does not decode, by name: never restored.
+    let unreadableRecords: [String]
     /// The target is the device that made the backup: its tied classes were opened.
     let deviceKeyUsed: Bool
 
@@ -156,7 +192,13 @@ package struct OpenedPhoneBackup: Sendable {
 
     /// Every item of `keychain-backup.plist`, in table order; none when the backup has no keychain.
     func keychain() throws -> [KeychainEntry] {
-        guard let row = rows.first(where: { $0.domain == PhoneDomain.keychain && $0.relativePath == PhoneDomain.keychainFile }) else { return [] }
+        guard let row = rows.first(where: { $0.domain == PhoneDomain.keychain && $0.relativePath == PhoneDomain.keychainFile }) else {
+            let name = "\(PhoneDomain.keychain)-\(PhoneDomain.keychainFile) "
+            if let unreadable = unreadableRecords.first(where: { $0.hasPrefix(name) }) {
+                throw PhoneBackupError.malformed("the record of \(unreadable)")
+            }
+            return []
+        }
         let plist: KeychainBackupPlist
         do {
             plist = try KeychainBackupPlist(propertyList: try BinaryPropertyList.decode(try contents(of: row)))
@@ -224,12 +266,15 @@ extension OpenedPhoneBackup {
         package var itemsSealedToSourceDevice = 0
         package var itemsDamaged = 0
         package var itemsUnsupported = 0
+        /// Rows of `Manifest.db` whose record does not decode, by name.
+        package var unreadableRecords: [String] = []
     }
 
     /// Reads every byte the keybag opens. A file that does not decrypt fails the whole check
     /// (`PhoneBackupError.malformed` names it); items are counted by what became of them.
     package func verify(progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }) throws -> Verification {
         var result = Verification()
+        result.unreadableRecords = unreadableRecords
         let files = rows.filter { $0.flags == ManifestRow.regularFile }
         for (index, row) in files.enumerated() {
             let contents = try contents(of: row)

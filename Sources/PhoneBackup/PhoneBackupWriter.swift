@@ -131,7 +131,7 @@ package enum PhoneBackupWriter {
                 "\(never) keychain item\(never == 1 ? " is" : "s are") never in an iOS backup (whenPasscodeSetThisDeviceOnly, or access control that asks for the user)."
             )
         }
-        if options.password != nil, let weak = PhoneIdentity.weakRoundsWarning(options.dataProtectionRounds) { warnings.append(weak + ".") }
+        if options.password != nil, let weak = PhoneBackupReader.weakRoundsWarning(options.dataProtectionRounds) { warnings.append(weak + ".") }
         if options.password == nil {
             warnings.append("unencrypted: every keychain item restores onto \(device.info.name) only, and the apps' files and UserDefaults are in plain.")
         }

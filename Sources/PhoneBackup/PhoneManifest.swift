@@ -123,9 +123,6 @@ struct PhoneManifest: Sendable {
                 throw PhoneBackupError.malformed("its ManifestKey: \(error)")
             }
         }
-        if encrypted, manifestKey == nil {
-            throw PhoneBackupError.unsupported("it is encrypted but has no ManifestKey: a backup of iOS before 10.2, which Keyferry does not read")
-        }
         let lockdown = manifest["Lockdown"]
         udid = lockdown?["UniqueDeviceID"]?.string ?? folder.root.lastPathComponent
         deviceName = lockdown?["DeviceName"]?.string ?? "iPhone"

@@ -193,6 +193,8 @@ struct SandboxPlan {
     var files: [File] = []
     /// Regular files not restored, by domain (or by why, for an app's files outside Documents).
     var notRestored: [String: Int] = [:]
+    /// Where `notRestored` counts the rows whose record does not decode, whatever their domain.
+    static let unreadableRecords = "rows of Manifest.db whose record does not decode"
 
     /// The files in groups of at most eight and 64 MiB of blobs (a larger file alone): what a
     /// restore holds in memory while a group is decrypted on every core.
@@ -213,6 +215,7 @@ struct SandboxPlan {
     }
 
     init(_ backup: OpenedPhoneBackup) throws {
+        if !backup.unreadableRecords.isEmpty { notRestored[Self.unreadableRecords] = backup.unreadableRecords.count }
         let apps = Set(backup.manifest.applications.map(\.bundleID))
         for row in backup.rows where row.flags == ManifestRow.regularFile {
             guard let owner = owner(of: row, apps: apps) else { continue }

@@ -145,7 +145,7 @@ struct BackupCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            if try PhoneBackupPresentation.isPhoneBackup(file) { return try PhoneBackupPresentation.inspect(file, json: output.json) }
+            if try PhoneBackupPresentation.isPhoneBackup(file, partial: true) { return try PhoneBackupPresentation.inspect(file, json: output.json) }
             let reader = try ArchiveReader(contentsOf: URL(fileURLWithPath: file))
             let manifest = try reader.unverifiedManifest()
             let header = reader.header

@@ -6,52 +6,80 @@ import PhoneBackup
 /// `backup inspect` and `backup verify` of an iOS backup folder, a phone's or a Keyferry device's.
 enum PhoneBackupPresentation {
     /// Whether `path` names an iOS backup folder rather than a Keyferry archive. A folder that
-    /// is neither is refused here, by what it lacks.
-    static func isPhoneBackup(_ path: String) throws -> Bool {
+    /// is neither is refused here, by what it lacks. `partial` takes any part of a phone's
+    /// backup that `inspect` reads (a Manifest.db alone, an extracted keychain-backup.plist).
+    static func isPhoneBackup(_ path: String, partial: Bool = false) throws -> Bool {
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return false }
-        guard PhoneBackupReader.isBackup(url) else {
+        guard PhoneBackupReader.isBackup(url) || (partial && PhoneBackupSurvey.isPartOfBackup(url)) else {
             throw CommandFailure(
                 .invalidInput,
                 "\(path) is a folder with no Manifest.plist: neither an iOS backup nor a Keyferry archive. Finder keeps each backup in a folder named by the phone's UDID (MobileSync/Backup/UDID); give that folder."
-            )
+                    + (partial ? "" : " (`keyferry backup inspect` reads a part of one: a Manifest.db, or an extracted KeychainDomain/keychain-backup.plist.)"))
         }
         return true
     }
 
-    /// What `Manifest.plist` says, which needs no password.
-    struct Inspection: Encodable {
-        var format = "ios"
-        var encrypted: Bool
-        var deviceName: String
-        var udid: String
-        var productVersion: String
-        var created: String?
-        var dataProtectionRounds: UInt32
-        var applications: [String]
-        var leftOut: [String: Int]
-    }
-
+    /// What the folder holds, which needs no password: `Manifest.plist`, `Info.plist`, a plain
+    /// `Manifest.db` and `keychain-backup.plist`, as far as they are there.
     static func inspect(_ path: String, json: Bool) throws {
-        let reader = try PhoneBackupReader(folder: URL(fileURLWithPath: path))
-        let inspection = Inspection(
-            encrypted: reader.isEncrypted, deviceName: reader.deviceName, udid: reader.udid, productVersion: reader.productVersion,
-            created: reader.date?.formatted(.iso8601), dataProtectionRounds: reader.dataProtectionRounds, applications: reader.applications,
-            leftOut: reader.leftOut)
-        if json { return try printJSON(encodable: inspection) }
-        print("\(path): iOS backup, \(reader.isEncrypted ? "encrypted" : "unencrypted")")
-        print(
-            "device   \(reader.deviceName.escapingControlCharacters) (UDID \(reader.udid.escapingControlCharacters), iOS \(reader.productVersion.escapingControlCharacters))"
-        )
-        if let created = inspection.created { print("created  \(created)") }
-        if reader.isEncrypted { print("password PBKDF2-SHA256, \(reader.dataProtectionRounds.formatted()) rounds, then PBKDF2-SHA1") }
-        if let weak = reader.weakPasswordWarning { print("  \(weak)") }
-        print("apps     \(reader.applications.count): \(reader.applications.joined(separator: ", ").escapingControlCharacters)")
-        for (name, count) in reader.leftOut.sorted(by: { $0.key < $1.key }) {
+        let survey = try PhoneBackupSurvey(folder: URL(fileURLWithPath: path))
+        if json { return try printJSON(encodable: survey) }
+        let kind = survey.encrypted.map { $0 ? "encrypted" : "unencrypted" } ?? "encryption unknown (no Manifest.plist)"
+        print("\(path): iOS backup, \(kind)\(survey.generation.map { ", in the layout of \($0.rawValue)" } ?? "")")
+        let device = [survey.deviceName, survey.productType].compactMap { $0?.escapingControlCharacters }.joined(separator: ", ")
+        let identity = [survey.udid.map { "UDID \($0.escapingControlCharacters)" }, survey.productVersion.map { "iOS \($0.escapingControlCharacters)" }]
+            .compactMap { $0 }.joined(separator: ", ")
+        if !device.isEmpty || !identity.isEmpty { print("device   \(device.isEmpty ? "unnamed" : device)\(identity.isEmpty ? "" : " (\(identity))")") }
+        if let created = survey.created { print("created  \(created.formatted(.iso8601))") }
+        if let keybag = survey.keybag, let rounds = survey.dataProtectionRounds, survey.encrypted == true {
+            let steps =
+                rounds > 0
+                ? "PBKDF2-SHA256, \(rounds.formatted()) rounds, then PBKDF2-SHA1, \(keybag.rounds.formatted())"
+                : "PBKDF2-SHA1, \(keybag.rounds.formatted()) rounds (iOS before 10.2 has no PBKDF2-SHA256 step)"
+            print("password \(steps); \(keybag.classKeys) class keys, \(keybag.sealedToDevice.count) of them tied to the phone")
+            if rounds > 0, let weak = PhoneBackupReader.weakRoundsWarning(rounds) { print("  \(weak)") }
+        }
+        if !survey.applications.isEmpty || survey.present.contains("Manifest.plist") {
+            let shown = survey.applications.prefix(Verbosity.current == .verbose ? .max : 12)
+            let more = survey.applications.count - shown.count
+            print(
+                "apps     \(survey.applications.count): \(shown.joined(separator: ", ").escapingControlCharacters)"
+                    + (more > 0 ? ", and \(more) more (--verbose or --json lists them)" : ""))
+        }
+        for (name, count) in survey.leftOut.sorted(by: { $0.key < $1.key }) {
             print("  left out: \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) (never in an iOS backup)")
         }
-        print("(Manifest.plist as recorded; `keyferry backup verify \(path)\(reader.isEncrypted ? " --password-file F" : "")` reads every file and item)")
+        if let files = survey.files {
+            print(
+                "files    Manifest.db: \(files.rows.formatted()) rows, \(files.regularFiles.formatted()) files, \(files.directories.formatted()) folders, "
+                    + "\(files.symbolicLinks.formatted()) links in \(files.domains.formatted()) domains; \(files.blobsPresent.formatted()) blobs here, "
+                    + "\(files.blobsMissing.formatted()) missing")
+            if !files.unreadable.isEmpty {
+                print("  \(files.unreadable.count.items(as: "row")) whose record does not decode:")
+                for name in files.unreadable.prefix(20) { print("    \(name.escapingControlCharacters)") }
+            }
+        } else if survey.present.contains("Manifest.db") {
+            print("files    Manifest.db is encrypted: `backup verify` reads it with the password")
+        }
+        if let keychain = survey.keychain {
+            let tables = keychain.itemsPerTable.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            print("keychain keychain-backup.plist (\(keychain.source.escapingControlCharacters)): \(tables.isEmpty ? "no items" : tables)")
+            let classes = keychain.itemsPerClass.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            if !classes.isEmpty { print("  by class: \(classes)") }
+            let versions = keychain.itemsPerVersion.sorted { $0.key < $1.key }.map { "\($0.value) of version \($0.key)" }.joined(separator: ", ")
+            if !versions.isEmpty { print("  sealing: \(versions)\(keychain.unreadableItems > 0 ? "; \(keychain.unreadableItems) unreadable" : "")") }
+        }
+        if !survey.missing.isEmpty { print("missing  \(survey.missing.joined(separator: ", ")): a part of a backup, not a whole one") }
+        switch survey.generation {
+        case .beforeiOS10?:
+            print("(a backup of iOS before 10 keeps its file list in Manifest.mbdb, which Keyferry does not read: it cannot be restored)")
+        case _ where survey.restorable:
+            print("(as recorded; `keyferry backup verify \(path)\(survey.encrypted == true ? " --password-file F" : "")` reads every file and item)")
+        default:
+            print("(not restorable as it is: a restore needs \(PhoneBackupSurvey.wholeBackup.joined(separator: ", ")) and the blobs)")
+        }
     }
 
     static func verify(_ path: String, password: BackupPassword, device: String?, json: Bool) throws {
@@ -83,6 +111,10 @@ enum PhoneBackupPresentation {
         }
         if result.itemsDamaged > 0 { print("  \(result.itemsDamaged.items(as: "item")) do not open: damaged or altered") }
         if result.itemsUnsupported > 0 { print("  \(result.itemsUnsupported.items(as: "item")) sealed in a form Keyferry does not read") }
+        if !result.unreadableRecords.isEmpty {
+            print("  \(result.unreadableRecords.count.items(as: "row")) of Manifest.db whose record does not decode (never restored):")
+            for name in result.unreadableRecords.prefix(20) { print("    \(name.escapingControlCharacters)") }
+        }
         for name in result.sizeMismatches.prefix(20) {
             print("  \(name.escapingControlCharacters): its recorded size differs from its contents (a phone records stale sizes for files in use)")
         }

@@ -329,7 +329,8 @@ struct RestoreKillTests {
         try cli.ok(["backup", "create", source, "--out", folder, "--format", "ios", "--unencrypted"])
         try cli.ok(["item", "add", source, "--app", "com.example.mail", "--account", "after-backup", "--value", "x"])
         try cli.ok(["node", "stop", source])
-        let restore = try cli.signal(.interrupt, ["restore", folder, "--to", source, "--passcode", "123456"], once: ".phone.restoring-")
+        let restore = try cli.signal(
+            .interrupt, ["restore", folder, "--to", source, "--passcode", "123456", "--accept-unauthenticated"], once: ".phone.restoring-")
         #expect(restore.status == 130, "\(restore.stderr)")
         #expect(restore.stderr.contains("interrupted: nothing was restored; \(source) is as it was"), "\(restore.stderr)")
         #expect(try cli.entries(startingWith: ".phone.").isEmpty)

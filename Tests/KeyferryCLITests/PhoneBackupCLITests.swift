@@ -196,6 +196,67 @@ struct PhoneBackupCLITests {
         #expect((again["rows"] as? [[String: Any]])?.count == 9)
     }
 
+    /// The real phones' files of `../shared/fixtures/real-ios-backups`, never copied here.
+    static let realBackupFolder = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/fixtures/real-ios-backups")
+
+    @Test(
+        "backup inspect of real phones' backups, whole or in part, says what each is and what it lacks",
+        .enabled(if: FileManager.default.fileExists(atPath: realBackupFolder.path), "needs ../shared/fixtures/real-ios-backups beside the clone"))
+    func realBackups() throws {
+        let cli = try CLI()
+        let expected: [(String, [String])] = [
+            ("john-ios10.2-iphone7,2-test123", ["encrypted, in the layout of iOS 10.2 or later", "iOS 10.2", "10,000,000 rounds", "144", "missing  Info.plist, Status.plist, Manifest.db"]),
+            ("john-ios9.3-iphone7,2-test123", ["iOS 9 or earlier", "iOS 9.3", "PBKDF2-SHA1, 10,000 rounds", "Manifest.mbdb"]),
+            ("john-ios9.3.5-ipad2,2-123456", ["iOS 9 or earlier", "iPad2", "iOS 9.3.5"]),
+            ("mvt-ios14.3-unencrypted", ["unencrypted", "iOS 14.3", "3,721 rows, 1,089 files, 2,618 folders, 14 links", "missing  Manifest.plist, Status.plist"]),
+            ("otapki-keychain-backup-plist", ["1 cert, 6 genp, 5 keys", "12 alwaysThisDeviceOnly (11)", "12 of version 3"]),
+        ]
+        for (name, phrases) in expected {
+            let folder = Self.realBackupFolder.appendingPathComponent(name).path
+            let text = try cli.ok(["backup", "inspect", folder]).text
+            for phrase in phrases { #expect(text.contains(phrase), "\(name): no '\(phrase)' in\n\(text)") }
+            #expect(try cli.ok(["backup", "inspect", folder, "--json"]).object()["format"] as? String == "ios")
+        }
+        // The iOS 10.2 sample's password opens its keybag; with no Manifest.db, verify says so.
+        let sample = Self.realBackupFolder.appendingPathComponent("john-ios10.2-iphone7,2-test123")
+        let password = sample.appendingPathComponent("password.txt").path
+        let verified = try cli.run(["backup", "verify", sample.path, "--password-file", password])
+        #expect(verified.status == 64 && verified.stderr.contains("the password opens its keybag (7 class keys), but Manifest.db is missing"), "\(verified.stderr)")
+        let wrong = cli.root.appendingPathComponent("wrong.txt")
+        try Data("test124\n".utf8).write(to: wrong)
+        let refused = try cli.run(["backup", "verify", sample.path, "--password-file", wrong.path])
+        #expect(refused.status != 0 && refused.stderr.contains("wrong password"), "\(refused.stderr)")
+    }
+
+    @Test("an unencrypted iOS backup is restored only with --accept-unauthenticated; what a backup names never reaches the terminal raw")
+    func unauthenticatedAndEscaped() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let hostile = "alice\u{1B}]0;pwned\u{07}\u{1B}[2K\r"
+        try cli.ok(["item", "add", dir] + Self.app + ["--account", hostile, "--service", "mail", "--value", "s3cret"])
+        let folder = cli.path("backup")
+        try cli.ok(["backup", "create", dir, "--out", folder, "--format", "ios", "--unencrypted"])
+        // A name the backup chose, where Keyferry's writer counts what it left out.
+        let manifestURL = URL(fileURLWithPath: folder).appendingPathComponent("Manifest.plist")
+        var manifest = try #require(
+            try PropertyListSerialization.propertyList(from: try Data(contentsOf: manifestURL), format: nil) as? [String: Any])
+        manifest["KeyferryLeftOut"] = ["genericPassword.\u{1B}]0;title\u{07}": 1]
+        try PropertyListSerialization.data(fromPropertyList: manifest, format: .binary, options: 0).write(to: manifestURL)
+        try cli.ok(["item", "add", dir] + Self.app + ["--account", "added-later", "--service", "mail", "--value", "gone"])
+        try cli.ok(["node", "stop", dir])
+        let store = URL(fileURLWithPath: dir).appendingPathComponent("keychain.db")
+        let before = try Data(contentsOf: store)
+        let refused = try cli.run(["restore", folder, "--to", dir, "--passcode", "123456"])
+        #expect(refused.status == 64 && refused.stderr.contains("--accept-unauthenticated"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: store) == before)
+        for flags in [[], ["--verbose"]] {
+            let restored = try cli.ok(["restore", folder, "--to", dir, "--passcode", "123456", "--accept-unauthenticated"] + flags)
+            #expect(!restored.text.contains("\u{1B}") && !restored.stderr.contains("\u{1B}"), "\(restored.text)")
+            #expect(!restored.text.contains("\u{07}"), "\(restored.text)")
+            #expect(restored.text.contains("not authenticated"))
+        }
+    }
+
     @Test("bad input: an existing folder, --rounds where it means nothing, a folder that is no backup, a wrong password; nothing written")
     func badInput() throws {
         let cli = try CLI()
@@ -218,8 +279,9 @@ struct PhoneBackupCLITests {
 
         // The password from standard input; a wrong one is refused before the target is touched.
         let folder = cli.path("backup")
-        try cli.ok(
+        let weak = try cli.ok(
             ["backup", "create", dir, "--out", folder, "--format", "ios", "--encrypted", "--password-stdin", "--rounds", "1000"], stdin: Data("right\n".utf8))
+        #expect(weak.stderr.contains("1,000 rounds of PBKDF2-SHA256") && weak.stderr.contains("times less"), "\(weak.stderr)")
         let target = cli.path("new")
         try cli.ok(["device", "init", target, "--passcode", "654321"])
         let store = URL(fileURLWithPath: target).appendingPathComponent("keychain.db")

@@ -148,6 +148,6 @@ struct ForeignItemTests {
             from: fixture.device, to: url, options: .init(password: PhoneBackupTests.password, dataProtectionRounds: 1))
         #expect(summary.warnings.contains { $0.contains("1 rounds of PBKDF2-SHA256") && $0.contains("times less") })
         #expect(try PhoneBackupReader(folder: url).weakPasswordWarning != nil)
-        #expect(PhoneIdentity.weakRoundsWarning(PhoneIdentity.dataProtectionRounds) == nil)
+        #expect(PhoneBackupReader.weakRoundsWarning(PhoneIdentity.dataProtectionRounds) == nil)
     }
 }
