@@ -33,7 +33,7 @@ public enum DeviceBackup {
         let keys = ItemKeys(
             mode: writer.header.mode, backupKeybag: writer.backupKeybag, deviceKey: device.backupKeys.items,
             binding: writer.itemBinding)
-        try device.deviceKeychain.forEachExportBatch(secrets: .sealed) { items in
+        let damaged = try device.deviceKeychain.forEachExportBatch(secrets: .sealed) { items in
             try KeychainSections(items, keys: keys, entropy: entropy)
         } consume: { pieces, done, total in
             for piece in pieces {
@@ -61,6 +61,7 @@ public enum DeviceBackup {
         }
         try append(sandbox.takeAll(), .sandbox, to: writer)
 
+        if let warning = DamagedItem.leftOut(damaged) { manifest.warnings.append(warning) }
         if writer.header.mode == .unencrypted {
             manifest.warnings.append("keychain items in this archive restore only onto the device that made it (\(device.info.name)).")
             if !files.isEmpty {

@@ -271,8 +271,8 @@ public enum DeviceRestore {
             guard report.items.count + section.outcomes.count <= ArchiveFormat.maximumItems else {
                 throw ArchiveError.inconsistent("it holds more than \(ArchiveFormat.maximumItems) keychain items")
             }
-            try device.deviceKeychain.restore(section.rows)
-            report.items += section.outcomes
+            let unreadable = Set(try device.deviceKeychain.restore(section.rows).map(\.uuid))
+            report.items += unreadable.isEmpty ? section.outcomes : section.outcomes.map { $0.checked(against: unreadable) }
             restoredVersions.merge(section.versions) { $1 }
             done += section.outcomes.count
         }
@@ -413,6 +413,14 @@ public struct RestoreReport: Codable, Sendable {
         /// once one is installed.
         public var waitingForApp: Bool
 
+        /// The outcome of an item the store wrote but could not read back (`unreadable`).
+        package func checked(against unreadable: Set<UUID>) -> ItemOutcome {
+            guard restored, unreadable.contains(uuid) else { return self }
+            var dropped = self
+            (dropped.restored, dropped.reason, dropped.waitingForApp) = (false, .doesNotReadBack, false)
+            return dropped
+        }
+
         init(_ item: ArchivedItem, name: String?, reason: Reason?, waitingForApp: Bool) {
             self.init(
                 uuid: item.uuid, itemClass: item.itemClass, protection: item.protection, synchronizable: item.synchronizable,
@@ -495,6 +503,12 @@ public struct RestoreReport: Codable, Sendable {
         /// In Keyferry's own access group (`com.keyferry.*`), which holds the device's identity:
         /// no backup writes there, whatever it claims.
         case reservedGroup
+        /// Written, then read back before the restore committed, and it did not open: dropped
+        /// rather than reported restored and unreadable for good.
+        case doesNotReadBack
+        /// From an iOS backup, an item of a kind a phone never puts in one (access control that
+        /// asks for the user, a key on a token, an App Clip's or a system-bound item).
+        case neverBackedUp
 
         public var sentence: String {
             switch self {
@@ -506,6 +520,9 @@ public struct RestoreReport: Codable, Sendable {
             case .sealedToSourceDevice: "sealed to the iPhone that made the backup (ThisDeviceOnly): not even its attributes can be read here"
             case .unsupported: "sealed in a form Keyferry does not read"
             case .reservedGroup: "in Keyferry's own access group (com.keyferry.*), which only the device itself writes"
+            case .neverBackedUp:
+                "a kind of item a phone never puts in a backup (access control that asks for the user, a key on a token, an App Clip's or a system-bound item)"
+            case .doesNotReadBack: "did not read back once written here (its attributes or secret do not open): dropped, not kept unreadable"
             }
         }
     }

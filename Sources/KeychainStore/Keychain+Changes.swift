@@ -65,8 +65,11 @@ public struct SealedChange: Sendable {
 extension Keychain {
     /// The change feed after `sequence` as far as the class keys in memory open it, oldest
     /// first: the entries that open, and apart from them those that stay sealed in this lock
-    /// state. The system's read (sync): it never fails for a lock state. Device scope only.
-    public func availableChanges(since sequence: Int64, includingData: Bool = false) throws -> (open: [ItemChange], sealed: [SealedChange]) {
+    /// state and those that are damaged. The system's read (sync): it never fails for a lock
+    /// state or a damaged row. Device scope only.
+    public func availableChanges(
+        since sequence: Int64, includingData: Bool = false
+    ) throws -> (open: [ItemChange], sealed: [SealedChange], damaged: [DamagedItem]) {
         try requireDeviceScope()
         let rows = try device.database.unsafeRead { db in try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil)) }
         return try available(rows) { row, keys in try openChange(row, keys: keys, includingData: includingData) }
@@ -83,7 +86,9 @@ extension Keychain {
     /// as `availableChanges` reads them but with their seals, and without the changes that
     /// wrote a version sync holds (`replicaVersions`): those it wrote itself are left unopened.
     /// `through` is the last change the page read, left out or not. Device scope only.
-    package func changesToPush(since sequence: Int64, limit: Int) throws -> (open: [SealedItemChange], sealed: [SealedChange], through: Int64) {
+    package func changesToPush(
+        since sequence: Int64, limit: Int
+    ) throws -> (open: [SealedItemChange], sealed: [SealedChange], damaged: [DamagedItem], through: Int64) {
         try requireDeviceScope()
         let (rows, through) = try device.database.unsafeRead { db in
             let rows = try Array(ItemTable.changes(db, since: sequence, accessGroupHashes: nil, limit: limit))
@@ -101,13 +106,14 @@ extension Keychain {
                     record: record(row.header, metadata, data: nil)),
                 seal: seal)
         }
-        return (feed.open, feed.sealed, through)
+        return (feed.open, feed.sealed, feed.damaged, through)
     }
 
-    /// Opens with `open`, on every core, the rows the class keys in memory open; the rest stay sealed.
+    /// Opens with `open`, on every core, the rows the class keys in memory open; the rest stay
+    /// sealed, and a row that fails authentication is set apart as damaged.
     private func available<Opened: Sendable>(
         _ rows: [StoredRow], _ open: @Sendable (StoredRow, [ProtectionClass: ClassKeys]) throws -> Opened
-    ) throws -> (open: [Opened], sealed: [SealedChange]) {
+    ) throws -> (open: [Opened], sealed: [SealedChange], damaged: [DamagedItem]) {
         let keys = try device.availableKeys()
         let (openable, sealed) = rows.reduce(into: ([StoredRow](), [SealedChange]())) { split, row in
             if keys[row.header.protection] != nil {
@@ -119,7 +125,26 @@ extension Keychain {
                         synchronizable: row.header.synchronizable, isTombstone: row.isTombstone))
             }
         }
-        return (try ParallelMap.map(openable) { row in try open(row, keys) }, sealed)
+        let opened = try ParallelMap.map(openable) { row in try opening(row) { try open(row, keys) } }
+        var (open, damaged) = ([Opened](), [DamagedItem]())
+        open.reserveCapacity(opened.count)
+        for result in opened {
+            switch result {
+            case .success(let item): open.append(item)
+            case .failure(let item): damaged.append(item)
+            }
+        }
+        return (open, sealed, damaged)
+    }
+
+    /// What `open` makes of a row, or the row as damaged when it fails authentication; any
+    /// other failure is thrown.
+    func opening<Opened>(_ row: StoredRow, _ open: () throws -> Opened) throws -> Result<Opened, DamagedItem> {
+        do {
+            return .success(try open())
+        } catch let error as KeychainError where error.status == .decode {
+            return .failure(damagedItem(row, error))
+        }
     }
 
     /// The last change sequence handed out on this device: every later write, local or
@@ -128,7 +153,8 @@ extension Keychain {
 
     /// Every item and tombstone written after `sequence`, oldest first: the one read path that
     /// sync and backup use. The device's own view reads secrets without user authentication,
-    /// as the system does for backup; an app's view still asks.
+    /// as the system does for backup, and passes over damaged rows (`availableChanges` names
+    /// them); an app's view still asks, and fails on them.
     public func changes(
         since sequence: Int64, includingData: Bool = false,
         authentication: AuthenticationContext = .noInteraction
@@ -157,14 +183,17 @@ extension Keychain {
     /// `transform` on every core: one pass, with nothing left to do one core at a time.
     /// `consume` gets a batch's results in order on the calling thread, with the items handled
     /// so far and their total.
+    /// A damaged row is left out and returned, so one bad row never stops a backup.
+    @discardableResult
     package func forEachExportBatch<Result: Sendable>(
         batchSize: Int = 10_000, secrets: ExportedSecrets,
         transform: @escaping @Sendable ([ExportedItem]) throws -> Result,
         consume: (_ results: [Result], _ done: Int, _ total: Int) throws -> Void
-    ) throws {
+    ) throws -> [DamagedItem] {
         precondition(isDeviceScope, "exports are the system's read of the whole device")
         let keys = try device.availableKeys()
         // A snapshot on a connection of its own: the device answers and writes while it runs.
+        let damaged = Locked<[DamagedItem]>([])
         try device.database.readOnItsOwnConnection { db in
             let own = device.ownAccessGroupHash
             let total = try ItemTable.liveCount(db, excluding: own)
@@ -187,11 +216,22 @@ extension Keychain {
                 guard !batch.isEmpty else { return }
                 inFlight = (
                     BackgroundWork { [self, batch] in
-                        try ParallelMap.mapChunks(batch) { rows in try transform(rows.map { row in try export(row, keys: keys, secrets) }) }
+                        try ParallelMap.mapChunks(batch) { rows in
+                            var exported: [ExportedItem] = []
+                            exported.reserveCapacity(rows.count)
+                            for row in rows {
+                                switch try opening(row, { try export(row, keys: keys, secrets) }) {
+                                case .success(let item): exported.append(item)
+                                case .failure(let item): damaged.withLock { $0.append(item) }
+                                }
+                            }
+                            return try transform(exported)
+                        }
                     }, batch.count
                 )
             }
         }
+        return damaged.withLock { $0 }.sorted { $0.uuid.uuidString < $1.uuid.uuidString }
     }
 
     /// How an export hands out secrets.

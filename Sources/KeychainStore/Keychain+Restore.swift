@@ -22,13 +22,15 @@ extension Keychain {
     ///
     /// An item bound to a biometry enrollment (`biometryCurrentSet`) comes back bound to none,
     /// so biometry no longer opens it, as after a new enrollment.
-    public func restore(_ records: [ItemRecord]) throws {
+    /// Returns the items that did not read back, which are not written (see `restore(_ sealed:)`).
+    @discardableResult
+    public func restore(_ records: [ItemRecord]) throws -> [DamagedItem] {
         try restore(try sealedForRestore(records))
     }
 
     /// Items sealed under this device's class keys, ready to be written by `restore(_:)`.
     package struct RestoreRows: Sendable {
-        fileprivate var rows: [SealedRow]
+        var rows: [SealedRow]
     }
 
     /// An item as a restore brings it: whole, or still sealed under its own key (an archive's).
@@ -92,15 +94,30 @@ extension Keychain {
         return RestoreRows(rows: rows.flatMap { $0 })
     }
 
-    /// Writes sealed items in one transaction, as `restore(_ records:)` describes.
-    package func restore(_ sealed: RestoreRows) throws {
+    /// Writes sealed items in one transaction, as `restore(_ records:)` describes, then reads
+    /// each back through the store's own read path (the row's columns, its attributes and its
+    /// secret) before the transaction commits: an item that would not open again is removed
+    /// and returned, so no restore ever reports an item it cannot read.
+    @discardableResult
+    package func restore(_ sealed: RestoreRows) throws -> [DamagedItem] {
         try requireDeviceScope()
-        try device.database.write { db in
+        let keys = try device.availableKeys()
+        return try device.database.write { db in
             try device.database.saveChangeCounter(db)
+            let before = device.database.latestChangeSequence
             for row in sealed.rows {
                 try ItemTable.giveWay(db, uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
                 _ = try ItemTable.insert(db, row, changeSequence: device.database.nextChangeSequence())
             }
+            let written = try Array(ItemTable.changes(db, since: before, accessGroupHashes: nil))
+            let readBack = try ParallelMap.map(written) { row in try opening(row) { _ = try open(row, keys: keys, withData: true) } }
+            var unreadable: [DamagedItem] = []
+            for (row, result) in zip(written, readBack) {
+                guard case .failure(let item) = result else { continue }
+                unreadable.append(item)
+                try ItemTable.delete(db, id: row.id)
+            }
+            return unreadable
         }
     }
 

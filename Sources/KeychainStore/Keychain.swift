@@ -164,7 +164,16 @@ public struct Keychain: Sendable {
     // MARK: SecItemCopyMatching
 
     /// The matching items, at most `matchLimit` (default one). None is `errSecItemNotFound`.
+    /// A damaged row is passed over for the next match; one that was all there was fails
+    /// with `errSecDecode`.
     public func copy(_ query: ItemQuery) throws -> [ItemRecord] {
+        var damaged: [DamagedItem] = []
+        return try copy(query, damaged: &damaged)
+    }
+
+    /// As `copy(_:)`, naming in `damaged` the matching rows passed over because they fail
+    /// authentication: what a list or a search for all reports beside what it found.
+    public func copy(_ query: ItemQuery, damaged: inout [DamagedItem]) throws -> [ItemRecord] {
         // One answer unless the call asked for an array; then both, folded.
         let array = query.matchLimit.map { $0.maximum != 1 } ?? false
         if let answer = try onMacKeychains(query, changing: false, { try $0.copy($2) }, merge: array ? (+) : { a, _ in a }) { return answer }
@@ -177,21 +186,37 @@ public struct Keychain: Sendable {
         let keys = try device.availableKeys()
         let withData = query.returning.contains(.data)
         let skipping = withData && query.authentication.skipsItemsNeedingAuthentication
-        return try device.database.unsafeRead { db in
-            // Items may be left out, so the limit applies to what is kept.
-            let rows = try find(query, db, limit: skipping ? nil : limit.maximum)
+        let (records, passedOver) = try device.database.unsafeRead { db in
+            // Items may be left out, so the limit applies to what is kept: the rows past it are
+            // read only when some were left out.
+            var readsAll = skipping || limit.maximum == nil
+            var rows = try find(query, db, limit: readsAll ? nil : limit.maximum)
             var records: [ItemRecord] = []
-            for row in rows {
+            var passedOver: [(item: DamagedItem, error: KeychainError)] = []
+            var index = 0
+            while records.count < limit.maximum ?? .max {
+                if index == rows.count {
+                    // A limited read cut short by rows left out reads on past them.
+                    guard !readsAll, rows.count == limit.maximum else { break }
+                    readsAll = true
+                    rows = try find(query, db, limit: nil)
+                    continue
+                }
+                let row = rows[index]
+                index += 1
                 do {
                     records.append(try open(row, keys: keys, withData: withData, authentication: query.authentication, db))
                 } catch let error as KeychainError where skipping && error.status == .interactionNotAllowed && keys[row.header.protection] != nil {
                     continue  // Its class key is there, so its access control asked for a prompt.
+                } catch let error as KeychainError where error.status == .decode {
+                    passedOver.append((damagedItem(row, error), error))
                 }
-                if records.count == limit.maximum { break }
             }
-            guard !records.isEmpty else { throw notFound(query) }
-            return records
+            return (records, passedOver)
         }
+        damaged += passedOver.map(\.item)
+        guard !records.isEmpty else { throw passedOver.first?.error ?? notFound(query) }
+        return records
     }
 
     /// Opens a row into a record: metadata always, the secret when asked (after access control).
@@ -490,6 +515,13 @@ public struct Keychain: Sendable {
         KeychainError(
             .duplicateItem,
             "a \(record.itemClass.name) item with the same primary key already exists in \(record.accessGroup); update it instead, or delete it first.")
+    }
+
+    /// A row that failed authentication (`corrupt`), as the reads of many items name it.
+    func damagedItem(_ row: StoredRow, _ error: KeychainError) -> DamagedItem {
+        DamagedItem(
+            uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection, synchronizable: row.header.synchronizable,
+            problem: error.message)
     }
 
     func corrupt(_ row: StoredRow, _ part: String) -> KeychainError {

@@ -160,7 +160,9 @@ package enum NodeServer {
             return API.Items(items: [])
         }
         call(.copy) { request in
-            API.Items(items: try device.keychain(for: request.app).copy(request.query))
+            var damaged: [DamagedItem] = []
+            let items = try device.keychain(for: request.app).copy(request.query, damaged: &damaged)
+            return API.Items(items: items, damaged: damaged)
         }
         call(.copyMany) { request in
             let keychain = try device.keychain(for: request.app)

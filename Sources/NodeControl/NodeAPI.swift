@@ -284,9 +284,12 @@ public enum NodeAPI {
 
     public struct Items: Codable, Sendable {
         public var items: [ItemRecord]
+        /// Matching items passed over because their rows fail authentication.
+        public var damaged: [DamagedItem]
 
-        package init(items: [ItemRecord]) {
+        package init(items: [ItemRecord], damaged: [DamagedItem] = []) {
             self.items = items
+            self.damaged = damaged
         }
     }
 

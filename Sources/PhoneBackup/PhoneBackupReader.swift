@@ -175,6 +175,8 @@ package struct OpenedPhoneBackup: Sendable {
     /// One keychain item of the backup, opened as far as it opens.
     package enum KeychainEntry: Sendable {
         case item(ItemRecord)
+        /// Opened, but of a kind a phone never puts in a backup (`why`): not restored.
+        case neverBackedUp(ItemRecord, why: String)
         case tombstone
         /// Not opened: the table and, when its header reads, the class.
         /// `uuid` names it in reports, the same each time the backup is read (from its bytes).
@@ -246,6 +248,7 @@ package struct OpenedPhoneBackup: Sendable {
         }
         switch PhoneKeychainItem.record(from: attributes, table: table, protection: protection, sealedBytes: Array(data), backupDate: backupDate) {
         case .item(let record): return .item(record)
+        case .neverBackedUp(let record, let why): return .neverBackedUp(record, why: why)
         case .tombstone: return .tombstone
         case .unreadable(let why): return unopened(protection, why: .unsupported(why))
         }
@@ -266,6 +269,8 @@ extension OpenedPhoneBackup {
         package var itemsSealedToSourceDevice = 0
         package var itemsDamaged = 0
         package var itemsUnsupported = 0
+        /// Items that open but that a phone never puts in a backup, each with why: not restored.
+        package var itemsNeverBackedUp: [String] = []
         /// Rows of `Manifest.db` whose record does not decode, by name.
         package var unreadableRecords: [String] = []
     }
@@ -287,6 +292,9 @@ extension OpenedPhoneBackup {
             result.keychainItems += 1
             switch entry {
             case .item: result.itemsOpened += 1
+            case .neverBackedUp(_, let why):
+                result.itemsOpened += 1
+                result.itemsNeverBackedUp.append(why)
             case .tombstone: break
             case .sealed(_, _, _, .sealedToSourceDevice): result.itemsSealedToSourceDevice += 1
             case .sealed(_, _, _, .damaged): result.itemsDamaged += 1

@@ -73,7 +73,7 @@ package enum PhoneBackupWriter {
         var leftOut: [String: Int] = [:]
         var itemCount = 0
         var total = files.count + 1
-        try device.deviceKeychain.forEachExportBatch(secrets: .opened) { items in
+        let damaged = try device.deviceKeychain.forEachExportBatch(secrets: .opened) { items in
             let itemKeys = FreshKeys(count: items.count)
             return try items.enumerated().map { try KeychainEntry(item: $1, keys: keys, itemKey: itemKeys[$0]) }
         } consume: { pieces, done, count in
@@ -125,6 +125,7 @@ package enum PhoneBackupWriter {
         ).write(to: PhoneBackupFolder(root: staging))
 
         var warnings: [String] = []
+        if let warning = DamagedItem.leftOut(damaged) { warnings.append(warning) }
         let never = leftOut.values.reduce(0, +)
         if never > 0 {
             warnings.append(

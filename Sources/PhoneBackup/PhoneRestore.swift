@@ -83,6 +83,11 @@ package enum PhoneRestore {
                         uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: record.synchronizable,
                         accessGroup: record.accessGroup, name: name(record), reason: reason,
                         waitingForApp: reason == nil && !groups.contains(record.accessGroup)))
+            case .neverBackedUp(let record, _):
+                report.items.append(
+                    .init(
+                        uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: record.synchronizable,
+                        accessGroup: record.accessGroup, name: name(record), reason: .neverBackedUp, waitingForApp: false))
             case .tombstone:
                 continue
             case .sealed(let uuid, let table, let protection, let why):
@@ -136,7 +141,12 @@ package enum PhoneRestore {
             _ = try? sealing.result()
             throw error
         }
-        try store.restore(try sealing.result())
+        let unreadable = Set(try store.restore(try sealing.result()).map(\.uuid))
+        if !unreadable.isEmpty {
+            let outcomes = report.items.map { $0.checked(against: unreadable) }
+            report.items = RestoreReport.ItemOutcomes()
+            report.items += outcomes
+        }
         // The last chance to stop, after the costly import: from here the swap goes through.
         try progress(total, total)
         return report

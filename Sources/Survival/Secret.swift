@@ -30,12 +30,14 @@ struct Secret: Sendable {
         case failed(KeychainStatus?, String)
     }
 
-    /// Every secret on `device` (a fork of the device as it is now), read once for the baseline.
-    static func all(on device: Device, app: String?, passcode: String?) throws -> [Secret] {
+    /// Every secret on `device` (a fork of the device as it is now), read once for the baseline,
+    /// and the items whose rows are damaged, which no path can read (left out, named).
+    static func all(on device: Device, app: String?, passcode: String?) throws -> (secrets: [Secret], damaged: [DamagedItem]) {
         let apps = try device.installedApps().filter { app == nil || $0.bundleID == app }
         let scope = try app.map { Set(try device.app($0).entitledGroups) }
         var secrets: [Secret] = []
-        for record in try device.deviceKeychain.list().items where scope?.contains(record.accessGroup) ?? true {
+        let listing = try device.deviceKeychain.list()
+        for record in listing.items where scope?.contains(record.accessGroup) ?? true {
             // A Mac's file-based item is its app's alone.
             let reader = MacKeychain.app(ofFileBasedGroup: record.accessGroup) ?? apps.first { $0.entitledGroups.contains(record.accessGroup) }?.bundleID
             let row = SurvivalRow(
@@ -63,7 +65,7 @@ struct Secret: Sendable {
             }
         }
         let reader = Reader(device, passcode: passcode)
-        return secrets.map { secret in
+        let read = secrets.map { secret in
             var secret = secret
             secret.baseline = secret.read(with: reader)
             if case .failed(let status, let message) = secret.baseline {
@@ -71,6 +73,7 @@ struct Secret: Sendable {
             }
             return secret
         }
+        return (read, listing.damaged)
     }
 
     /// `account @ service` as a restore report names it, else the class and a short id.

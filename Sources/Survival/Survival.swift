@@ -57,7 +57,7 @@ package enum Survival {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: work) }
 
-        let (now, secrets, status) = try await onThreadOfItsOwn { _ in
+        let (now, (secrets, damaged), status) = try await onThreadOfItsOwn { _ in
             let directory = work.appendingPathComponent("now")
             let now = try locked ? device.fork(to: directory, unlockingWith: passcode!) : device.fork(to: directory)
             return (now, try Secret.all(on: now, app: options.app, passcode: passcode), try now.status())
@@ -85,7 +85,8 @@ package enum Survival {
             for path in paths { row.cells[path] = cells[path]![index] }
             return row
         }
-        return SurvivalMatrix(device: device.info.name, app: options.app, paths: paths, notRun: notRun, rows: rows)
+        return SurvivalMatrix(
+            device: device.info.name, app: options.app, paths: paths, notRun: notRun, rows: rows, damaged: damaged.map(\.description))
     }
 }
 

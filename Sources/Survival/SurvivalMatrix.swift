@@ -13,6 +13,9 @@ package struct SurvivalMatrix: Codable, Sendable {
     /// Paths that cannot happen on this device (no passcode to remove), with why.
     package var notRun: [SurvivalPath: String]
     package var rows: [SurvivalRow]
+    /// Keychain items whose stored rows fail authentication: no path reads them, so they are
+    /// left out of the rows, each named (whatever app they belong to: their group is sealed).
+    package var damaged: [String] = []
 
     /// The cell of the row named `name` (the first of that name) on `path`.
     package func cell(_ name: String, _ path: SurvivalPath) -> SurvivalCell? {

@@ -539,6 +539,7 @@ package actor SyncEngine {
             after = page.through
             let sealed = page.sealed.filter(replicates)
             report.waitingToPush += sealed.count
+            report.damaged += page.damaged.filter(\.synchronizable).prefix(SyncReport.keptReasons - report.damaged.count).map(\.description)
             firstWaiting = firstWaiting ?? sealed.first?.changeSequence
             try await push(page.open, keys: keys, &report, as: identity)
             // Each stamp is a reading: fold those no change still to stamp needs, page by page.

@@ -21,6 +21,9 @@ public struct SyncReport: Equatable, Sendable, Codable {
     /// Versions received whose primary key a device-bound item holds here: that item stays,
     /// and the version is not written (replication never replaces a ThisDeviceOnly item).
     public var keptDeviceBound = 0
+    /// Local items not pushed because their stored rows fail authentication (damaged or
+    /// edited), named; the rest of the feed is pushed.
+    public var damaged: [String] = []
     /// The pass stopped at its bound with more on the relay: run the next one at once.
     public var more = false
 

@@ -173,6 +173,7 @@ struct ItemCommand: AsyncParsableCommand {
             query.returning = returning.options
             query.authentication = try AuthChoice.context(auth)
             let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
+            for item in answer.damaged { warn("passed over \(item)") }
             if output.json {
                 printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
             } else if returning == .data, answer.items.count == 1, let data = answer.items[0].data {
@@ -261,7 +262,10 @@ struct ItemCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List items, attributes only (never secrets): one app's, or the whole device's.",
-            discussion: "Items of protection classes that are sealed in the current lock state are counted as unavailable, not shown.")
+            discussion: """
+                Items of protection classes that are sealed in the current lock state are counted as unavailable, not shown. \
+                An item whose stored row fails authentication (damaged, or edited) is left out and named on stderr; the rest are listed.
+                """)
 
         @OptionGroup var device: DeviceDirectory
         @Option(help: "Only what this app can see.", transform: Checked.bundleID) var app: String?
@@ -270,10 +274,17 @@ struct ItemCommand: AsyncParsableCommand {
         func run() async throws {
             let listing: ItemListing = try await device.client.call(.list, NodeAPI.List(app: app))
             if output.json {
-                printJSON(["items": listing.items.map { $0.presented(withData: false) }, "unavailable": listing.unavailable.map(\.name)])
+                printJSON([
+                    "items": listing.items.map { $0.presented(withData: false) }, "unavailable": listing.unavailable.map(\.name),
+                    "damaged": listing.damaged.map {
+                        ["uuid": $0.uuid.uuidString, "class": $0.itemClass.name, "protection": $0.protection.name, "problem": $0.problem]
+                    },
+                ])
                 return
             }
             for item in listing.items { print(item.headline) }
+            // One damaged row hides only itself: named, after what could be read.
+            for item in listing.damaged { warn("left out \(item)") }
             // A sentence rather than nothing; --quiet and --json leave it out, for scripts.
             if listing.items.isEmpty && listing.unavailable.isEmpty { say(app.map { "no keychain item \($0) can see" } ?? "no keychain items") }
             if !listing.unavailable.isEmpty {

@@ -110,6 +110,12 @@ enum PhoneBackupPresentation {
             print("  \(result.itemsSealedToSourceDevice.items(as: "item")) sealed to the iPhone that made the backup (ThisDeviceOnly): not readable here")
         }
         if result.itemsDamaged > 0 { print("  \(result.itemsDamaged.items(as: "item")) do not open: damaged or altered") }
+        if !result.itemsNeverBackedUp.isEmpty {
+            let whys = Dictionary(grouping: result.itemsNeverBackedUp, by: { $0 }).mapValues(\.count).sorted { $0.key < $1.key }
+            print(
+                "  \(result.itemsNeverBackedUp.count.items(as: "item")) of kinds a phone never backs up (not restored): "
+                    + whys.map { "\($0.value) \($0.key.escapingControlCharacters)" }.joined(separator: "; "))
+        }
         if result.itemsUnsupported > 0 { print("  \(result.itemsUnsupported.items(as: "item")) sealed in a form Keyferry does not read") }
         if !result.unreadableRecords.isEmpty {
             print("  \(result.unreadableRecords.count.items(as: "row")) of Manifest.db whose record does not decode (never restored):")

@@ -53,6 +53,7 @@ extension SurvivalMatrix {
             lines.append(([row.name.padded(nameWidth)] + now + cells).joined(separator: "  "))
         }
         if rows.isEmpty { lines.append("(no keychain item, UserDefaults entry or sandbox file)") }
+        for item in damaged { lines.append("left out, damaged: \(item)") }
         if !reasons.isEmpty {
             lines += ["", "why:"]
             let width = String(reasons.count).count

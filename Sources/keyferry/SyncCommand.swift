@@ -74,6 +74,7 @@ struct SyncCommand: AsyncParsableCommand {
                     + (report.rejectedCount == 0 ? "" : ", \(report.rejectedCount) refused")
                     + (report.more ? "; more is waiting on the relay (the node goes on at once)" : ""))
             for reason in report.rejected { print("  refused: \(reason)") }
+            for item in report.damaged { print("  not pushed, damaged: \(item)") }
             if report.rejectedCount > report.rejected.count { print("  and \(report.rejectedCount - report.rejected.count) more refused") }
         }
     }

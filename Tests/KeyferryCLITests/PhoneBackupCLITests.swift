@@ -205,10 +205,16 @@ struct PhoneBackupCLITests {
     func realBackups() throws {
         let cli = try CLI()
         let expected: [(String, [String])] = [
-            ("john-ios10.2-iphone7,2-test123", ["encrypted, in the layout of iOS 10.2 or later", "iOS 10.2", "10,000,000 rounds", "144", "missing  Info.plist, Status.plist, Manifest.db"]),
+            (
+                "john-ios10.2-iphone7,2-test123",
+                ["encrypted, in the layout of iOS 10.2 or later", "iOS 10.2", "10,000,000 rounds", "144", "missing  Info.plist, Status.plist, Manifest.db"]
+            ),
             ("john-ios9.3-iphone7,2-test123", ["iOS 9 or earlier", "iOS 9.3", "PBKDF2-SHA1, 10,000 rounds", "Manifest.mbdb"]),
             ("john-ios9.3.5-ipad2,2-123456", ["iOS 9 or earlier", "iPad2", "iOS 9.3.5"]),
-            ("mvt-ios14.3-unencrypted", ["unencrypted", "iOS 14.3", "3,721 rows, 1,089 files, 2,618 folders, 14 links", "missing  Manifest.plist, Status.plist"]),
+            (
+                "mvt-ios14.3-unencrypted",
+                ["unencrypted", "iOS 14.3", "3,721 rows, 1,089 files, 2,618 folders, 14 links", "missing  Manifest.plist, Status.plist"]
+            ),
             ("otapki-keychain-backup-plist", ["1 cert, 6 genp, 5 keys", "12 alwaysThisDeviceOnly (11)", "12 of version 3"]),
         ]
         for (name, phrases) in expected {
@@ -221,7 +227,8 @@ struct PhoneBackupCLITests {
         let sample = Self.realBackupFolder.appendingPathComponent("john-ios10.2-iphone7,2-test123")
         let password = sample.appendingPathComponent("password.txt").path
         let verified = try cli.run(["backup", "verify", sample.path, "--password-file", password])
-        #expect(verified.status == 64 && verified.stderr.contains("the password opens its keybag (7 class keys), but Manifest.db is missing"), "\(verified.stderr)")
+        #expect(
+            verified.status == 64 && verified.stderr.contains("the password opens its keybag (7 class keys), but Manifest.db is missing"), "\(verified.stderr)")
         let wrong = cli.root.appendingPathComponent("wrong.txt")
         try Data("test124\n".utf8).write(to: wrong)
         let refused = try cli.run(["backup", "verify", sample.path, "--password-file", wrong.path])

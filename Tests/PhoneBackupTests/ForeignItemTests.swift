@@ -88,6 +88,110 @@ struct ForeignItemTests {
         #expect(stored.contains { $0.uuid.uuidString == "886313E1-3B8A-5372-9B90-0C9AEE199E5D" })
     }
 
+    /// An internet password as a phone writes one: `ptcl` the integer of its four-character code.
+    static func internetPassword(account: String, secret: String) -> [String: PropertyList] {
+        var item = password(account: account, secret: secret)
+        item["svce"] = nil
+        item["srvr"] = .string("mail.example.com")
+        item["ptcl"] = .integer(0x696D_7073)  // 'imps'
+        item["atyp"] = .string("dflt")
+        item["port"] = .integer(993)
+        item["path"] = .string("/")
+        return item
+    }
+
+    static func accessControl(_ acl: [String: PropertyList]) -> PropertyList {
+        .data(try! DERPropertyList.encode(.dictionary(["prot": .string("ck"), "acl": .dictionary(acl)])))
+    }
+
+    /// Each attribute variant phones write, and what a restore makes of it: the attribute that
+    /// must read back (nil: the item is dropped as one a phone never backs up).
+    static let variants: [(name: String, table: String, change: @Sendable (inout [String: PropertyList]) -> Void, expect: [AttributeKey: AttributeValue]?)] = [
+        ("uuid-as-data", "genp", { $0["UUID"] = .data(UUID().bytes) }, [.account: .string("uuid-as-data")]),
+        (
+            "bookkeeping", "genp",
+            {
+                $0["sha1"] = .data(Data(repeating: 7, count: 20))
+                $0["persistref"] = .data(Data(repeating: 1, count: 12))
+                $0["musr"] = .data(Data())
+                $0["vwht"] = .string("Engram")
+                $0["pcss"] = .integer(0)
+                $0["labl"] = .string("Label")
+            }, [.account: .string("bookkeeping"), .label: .string("Label")]
+        ),
+        (
+            "dates-with-fractions", "genp",
+            {
+                $0["cdat"] = .date(Date(timeIntervalSinceReferenceDate: 700_000_000.25))
+                $0["mdat"] = .date(Date(timeIntervalSinceReferenceDate: 700_000_000.5))
+            }, [.account: .string("dates-with-fractions")]
+        ),
+        ("account-as-data", "genp", { $0["acct"] = .data(Data("account-as-data".utf8)) }, [.account: .data(Data("account-as-data".utf8))]),
+        ("label-as-data", "genp", { $0["labl"] = .data(Data("Label".utf8)) }, [.label: .data(Data("Label".utf8))]),
+        ("sync-as-boolean", "genp", { $0["sync"] = .boolean(false) }, [.account: .string("sync-as-boolean")]),
+        ("tomb-zero-as-boolean", "genp", { $0["tomb"] = .boolean(false) }, [.account: .string("tomb-zero-as-boolean")]),
+        ("clip-zero", "genp", { $0["clip"] = .integer(0) }, [.account: .string("clip-zero")]),
+        ("acl-that-asks-nothing", "genp", { $0["accc"] = accessControl(["dacl": .boolean(true)]) }, [.account: .string("acl-that-asks-nothing")]),
+        ("ptcl-integer", "inet", { _ in }, [.protocol: .string("imps"), .authenticationType: .string("dflt"), .port: .number(993)]),
+        (
+            "ptcl-string", "inet",
+            {
+                $0["ptcl"] = .string("imps")
+                $0["atyp"] = .integer(0x6466_6C74)
+            }, [.protocol: .string("imps"), .authenticationType: .string("dflt")]
+        ),
+        ("port-as-string", "inet", { $0["port"] = .string("993") }, [.port: .number(993)]),
+        ("biometry", "genp", { $0["accc"] = accessControl(["od": .dictionary(["cbio": .dictionary(["pbioc": .data(Data())])]), "oe": .boolean(true)]) }, nil),
+        (
+            "passcode-or-biometry", "genp",
+            { $0["accc"] = accessControl(["od": .dictionary(["pkofn": .dictionary(["cup": .boolean(true), "cbio": .dictionary([:])])])]) }, nil
+        ),
+        ("token", "genp", { $0["tkid"] = .string("com.apple.setoken") }, nil),
+        ("app-clip", "genp", { $0["clip"] = .integer(1) }, nil),
+        ("system-bound", "genp", { $0["sysb"] = .integer(1) }, nil),
+    ]
+
+    @Test("Apple's attributes as phones write them: each variant reads back with its attributes, or is dropped as a phone would never back it up")
+    func phoneAttributes() throws {
+        let setup = try Setup()
+        var planted: [String: [[String: PropertyList]]] = [:]
+        for variant in Self.variants {
+            var item =
+                variant.table == "inet"
+                ? Self.internetPassword(account: variant.name, secret: "secret-\(variant.name)")
+                : Self.password(account: variant.name, secret: "secret-\(variant.name)")
+            variant.change(&item)
+            planted[variant.table, default: []].append(item)
+        }
+        // A deleted synchronizable item's tombstone: nothing to restore, nothing to report.
+        var tombstone = Self.password(account: "deleted", secret: "gone")
+        tombstone["tomb"] = .integer(1)
+        planted["genp", default: []].append(tombstone)
+        for (table, items) in planted { try setup.plant(items, table: table) }
+        let report = try setup.restore()
+        let stored = try setup.items()
+        for variant in Self.variants {
+            // Found by their secret: the account itself is one of the variants.
+            let secret = Data("secret-\(variant.name)".utf8)
+            let item = stored.first { $0.data == secret }
+            guard let expected = variant.expect else {
+                #expect(item == nil, "\(variant.name) was restored")
+                #expect(
+                    report.items.contains { $0.reason == .neverBackedUp && $0.name?.contains(variant.name) == true }, "\(variant.name) is not reported dropped")
+                continue
+            }
+            let restored = try #require(item, "\(variant.name) did not come back")
+            for (key, value) in expected { #expect(restored.attributes[key] == value, "\(variant.name): \(key.name)") }
+            #expect(restored.accessControl == nil)
+            #expect(report.items.contains { $0.uuid == restored.uuid && $0.restored }, "\(variant.name) is not reported under its UUID")
+        }
+        let fractions = try #require(stored.first { $0.data == Data("secret-dates-with-fractions".utf8) })
+        #expect(abs(fractions.creationDate.timeIntervalSinceReferenceDate - 700_000_000.25) < 0.001)
+        #expect(abs(fractions.modificationDate.timeIntervalSinceReferenceDate - 700_000_000.5) < 0.001)
+        #expect(!report.items.contains { $0.name?.hasPrefix("deleted") == true })
+        #expect(!stored.contains { $0.data == Data("gone".utf8) })
+    }
+
     @Test("items claiming Keyferry's own groups are refused and reported, and the device's own items stay as they were")
     func reservedGroups() throws {
         let setup = try Setup()
