@@ -200,7 +200,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry-fuzz",
             dependencies: [
-                "Backup", "Fleet", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Node", "NodeControl", "AppleFormats", "Scenario", "SyncWire",
+                "Backup", "Fleet", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Node", "NodeControl", "AppleFormats",
+                "PhoneBackup", "Scenario", "SyncWire",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
 

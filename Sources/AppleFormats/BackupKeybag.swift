@@ -136,9 +136,8 @@ package struct BackupKeybag: Equatable, Sendable {
         func field(_ tag: String, _ value: [UInt8]) -> [UInt8] { Array(tag.utf8) + Self.bigEndian(UInt32(value.count)) + value }
         var bytes = field("VERS", Self.bigEndian(version)) + field("TYPE", Self.bigEndian(type)) + field("UUID", uuid)
         bytes += field("HMCK", hmacKey) + field("WRAP", Self.bigEndian(wrap)) + field("SALT", salt) + field("ITER", Self.bigEndian(iterations))
-        if hasDataProtectionStep {
-            bytes += field("DPWT", Self.bigEndian(dpwt)) + field("DPIC", Self.bigEndian(dataProtectionIterations)) + field("DPSL", dataProtectionSalt)
-        }
+        bytes += field("DPWT", Self.bigEndian(dpwt))
+        if hasDataProtectionStep { bytes += field("DPIC", Self.bigEndian(dataProtectionIterations)) + field("DPSL", dataProtectionSalt) }
         for key in classes {
             bytes += field("UUID", key.uuid) + field("CLAS", Self.bigEndian(key.protectionClass)) + field("WRAP", Self.bigEndian(key.wrap))
             bytes += field("KTYP", Self.bigEndian(key.keyType)) + field("WPKY", key.wrappedKey)

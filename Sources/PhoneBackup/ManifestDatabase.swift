@@ -5,7 +5,7 @@ import KeychainModel
 import KeyferrySystem
 
 /// One row of `Manifest.db`'s `Files` table (`IOS-BACKUP.md`, section 5).
-struct ManifestRow: Sendable {
+package struct ManifestRow: Sendable {
     static let regularFile: Int64 = 1
     static let directory: Int64 = 2
     static let symbolicLink: Int64 = 4
@@ -19,7 +19,7 @@ struct ManifestRow: Sendable {
 
 /// `Manifest.db` in plain SQLite: written beside the backup, then sealed into place; read from
 /// a private copy opened read-only.
-enum ManifestDatabase {
+package enum ManifestDatabase {
     /// The largest `file` column read: iphone-backup-decrypt refuses more than 100 KiB, and an
     /// MBFile is a few hundred bytes.
     static let maximumRecordBytes = 100 << 10
@@ -49,9 +49,9 @@ enum ManifestDatabase {
     static let sqliteHeader = Data("SQLite format 3\0".utf8)
 
     /// What `read` found: the rows, and the rows whose record does not decode, by name (escaped).
-    struct Contents {
-        var rows: [ManifestRow]
-        var unreadable: [String]
+    package struct Contents {
+        package var rows: [ManifestRow]
+        package var unreadable: [String]
     }
 
     /// Every row of a decrypted `Manifest.db`, in domain and path order, at most `maximumRows`;
@@ -63,7 +63,7 @@ enum ManifestDatabase {
     /// column would run the author's SQL), and each row is a step of a scan bounded by the
     /// file's size, between which `checkpoint` may stop the read. A database that SQLite cannot
     /// read, a missing column or an oversized record is malformed.
-    static func read(_ plain: Data, maximumRows: Int, checkpoint: () throws -> Void) throws -> Contents {
+    package static func read(_ plain: Data, maximumRows: Int, checkpoint: () throws -> Void) throws -> Contents {
         let queue = try PrivateCopy.open(plain)
         defer { try? queue.close() }
         do {

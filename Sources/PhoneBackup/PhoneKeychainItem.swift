@@ -48,7 +48,7 @@ enum PhoneClass {
 
 /// A keychain item as a backup's DER attributes hold it: every attribute under Apple's short
 /// name, the engine's own (`agrp`, `pdmn`, `sync`, dates) and the secret as `v_Data`.
-enum PhoneKeychainItem {
+package enum PhoneKeychainItem {
     /// The plaintext a phone seals for `record` (`s3dl_export_row`): access control is left out.
     static func attributes(_ record: ItemRecord) -> PropertyList {
         var entries: [String: PropertyList] = [:]
@@ -68,7 +68,7 @@ enum PhoneKeychainItem {
     }
 
     /// Why a decrypted item cannot become a Keyferry item, or the item.
-    enum Decoded {
+    package enum Decoded {
         case item(ItemRecord)
         /// A kind of item a phone never exports (`neverBackedUp` says which): read, not restored.
         case neverBackedUp(ItemRecord, String)
@@ -83,7 +83,7 @@ enum PhoneKeychainItem {
     /// numbers as integers or strings, text as strings or data. Attributes Keyferry does not
     /// keep (`sha1`, `persistref`, `musr`, `vwht`, `pcs*`) are left out; an item without `UUID`
     /// gets a name-based one, so the same backup restored twice names it the same.
-    static func record(from plist: PropertyList, table: ItemClass, protection: ProtectionClass, sealedBytes: [UInt8], backupDate: Date) -> Decoded {
+    package static func record(from plist: PropertyList, table: ItemClass, protection: ProtectionClass, sealedBytes: [UInt8], backupDate: Date) -> Decoded {
         guard let entries = plist.dictionary else { return .unreadable("its attributes are not a dictionary") }
         if let tomb = entries["tomb"], bool(tomb) == true { return .tombstone }
         if let pdmn = entries[AttributeKey.accessible.rawValue]?.string, pdmn != protection.rawValue {

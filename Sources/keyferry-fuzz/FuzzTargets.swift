@@ -3,10 +3,12 @@ import Backup
 import Crypto
 import Fleet
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 import KeyferrySecurity
 import NodeControl
+import PhoneBackup
 import Scenario
 import SyncWire
 
@@ -16,6 +18,7 @@ import SyncWire
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
     case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag, keychainitem, mbfile, pkcs12, certificate
+    case manifestdb, phoneitem
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -64,6 +67,18 @@ enum FuzzTarget: String, CaseIterable {
             // A Manifest.db row's record: what it reads, it writes again and reads back the same.
             if let value = try? BinaryPropertyList.decode(Data(bytes)), let record = try? BackupFileRecord(keyedArchive: value) {
                 precondition((try? BackupFileRecord(keyedArchive: record.keyedArchive)) == record)
+            }
+        case .manifestdb:
+            // A decrypted Manifest.db as its author wrote it: schema checked, rows read, each
+            // record decoded or named.
+            _ = try? ManifestDatabase.read(Data(bytes), maximumRows: 10_000) {}
+        case .phoneitem:
+            // An opened keychain item's DER attributes, as a restore makes an item of them.
+            if let attributes = try? DERPropertyList.decode(Data(bytes)) {
+                for table in ItemClass.allCases where table != .identity {
+                    _ = PhoneKeychainItem.record(from: attributes, table: table, protection: .afterFirstUnlock, sealedBytes: bytes, backupDate: Date())
+                }
+                if let accc = attributes["accc"]?.data { _ = try? AccessControlData.asksForUser(accc) }
             }
         case .pkcs12:
             // A .p12 under the corpus's password, "fuzz": MAC, bags, keys and their certificates.
