@@ -417,8 +417,13 @@ public struct RestoreReport: Codable, Sendable {
         package func checked(against unreadable: Set<UUID>) -> ItemOutcome {
             guard restored, unreadable.contains(uuid) else { return self }
             var dropped = self
-            (dropped.restored, dropped.reason, dropped.waitingForApp) = (false, .doesNotReadBack, false)
+            dropped.replace(with: .doesNotReadBack)
             return dropped
+        }
+
+        /// Not restored after all, for `reason`.
+        package mutating func replace(with reason: Reason) {
+            (restored, self.reason, waitingForApp) = (false, reason, false)
         }
 
         init(_ item: ArchivedItem, name: String?, reason: Reason?, waitingForApp: Bool) {
@@ -506,6 +511,8 @@ public struct RestoreReport: Codable, Sendable {
         /// Written, then read back before the restore committed, and it did not open: dropped
         /// rather than reported restored and unreadable for good.
         case doesNotReadBack
+        /// A later item of the same backup has its primary key or UUID, and replaced it.
+        case replacedInBackup
         /// From an iOS backup, an item of a kind a phone never puts in one (access control that
         /// asks for the user, a key on a token, an App Clip's or a system-bound item).
         case neverBackedUp
@@ -522,6 +529,7 @@ public struct RestoreReport: Codable, Sendable {
             case .reservedGroup: "in Keyferry's own access group (com.keyferry.*), which only the device itself writes"
             case .neverBackedUp:
                 "a kind of item a phone never puts in a backup (access control that asks for the user, a key on a token, an App Clip's or a system-bound item)"
+            case .replacedInBackup: "a later item of the same backup has its primary key or UUID, and took its place"
             case .doesNotReadBack: "did not read back once written here (its attributes or secret do not open): dropped, not kept unreadable"
             }
         }

@@ -72,19 +72,21 @@ package enum PhoneRestore {
         let synchronizedOnTarget = before.filter(\.record.synchronizable).reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
         let localOnTarget = DeviceRestore.replacedLocally(before)
         try device.deviceKeychain.deleteNonSynchronizableItems()
-        var restored: [ItemRecord] = []
+        // Outcomes are collected here and reported once the store has read every item back.
+        var outcomes: [RestoreReport.ItemOutcome] = []
+        var restored: [(record: ItemRecord, outcome: Int)] = []
         for entry in keychain {
             switch entry {
             case .item(let record):
                 let reason = DeviceRestore.decide(record, onTarget: synchronizedOnTarget[record.primaryKey])
-                if reason == nil { restored.append(record) }
-                report.items.append(
+                if reason == nil { restored.append((record, outcomes.count)) }
+                outcomes.append(
                     .init(
                         uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: record.synchronizable,
                         accessGroup: record.accessGroup, name: name(record), reason: reason,
                         waitingForApp: reason == nil && !groups.contains(record.accessGroup)))
             case .neverBackedUp(let record, _):
-                report.items.append(
+                outcomes.append(
                     .init(
                         uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: record.synchronizable,
                         accessGroup: record.accessGroup, name: name(record), reason: .neverBackedUp, waitingForApp: false))
@@ -97,16 +99,26 @@ package enum PhoneRestore {
                     case .unsupported: .unsupported
                     case .damaged: .damaged
                     }
-                report.items.append(
+                outcomes.append(
                     .init(
                         uuid: uuid, itemClass: table, protection: protection ?? .whenUnlockedThisDeviceOnly, synchronizable: false, accessGroup: "",
                         name: nil, reason: reason, waitingForApp: false))
             }
         }
-        // Two items of a backup with one primary key: the later write wins, as on a phone.
-        var latest: [PrimaryKey: Int] = [:]
-        for (index, record) in restored.enumerated() { latest[record.primaryKey] = index }
-        let unique = restored.indices.filter { latest[restored[$0].primaryKey] == $0 }.map { restored[$0] }
+        // Two items of a backup with one primary key, or one UUID: the later write wins, as on a
+        // phone, and the earlier is reported replaced rather than restored.
+        var kept = Array(repeating: true, count: restored.count)
+        var keys = Set<PrimaryKey>()
+        var uuids = Set<UUID>()
+        for index in restored.indices.reversed() {
+            let record = restored[index].record
+            guard keys.insert(record.primaryKey).inserted, uuids.insert(record.uuid).inserted else {
+                kept[index] = false
+                outcomes[restored[index].outcome].replace(with: .replacedInBackup)
+                continue
+            }
+        }
+        let unique = restored.indices.filter { kept[$0] }.map { restored[$0].record }
         let localKeys = Set(localOnTarget.map(\.primaryKey))
         report.localItemsLost = DeviceRestore.lost(
             localOnTarget,
@@ -142,11 +154,7 @@ package enum PhoneRestore {
             throw error
         }
         let unreadable = Set(try store.restore(try sealing.result()).map(\.uuid))
-        if !unreadable.isEmpty {
-            let outcomes = report.items.map { $0.checked(against: unreadable) }
-            report.items = RestoreReport.ItemOutcomes()
-            report.items += outcomes
-        }
+        report.items += unreadable.isEmpty ? outcomes : outcomes.map { $0.checked(against: unreadable) }
         // The last chance to stop, after the costly import: from here the swap goes through.
         try progress(total, total)
         return report

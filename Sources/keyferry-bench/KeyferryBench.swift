@@ -76,6 +76,20 @@ func alternating(_ run: Int, _ keyferry: () throws -> Void, _ peer: () throws ->
 /// The middle sample (the upper one of an even count).
 func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
 
+/// Runs a program as `runQuietly` does, through GNU time when it is installed (scripts/bench
+/// installs it): how long it took, and the most memory it held (peak resident set, in bytes).
+func measuredRun(_ executable: URL, _ arguments: [String]) throws -> (seconds: Double, peakBytes: Int?) {
+    let time = URL(fileURLWithPath: "/usr/bin/time")
+    guard FileManager.default.isExecutableFile(atPath: time.path) else {
+        return (try seconds { try runQuietly(executable, arguments) }, nil)
+    }
+    let report = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-bench-time-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: report) }
+    let elapsed = try seconds { try runQuietly(time, ["-o", report.path, "-f", "%M", executable.path] + arguments) }
+    let kilobytes = try String(contentsOf: report, encoding: .utf8).split(separator: "\n").last.flatMap { Int($0) }
+    return (elapsed, kilobytes.map { $0 * 1024 })
+}
+
 /// How long `body` takes, in seconds.
 func seconds(_ body: () throws -> Void) throws -> Double {
     let start = DispatchTime.now().uptimeNanoseconds

@@ -221,6 +221,27 @@ struct ForeignItemTests {
         #expect(try own().map(\.uuid) == before.map(\.uuid))
     }
 
+    @Test("two items with one UUID, or one primary key: the later is restored, the earlier reported replaced, never restored and gone")
+    func duplicates() throws {
+        let setup = try Setup()
+        let shared = UUID().uuidString
+        var first = Self.password(account: "first-of-uuid", secret: "one")
+        first["UUID"] = .string(shared)
+        var second = Self.password(account: "second-of-uuid", secret: "two")
+        second["UUID"] = .string(shared)
+        let earlier = Self.password(account: "same-key", secret: "earlier")
+        let later = Self.password(account: "same-key", secret: "later")
+        try setup.plant([first, second, earlier, later])
+        let report = try setup.restore()
+        let stored = try setup.items()
+        for outcome in report.items where outcome.restored {
+            #expect(stored.contains { $0.uuid == outcome.uuid }, "\(outcome.name ?? "") is reported restored but is not in the store")
+        }
+        #expect(report.items.filter { $0.reason == .replacedInBackup }.count == 2)
+        #expect(stored.contains { $0.data == Data("two".utf8) } && stored.contains { $0.data == Data("later".utf8) })
+        #expect(!stored.contains { $0.data == Data("one".utf8) || $0.data == Data("earlier".utf8) })
+    }
+
     @Test("the store refuses a restored row in Keyferry's own group, whatever path brings it")
     func storeRefusesReservedGroups() throws {
         let fixture = try TestDevice(seed: 3)
