@@ -174,7 +174,7 @@ struct RestoreCLITests {
         try cli.ok(["backup", "create", dir, "--out", archive, "--unencrypted"])
         let newPhone = cli.path("new-phone")
         try cli.ok(["device", "init", newPhone, "--passcode", "2468"])
-        try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468"])
+        try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468", "--accept-unauthenticated"])
         var checked = 0
         for top in [dir, archive, newPhone] {
             let paths = [top] + (FileManager.default.subpaths(atPath: top) ?? []).map { top + "/" + $0 }
@@ -196,14 +196,17 @@ struct RestoreCLITests {
         let newPhone = cli.path("new-phone")
         try cli.ok(["device", "init", newPhone, "--passcode", "2468"])
 
-        let wrongPasscode = try cli.run(["restore", archive, "--to", newPhone, "--passcode", "0000"])
+        // Nothing proves who wrote another device's unencrypted archive: refused unless accepted.
+        let refused = try cli.run(["restore", archive, "--to", newPhone, "--passcode", "2468"])
+        #expect(refused.status == 64 && refused.stderr.contains("--accept-unauthenticated"), "\(refused.stderr)")
+        let wrongPasscode = try cli.run(["restore", archive, "--to", newPhone, "--passcode", "0000", "--accept-unauthenticated"])
         // After the warning that --passcode is visible to every user of the machine.
         #expect(wrongPasscode.status == 4 && wrongPasscode.stderr.contains("\nerrSecAuthFailed (-25293)"), "\(wrongPasscode.stderr)")
         let notADevice = try cli.run(["restore", archive, "--to", cli.path("nowhere")])
         #expect(notADevice.status == 5 && notADevice.stderr.contains("not a Keyferry device"))
         #expect(!FileManager.default.fileExists(atPath: cli.path("nowhere")))
 
-        let report = try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468", "--json"]).object()
+        let report = try cli.ok(["restore", archive, "--to", newPhone, "--passcode", "2468", "--accept-unauthenticated", "--json"]).object()
         let items = try #require(report["items"] as? [[String: Any]])
         #expect(items.allSatisfy { $0["restored"] as? Bool == false })
         #expect(items.contains { $0["reason"] as? String == "unencryptedOnAnotherDevice" })
