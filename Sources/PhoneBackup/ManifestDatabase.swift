@@ -57,6 +57,7 @@ package enum ManifestDatabase {
     /// Every row of a decrypted `Manifest.db`, in domain and path order, at most `maximumRows`;
     /// a row whose record (its MBFile) does not decode is named in `unreadable`, not failed on,
     /// as readers of phones' backups skip it.
+    ///
     /// The database is the backup author's, so it is read as hostile: SQLite opens a private
     /// copy that is unlinked as soon as it is open (nothing decrypted outlives the read, even a
     /// killed one), `Files` must be a plain table (a view, trigger, virtual table or generated
@@ -157,7 +158,7 @@ enum PrivateCopy {
         var bytes = plain
         // A database in WAL mode (header bytes 18 and 19 are 2) wants its -wal and -shm files
         // beside it; a backup's copy has none, so it is read as a rollback-journal database.
-        if bytes.count >= 100, bytes.starts(with: Array("SQLite format 3\0".utf8)), bytes[bytes.startIndex + 18] == 2 {
+        if bytes.count >= 100, bytes.starts(with: ManifestDatabase.sqliteHeader), bytes[bytes.startIndex + 18] == 2 {
             bytes[bytes.startIndex + 18] = 1
             bytes[bytes.startIndex + 19] = 1
         }

@@ -448,9 +448,17 @@ struct DemoCommand: AsyncParsableCommand {
             }
             let target = runner.root.appendingPathComponent("new-phone-\(kind)")
             try Device.initialize(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321"))
-            // The demo wrote it just now; a user restoring an unencrypted archive of another device says so (--accept-unauthenticated).
+            if password == nil {
+                // Anyone could have written an unencrypted archive of another device: refused, untouched.
+                await tour.attempt("restore it onto the new iPhone as it is") {
+                    _ = try DeviceRestore.restore(archive, password: nil, to: target, passcode: "654321")
+                }
+                tour.say(
+                    "refused before the new iPhone is touched: its apps and files could be anyone's; the demo wrote it, so it says so (--accept-unauthenticated)"
+                )
+            }
             let report = try DeviceRestore.restore(
-                archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321", acceptingUnauthenticated: true)
+                archive, password: password.map { Data($0.utf8) }, to: target, passcode: "654321", acceptingUnauthenticated: password == nil)
             tour.say(
                 "restored onto a new iPhone: \(report.restoredCount) of \(report.items.count) keychain items, \(report.sandboxFiles) sandbox file\(report.sandboxFiles == 1 ? "" : "s")"
             )
@@ -478,6 +486,10 @@ struct DemoCommand: AsyncParsableCommand {
         for (name, count) in summary.leftOut.sorted(by: { $0.key < $1.key }) {
             tour.say("left out, as a phone leaves them: \(count) \(name.replacingOccurrences(of: ".", with: " ")) item\(count == 1 ? "" : "s")")
         }
+        let survey = try PhoneBackupSurvey(folder: folder)
+        tour.say(
+            "backup inspect, with no password: \(survey.generation?.rawValue ?? "unknown") layout, \(survey.applications.count) apps, "
+                + (survey.missing.isEmpty ? "nothing missing" : "missing \(survey.missing.joined(separator: ", "))"))
         let python = URL(fileURLWithPath: ".build/ios-readers/tools/bin/python")
         if FileManager.default.isExecutableFile(atPath: python.path) {
             let opened = try await onThreadOfItsOwn { _ in try Self.openWithIphoneBackupDecrypt(python, folder: folder, password: password) }
