@@ -262,7 +262,11 @@ let package = Package(
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
-            name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeyferryThreads", "KeychainStore", "KeychainModel", "KeychainTesting"],
+            name: "BackupTests",
+            dependencies: [
+                "Backup", "KeyferryCrypto", "KeyferryThreads", "KeychainStore", "KeychainModel", "KeychainTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             exclude: ["Format1"]),
         // The node's and the relay's routes, in process: the real routers, no socket, no binary.
         .testTarget(

@@ -70,13 +70,13 @@ public enum DeviceRestore {
     /// replace the target's local items. Those pass only when the caller vouches for them.
     static func requireAuthenticatable(_ reader: ArchiveReader, target: DeviceBackupKeys) throws {
         guard reader.authenticity(device: target) == .checksums else { return }
-        let claim =
+        // The command line adds how to restore it anyway (`Remedy`).
+        throw ArchiveError.unauthenticated(
             reader.header.deviceID == target.deviceID
-            ? "it is an unencrypted archive in format \(reader.version), which claims to come from this device but carries nothing only this device could write; "
-                + "make a new backup (format \(ArchiveFormat.version) is authenticated), "
-            : "it is an unencrypted archive of another device, and nothing in one proves who wrote it: anyone could have written its apps, "
-                + "entitlements, defaults and files; make an encrypted backup, "
-        throw ArchiveError.unauthenticated(claim + "or restore it with --accept-unauthenticated if you know where it comes from")
+                ? "it is an unencrypted archive in format \(reader.version), which claims to come from this device but carries nothing only this "
+                    + "device could write (format \(ArchiveFormat.version) is authenticated)"
+                : "it is an unencrypted archive of another device, and nothing in one proves who wrote it: anyone could have written its apps, "
+                    + "entitlements, defaults and files (an encrypted backup is authenticated)")
     }
 
     private static func restore(

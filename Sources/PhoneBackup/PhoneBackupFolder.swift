@@ -108,7 +108,7 @@ package enum PhoneBackupError: CodedError, Equatable {
                 + "could be anyone's, and it replaces this device's local items"
                 + (sameDevice
                     ? " (it claims to be this device's; a genuine one's keychain items open only here, but its files prove nothing)" : "")
-                + ". Restore an encrypted backup, or this one with --accept-unauthenticated if you know where it comes from"
+                + " (an encrypted backup's items are authenticated)"
         }
     }
 }

@@ -33,6 +33,8 @@ enum Remedy {
             return "give its password with --password-file F, --password-stdin or KEYFERRY_BACKUP_PASSWORD"
         case let error as ArchiveError where error.code == .unauthenticated:
             return "restore it with --accept-unauthenticated if you know where it comes from"
+        case let error as PhoneBackupError where error.code == .unauthenticated:
+            return "restore it with --accept-unauthenticated if you know where it comes from"
         case let error as PhoneBackupError where error.code == .needsPassword:
             return "give its password with --password-file F, --password-stdin or KEYFERRY_BACKUP_PASSWORD"
         case let error as CircleError:
