@@ -221,7 +221,8 @@ let package = Package(
 
         // Shared test support: a manual clock, seeded randomness, device fixtures, a circle of one.
         .target(
-            name: "KeychainTesting", dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "SyncWire"],
+            name: "KeychainTesting",
+            dependencies: ["KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", "SyncWire", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/KeychainTesting"),
 
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
@@ -262,11 +263,7 @@ let package = Package(
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
         .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
-            name: "BackupTests",
-            dependencies: [
-                "Backup", "KeyferryCrypto", "KeyferryThreads", "KeychainStore", "KeychainModel", "KeychainTesting",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ],
+            name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeyferryThreads", "KeychainStore", "KeychainModel", "KeychainTesting"],
             exclude: ["Format1"]),
         // The node's and the relay's routes, in process: the real routers, no socket, no binary.
         .testTarget(

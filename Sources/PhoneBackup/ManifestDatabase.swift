@@ -45,8 +45,9 @@ package enum ManifestDatabase {
         try queue.close()
     }
 
-    /// The first bytes of every SQLite database.
-    static let sqliteHeader = Data("SQLite format 3\0".utf8)
+    /// The first bytes of every SQLite database (an array: the leak checker of scripts/fuzz cannot
+    /// follow a global Data to its storage).
+    static let sqliteHeader = Array("SQLite format 3\0".utf8)
 
     /// What `read` found: the rows, and the rows whose record does not decode, by name (escaped).
     package struct Contents {

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import KeychainModel
 import KeychainStore
 import KeychainTesting
@@ -17,15 +16,9 @@ struct DamagedItemBackupTests {
         for account in ["first", "second", "third"] { try keychain.add(.password(account: account, value: "\(account)-secret")) }
         let damaged = try #require(try keychain.copy(.password(account: "second")).first?.uuid)
         fixture.device.powerOff()
-        let queue = try DatabaseQueue(path: fixture.directory.appendingPathComponent("keychain.db").path)
-        try queue.write { db in
-            // Its attributes: an archive carries a secret sealed as stored, never opened, so a
-            // damaged secret travels on and is reported by the restore that opens it.
-            var metadata = try #require(try Data.fetchOne(db, sql: "SELECT metadata FROM item WHERE uuid = ?", arguments: [damaged.bytes]))
-            metadata[metadata.count / 2] ^= 0x01
-            try db.execute(sql: "UPDATE item SET metadata = ? WHERE uuid = ?", arguments: [metadata, damaged.bytes])
-        }
-        try queue.close()
+        // Its attributes: an archive carries a secret sealed as stored, never opened, so a
+        // damaged secret travels on and is reported by the restore that opens it.
+        try fixture.damageAttributes(of: damaged)
         let device = try Device.powerOn(at: fixture.directory, clock: fixture.clock)
         defer { device.powerOff() }
         try device.unlock(passcode: TestDevice.defaultPasscode)

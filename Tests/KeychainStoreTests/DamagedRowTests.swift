@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import KeychainModel
 import KeychainTesting
 import Testing
@@ -23,13 +22,7 @@ struct DamagedRowTests {
             let uuid = try #require(try keychain.copy(.password(account: "second")).first?.uuid)
             damaged = uuid
             fixture.device.powerOff()
-            let queue = try DatabaseQueue(path: fixture.directory.appendingPathComponent("keychain.db").path)
-            try queue.write { db in
-                var metadata = try #require(try Data.fetchOne(db, sql: "SELECT metadata FROM item WHERE uuid = ?", arguments: [uuid.bytes]))
-                metadata[metadata.count / 2] ^= 0x01
-                try db.execute(sql: "UPDATE item SET metadata = ? WHERE uuid = ?", arguments: [metadata, uuid.bytes])
-            }
-            try queue.close()
+            try fixture.damageAttributes(of: uuid)
             device = try Device.powerOn(at: fixture.directory, clock: fixture.clock)
             try device.unlock(passcode: TestDevice.defaultPasscode)
         }

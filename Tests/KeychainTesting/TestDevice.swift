@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import KeychainModel
 import KeychainStore
 import KeyferryCrypto
@@ -38,6 +39,20 @@ public final class TestDevice: @unchecked Sendable {
 
     /// The default app's keychain.
     public func keychain(_ bundleID: String = TestDevice.appID) throws -> Keychain { try device.keychain(for: bundleID) }
+
+    /// Flips a byte of an item's sealed attributes in the store on disk, as damage or an edit
+    /// would: its row then fails authentication. The device must be powered off.
+    public func damageAttributes(of uuid: UUID) throws {
+        let queue = try DatabaseQueue(path: directory.appendingPathComponent("keychain.db").path)
+        defer { try? queue.close() }
+        try queue.write { db in
+            guard var metadata = try Data.fetchOne(db, sql: "SELECT metadata FROM item WHERE uuid = ?", arguments: [uuid.bytes]) else {
+                throw KeychainError(.itemNotFound, "no row holds item \(uuid)")
+            }
+            metadata[metadata.count / 2] ^= 0x01
+            try db.execute(sql: "UPDATE item SET metadata = ? WHERE uuid = ?", arguments: [metadata, uuid.bytes])
+        }
+    }
 
     /// Every byte of every file under the device directory (the database, its WAL, sandboxes).
     public func allBytesOnDisk() throws -> [(path: String, bytes: Data)] {
