@@ -1,5 +1,4 @@
 import Foundation
-import KeychainModel
 import KeychainStore
 import KeychainTesting
 import Testing
