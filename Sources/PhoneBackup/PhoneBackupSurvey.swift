@@ -29,7 +29,7 @@ package struct PhoneBackupSurvey: Encodable, Sendable {
     package var files: FileList?
     package var keychain: KeychainTables?
     /// Whether `restore` has what it needs (it still checks everything).
-    package var restorable: Bool { missing.isEmpty && generation != .beforeiOS10 }
+    package private(set) var restorable = false
 
     package enum Generation: String, Encodable, Sendable {
         /// `Manifest.db`, encrypted under `ManifestKey` when the backup is.
@@ -99,6 +99,7 @@ package struct PhoneBackupSurvey: Encodable, Sendable {
             let data = try PhoneBackupReader.contents(of: keychainURL.url, "keychain-backup.plist", limit: PhoneBackupReader.maximumFileBytes, in: url)
             keychain = try Self.keychainTables(data, source: keychainURL.source)
         }
+        restorable = missing.isEmpty && generation != .beforeiOS10
     }
 
     private mutating func readManifest(_ folder: PhoneBackupFolder, mbdb: Bool) throws {
