@@ -36,23 +36,31 @@ extension RelayStorage {
 /// What a relay holds at most, so that no one, member or stranger, fills its disk: a relay
 /// creates circles for anyone whose first entry is self-signed.
 package struct RelayLimits: Sendable, Equatable {
-    /// Bytes of one circle's records, past which it takes no more envelopes. Membership entries
-    /// and key records are not held back by it, so a full circle can still remove a member,
-    /// admit one and hand out the new generation's keys; they count towards `totalBytes`.
+    /// Bytes of one circle's records, past which it takes no more envelopes.
     package var circleBytes: Int
+    /// Bytes past `circleBytes` that membership entries and key records may still take, so a
+    /// full circle can still remove a member, admit one and hand out the new generation's keys,
+    /// and no more: a circle's author pushing key records without end stops at
+    /// `circleBytes + reserveBytes` like anyone else. 1 MiB: a membership entry is at most
+    /// 4 KiB, and a generation's keys take a few hundred bytes per member.
+    package var reserveBytes: Int
     /// Bytes of every circle's records together.
     package var totalBytes: Int
     /// Circles the relay holds; creating one more is refused.
     package var circles: Int
 
-    package init(circleBytes: Int = 1 << 30, totalBytes: Int = 64 << 30, circles: Int = 10_000) {
+    package init(circleBytes: Int = 1 << 30, reserveBytes: Int = 1 << 20, totalBytes: Int = 64 << 30, circles: Int = 10_000) {
         self.circleBytes = circleBytes
+        self.reserveBytes = reserveBytes
         self.totalBytes = totalBytes
         self.circles = circles
     }
 
-    /// Whether `stream`'s records are held back by `circleBytes`.
-    package static func countsTowardsCircle(_ stream: RelayStream) -> Bool { stream == .envelopes }
+    /// The most bytes a circle may hold after an append to `stream`: envelopes stop at the
+    /// quota, membership and keys at the quota and the reserve.
+    package func circleBytes(for stream: RelayStream) -> Int {
+        stream == .envelopes ? circleBytes : circleBytes + reserveBytes
+    }
 }
 
 /// A conditional append found the stream moved on since the caller read it.
@@ -75,8 +83,11 @@ package struct RelayStorageFull: Error, Sendable, CustomStringConvertible {
         if held == nil, let circles, circles >= limits.circles {
             throw RelayStorageFull("this relay holds \(limits.circles) circles, its most; it creates no more")
         }
-        if RelayLimits.countsTowardsCircle(stream), (held ?? 0) + adding > limits.circleBytes {
-            throw RelayStorageFull("circle \(circle) holds \(held ?? 0) bytes and may hold \(limits.circleBytes); nothing more is kept for it")
+        let most = limits.circleBytes(for: stream)
+        if (held ?? 0) + adding > most {
+            throw RelayStorageFull(
+                "circle \(circle) holds \(held ?? 0) bytes and may hold \(most)\(stream == .envelopes ? "" : " of \(stream.rawValue) records, its reserve included"); "
+                    + "nothing more is kept for it")
         }
         if total + adding > limits.totalBytes {
             throw RelayStorageFull("this relay holds \(total) bytes of records and may hold \(limits.totalBytes); nothing more is kept")

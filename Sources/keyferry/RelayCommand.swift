@@ -47,6 +47,13 @@ struct RelayCommand: AsyncParsableCommand {
             transform: Checked.byteSize)
         var quota = RelayLimits().circleBytes
         @Option(
+            help: """
+                Bytes past --quota that a circle's membership entries and key records may still take (1M by default), so a full \
+                circle can still change its members; key records past it are refused (507) like envelopes.
+                """,
+            transform: Checked.byteSize)
+        var reserve = RelayLimits().reserveBytes
+        @Option(
             help: "The most bytes every circle's records may take together (64G by default); pushes past it are refused (507).",
             transform: Checked.byteSize)
         var totalQuota = RelayLimits().totalBytes
@@ -110,7 +117,7 @@ struct RelayCommand: AsyncParsableCommand {
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }
-            let limits = RelayLimits(circleBytes: quota, totalBytes: totalQuota, circles: maxCircles)
+            let limits = RelayLimits(circleBytes: quota, reserveBytes: reserve, totalBytes: totalQuota, circles: maxCircles)
             let serve: @Sendable (any RelayStorage) async throws -> Void = { storage in
                 try await RelayServer.run(storage: storage, limits: limits, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
                     // Unbuffered, so whoever started the relay sees it is up at once.

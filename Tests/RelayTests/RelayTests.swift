@@ -189,6 +189,30 @@ struct RelayTests {
         #expect(await refusal { try await relay.push(more, circle: one.circle, stream: .envelopes, proof: one.proof(more)) }?.contains("may hold") == true)
     }
 
+    @Test("a circle's author pushing key records without end stops at its quota and reserve; the other circles keep syncing")
+    func keysStreamBounded() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let (quota, reserve) = (16 << 10, 8 << 10)
+        let relay = LocalRelay(storage: storage, limits: RelayLimits(circleBytes: quota, reserveBytes: reserve))
+        let flooder = OneMemberCircle()
+        let honest = OneMemberCircle()
+        try await flooder.create(on: relay)
+        try await honest.create(on: relay)
+        var full: String?
+        for _ in 0..<1_000 where full == nil {
+            // Fresh keys each time: a new record, signed by the generation's author as it must be.
+            let keys = CircleKeys(circle: flooder.circle, epoch: flooder.history.epoch)
+            let records = [KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: flooder.author)).bytes]
+            full = await refusal { try await relay.push(records, circle: flooder.circle, stream: .keys, proof: flooder.proof(records, .keys)) }
+        }
+        #expect(full?.contains("its reserve included") == true, "\(full ?? "never refused")")
+        #expect(try await storage.byteCount(circle: flooder.circle) <= quota + reserve)
+        let batch = try honest.batches(1)
+        #expect(try await relay.push(batch, circle: honest.circle, stream: .envelopes, proof: honest.proof(batch)) == 1)
+    }
+
     @Test("a relay creates at most its number of circles and holds at most its total bytes, whoever asks")
     func relayWideLimits() async throws {
         let directory = temporaryDirectory()
