@@ -4,12 +4,13 @@ import PostgresNIO
 import Relay
 
 /// Where a relay's PostgreSQL database is: `postgres://USER@HOST[:PORT]/DATABASE`, with
-/// `?sslmode=disable|prefer|require` and `&sslrootcert=FILE` (a PEM file of authorities the
-/// database's certificate may chain to, besides the system's). TLS is required by default,
-/// unless the host is this machine's loopback: `prefer` lets whoever answers on the address say
-/// "no TLS" and ask for the password in clear. The password never travels in the address, since
-/// a command line is visible to every user of the machine: it comes from a file or the
-/// environment.
+/// `?sslmode=require|disable` and `&sslrootcert=FILE` (a PEM file of authorities the database's
+/// certificate may chain to, besides the system's). TLS is required whatever the host, loopback
+/// included: without it, whoever answers on the address (a process that took a loopback port
+/// too) may ask for the password in clear or as MD5, and the client library sends it. Only an
+/// operator who names `sslmode=disable` goes without. `prefer` is refused: it is the mode in
+/// which a stranger's "no TLS" is believed. The password never travels in the address, since a
+/// command line is visible to every user of the machine: it comes from a file or the environment.
 package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
     package var host: String
     package var port: Int
@@ -21,7 +22,7 @@ package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
     package var password: String?
 
     package enum SSLMode: String, Sendable, CaseIterable {
-        case disable, prefer, require
+        case disable, require
     }
 
     /// The environment variable a password may come from, as for PostgreSQL's own tools.
@@ -40,9 +41,13 @@ package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         guard let user = url.user, !user.isEmpty else { throw RelayStorageError("'\(text)' names no user (postgres://USER@HOST/DATABASE)") }
         let database = String(url.path.dropFirst())
         guard !database.isEmpty, !database.contains("/") else { throw RelayStorageError("'\(text)' names no database (postgres://USER@HOST/DATABASE)") }
-        var sslMode = Self.isLoopback(host) ? SSLMode.prefer : .require
+        var sslMode = SSLMode.require
         for item in url.queryItems ?? [] {
-            if item.name == "sslmode", let mode = item.value.flatMap(SSLMode.init(rawValue:)) {
+            if item.name == "sslmode", item.value == "prefer" {
+                throw RelayStorageError(
+                    "sslmode=prefer believes whoever answers on the address when it says \"no TLS\", and then sends it the password; "
+                        + "TLS is required by default (sslmode=require), and sslmode=disable turns it off by name")
+            } else if item.name == "sslmode", let mode = item.value.flatMap(SSLMode.init(rawValue:)) {
                 sslMode = mode
             } else if item.name == "sslrootcert", let file = item.value, !file.isEmpty {
                 sslRootCertificate = file
@@ -58,14 +63,6 @@ package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         self.database = database
         self.sslMode = sslMode
         self.password = password
-    }
-
-    /// 127.0.0.0/8, ::1 and localhost: a database on this machine, where no one sits on the path.
-    /// (`127.example.com` is a name like any other.)
-    static func isLoopback(_ host: String) -> Bool {
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        let ipv4Loopback = octets.count == 4 && octets.first == "127" && octets.allSatisfy { UInt8($0) != nil }
-        return ipv4Loopback || host == "localhost" || host == "::1" || host == "[::1]"
     }
 
     /// The address without any secret, for logs and messages.
@@ -87,7 +84,6 @@ package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         let tls: PostgresConnection.Configuration.TLS =
             switch sslMode {
             case .disable: .disable
-            case .prefer: .prefer(try NIOSSLContext(configuration: tlsConfiguration))
             case .require: .require(try NIOSSLContext(configuration: tlsConfiguration))
             }
         var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
@@ -99,7 +95,6 @@ package struct PostgresRelayDatabase: Sendable, CustomStringConvertible {
         let tls: PostgresClient.Configuration.TLS =
             switch sslMode {
             case .disable: .disable
-            case .prefer: .prefer(tlsConfiguration)
             case .require: .require(tlsConfiguration)
             }
         var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)

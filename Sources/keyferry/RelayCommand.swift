@@ -65,7 +65,7 @@ struct RelayCommand: AsyncParsableCommand {
         var tlsKey: String?
         @Option(
             help: ArgumentHelp(
-                "Keep the records in this PostgreSQL database, postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require][&sslrootcert=FILE]; TLS is required unless the host is loopback.",
+                "Keep the records in this PostgreSQL database, postgres://USER@HOST[:PORT]/DATABASE[?sslmode=require|disable][&sslrootcert=FILE]; TLS is required, loopback included, unless sslmode=disable says otherwise by name.",
                 valueName: "url"))
         var database: String?
         @Option(help: "A file holding the database's password (its first line); or set PGPASSWORD.", completion: .file())

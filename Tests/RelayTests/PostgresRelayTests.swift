@@ -263,13 +263,16 @@ struct PostgresPatienceTests {
 
 @Suite("PostgreSQL database addresses")
 struct PostgresAddressTests {
-    @Test("TLS is required by default, unless the database is on this machine's loopback; an explicit sslmode is kept")
+    @Test("TLS is required by default whatever the host, loopback included; sslmode=disable names the exception, prefer is refused")
     func tlsByDefault() throws {
-        for host in ["db.example", "10.0.0.5", "[2001:db8::1]", "127.example.com", "127.0.0.1.example"] {
-            #expect(try PostgresRelayDatabase(url: "postgres://keyferry@\(host)/relay", password: nil).sslMode == .require, "\(host)")
+        for host in ["db.example", "10.0.0.5", "[2001:db8::1]", "127.example.com", "127.0.0.1", "localhost", "[::1]"] {
+            #expect(try PostgresRelayDatabase(url: "postgres://keyferry@\(host):5432/relay", password: nil).sslMode == .require, "\(host)")
         }
-        for host in ["127.0.0.1", "localhost", "[::1]"] {
-            #expect(try PostgresRelayDatabase(url: "postgres://keyferry@\(host):5432/relay", password: nil).sslMode == .prefer, "\(host)")
+        for host in ["127.0.0.1", "db.example"] {
+            let prefer = #expect(throws: RelayStorageError.self) {
+                try PostgresRelayDatabase(url: "postgres://keyferry@\(host)/relay?sslmode=prefer", password: nil)
+            }
+            #expect(prefer.map { "\($0)" }?.contains("sslmode=disable turns it off by name") == true)
         }
         #expect(try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslmode=disable", password: nil).sslMode == .disable)
         let withAuthority = try PostgresRelayDatabase(url: "postgres://keyferry@db.example/relay?sslrootcert=/etc/db-ca.pem", password: nil)
