@@ -64,6 +64,9 @@ struct DamagedRowTests {
         let setup = try Setup()
         let feed = try setup.device.deviceKeychain.availableChanges(since: 0)
         #expect(feed.open.count == 2 && feed.damaged.map(\.uuid) == [setup.damaged])
+        // What sync pushes: the rest, the damaged one named for the report.
+        let page = try setup.device.deviceKeychain.changesToPush(since: 0, limit: 100)
+        #expect(page.open.count == 2 && page.damaged.map(\.uuid) == [setup.damaged])
         #expect(try setup.device.deviceKeychain.changes(since: 0).count == 2)
         var exported: [UUID] = []
         let leftOut = try setup.device.deviceKeychain.forEachExportBatch(secrets: .opened) { items in
