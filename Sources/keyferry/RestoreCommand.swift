@@ -17,9 +17,12 @@ struct RestoreCommand: AsyncParsableCommand {
             The backup's apps are installed with their sandboxes. The target's non-synchronizable \
             items are replaced; synchronizable ones merge (a newer copy or deletion on the target \
             wins). On another device, ThisDeviceOnly items are dropped, and from an unencrypted \
-            archive no keychain item comes back. Every item is reported with its reason. The new \
-            store is built aside and swapped in only when complete: any failure leaves the target \
-            as it was.
+            archive no keychain item comes back. An unencrypted backup that nothing authenticates \
+            (an iOS backup, another device's archive) is refused unless --accept-unauthenticated \
+            says where it comes from. Nothing lands in Keyferry's own groups (com.keyferry.*), and \
+            every item is read back before the restore commits. Every item is reported with its \
+            reason, and every local item the restore removes is named. The new store is built aside \
+            and swapped in only when complete: any failure leaves the target as it was.
             """)
 
     @Argument(help: "The archive, or an iOS backup folder (a phone's, or one `backup create --format ios` wrote).", completion: .file())
