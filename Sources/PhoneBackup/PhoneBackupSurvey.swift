@@ -76,11 +76,13 @@ package struct PhoneBackupSurvey: Encodable, Sendable {
     /// The files a whole backup has beside its blobs.
     package static let wholeBackup = ["Info.plist", "Manifest.plist", "Status.plist", "Manifest.db"]
     static let extractedKeychain = "KeychainDomain/keychain-backup.plist"
+    /// Every file `survey` reads, when it is there.
+    static let parts = wholeBackup + ["Manifest.mbdb", extractedKeychain]
 
     /// Whether `url` is a folder holding any part of a phone's backup that `survey` reads.
     package static func isPartOfBackup(_ url: URL) -> Bool {
         PhoneBackupFolder.isBackupFolder(url)
-            && (wholeBackup + ["Manifest.mbdb", extractedKeychain]).contains { FileManager.default.fileExists(atPath: url.appendingPathComponent($0).path) }
+            && parts.contains { FileManager.default.fileExists(atPath: url.appendingPathComponent($0).path) }
     }
 
     package init(folder url: URL) throws {
@@ -88,7 +90,7 @@ package struct PhoneBackupSurvey: Encodable, Sendable {
         let folder = PhoneBackupFolder(root: url)
         func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: url.appendingPathComponent(name).path) }
         let mbdb = exists("Manifest.mbdb")
-        present = (Self.wholeBackup + ["Manifest.mbdb", Self.extractedKeychain]).filter(exists)
+        present = Self.parts.filter(exists)
         missing = Self.wholeBackup.filter { !exists($0) && !($0 == "Manifest.db" && mbdb) }
 
         if exists("Manifest.plist") { try readManifest(folder, mbdb: mbdb) }

@@ -148,19 +148,19 @@ extension RestoreReport {
     /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
     func table(target: String, transfer: Bool = false) -> String {
         var lines = [headline(target: target, transfer: transfer)] + authenticityNote
+        // Names come from the backup: never raw control bytes to the terminal.
         let name = { (item: RestoreReport.ItemOutcome) in
-            item.name ?? (item.reason == .sealedToSourceDevice ? "(attributes sealed)" : "item \(item.uuid.uuidString.prefix(8))")
+            item.name?.escapingControlCharacters ?? (item.reason == .sealedToSourceDevice ? "(attributes sealed)" : "item \(item.uuid.uuidString.prefix(8))")
         }
         // As wide as the longest name, so every column lines up.
-        let nameWidth = items.map { name($0).escapingControlCharacters.count }.max() ?? 0
+        let nameWidth = items.map { name($0).count }.max() ?? 0
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
             let columns = [
-                item.restored ? "restored" : "dropped ", name(item).escapingControlCharacters.padded(nameWidth),
+                item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
                 item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local",
             ]
             let note =
                 item.reason?.sentence(transfer: transfer) ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
-            // Names come from the backup: never raw control bytes to the terminal.
             lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }
         for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
