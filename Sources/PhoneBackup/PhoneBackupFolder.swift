@@ -106,9 +106,8 @@ package enum PhoneBackupError: CodedError, Equatable {
         case .unauthenticated(let sameDevice):
             "the iOS backup is unencrypted, and nothing in one proves who wrote it: its apps, their team and app groups, defaults and files "
                 + "could be anyone's, and it replaces this device's local items"
-                + (sameDevice
-                    ? " (it claims to be this device's; a genuine one's keychain items open only here, but its files prove nothing)" : "")
-                + " (an encrypted backup's items are authenticated)"
+                + (sameDevice ? "; it claims to be this device's, and a genuine one's keychain items would open only here, but its files prove nothing" : "")
+                + "; an encrypted backup's items are authenticated"
         }
     }
 }
