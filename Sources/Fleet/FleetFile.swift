@@ -148,6 +148,11 @@ package struct FleetFile: Equatable, Sendable {
                 }
                 relay = address
                 runsRelay = start ?? !address.secure
+                if runsRelay && !address.isLoopback {
+                    throw relayField.failure(
+                        "a fleet starts its own relay on loopback only (127.0.0.1:PORT), where it creates circles for anyone on this machine; "
+                            + "for other machines run `keyferry relay serve --admission token FILE` and name it here with `start: false`.")
+                }
             }
             if let simulator = members.first(where: { !$0.profile.hasICloudKeychain }) {
                 throw syncField.failure(

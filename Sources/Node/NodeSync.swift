@@ -67,7 +67,7 @@ final class NodeSync: Sendable {
         try requireFirstUnlock("create a circle")
         let engine = try await SyncEngine.create(
             device: device, name: request.name ?? device.info.name, relay: relay,
-            transport: RelayClient(url: relay))
+            transport: RelayClient(url: relay, admissionToken: request.admissionToken))
         progress.withLock {
             $0.engine = engine
             $0.unreadable = nil

@@ -379,9 +379,13 @@ public enum NodeAPI {
         public var relay: String
         /// How the other members see this device; the device's name when nil.
         public var name: String?
-        public init(relay: String, name: String?) {
+        /// The relay operator's admission token, for a relay that creates circles only for
+        /// holders of one (`relay serve --admission token FILE`).
+        public var admissionToken: String?
+        public init(relay: String, name: String?, admissionToken: String? = nil) {
             self.relay = relay
             self.name = name
+            self.admissionToken = admissionToken
         }
     }
 

@@ -40,6 +40,12 @@ package struct RelayAddress: Equatable, Sendable, CustomStringConvertible {
     /// 127.0.0.1 on `port`: a constant host and a port in range, which every check passes.
     package static func loopback(port: UInt16) -> RelayAddress { RelayAddress(host: "127.0.0.1", port: Int(port))! }
 
+    /// Whether only this machine reaches the host: `localhost`, 127.0.0.0/8 or `[::1]`. A
+    /// relay listening anywhere else is asked who may create circles (`RelayAdmission`).
+    package var isLoopback: Bool {
+        host.lowercased() == "localhost" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
     /// The same relay on another port (a fleet's `--relay-port`).
     package func on(port: Int) -> RelayAddress? { RelayAddress(host: host, port: port, secure: secure) }
 

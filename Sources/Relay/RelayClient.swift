@@ -8,25 +8,28 @@ import NIOHTTP1
 import NIOSSL
 import SyncWire
 
-/// Why the relay could not be used: down or unreachable (worth a retry), or it refused what
-/// was sent (not worth one).
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
 package struct RelayClient: RelayTransport {
     package let base: URL
     /// How long one request may take, for a relay that accepts and then does not answer; one
     /// that refuses the connection fails the request at once.
     package var timeout: Duration
+    /// The relay operator's admission token, sent with membership pushes: a relay that admits
+    /// only holders of one asks for it when a push creates a circle.
+    package var admissionToken: String?
 
     /// `url` as given to `circle create --relay`, such as `http://127.0.0.1:7700`.
-    package init(url: URL, timeout: Duration = .seconds(30)) {
+    package init(url: URL, timeout: Duration = .seconds(30), admissionToken: String? = nil) {
         base = url
         self.timeout = timeout
+        self.admissionToken = admissionToken
     }
 
     /// Returns how many of `bodies` the relay did not hold yet.
     @discardableResult
     package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
-        let headers = proof.map { [(RelayWire.signerHeader, Hex.encode($0.signer.bytes)), (RelayWire.signatureHeader, Hex.encode($0.signature))] } ?? []
+        var headers = proof.map { [(RelayWire.signerHeader, Hex.encode($0.signer.bytes)), (RelayWire.signatureHeader, Hex.encode($0.signature))] } ?? []
+        if stream == .membership, let admissionToken { headers.append((RelayWire.admissionHeader, admissionToken)) }
         let answer = try await call(.POST, circle, stream, query: "", headers: headers, body: RelayWire.encodePush(bodies))
         return Int(String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }

@@ -15,6 +15,8 @@ package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible
         case conflict
         /// The circle holds its quota.
         case full
+        /// A new circle without an admission token the relay holds (`RelayAdmission`).
+        case unadmitted
     }
 
     package var kind: Kind
@@ -45,6 +47,7 @@ package actor RelayKeeper {
 
     package let storage: any RelayStorage
     package let limits: RelayLimits
+    package let admission: RelayAdmission
     /// Circles recently pushed to, with when each was last used: at most `cachedCircles`, the
     /// least recently used going first (it is read again from storage when next pushed to), so
     /// memory does not grow with the circles a relay has seen.
@@ -52,9 +55,10 @@ package actor RelayKeeper {
     private var uses: UInt64 = 0
     private let cachedCircles: Int
 
-    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), cachedCircles: Int = 1_024) {
+    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), admission: RelayAdmission = .open, cachedCircles: Int = 1_024) {
         self.storage = storage
         self.limits = limits
+        self.admission = admission
         self.cachedCircles = cachedCircles
     }
 
@@ -63,8 +67,9 @@ package actor RelayKeeper {
 
     /// Checks and keeps a push; returns how many records were new. A membership push is
     /// appended only if no entry arrived since it was checked (another relay of the same
-    /// storage may have admitted one); then it is checked again.
-    package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
+    /// storage may have admitted one); then it is checked again. `token` is the pusher's
+    /// admission token, asked for only when the push creates a circle.
+    package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, token: String? = nil) async throws -> Int {
         let limit = stream == .membership ? RelayWire.maximumMembershipRecordBytes : RelayWire.maximumRecordBytes
         if let big = bodies.first(where: { $0.count > limit }) {
             throw RelayRefusal(kind: .malformed, reason: "a \(stream.rawValue) record of \(big.count) bytes exceeds the \(limit)-byte limit")
@@ -73,6 +78,7 @@ package actor RelayKeeper {
             var known = try await self.known(circle)
             switch stream {
             case .membership:
+                if known == nil { try admission.check(token, circle: circle) }
                 known = try admitEntries(bodies, circle: circle, known: known)
             case .keys, .envelopes:
                 guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }

@@ -14,11 +14,12 @@ package enum RelayServer {
     /// Serves until SIGTERM or SIGINT, over TLS with `tls`. `onRunning` hears the bound port
     /// (useful with port 0).
     package static func run(
-        storage: any RelayStorage, limits: RelayLimits = RelayLimits(), tls: RelayTLS? = nil, host: String, port: Int,
+        storage: any RelayStorage, limits: RelayLimits = RelayLimits(), admission: RelayAdmission = .open, tls: RelayTLS? = nil,
+        host: String, port: Int,
         logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let router = Router()
-        routes(router, keeper: RelayKeeper(storage: storage, limits: limits), logger: logger)
+        routes(router, keeper: RelayKeeper(storage: storage, limits: limits, admission: admission), logger: logger)
         let app = Application(
             router: router, server: try tls.map { try .tls(.http1(), tlsConfiguration: $0.configuration) } ?? .http1(),
             configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),
@@ -53,7 +54,8 @@ package enum RelayServer {
                 let proof = try RelayWire.proof(
                     signer: request.headers[.init(RelayWire.signerHeader)!],
                     signature: request.headers[.init(RelayWire.signatureHeader)!])
-                let added = try await keeper.push(bodies, circle: circle, stream: stream, proof: proof)
+                let added = try await keeper.push(
+                    bodies, circle: circle, stream: stream, proof: proof, token: request.headers[.init(RelayWire.admissionHeader)!])
                 logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
                 return "\(added)\n"
             } catch let refusal as RelayRefusal {
@@ -100,6 +102,7 @@ package enum RelayServer {
         case .forbidden: .forbidden
         case .conflict: .conflict
         case .full: .init(code: 507, reasonPhrase: "Insufficient Storage")
+        case .unadmitted: .forbidden
         }
     }
 

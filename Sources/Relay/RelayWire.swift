@@ -36,6 +36,10 @@ package enum RelayWire {
     package static let signerHeader = "Keyferry-Signer"
     package static let signatureHeader = "Keyferry-Signature"
 
+    /// The header of the admission token a push that creates a circle carries, for a relay
+    /// that admits only holders of one (`relay serve --admission token FILE`).
+    package static let admissionHeader = "Keyferry-Admission"
+
     /// The proof a push's headers carry: nil when it carries none, and a refusal when they are
     /// not a 32-byte key and a 64-byte signature in hex.
     package static func proof(signer: String?, signature: String?) throws -> PushProof? {

@@ -22,10 +22,27 @@ struct CircleCommand: AsyncParsableCommand {
         @Option(help: "The relay's address, as `relay serve` printed it: http://HOST:PORT, https://HOST:PORT or HOST:PORT.", transform: Checked.relayAddress)
         var relay: RelayAddress
         @Option(help: "The name other members see (default: the device's name).", transform: Checked.name) var name: String?
+        @Option(
+            help: """
+                A file whose first line is the admission token the relay's operator gave you, for a relay that creates circles \
+                only for holders of one (`relay serve --admission token FILE`).
+                """,
+            completion: .file())
+        var admissionToken: String?
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status: NodeAPI.CircleStatus = try await device.client.call(.circleCreate, NodeAPI.CircleCreate(relay: relay.url.absoluteString, name: name))
+            let token = try admissionToken.map { file in
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw CommandFailure(
+                        FileManager.default.fileExists(atPath: file) ? .invalidInput : .notFound, "--admission-token \(file) cannot be read as text.")
+                }
+                let token = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingCharacters(in: .whitespaces) }
+                guard let token, !token.isEmpty else { throw CommandFailure(.invalidInput, "--admission-token \(file) holds no token on its first line.") }
+                return token
+            }
+            let status: NodeAPI.CircleStatus = try await device.client.call(
+                .circleCreate, NodeAPI.CircleCreate(relay: relay.url.absoluteString, name: name, admissionToken: token))
             try present(status, json: output.json)
         }
     }

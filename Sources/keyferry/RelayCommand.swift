@@ -27,6 +27,13 @@ struct RelayCommand: AsyncParsableCommand {
                 always be removed), all records within --total-quota, and at most --max-circles circles are \
                 created. Its log is DATA/relay.log.
 
+                --admission says who may create a circle: `open` lets anyone, `token FILE` only whoever gives \
+                one of the tokens in FILE (one a line, each at least 16 characters; `circle create \
+                --admission-token`). Hand tokens to members out of band. Only creating a circle asks for one: \
+                every other push is checked against the circle's signed membership, so circles that exist keep \
+                working whatever the setting. On loopback the default is open; a relay listening on any other \
+                address must be told.
+
                 With --database postgres://USER@HOST[:PORT]/DATABASE it keeps the records in PostgreSQL \
                 instead (creating or migrating its tables on start), and several relays given the same \
                 database serve the same circles together. The password comes from --database-password-file \
@@ -59,6 +66,12 @@ struct RelayCommand: AsyncParsableCommand {
         var totalQuota = RelayLimits().totalBytes
         @Option(help: "The most circles the relay holds (10000 by default); creating one more is refused (507).", transform: Checked.count)
         var maxCircles = RelayLimits().circles
+        @Option(
+            parsing: .upToNextOption,
+            help: ArgumentHelp(
+                "Who may create circles: `open` (anyone), or `token FILE` (holders of a token in FILE); open by default on loopback only.",
+                valueName: "open|token FILE"))
+        var admission: [String] = []
         @Option(help: "Serve https:// with this PEM certificate chain (the relay's certificate first); needs --tls-key.", completion: .file())
         var tlsCertificate: String?
         @Option(help: "The PEM private key of --tls-certificate.", completion: .file())
@@ -78,6 +91,14 @@ struct RelayCommand: AsyncParsableCommand {
             let address = try Checked.relayAddress(listen)
             if address.secure && tlsCertificate == nil {
                 throw ValidationError("--listen \(listen) asks for https: give --tls-certificate and --tls-key, or listen on HOST:PORT.")
+            }
+            guard admission.isEmpty || admission == ["open"] || (admission.count == 2 && admission[0] == "token") else {
+                throw ValidationError("--admission is `open` or `token FILE`, not `\(admission.joined(separator: " "))`.")
+            }
+            if admission.isEmpty && !address.isLoopback {
+                throw ValidationError(
+                    "--listen \(listen) reaches beyond this machine: say who may create circles, --admission token FILE (holders of a token in FILE) "
+                        + "or --admission open (anyone).")
             }
             if listen.lowercased().hasPrefix("http://") && tlsCertificate != nil {
                 throw ValidationError(
@@ -100,6 +121,10 @@ struct RelayCommand: AsyncParsableCommand {
                     throw CommandFailure(.invalidInput, "\(error)")
                 }
             }
+            let admission: RelayAdmission
+            do { admission = try self.admission.count == 2 ? RelayAdmission(tokenFile: URL(fileURLWithPath: self.admission[1])) : .open } catch {
+                throw CommandFailure(error.missing ? .notFound : .invalidInput, "--admission: \(error.reason).")
+            }
             let postgres = try database.map { try postgresDatabase($0) }
             let sqlite: SQLiteRelayStorage?
             do { sqlite = postgres == nil ? try SQLiteRelayStorage(directory: directory) : nil } catch {
@@ -119,7 +144,9 @@ struct RelayCommand: AsyncParsableCommand {
             defer { try? FileManager.default.removeItem(at: announcement) }
             let limits = RelayLimits(circleBytes: quota, reserveBytes: reserve, totalBytes: totalQuota, circles: maxCircles)
             let serve: @Sendable (any RelayStorage) async throws -> Void = { storage in
-                try await RelayServer.run(storage: storage, limits: limits, tls: tls, host: address.host, port: address.port, logger: logger) { bound in
+                try await RelayServer.run(
+                    storage: storage, limits: limits, admission: admission, tls: tls, host: address.host, port: address.port, logger: logger
+                ) { bound in
                     // Unbuffered, so whoever started the relay sees it is up at once.
                     let url = "\(tls == nil ? "http" : "https")://\(address.host):\(bound)"
                     try? JSONEncoder().encode(RelayAnnouncement(url: url, pid: ProcessInfo.processInfo.processIdentifier))

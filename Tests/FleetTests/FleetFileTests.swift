@@ -99,6 +99,7 @@ struct FleetFileTests {
         ("fleet: f\nsync:\n  relay: https://10.0.0.5:7700\n  start: true\ndevices:\n  phone: {}\n", 4, "sync.start", "over http only"),
         ("fleet: f\nsync:\n  relay: auto\n  start: false\ndevices:\n  phone: {}\n", 4, "sync.start", "name the relay"),
         ("fleet: f\nsync:\n  relay: 10.0.0.5:7700\n  start: maybe\ndevices:\n  phone: {}\n", 4, "sync.start", "true or false"),
+        ("fleet: f\nsync:\n  relay: 10.0.0.5:7700\ndevices:\n  phone: {}\n", 3, "sync.relay", "on loopback only"),
     ]
 
     @Test("A relay the fleet does not run: an https:// address, or HOST:PORT with `start: false`; a device may then be called relay")

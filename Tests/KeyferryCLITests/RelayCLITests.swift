@@ -103,6 +103,39 @@ struct RelayCLITests {
 
     static let postgres = ProcessInfo.processInfo.environment["KEYFERRY_POSTGRES"]
 
+    @Test(
+        "relay serve beyond loopback is told who may create circles; with --admission token FILE, circle create needs --admission-token, and a refused creation leaves the node in no circle"
+    )
+    func admission() throws {
+        let cli = try CLI()
+        let untold = try cli.run(["relay", "serve", "--data", cli.path("r0"), "--listen", "0.0.0.0:0"])
+        #expect(untold.status == 64 && untold.stderr.contains("--admission token FILE") && untold.stderr.contains("--admission open"), "\(untold.stderr)")
+        let unknown = try cli.run(["relay", "serve", "--data", cli.path("r0"), "--admission", "maybe"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("`open` or `token FILE`"), "\(unknown.stderr)")
+        let absent = try cli.run(["relay", "serve", "--data", cli.path("r0"), "--admission", "token", cli.path("no-tokens")])
+        #expect(absent.status == 5 && absent.stderr.contains("cannot be read"), "\(absent.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cli.path("r0")), "a relay that does not start makes nothing")
+
+        let tokens = cli.path("tokens")
+        try "team-token-6f1c2a9e44d0\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        let (_, line) = try cli.start(["relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--admission", "token", tokens, "--json"])
+        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let phone = try cli.poweredDevice("phone")
+        let refused = try cli.run(["circle", "create", phone, "--relay", relay])
+        #expect(refused.status != 0 && refused.stderr.contains("admission token"), "\(refused.stderr)")
+        let after = try cli.run(["circle", "status", phone])
+        #expect(after.text.contains("in no circle"), "no circle after a refused creation: \(after.text)")
+        let wrongFile = cli.path("wrong")
+        try "someone-elses-token-0000\n".write(toFile: wrongFile, atomically: true, encoding: .utf8)
+        let wrong = try cli.run(["circle", "create", phone, "--relay", relay, "--admission-token", wrongFile])
+        #expect(wrong.status != 0 && wrong.stderr.contains("not one this relay holds"), "\(wrong.stderr)")
+        let created = try cli.ok(["circle", "create", phone, "--relay", relay, "--admission-token", tokens, "--json"]).object()
+        #expect((created["members"] as? [Any])?.count == 1)
+        // Joining asks for no token: the sponsor's signature admits the device.
+        let tablet = try cli.poweredDevice("tablet")
+        #expect((try cli.ok(["circle", "join", tablet, "--sponsor", phone, "--json"]).object()["members"] as? [Any])?.count == 2)
+    }
+
     @Test("a relay killed outright leaves its announcement; a live process under that pid is never taken for it, nor signalled")
     func killedRelay() async throws {
         let cli = try CLI()

@@ -8,12 +8,14 @@ import SyncWire
 import Testing
 
 /// A relay served in this process on a free loopback port, stopped when `body` returns.
-func withRelay<T>(storage: any RelayStorage, port: Int = 0, _ body: (RelayClient, Int) async throws -> T) async throws -> T {
+func withRelay<T>(
+    storage: any RelayStorage, admission: RelayAdmission = .open, port: Int = 0, _ body: (RelayClient, Int) async throws -> T
+) async throws -> T {
     let (ports, continuation) = AsyncStream<Int>.makeStream()
     let server = Task {
-        try await RelayServer.run(storage: storage, host: "127.0.0.1", port: port, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }) {
-            continuation.yield($0)
-        }
+        try await RelayServer.run(
+            storage: storage, admission: admission, host: "127.0.0.1", port: port, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        ) { continuation.yield($0) }
     }
     defer { server.cancel() }
     var iterator = ports.makeAsyncIterator()
@@ -211,6 +213,62 @@ struct RelayTests {
         #expect(try await storage.byteCount(circle: flooder.circle) <= quota + reserve)
         let batch = try honest.batches(1)
         #expect(try await relay.push(batch, circle: honest.circle, stream: .envelopes, proof: honest.proof(batch)) == 1)
+    }
+
+    @Test(
+        "with token admission only a token's holder creates a circle (the token travelling in the push's header); circles made before keep syncing and admitting members without one"
+    )
+    func tokenAdmission() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let earlier = OneMemberCircle()
+        try await withRelay(storage: storage) { client, _ in try await earlier.create(on: client) }
+
+        let tokens = directory.appendingPathComponent("tokens")
+        try "# for the mobile team\nfirst-token-0123456789\n\n  second-token-0123456789  \n".write(to: tokens, atomically: true, encoding: .utf8)
+        try await withRelay(storage: storage, admission: try RelayAdmission(tokenFile: tokens)) { client, _ in
+            let stranger = OneMemberCircle()
+            let none = await refusal { try await stranger.create(on: client); return 1 }
+            #expect(none?.contains("403") == true && none?.contains("carries none") == true, "\(none ?? "created")")
+            var wrong = client
+            wrong.admissionToken = "first-token-0123456780"
+            let guessed = await refusal { try await stranger.create(on: wrong); return 1 }
+            #expect(guessed?.contains("is not one this relay holds") == true, "\(guessed ?? "created")")
+            #expect(try await storage.byteCount(circle: stranger.circle) == 0, "nothing of a refused creation is kept")
+
+            var invited = client
+            invited.admissionToken = "second-token-0123456789"
+            let member = OneMemberCircle()
+            try await member.create(on: invited)
+            #expect(try await client.pull(circle: member.circle, stream: .membership, after: 0).count == member.history.entries.count)
+
+            // The circle made before the setting: keys, envelopes and a new member, with no token.
+            let keys = CircleKeys(circle: earlier.circle, epoch: earlier.history.epoch)
+            let records = [KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: earlier.author)).bytes]
+            #expect(try await client.push(records, circle: earlier.circle, stream: .keys, proof: earlier.proof(records, .keys)) == 1)
+            let batch = try earlier.batches(1)
+            #expect(try await client.push(batch, circle: earlier.circle, stream: .envelopes, proof: earlier.proof(batch)) == 1)
+            let newcomer = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+            let join = MembershipEntry(.join, subject: newcomer.peer(named: "tablet"), after: earlier.history, signer: earlier.author)
+            #expect(try await client.push([join.bytes], circle: earlier.circle, stream: .membership, proof: nil) == 1)
+        }
+    }
+
+    @Test("a token file with a short token or no token, or none at all, is refused, naming the line")
+    func tokenFiles() throws {
+        let directory = temporaryDirectory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("tokens")
+        for (text, problem) in [("long-enough-token-1\nshort\n", "line 2 has 5 characters"), ("# only a comment\n\n", "holds no token")] {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let error = #expect(throws: RelayAdmission.TokenFileProblem.self) { try RelayAdmission(tokenFile: file) }
+            #expect(error?.reason.contains(problem) == true, "\(error.map { "\($0)" } ?? "")")
+            #expect(error?.missing == false)
+        }
+        let absent = #expect(throws: RelayAdmission.TokenFileProblem.self) { try RelayAdmission(tokenFile: directory.appendingPathComponent("none")) }
+        #expect(absent?.missing == true)
     }
 
     @Test("a relay creates at most its number of circles and holds at most its total bytes, whoever asks")
