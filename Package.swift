@@ -253,7 +253,8 @@ let package = Package(
         // compiles unchanged for Apple's platforms (Samples/).
         .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting", "KeyferrySecurity"]),
         .testTarget(
-            name: "SyncTests", dependencies: ["Sync", "SyncWire", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting"]),
+            name: "SyncTests",
+            dependencies: ["Sync", "SyncWire", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "KeychainTesting", "Relay"]),
         .testTarget(
             name: "RelayTests",
             dependencies: [

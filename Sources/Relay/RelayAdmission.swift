@@ -18,7 +18,8 @@ package enum RelayAdmission: Sendable, Equatable {
     package init(tokenFile url: URL) throws(TokenFileProblem) {
         let text: String
         do { text = try String(contentsOf: url, encoding: .utf8) } catch {
-            throw TokenFileProblem("admission tokens from \(url.path): the file cannot be read as text", missing: !FileManager.default.fileExists(atPath: url.path))
+            throw TokenFileProblem(
+                "admission tokens from \(url.path): the file cannot be read as text", missing: !FileManager.default.fileExists(atPath: url.path))
         }
         var digests = Set<[UInt8]>()
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

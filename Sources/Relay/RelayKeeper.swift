@@ -76,17 +76,18 @@ package actor RelayKeeper {
         }
         for _ in 0..<Self.membershipAttempts {
             var known = try await self.known(circle)
+            var facts: [BatchFacts]?
             switch stream {
             case .membership:
                 if known == nil { try admission.check(token, circle: circle) }
                 known = try admitEntries(bodies, circle: circle, known: known)
             case .keys, .envelopes:
                 guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
-                try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
+                facts = try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
             }
             do {
                 let added = try await storage.append(
-                    bodies, circle: circle, stream: stream, ifLastIs: stream == .membership ? known?.cursor ?? 0 : nil, within: limits)
+                    bodies, facts: facts, circle: circle, stream: stream, ifLastIs: stream == .membership ? known?.cursor ?? 0 : nil, within: limits)
                 if stream == .membership, let known { remember(circle, known) }
                 return added
             } catch is RelayStorageConflict {
@@ -162,8 +163,11 @@ package actor RelayKeeper {
 
     /// `keys` and `envelopes` records come from a member: the push is signed by one (for `keys`,
     /// also the author of the current generation, who may have just left), every key record by
-    /// its generation's author, every batch by the pusher.
-    private func checkSigned(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, history: CircleHistory) throws {
+    /// its generation's author, every batch by the pusher. Returns, for batches, what
+    /// compaction reads of their headers.
+    private func checkSigned(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, history: CircleHistory) throws
+        -> [BatchFacts]?
+    {
         guard let proof else {
             throw RelayRefusal(
                 kind: .unsigned, reason: "a push to \(stream.rawValue) is signed by a member of the circle (Keyferry-Signer, Keyferry-Signature)")
@@ -172,6 +176,7 @@ package actor RelayKeeper {
         guard mayPush, proof.holds(for: bodies, circle: circle, stream: stream) else {
             throw RelayRefusal(kind: .forbidden, reason: "the push is not signed by a member of circle \(circle)")
         }
+        var facts: [BatchFacts] = []
         for body in bodies {
             switch stream {
             case .keys:
@@ -193,9 +198,11 @@ package actor RelayKeeper {
                 guard batch.circle == circle, batch.author == proof.signer else {
                     throw RelayRefusal(kind: .forbidden, reason: "a batch of envelopes for another circle, or by another author than the pusher")
                 }
+                facts.append(BatchFacts(batch))
             case .membership:
                 break
             }
         }
+        return stream == .envelopes ? facts : nil
     }
 }

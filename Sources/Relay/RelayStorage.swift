@@ -1,4 +1,5 @@
 import Foundation
+import KeyferryCrypto
 import SyncWire
 
 /// Where a relay keeps what members push: append-only logs per circle and stream. Embedded
@@ -16,8 +17,15 @@ package protocol RelayStorage: Sendable {
     /// has changed (another relay of the same database wrote first). With `limits`, an append
     /// that would take the circle or the relay past them throws `RelayStorageFull` having
     /// stored nothing: checked in the same transaction as the append, so concurrent pushes
-    /// cannot pass a limit together.
-    func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int
+    /// cannot pass a limit together, after what the append let go is subtracted.
+    ///
+    /// With `facts` (one per body, for batches of envelopes), the storage compacts in the same
+    /// transaction (Protocol/relay.md, "Compaction"): a batch all of whose versions a newer
+    /// version of the same item supersedes, and that is not its author's newest, is dropped,
+    /// and the author's `CompactedBatches` note is appended again to say so.
+    func append(
+        _ bodies: [[UInt8]], facts: [BatchFacts]?, circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?
+    ) async throws -> Int
 
     /// The records after `cursor`, oldest first, at most `limit`.
     func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord]
@@ -29,7 +37,43 @@ package protocol RelayStorage: Sendable {
 extension RelayStorage {
     /// Appends whatever the stream holds meanwhile, with no limit.
     package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64? = nil) async throws -> Int {
-        try await append(bodies, circle: circle, stream: stream, ifLastIs: expected, within: nil)
+        try await append(bodies, facts: nil, circle: circle, stream: stream, ifLastIs: expected, within: nil)
+    }
+}
+
+/// What a relay reads in a batch's signed headers so that its storage can tell when every
+/// version in the batch is superseded: the author's chain position and each item's version.
+package struct BatchFacts: Sendable, Equatable {
+    package struct Version: Sendable, Equatable {
+        package var item: UUID
+        package var version: HybridTimestamp
+        package var isTombstone: Bool
+    }
+
+    package var author: [UInt8]
+    package var sequence: UInt64
+    /// At most one per item: the newest the batch holds.
+    package var versions: [Version]
+
+    package init(_ batch: EnvelopeBatch) {
+        author = batch.author.bytes
+        sequence = batch.sequence
+        var newest: [UUID: Version] = [:]
+        for envelope in batch.envelopes {
+            let header = envelope.header
+            if let held = newest[header.item], held.version >= header.version { continue }
+            newest[header.item] = Version(item: header.item, version: header.version, isTombstone: header.isTombstone)
+        }
+        versions = newest.values.sorted { $0.item.uuidString < $1.item.uuidString }
+    }
+
+    /// The note that names `author`'s compacted batches, as `CompactedBatches` writes it.
+    package static func note(_ held: [UInt8]?, circle: UUID, author: [UInt8], adding sequences: [UInt64]) -> [UInt8]? {
+        guard let key = try? SigningPublicKey(bytes: author) else { return nil }
+        var note = held.flatMap { try? CompactedBatches(bytes: $0) } ?? CompactedBatches(circle: circle, author: key)
+        for sequence in sequences { note.insert(sequence...sequence) }
+        guard note.sequences.count <= CompactedBatches.maximumRanges else { return nil }
+        return note.bytes
     }
 }
 

@@ -49,10 +49,32 @@ package final class SQLiteRelayStorage: RelayStorage {
                     INSERT INTO circle_size (circle, bytes) SELECT circle, SUM(LENGTH(body)) FROM record GROUP BY circle;
                     """)
         }
+        // What compaction decides by: each batch's author and sequence (0 for a compaction
+        // note), and each item's newest versions with the record that holds them.
+        migrator.registerMigration("v3") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE record ADD COLUMN author BLOB;
+                    ALTER TABLE record ADD COLUMN sequence INTEGER;
+                    CREATE INDEX record_author ON record (circle, author, sequence) WHERE author IS NOT NULL;
+                    CREATE TABLE live_version (
+                        circle BLOB NOT NULL,
+                        item BLOB NOT NULL,
+                        cursor INTEGER NOT NULL,
+                        milliseconds INTEGER NOT NULL,
+                        counter INTEGER NOT NULL,
+                        tombstone INTEGER NOT NULL,
+                        PRIMARY KEY (circle, item, cursor)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX live_version_cursor ON live_version (cursor);
+                    """)
+        }
         return migrator
     }
 
-    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int {
+    package func append(
+        _ bodies: [[UInt8]], facts: [BatchFacts]?, circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?
+    ) async throws -> Int {
         let circleBytes = circle.bytes
         return try await failing {
             try await queue.write { db in
@@ -61,17 +83,24 @@ package final class SQLiteRelayStorage: RelayStorage {
                         db, sql: "SELECT COALESCE(MAX(cursor), 0) FROM record WHERE circle = ? AND stream = ?", arguments: [circleBytes, stream.rawValue])
                     guard last.map(UInt64.init) == expected else { throw RelayStorageConflict() }
                 }
-                let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO record (circle, stream, digest, body) VALUES (?, ?, ?, ?)")
+                let statement = try db.cachedStatement(
+                    sql: "INSERT OR IGNORE INTO record (circle, stream, digest, body, author, sequence) VALUES (?, ?, ?, ?, ?, ?)")
                 var added = 0
                 var size = 0
-                for body in bodies {
-                    try statement.execute(arguments: [circleBytes, stream.rawValue, Data(ContentDigest.of(body)), Data(body)])
-                    if db.changesCount > 0 {
-                        added += 1
-                        size += body.count
-                    }
+                var candidates = Set<Int64>()
+                for (index, body) in bodies.enumerated() {
+                    let fact = facts?[index]
+                    try statement.execute(arguments: [
+                        circleBytes, stream.rawValue, Data(ContentDigest.of(body)), Data(body), fact.map { Data($0.author) },
+                        fact.map { Int64(clamping: $0.sequence) },
+                    ])
+                    guard db.changesCount > 0 else { continue }
+                    added += 1
+                    size += body.count
+                    if let fact { candidates.formUnion(try Self.supersede(with: fact, at: db.lastInsertedRowID, circle: circleBytes, db)) }
                 }
                 guard added > 0 else { return 0 }
+                size += try Self.compact(candidates, circle: circle, db)
                 if let limits {
                     let held = try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [circleBytes])
                     try RelayStorageFull.check(
@@ -85,6 +114,74 @@ package final class SQLiteRelayStorage: RelayStorage {
                 return added
             }
         }
+    }
+
+    /// Makes the batch at `cursor` hold its items' newest versions (ties with another batch
+    /// keep both, since members break them by what the relay cannot see); returns the records
+    /// that may now hold none: those it superseded, the author's batch before it, and itself.
+    private static func supersede(with fact: BatchFacts, at cursor: Int64, circle: Data, _ db: Database) throws -> Set<Int64> {
+        var candidates: Set<Int64> = [cursor]
+        let newer = try db.cachedStatement(
+            sql: "SELECT 1 FROM live_version WHERE circle = ? AND item = ? AND (milliseconds > ? OR (milliseconds = ? AND counter > ?)) LIMIT 1")
+        let older = try db.cachedStatement(
+            sql: "DELETE FROM live_version WHERE circle = ? AND item = ? AND (milliseconds < ? OR (milliseconds = ? AND counter < ?)) RETURNING cursor")
+        let keep = try db.cachedStatement(sql: "INSERT OR IGNORE INTO live_version VALUES (?, ?, ?, ?, ?, ?)")
+        for version in fact.versions {
+            let item = version.item.bytes
+            let milliseconds = Int64(clamping: version.version.milliseconds)
+            let arguments: StatementArguments = [circle, item, milliseconds, milliseconds, Int64(version.version.counter)]
+            guard try Int.fetchOne(newer, arguments: arguments) == nil else { continue }
+            candidates.formUnion(try Int64.fetchAll(older, arguments: arguments))
+            try keep.execute(arguments: [circle, item, cursor, milliseconds, Int64(version.version.counter), version.isTombstone])
+        }
+        let previous = try Int64.fetchOne(
+            db, sql: "SELECT cursor FROM record WHERE circle = ? AND author = ? AND sequence BETWEEN 1 AND ? - 1 ORDER BY sequence DESC LIMIT 1",
+            arguments: [circle, Data(fact.author), Int64(clamping: fact.sequence)])
+        if let previous { candidates.insert(previous) }
+        return candidates
+    }
+
+    /// Drops the batches among `candidates` that hold no newest version and are not their
+    /// author's newest, and appends each author's note anew; returns the change in bytes.
+    private static func compact(_ candidates: Set<Int64>, circle: UUID, _ db: Database) throws -> Int {
+        let circleBytes = circle.bytes
+        var dropped: [Data: [(cursor: Int64, sequence: UInt64, bytes: Int)]] = [:]
+        for cursor in candidates.sorted() {
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT author, sequence, LENGTH(body) FROM record WHERE cursor = ? AND circle = ? AND sequence > 0",
+                    arguments: [cursor, circleBytes]),
+                let author = row[0] as Data?
+            else { continue }
+            let sequence = row[1] as Int64
+            guard try Int.fetchOne(db, sql: "SELECT 1 FROM live_version WHERE cursor = ? LIMIT 1", arguments: [cursor]) == nil,
+                try Int.fetchOne(
+                    db, sql: "SELECT 1 FROM record WHERE circle = ? AND author = ? AND sequence > ? LIMIT 1", arguments: [circleBytes, author, sequence])
+                    != nil
+            else { continue }
+            dropped[author, default: []].append((cursor, UInt64(sequence), row[2]))
+        }
+        var change = 0
+        for (author, batches) in dropped {
+            let held = try Row.fetchOne(
+                db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND author = ? AND sequence = 0", arguments: [circleBytes, author])
+            let heldBody = held.map { [UInt8]($0[1] as Data) }
+            // Past the note's most ranges the batches stay: bytes kept, never a gap unexplained.
+            guard let note = BatchFacts.note(heldBody, circle: circle, author: [UInt8](author), adding: batches.map(\.sequence)) else { continue }
+            for batch in batches {
+                try db.execute(sql: "DELETE FROM record WHERE cursor = ?", arguments: [batch.cursor])
+                change -= batch.bytes
+            }
+            if let held, let heldBody {
+                try db.execute(sql: "DELETE FROM record WHERE cursor = ?", arguments: [held[0] as Int64])
+                change -= heldBody.count
+            }
+            try db.execute(
+                sql: "INSERT INTO record (circle, stream, digest, body, author, sequence) VALUES (?, ?, ?, ?, ?, 0)",
+                arguments: [circleBytes, RelayStream.envelopes.rawValue, Data(ContentDigest.of(note)), Data(note), author])
+            change += note.count
+        }
+        return change
     }
 
     package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {

@@ -58,7 +58,20 @@ package final class PostgresRelayStorage: RelayStorage {
                 PRIMARY KEY (circle, stream, cursor), UNIQUE (circle, stream, digest))
             """,
             "CREATE TABLE relay_circle (circle UUID PRIMARY KEY, bytes BIGINT NOT NULL)",
-        ]
+        ],
+        // What compaction decides by: each batch's author and sequence (0 for a compaction
+        // note), and each item's newest versions with the record that holds them.
+        [
+            "ALTER TABLE relay_record ADD COLUMN author BYTEA, ADD COLUMN sequence BIGINT",
+            "CREATE INDEX relay_record_author ON relay_record (circle, author, sequence) WHERE author IS NOT NULL",
+            """
+            CREATE TABLE relay_live_version (
+                circle UUID NOT NULL, item UUID NOT NULL, cursor BIGINT NOT NULL,
+                milliseconds BIGINT NOT NULL, counter BIGINT NOT NULL, tombstone BOOLEAN NOT NULL,
+                PRIMARY KEY (circle, item, cursor))
+            """,
+            "CREATE INDEX relay_live_version_cursor ON relay_live_version (circle, cursor)",
+        ],
     ]
 
     /// The schema's version, in a table of its own.
@@ -88,7 +101,9 @@ package final class PostgresRelayStorage: RelayStorage {
 
     // MARK: RelayStorage
 
-    package func append(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?) async throws -> Int {
+    package func append(
+        _ bodies: [[UInt8]], facts: [BatchFacts]?, circle: UUID, stream: RelayStream, ifLastIs expected: UInt64?, within limits: RelayLimits?
+    ) async throws -> Int {
         try await failing("cannot append to circle \(circle)") { [self] in
             try await client.withTransaction(logger: logger) { connection in
                 let name = stream.rawValue
@@ -102,21 +117,26 @@ package final class PostgresRelayStorage: RelayStorage {
                 if let expected, UInt64(last) != expected { throw RelayStorageConflict() }
                 var added = 0
                 var size = 0
-                for body in bodies {
+                var candidates = Set<Int64>()
+                for (index, body) in bodies.enumerated() {
+                    let fact = facts?[index]
                     let inserted = try await Self.first(
                         Int64.self,
                         connection.query(
                             """
-                            INSERT INTO relay_record (circle, stream, cursor, digest, body)
-                            VALUES (\(circle), \(name), \(last + 1), \(Data(ContentDigest.of(body))), \(Data(body)))
+                            INSERT INTO relay_record (circle, stream, cursor, digest, body, author, sequence)
+                            VALUES (\(circle), \(name), \(last + 1), \(Data(ContentDigest.of(body))), \(Data(body)),
+                                \(fact.map { Data($0.author) }), \(fact.map { Int64(clamping: $0.sequence) }))
                             ON CONFLICT (circle, stream, digest) DO NOTHING RETURNING cursor
                             """, logger: logger))
                     guard inserted != nil else { continue }
                     last += 1
                     added += 1
                     size += body.count
+                    if let fact { candidates.formUnion(try await supersede(with: fact, at: last, circle: circle, connection)) }
                 }
                 guard added > 0 else { return 0 }
+                size += try await compact(candidates, circle: circle, last: &last, connection)
                 if let limits {
                     // The circle's size row, held until the commit: appends to one circle check
                     // its quota one after another, on every relay of the database.
@@ -138,6 +158,88 @@ package final class PostgresRelayStorage: RelayStorage {
                 return added
             }
         }
+    }
+
+    /// Makes the batch at `cursor` hold its items' newest versions (ties with another batch
+    /// keep both, since members break them by what the relay cannot see); returns the records
+    /// that may now hold none: those it superseded, the author's batch before it, and itself.
+    private func supersede(with fact: BatchFacts, at cursor: Int64, circle: UUID, _ connection: PostgresConnection) async throws -> Set<Int64> {
+        var candidates: Set<Int64> = [cursor]
+        let items = fact.versions.map(\.item)
+        let milliseconds = fact.versions.map { Int64(clamping: $0.version.milliseconds) }
+        let counters = fact.versions.map { Int64($0.version.counter) }
+        let tombstones = fact.versions.map(\.isTombstone)
+        let superseded = try await connection.query(
+            """
+            WITH incoming (item, milliseconds, counter, tombstone) AS (
+                SELECT * FROM unnest(\(items)::uuid[], \(milliseconds)::bigint[], \(counters)::bigint[], \(tombstones)::boolean[])),
+            kept AS (
+                SELECT i.* FROM incoming i WHERE NOT EXISTS (
+                    SELECT 1 FROM relay_live_version l WHERE l.circle = \(circle) AND l.item = i.item
+                    AND (l.milliseconds, l.counter) > (i.milliseconds, i.counter))),
+            superseded AS (
+                DELETE FROM relay_live_version l USING kept k
+                WHERE l.circle = \(circle) AND l.item = k.item AND (l.milliseconds, l.counter) < (k.milliseconds, k.counter)
+                RETURNING l.cursor),
+            added AS (
+                INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone)
+                SELECT \(circle), item, \(cursor), milliseconds, counter, tombstone FROM kept ON CONFLICT DO NOTHING)
+            SELECT DISTINCT cursor FROM superseded
+            """, logger: logger)
+        for try await older in superseded.decode(Int64.self) { candidates.insert(older) }
+        let previous = try await Self.first(
+            Int64.self,
+            connection.query(
+                """
+                SELECT cursor FROM relay_record WHERE circle = \(circle) AND stream = 'envelopes' AND author = \(Data(fact.author))
+                AND sequence BETWEEN 1 AND \(Int64(clamping: fact.sequence)) - 1 ORDER BY sequence DESC LIMIT 1
+                """, logger: logger))
+        if let previous { candidates.insert(previous) }
+        return candidates
+    }
+
+    /// Drops the batches among `candidates` that hold no newest version and are not their
+    /// author's newest, and appends each author's note anew after `last`; returns the change
+    /// in bytes.
+    private func compact(_ candidates: Set<Int64>, circle: UUID, last: inout Int64, _ connection: PostgresConnection) async throws -> Int {
+        guard !candidates.isEmpty else { return 0 }
+        let rows = try await connection.query(
+            """
+            SELECT r.cursor, r.author, r.sequence, length(r.body)::BIGINT FROM relay_record r
+            WHERE r.circle = \(circle) AND r.stream = 'envelopes' AND r.cursor = ANY(\(Array(candidates))::bigint[]) AND r.sequence > 0
+            AND NOT EXISTS (SELECT 1 FROM relay_live_version l WHERE l.circle = r.circle AND l.cursor = r.cursor)
+            AND EXISTS (
+                SELECT 1 FROM relay_record n WHERE n.circle = r.circle AND n.stream = r.stream AND n.author = r.author AND n.sequence > r.sequence)
+            """, logger: logger)
+        var dropped: [Data: [(cursor: Int64, sequence: UInt64, bytes: Int)]] = [:]
+        for try await (cursor, author, sequence, bytes) in rows.decode((Int64, Data, Int64, Int64).self) {
+            dropped[author, default: []].append((cursor, UInt64(sequence), Int(bytes)))
+        }
+        var change = 0
+        for (author, batches) in dropped {
+            var held: (cursor: Int64, body: [UInt8])?
+            for try await (cursor, body) in try await connection.query(
+                """
+                SELECT cursor, body FROM relay_record WHERE circle = \(circle) AND stream = 'envelopes' AND author = \(author) AND sequence = 0
+                """, logger: logger
+            ).decode((Int64, ByteBuffer).self) {
+                held = (cursor, Array(buffer: body))
+            }
+            // Past the note's most ranges the batches stay: bytes kept, never a gap unexplained.
+            guard let note = BatchFacts.note(held?.body, circle: circle, author: [UInt8](author), adding: batches.map(\.sequence)) else { continue }
+            let gone = batches.map(\.cursor) + (held.map { [$0.cursor] } ?? [])
+            try await connection.query(
+                "DELETE FROM relay_record WHERE circle = \(circle) AND stream = 'envelopes' AND cursor = ANY(\(gone)::bigint[])", logger: logger)
+            change -= batches.reduce(0) { $0 + $1.bytes } + (held?.body.count ?? 0)
+            last += 1
+            try await connection.query(
+                """
+                INSERT INTO relay_record (circle, stream, cursor, digest, body, author, sequence)
+                VALUES (\(circle), 'envelopes', \(last), \(Data(ContentDigest.of(note))), \(Data(note)), \(author), 0)
+                """, logger: logger)
+            change += note.count
+        }
+        return change
     }
 
     package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {

@@ -612,6 +612,13 @@ package actor SyncEngine {
             guard let last = records.last else { return }
             for record in records {
                 do {
+                    // The relay's word on batches it compacted: gaps it explains, nothing to apply.
+                    if CompactedBatches.isNote(record.body) {
+                        let note = try CompactedBatches(bytes: record.body)
+                        guard note.circle == circle else { throw EnvelopeError.inconsistent("a compaction note for another circle") }
+                        received.compacted(note.sequences, of: note.author)
+                        continue
+                    }
                     let batch = try EnvelopeBatch(bytes: record.body)
                     // This member's own batches come back too.
                     guard batch.author != identity.signingKey.publicKey else { continue }

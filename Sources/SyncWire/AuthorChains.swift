@@ -28,7 +28,7 @@ public struct AuthorChains: Codable, Equatable, Sendable {
         let key = Hex.encode(author.bytes)
         var chain = chains[key] ?? Chain(head: .start, missing: [])
         if link.sequence > chain.head.sequence {
-            if link.sequence > chain.head.sequence + 1 { chain.missing.append((chain.head.sequence + 1)...(link.sequence - 1)) }
+            if link.sequence - chain.head.sequence > 1 { chain.missing.append((chain.head.sequence + 1)...(link.sequence - 1)) }
             chain.head = link
             if chain.missing.count > Self.maximumGaps {
                 chain.missing[1] = chain.missing[0].lowerBound...chain.missing[1].upperBound
@@ -42,6 +42,25 @@ public struct AuthorChains: Codable, Equatable, Sendable {
                 if range.lowerBound < link.sequence { parts.append(range.lowerBound...(link.sequence - 1)) }
                 if link.sequence < range.upperBound { parts.append((link.sequence + 1)...range.upperBound) }
                 return parts
+            }
+        }
+        chains[key] = chain
+    }
+
+    /// Notes the relay's word that it dropped `sequences` of `author`'s chain, every version in
+    /// them superseded (`CompactedBatches`): those gaps are no longer counted as missing.
+    public mutating func compacted(_ sequences: [ClosedRange<UInt64>], of author: SigningPublicKey) {
+        let key = Hex.encode(author.bytes)
+        guard var chain = chains[key] else { return }
+        chain.missing = chain.missing.flatMap { gap in
+            sequences.reduce([gap]) { parts, dropped in
+                parts.flatMap { part -> [ClosedRange<UInt64>] in
+                    guard part.overlaps(dropped) else { return [part] }
+                    var left: [ClosedRange<UInt64>] = []
+                    if part.lowerBound < dropped.lowerBound { left.append(part.lowerBound...(dropped.lowerBound - 1)) }
+                    if dropped.upperBound < part.upperBound { left.append((dropped.upperBound + 1)...part.upperBound) }
+                    return left
+                }
             }
         }
         chains[key] = chain

@@ -229,11 +229,17 @@ struct RelayTests {
         try "# for the mobile team\nfirst-token-0123456789\n\n  second-token-0123456789  \n".write(to: tokens, atomically: true, encoding: .utf8)
         try await withRelay(storage: storage, admission: try RelayAdmission(tokenFile: tokens)) { client, _ in
             let stranger = OneMemberCircle()
-            let none = await refusal { try await stranger.create(on: client); return 1 }
+            let none = await refusal {
+                try await stranger.create(on: client)
+                return 1
+            }
             #expect(none?.contains("403") == true && none?.contains("carries none") == true, "\(none ?? "created")")
             var wrong = client
             wrong.admissionToken = "first-token-0123456780"
-            let guessed = await refusal { try await stranger.create(on: wrong); return 1 }
+            let guessed = await refusal {
+                try await stranger.create(on: wrong)
+                return 1
+            }
             #expect(guessed?.contains("is not one this relay holds") == true, "\(guessed ?? "created")")
             #expect(try await storage.byteCount(circle: stranger.circle) == 0, "nothing of a refused creation is kept")
 

@@ -1,0 +1,137 @@
+import Foundation
+import KeychainModel
+import KeychainTesting
+import KeyferryCrypto
+import Relay
+import RelayPostgres
+import SyncWire
+import Testing
+
+/// A circle of two authors pushing versions of a few items, as compaction sees them.
+struct CompactionScript {
+    let one = OneMemberCircle()
+    let other = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+    private var links: [SigningPublicKey: BatchLink] = [:]
+
+    /// Items by name, so the script reads as what it does.
+    let items = Dictionary(uniqueKeysWithValues: ["x", "y", "z"].map { ($0, UUID()) })
+
+    /// A batch of `author` holding `versions` (item name, milliseconds), chained after its last.
+    mutating func batch(_ versions: [(String, UInt64)], by author: SigningKey, marker: String = "") throws -> [UInt8] {
+        let keys = CircleKeys(circle: one.circle, epoch: 1)
+        let envelopes = try versions.map { name, milliseconds in
+            let item = SyncedItem(
+                version: HybridTimestamp(milliseconds: milliseconds), isTombstone: false,
+                record: ItemRecord(
+                    itemClass: .genericPassword, uuid: items[name]!, accessGroup: "TEAM.group", protection: .afterFirstUnlock,
+                    synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
+                    attributes: [.account: .string(name)], data: Data("\(name)-\(milliseconds)\(marker)".utf8)))
+            return try SealedEnvelope.seal(item, keys: keys, author: author.publicKey)
+        }
+        let batch = EnvelopeBatch(envelopes, circle: one.circle, author: author, after: links[author.publicKey] ?? .start)
+        links[author.publicKey] = batch.link
+        return batch.bytes
+    }
+
+    /// Runs the script on `relay`, over `storage`, checking what is served after each step.
+    mutating func run(_ relay: LocalRelay, _ storage: any RelayStorage) async throws {
+        let (a, b) = (one.author, other.signingKey)
+        let join = MembershipEntry(.join, subject: other.peer(named: "tablet"), after: one.history, signer: a)
+        _ = try await relay.push(one.history.entries.map(\.bytes) + [join.bytes], circle: one.circle, stream: .membership, proof: nil)
+        func push(_ body: [UInt8], by key: SigningKey) async throws {
+            #expect(try await relay.push([body], circle: one.circle, stream: .envelopes, proof: one.proof([body], by: key)) == 1)
+        }
+        func served() async throws -> (batches: [[UInt8]], notes: [SigningPublicKey: [ClosedRange<UInt64>]]) {
+            let records = try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000)
+            var notes: [SigningPublicKey: [ClosedRange<UInt64>]] = [:]
+            for record in records where CompactedBatches.isNote(record.body) {
+                let note = try CompactedBatches(bytes: record.body)
+                #expect(note.circle == one.circle)
+                #expect(notes[note.author] == nil, "one note per author")
+                notes[note.author] = note.sequences
+            }
+            let total = records.reduce(0) { $0 + $1.body.count }
+            let counted = try await storage.byteCount(circle: one.circle)
+            let other = try await storage.records(circle: one.circle, stream: .membership, after: 0, limit: 10).reduce(0) { $0 + $1.body.count }
+            #expect(counted == total + other, "the circle's size is what it serves")
+            return (records.map(\.body).filter { !CompactedBatches.isNote($0) }, notes)
+        }
+
+        var names: [[UInt8]: String] = [:]
+        let a1 = try batch([("x", 1), ("y", 1)], by: a)
+        names[a1] = "a1"
+        try await push(a1, by: a)
+        let b1 = try batch([("x", 2)], by: b)
+        names[b1] = "b1"
+        try await push(b1, by: b)
+        #expect(try await served().batches.map { names[$0] ?? "?" } == ["a1", "b1"], "a1 still holds y's newest version")
+        let a2 = try batch([("y", 2)], by: a)
+        names[a2] = "a2"
+        try await push(a2, by: a)
+        var now = try await served()
+        #expect(now.batches.map { names[$0] ?? "?" } == ["b1", "a2"], "a1 holds nothing newest and is not a's last: dropped")
+        #expect(now.notes == [a.publicKey: [1...1]])
+        let readerCursor = try #require(try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000).last).cursor
+
+        // A tie (another version at x's newest time) keeps both: members break it by content.
+        let a3 = try batch([("x", 2)], by: a, marker: "-rival")
+        names[a3] = "a3"
+        try await push(a3, by: a)
+        let b2 = try batch([("z", 5)], by: b)
+        names[b2] = "b2"
+        try await push(b2, by: b)
+        let a4 = try batch([("y", 3)], by: a)
+        names[a4] = "a4"
+        try await push(a4, by: a)
+        now = try await served()
+        #expect(now.batches.map { names[$0] ?? "?" } == ["b1", "a3", "b2", "a4"])
+        #expect(now.notes == [a.publicKey: [1...2]], "a's note grows, appended again")
+        let later = try await storage.records(circle: one.circle, stream: .envelopes, after: readerCursor, limit: 1_000).map(\.body)
+        #expect(later.contains { CompactedBatches.isNote($0) }, "a reader past the first note meets the grown one")
+
+        // A newer x supersedes both tied versions; an author's newest batch stays, though dead.
+        let b3 = try batch([("x", 9)], by: b)
+        names[b3] = "b3"
+        try await push(b3, by: b)
+        let b4 = try batch([("z", 6)], by: b)
+        names[b4] = "b4"
+        try await push(b4, by: b)
+        let a5 = try batch([("z", 7)], by: a)
+        names[a5] = "a5"
+        try await push(a5, by: a)
+        now = try await served()
+        #expect(now.batches.map { names[$0] ?? "?" } == ["a4", "b3", "b4", "a5"], "b4 holds nothing newest, yet is b's last")
+        #expect(now.notes == [a.publicKey: [1...3], b.publicKey: [1...2]])
+        // An older version pushed late is kept nowhere as newest, and drops nothing.
+        let late = try batch([("x", 3)], by: a)
+        names[late] = "late"
+        try await push(late, by: a)
+        now = try await served()
+        #expect(now.batches.map { names[$0] ?? "?" } == ["a4", "b3", "b4", "a5", "late"], "a late, older version drops nothing and stays as a's last")
+        #expect(now.notes == [a.publicKey: [1...3], b.publicKey: [1...2]])
+    }
+}
+
+@Suite("Relay compaction")
+struct CompactionTests {
+    @Test("SQLite: a batch is dropped once every version in it is superseded and its author pushed after it; ties stay; each author's note says which")
+    func sqlite() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        var script = CompactionScript()
+        try await script.run(LocalRelay(storage: storage), storage)
+    }
+}
+
+extension CompactionTests {
+    @Test(
+        "PostgreSQL: the same compaction, in the append's transaction",
+        .enabled(if: TestPostgres.expected, "needs the PostgreSQL server scripts/test starts"))
+    func postgres() async throws {
+        try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { storage in
+            var script = CompactionScript()
+            try await script.run(LocalRelay(storage: storage), storage)
+        }
+    }
+}
