@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "RelayPostgres",
             dependencies: [
-                "Relay", "SyncWire", "KeyferryCrypto",
+                "Relay", "SyncWire", "KeyferryCrypto", "KeychainModel",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

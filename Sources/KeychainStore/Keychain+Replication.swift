@@ -139,6 +139,31 @@ extension Keychain {
         }
     }
 
+    /// Deletes here the items of `uuids` the circle deleted while this member was away: each
+    /// that is live, that sync holds a version of, and that did not change here since
+    /// `pushedThrough` becomes a tombstone that sync wrote (never pushed: the circle deleted it
+    /// already), its version kept. Returns those buried. Device scope only.
+    package func forgetReplicas(_ uuids: Set<UUID>, unchangedSince pushedThrough: Int64, at date: Date) throws -> [UUID] {
+        try requireDeviceScope()
+        return try device.database.write { db in
+            try device.database.saveChangeCounter(db)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT item.id, replica.version FROM item JOIN replica ON replica.uuid = item.uuid
+                    WHERE item.uuid = ? AND item.tomb = 0 AND item.sync = 1 AND item.change_seq <= ?
+                    """)
+            var forgotten: [UUID] = []
+            for uuid in uuids {
+                guard let row = try Row.fetchOne(statement, arguments: [uuid.bytes, pushedThrough]) else { continue }
+                let sequence = device.database.nextChangeSequence()
+                try ItemTable.bury(db, id: row[0], at: date, changeSequence: sequence)
+                try ReplicaTable.record(db, uuid, ReplicaVersion(version: [UInt8](row[1] as Data), changeSequence: sequence), replacing: true)
+                forgotten.append(uuid)
+            }
+            return forgotten
+        }
+    }
+
     /// Forgets every version sync held: the device left its circle. Device scope only.
     package func forgetReplicaVersions() throws {
         try requireDeviceScope()

@@ -39,6 +39,17 @@ package struct RelayClient: RelayTransport {
         do { return try RelayWire.decodePull(answer) } catch { throw RelayError.refused("its answer is not a list of records") }
     }
 
+    package func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {
+        let headers = [(RelayWire.signerHeader, Hex.encode(proof.signer.bytes)), (RelayWire.signatureHeader, Hex.encode(proof.signature))]
+        _ = try await call(.POST, path: "/circles/\(circle.uuidString)/acknowledgements?through=\(cursor)", headers: headers, body: nil)
+    }
+
+    package func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] {
+        let query = "?limit=\(limit)" + (item.map { "&after=\($0.uuidString)" } ?? "")
+        let answer = try await call(.GET, path: "/circles/\(circle.uuidString)/forgotten-deletions" + query, headers: [], body: nil)
+        do { return try ForgottenDeletion.decode(answer) } catch { throw RelayError.refused("its answer is not a list of deletions") }
+    }
+
     /// Retries while the relay is unreachable, waiting longer each time (`Backoff` from 0.1 s
     /// to `maximumDelay`), until `deadline`; a refusal ends it at once.
     package func retrying<T: Sendable>(
@@ -71,7 +82,11 @@ package struct RelayClient: RelayTransport {
         _ method: HTTPMethod, _ circle: UUID, _ stream: RelayStream, query: String, headers: [(String, String)],
         body: [UInt8]?
     ) async throws -> [UInt8] {
-        var request = HTTPClientRequest(url: base.absoluteString + "/\(RelayWire.version)/circles/\(circle.uuidString)/\(stream.rawValue)" + query)
+        try await call(method, path: "/circles/\(circle.uuidString)/\(stream.rawValue)" + query, headers: headers, body: body)
+    }
+
+    private func call(_ method: HTTPMethod, path: String, headers: [(String, String)], body: [UInt8]?) async throws -> [UInt8] {
+        var request = HTTPClientRequest(url: base.absoluteString + "/\(RelayWire.version)" + path)
         request.method = method
         request.headers.add(contentsOf: headers)
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
@@ -91,6 +106,7 @@ package struct RelayClient: RelayTransport {
             let why = Self.reason(refusal: bytes).map { ": \($0)" } ?? " (is it a Keyferry relay?)"
             // The relay is up but its database is not: a passing fault, retried like an outage.
             if response.status == .serviceUnavailable { throw RelayError.unreachable("\(base.absoluteString)\(why)") }
+            if response.status == .gone { throw RelayError.resyncNeeded("\(base.absoluteString)\(why)") }
             throw RelayError.refused("\(response.status.code) \(response.status.reasonPhrase) from \(base.absoluteString)\(why)")
         }
         return Array(buffer: bytes)

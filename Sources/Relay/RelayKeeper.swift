@@ -17,6 +17,8 @@ package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible
         case full
         /// A new circle without an admission token the relay holds (`RelayAdmission`).
         case unadmitted
+        /// A pull from before deletions the relay let go: the member reads from the start.
+        case resyncNeeded
     }
 
     package var kind: Kind
@@ -48,6 +50,8 @@ package actor RelayKeeper {
     package let storage: any RelayStorage
     package let limits: RelayLimits
     package let admission: RelayAdmission
+    /// The relay's clock, for how long a member has been away (tests move it).
+    private let now: @Sendable () -> Date
     /// Circles recently pushed to, with when each was last used: at most `cachedCircles`, the
     /// least recently used going first (it is read again from storage when next pushed to), so
     /// memory does not grow with the circles a relay has seen.
@@ -55,10 +59,14 @@ package actor RelayKeeper {
     private var uses: UInt64 = 0
     private let cachedCircles: Int
 
-    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), admission: RelayAdmission = .open, cachedCircles: Int = 1_024) {
+    package init(
+        storage: any RelayStorage, limits: RelayLimits = RelayLimits(), admission: RelayAdmission = .open, cachedCircles: Int = 1_024,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.storage = storage
         self.limits = limits
         self.admission = admission
+        self.now = now
         self.cachedCircles = cachedCircles
     }
 
@@ -102,8 +110,28 @@ package actor RelayKeeper {
     /// How many times a membership push is checked again when entries keep arriving meanwhile.
     private static let membershipAttempts = 8
 
+    /// The records after `cursor`; a pull of `envelopes` from before deletions the relay let go
+    /// (other than from the start) is refused, so that the member knows to resync.
     package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
-        try await storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
+        if stream == .envelopes, cursor > 0, case let floor = try await storage.resyncFloor(circle: circle), cursor < floor {
+            throw RelayRefusal(
+                kind: .resyncNeeded,
+                reason: "circle \(circle) let go of deletions after cursor \(cursor) that this member had not acknowledged "
+                    + "(it was away longer than the relay keeps them); read its envelopes again from the start")
+        }
+        return try await storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
+    }
+
+    /// Keeps a member's acknowledgement of the circle's envelopes through `cursor`, signed by
+    /// it, and lets go of the deletions every member has seen (`RelayStorage.acknowledge`).
+    package func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {
+        guard let known = try await known(circle) else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
+        guard known.history.isMember(proof.signer), proof.holds(acknowledging: cursor, circle: circle) else {
+            throw RelayRefusal(kind: .forbidden, reason: "the acknowledgement is not signed by a member of circle \(circle)")
+        }
+        try await storage.acknowledge(
+            circle: circle, member: proof.signer.bytes, through: cursor, members: known.history.members.keys.map(\.bytes),
+            retention: limits.retention, now: now())
     }
 
     /// The circle as held: its history read from the stored log (what does not extend it is

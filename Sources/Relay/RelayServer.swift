@@ -15,11 +15,11 @@ package enum RelayServer {
     /// (useful with port 0).
     package static func run(
         storage: any RelayStorage, limits: RelayLimits = RelayLimits(), admission: RelayAdmission = .open, tls: RelayTLS? = nil,
-        host: String, port: Int,
+        host: String, port: Int, now: @escaping @Sendable () -> Date = Date.init,
         logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let router = Router()
-        routes(router, keeper: RelayKeeper(storage: storage, limits: limits, admission: admission), logger: logger)
+        routes(router, keeper: RelayKeeper(storage: storage, limits: limits, admission: admission, now: now), logger: logger)
         let app = Application(
             router: router, server: try tls.map { try .tls(.http1(), tlsConfiguration: $0.configuration) } ?? .http1(),
             configuration: .init(address: .hostname(host, port: port), serverName: "keyferry-relay"),
@@ -65,6 +65,48 @@ package enum RelayServer {
                 throw unavailable(failure, logger)
             }
         }
+        router.post("\(base)/circles/:circle/acknowledgements") { request, context in
+            guard let circle = context.parameters.get("circle").flatMap(UUID.init(uuidString:)) else {
+                throw HTTPError(.badRequest, message: "the circle is not a UUID")
+            }
+            guard let through = request.uri.queryParameters["through"].flatMap({ UInt64($0) }) else {
+                throw HTTPError(.badRequest, message: "through is the cursor acknowledged, a whole number")
+            }
+            do {
+                guard
+                    let proof = try RelayWire.proof(
+                        signer: request.headers[.init(RelayWire.signerHeader)!], signature: request.headers[.init(RelayWire.signatureHeader)!])
+                else {
+                    throw RelayRefusal(kind: .unsigned, reason: "an acknowledgement is signed by a member (Keyferry-Signer, Keyferry-Signature)")
+                }
+                try await keeper.acknowledge(circle: circle, through: through, proof: proof)
+                return "ok\n"
+            } catch let refusal as RelayRefusal {
+                throw HTTPError(status(of: refusal.kind), message: refusal.reason)
+            } catch let failure as RelayStorageError {
+                throw unavailable(failure, logger)
+            }
+        }
+        router.get("\(base)/circles/:circle/forgotten-deletions") { request, context in
+            guard let circle = context.parameters.get("circle").flatMap(UUID.init(uuidString:)) else {
+                throw HTTPError(.badRequest, message: "the circle is not a UUID")
+            }
+            let query = request.uri.queryParameters
+            let after = query["after"].map { UUID(uuidString: String($0)) }
+            let limit = query["limit"].map { Int($0) } ?? RelayWire.maximumPullRecords
+            guard after != .some(nil), let limit, limit > 0 else {
+                throw HTTPError(.badRequest, message: "after is an item's UUID and limit a whole number from 1")
+            }
+            do {
+                let deletions = try await keeper.storage.forgottenDeletions(
+                    circle: circle, after: after ?? nil, limit: min(limit, RelayWire.maximumPullRecords))
+                return Response(
+                    status: .ok, headers: [.contentType: "application/octet-stream"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: ForgottenDeletion.encode(deletions))))
+            } catch let failure as RelayStorageError {
+                throw unavailable(failure, logger)
+            }
+        }
         router.get("\(base)/circles/:circle/:stream") { request, context in
             let (circle, stream) = try target(context)
             let query = request.uri.queryParameters
@@ -74,6 +116,8 @@ package enum RelayServer {
             let records: [RelayRecord]
             do {
                 records = try await keeper.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
+            } catch let refusal as RelayRefusal {
+                throw HTTPError(status(of: refusal.kind), message: refusal.reason)
             } catch let failure as RelayStorageError {
                 throw unavailable(failure, logger)
             }
@@ -103,6 +147,7 @@ package enum RelayServer {
         case .conflict: .conflict
         case .full: .init(code: 507, reasonPhrase: "Insufficient Storage")
         case .unadmitted: .forbidden
+        case .resyncNeeded: .gone
         }
     }
 

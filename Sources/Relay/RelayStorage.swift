@@ -32,6 +32,20 @@ package protocol RelayStorage: Sendable {
 
     /// The bytes of every record held for `circle`, for its quota.
     func byteCount(circle: UUID) async throws -> Int
+
+    /// Keeps `member`'s word that it applied the circle's envelopes through `cursor` (the
+    /// greatest it gave, at `now`), then lets go of deletions: a tombstone that every one of
+    /// `members` heard from within `retention` has acknowledged no longer counts as its item's
+    /// newest version, so its batch can be compacted. A member not heard from within `retention`
+    /// holds nothing back; the stream's `resyncFloor` rises past what was let go.
+    func acknowledge(circle: UUID, member: [UInt8], through cursor: UInt64, members: [[UInt8]], retention: TimeInterval, now: Date) async throws
+
+    /// The cursor below which a member reading `envelopes` missed a deletion the relay let go,
+    /// and must read the stream again from the start (0: none).
+    func resyncFloor(circle: UUID) async throws -> UInt64
+
+    /// The deletions let go, by item UUID after `item`, at most `limit`.
+    func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion]
 }
 
 extension RelayStorage {
@@ -92,12 +106,19 @@ package struct RelayLimits: Sendable, Equatable {
     package var totalBytes: Int
     /// Circles the relay holds; creating one more is refused.
     package var circles: Int
+    /// How long a member may go without acknowledging before the deletions it has not seen
+    /// are let go anyway; it then resyncs. 30 days.
+    package var retention: TimeInterval
 
-    package init(circleBytes: Int = 1 << 30, reserveBytes: Int = 1 << 20, totalBytes: Int = 64 << 30, circles: Int = 10_000) {
+    package init(
+        circleBytes: Int = 1 << 30, reserveBytes: Int = 1 << 20, totalBytes: Int = 64 << 30, circles: Int = 10_000,
+        retention: TimeInterval = 30 * 86_400
+    ) {
         self.circleBytes = circleBytes
         self.reserveBytes = reserveBytes
         self.totalBytes = totalBytes
         self.circles = circles
+        self.retention = retention
     }
 
     /// The most bytes a circle may hold after an append to `stream`: envelopes stop at the
@@ -153,8 +174,8 @@ package struct RelayStorageError: Error, Sendable, CustomStringConvertible {
 package struct LocalRelay: RelayTransport {
     private let keeper: RelayKeeper
 
-    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits()) {
-        keeper = RelayKeeper(storage: storage, limits: limits)
+    package init(storage: any RelayStorage, limits: RelayLimits = RelayLimits(), now: @escaping @Sendable () -> Date = Date.init) {
+        keeper = RelayKeeper(storage: storage, limits: limits, now: now)
     }
 
     package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int {
@@ -166,6 +187,22 @@ package struct LocalRelay: RelayTransport {
     }
 
     package func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
-        try await keeper.records(circle: circle, stream: stream, after: cursor, limit: limit)
+        do {
+            return try await keeper.records(circle: circle, stream: stream, after: cursor, limit: limit)
+        } catch let refusal as RelayRefusal {
+            throw refusal.kind == .resyncNeeded ? RelayError.resyncNeeded(refusal.reason) : RelayError.refused(refusal.reason)
+        }
+    }
+
+    package func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {
+        do {
+            try await keeper.acknowledge(circle: circle, through: cursor, proof: proof)
+        } catch let refusal as RelayRefusal {
+            throw RelayError.refused(refusal.reason)
+        }
+    }
+
+    package func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] {
+        try await keeper.storage.forgottenDeletions(circle: circle, after: item, limit: limit)
     }
 }

@@ -67,6 +67,14 @@ package final class SQLiteRelayStorage: RelayStorage {
                         PRIMARY KEY (circle, item, cursor)
                     ) WITHOUT ROWID;
                     CREATE INDEX live_version_cursor ON live_version (cursor);
+                    CREATE TABLE acknowledgement (
+                        circle BLOB NOT NULL,
+                        member BLOB NOT NULL,
+                        cursor INTEGER NOT NULL,
+                        time REAL NOT NULL,
+                        PRIMARY KEY (circle, member)
+                    ) WITHOUT ROWID;
+                    ALTER TABLE circle_size ADD COLUMN resync_below INTEGER NOT NULL DEFAULT 0;
                     """)
         }
         return migrator
@@ -200,6 +208,75 @@ package final class SQLiteRelayStorage: RelayStorage {
         try await failing {
             try await queue.read { db in
                 try Int.fetchOne(db, sql: "SELECT bytes FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0
+            }
+        }
+    }
+
+    package func acknowledge(
+        circle: UUID, member: [UInt8], through cursor: UInt64, members: [[UInt8]], retention: TimeInterval, now: Date
+    ) async throws {
+        let circleBytes = circle.bytes
+        try await failing {
+            try await queue.write { db in
+                let time = now.timeIntervalSince1970
+                try db.execute(
+                    sql: """
+                        INSERT INTO acknowledgement VALUES (?, ?, ?, ?)
+                        ON CONFLICT (circle, member) DO UPDATE SET cursor = MAX(cursor, excluded.cursor), time = excluded.time
+                        """, arguments: [circleBytes, Data(member), Int64(clamping: cursor), time])
+                // A member heard from for the first time is counted from now.
+                var floor = Int64.max
+                for other in members {
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO acknowledgement VALUES (?, ?, 0, ?)", arguments: [circleBytes, Data(other), time])
+                    let row = try Row.fetchOne(
+                        db, sql: "SELECT cursor, time FROM acknowledgement WHERE circle = ? AND member = ?", arguments: [circleBytes, Data(other)])
+                    if let row, (row[1] as Double) >= time - retention { floor = min(floor, row[0] as Int64) }
+                }
+                let forgotten = try Row.fetchAll(
+                    db, sql: "SELECT item, cursor FROM live_version WHERE circle = ? AND tombstone = 1 AND cursor BETWEEN 1 AND ?",
+                    arguments: [circleBytes, floor])
+                guard !forgotten.isEmpty else { return }
+                var candidates = Set<Int64>()
+                for row in forgotten {
+                    let (item, at) = (row[0] as Data, row[1] as Int64)
+                    // The version stays known, held by no record: an older one arriving late is still superseded.
+                    try db.execute(
+                        sql: "UPDATE OR REPLACE live_version SET cursor = 0 WHERE circle = ? AND item = ? AND cursor = ?", arguments: [circleBytes, item, at])
+                    candidates.insert(at)
+                }
+                let change = try Self.compact(candidates, circle: circle, db)
+                try db.execute(
+                    sql: "UPDATE circle_size SET bytes = bytes + ?, resync_below = MAX(resync_below, ?) WHERE circle = ?",
+                    arguments: [change, candidates.max()!, circleBytes])
+            }
+        }
+    }
+
+    package func resyncFloor(circle: UUID) async throws -> UInt64 {
+        try await failing {
+            try await queue.read { db in
+                UInt64(try Int64.fetchOne(db, sql: "SELECT resync_below FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0)
+            }
+        }
+    }
+
+    package func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] {
+        try await failing {
+            try await queue.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT item, milliseconds, counter FROM live_version WHERE circle = ? AND cursor = 0 AND tombstone = 1 AND item > ?
+                        ORDER BY item LIMIT ?
+                        """, arguments: [circle.bytes, item?.bytes ?? Data(), limit]
+                )
+                .compactMap { row in
+                    UUID(storedBytes: [UInt8](row[0] as Data)).map {
+                        ForgottenDeletion(
+                            item: $0, version: HybridTimestamp(milliseconds: UInt64(clamping: row[1] as Int64), counter: UInt32(clamping: row[2] as Int64)))
+                    }
+                }
             }
         }
     }

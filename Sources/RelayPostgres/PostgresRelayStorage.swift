@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeyferryCrypto
 import Logging
 import PostgresNIO
@@ -71,6 +72,12 @@ package final class PostgresRelayStorage: RelayStorage {
                 PRIMARY KEY (circle, item, cursor))
             """,
             "CREATE INDEX relay_live_version_cursor ON relay_live_version (circle, cursor)",
+            """
+            CREATE TABLE relay_acknowledgement (
+                circle UUID NOT NULL, member BYTEA NOT NULL, cursor BIGINT NOT NULL, time DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (circle, member))
+            """,
+            "ALTER TABLE relay_circle ADD COLUMN resync_below BIGINT NOT NULL DEFAULT 0",
         ],
     ]
 
@@ -240,6 +247,92 @@ package final class PostgresRelayStorage: RelayStorage {
             change += note.count
         }
         return change
+    }
+
+    package func acknowledge(
+        circle: UUID, member: [UInt8], through cursor: UInt64, members: [[UInt8]], retention: TimeInterval, now: Date
+    ) async throws {
+        try await failing("cannot acknowledge for circle \(circle)") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                // The stream's row, as an append holds it: acknowledgements and appends of a
+                // circle compact one after another, whichever relay took them.
+                let held = try await Self.first(
+                    Int64.self,
+                    connection.query(
+                        "SELECT last_cursor FROM relay_stream WHERE circle = \(circle) AND stream = 'envelopes' FOR UPDATE", logger: logger))
+                guard var last = held else { return }
+                let time = now.timeIntervalSince1970
+                try await connection.query(
+                    """
+                    INSERT INTO relay_acknowledgement VALUES (\(circle), \(Data(member)), \(Int64(clamping: cursor)), \(time))
+                    ON CONFLICT (circle, member) DO UPDATE
+                    SET cursor = GREATEST(relay_acknowledgement.cursor, excluded.cursor), time = excluded.time
+                    """, logger: logger)
+                // Keys as hex: PostgresNIO binds no array of bytes.
+                let keys = members.map { Hex.encode($0) }
+                try await connection.query(
+                    """
+                    INSERT INTO relay_acknowledgement SELECT \(circle), decode(m, 'hex'), 0, \(time) FROM unnest(\(keys)::text[]) AS m
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+                // A member heard from for the first time is counted from now.
+                let floor =
+                    try await Self.first(
+                        Int64.self,
+                        connection.query(
+                            """
+                            SELECT MIN(cursor) FROM relay_acknowledgement
+                            WHERE circle = \(circle) AND encode(member, 'hex') = ANY(\(keys)::text[]) AND time >= \(time - retention)
+                            """, logger: logger)) ?? Int64.max
+                let forgotten = try await connection.query(
+                    """
+                    WITH gone AS (
+                        DELETE FROM relay_live_version
+                        WHERE circle = \(circle) AND tombstone AND cursor BETWEEN 1 AND \(floor)
+                        RETURNING item, cursor, milliseconds, counter),
+                    kept AS (
+                        INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone)
+                        SELECT \(circle), item, 0, milliseconds, counter, TRUE FROM gone ON CONFLICT DO NOTHING)
+                    SELECT DISTINCT cursor FROM gone
+                    """, logger: logger)
+                var candidates = Set<Int64>()
+                for try await at in forgotten.decode(Int64.self) { candidates.insert(at) }
+                guard let highest = candidates.max() else { return }
+                let change = try await compact(candidates, circle: circle, last: &last, connection)
+                try await connection.query(
+                    "UPDATE relay_stream SET last_cursor = \(last) WHERE circle = \(circle) AND stream = 'envelopes'", logger: logger)
+                try await connection.query(
+                    """
+                    UPDATE relay_circle SET bytes = bytes + \(Int64(change)), resync_below = GREATEST(resync_below, \(highest))
+                    WHERE circle = \(circle)
+                    """, logger: logger)
+            }
+        }
+    }
+
+    package func resyncFloor(circle: UUID) async throws -> UInt64 {
+        try await failing("cannot read circle \(circle)") { [self] in
+            UInt64(
+                try await Self.first(Int64.self, client.query("SELECT resync_below FROM relay_circle WHERE circle = \(circle)", logger: logger)) ?? 0)
+        }
+    }
+
+    package func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] {
+        try await failing("cannot read circle \(circle)") { [self] in
+            // UUIDs compare here as PostgreSQL orders them: byte by byte, as SQLite orders them.
+            let rows = try await client.query(
+                """
+                SELECT item, milliseconds, counter FROM relay_live_version
+                WHERE circle = \(circle) AND cursor = 0 AND tombstone AND item > \(item ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+                ORDER BY item LIMIT \(Int64(limit))
+                """, logger: logger)
+            var deletions: [ForgottenDeletion] = []
+            for try await (item, milliseconds, counter) in rows.decode((UUID, Int64, Int64).self) {
+                deletions.append(
+                    ForgottenDeletion(item: item, version: HybridTimestamp(milliseconds: UInt64(clamping: milliseconds), counter: UInt32(clamping: counter))))
+            }
+            return deletions
+        }
     }
 
     package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {

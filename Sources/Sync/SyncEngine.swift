@@ -55,6 +55,8 @@ package actor SyncEngine {
     /// Every change up to here is pushed (or is not to be).
     private var pushedThrough: Int64 = 0
     private var cursors: [RelayStream: UInt64] = [:]
+    /// The envelopes cursor the relay last heard this member acknowledge (from this process).
+    private var acknowledged: UInt64 = 0
     /// Envelopes that could not be written yet (class A while locked), oldest first.
     private var waiting: [SealedEnvelope] = []
     /// The head of this member's own chain of batches.
@@ -312,7 +314,17 @@ package actor SyncEngine {
         try await pull(&report, identity)
         // An idle node passes every second: it rewrites its state only when the pass moved it.
         if position != before { try save() }
+        await acknowledge(identity)
         return report
+    }
+
+    /// Tells the relay how far this member has applied the envelopes, once that is saved, so
+    /// the relay can let go of deletions every member has seen. A relay that cannot hear it now
+    /// hears a later one: nothing depends on it but the relay's size.
+    private func acknowledge(_ identity: DeviceIdentity) async {
+        guard let cursor = cursors[.envelopes], cursor > acknowledged else { return }
+        let proof = PushProof(acknowledging: cursor, circle: circle, key: identity.signingKey)
+        if (try? await transport.acknowledge(circle: circle, through: cursor, proof: proof)) != nil { acknowledged = cursor }
     }
 
     /// How far this member has come; everything `sync.json` holds changes only with it.
@@ -608,31 +620,67 @@ package actor SyncEngine {
         try apply(retry, &report)
         var read = 0
         while read < Self.maximumRecordsPerPass {
-            let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursors[.envelopes] ?? 0, limit: 8)
-            guard let last = records.last else { return }
-            for record in records {
-                do {
-                    // The relay's word on batches it compacted: gaps it explains, nothing to apply.
-                    if CompactedBatches.isNote(record.body) {
-                        let note = try CompactedBatches(bytes: record.body)
-                        guard note.circle == circle else { throw EnvelopeError.inconsistent("a compaction note for another circle") }
-                        received.compacted(note.sequences, of: note.author)
-                        continue
-                    }
-                    let batch = try EnvelopeBatch(bytes: record.body)
-                    // This member's own batches come back too.
-                    guard batch.author != identity.signingKey.publicKey else { continue }
-                    let envelopes = try batch.verified(members: Set(history.members.keys))
-                    received.receive(BatchLink(sequence: batch.sequence, digest: ContentDigest.of(record.body)), from: batch.author)
-                    try apply(envelopes, &report)
-                } catch let error as EnvelopeError {
-                    report.reject("\(error)")
-                }
+            let records: [RelayRecord]
+            do {
+                records = try await transport.pull(circle: circle, stream: .envelopes, after: cursors[.envelopes] ?? 0, limit: 8)
+            } catch RelayError.resyncNeeded {
+                return try await resync(&report, identity)
             }
+            guard let last = records.last else { return }
+            for record in records { try receive(record, identity, &report) }
             cursors[.envelopes] = last.cursor
             read += records.count
         }
         report.more = true
+    }
+
+    /// Takes one record of the envelopes stream: a batch is verified and applied, a compaction
+    /// note explains gaps.
+    private func receive(_ record: RelayRecord, _ identity: DeviceIdentity, _ report: inout SyncReport) throws {
+        do {
+            // The relay's word on batches it compacted: gaps it explains, nothing to apply.
+            if CompactedBatches.isNote(record.body) {
+                let note = try CompactedBatches(bytes: record.body)
+                guard note.circle == circle else { throw EnvelopeError.inconsistent("a compaction note for another circle") }
+                received.compacted(note.sequences, of: note.author)
+                return
+            }
+            let batch = try EnvelopeBatch(bytes: record.body)
+            // This member's own batches come back too.
+            guard batch.author != identity.signingKey.publicKey else { return }
+            let envelopes = try batch.verified(members: Set(history.members.keys))
+            received.receive(BatchLink(sequence: batch.sequence, digest: ContentDigest.of(record.body)), from: batch.author)
+            try apply(envelopes, &report)
+        } catch let error as EnvelopeError {
+            report.reject("\(error)")
+        }
+    }
+
+    /// The relay let go of deletions this member had not seen: it reads every envelope again
+    /// from the start, then deletes here the items the relay says were deleted (its forgotten
+    /// deletions) whose version here is no newer than the deletion and did not change here
+    /// since it was pushed. Nothing deleted so is pushed: a relay that lies here can make this
+    /// member drop items, never the others.
+    private func resync(_ report: inout SyncReport, _ identity: DeviceIdentity) async throws {
+        report.resynced = true
+        var cursor: UInt64 = 0
+        while true {
+            let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursor, limit: 64)
+            guard let last = records.last else { break }
+            for record in records { try receive(record, identity, &report) }
+            cursor = last.cursor
+        }
+        cursors[.envelopes] = cursor
+        var after: UUID?
+        while true {
+            let page = try await transport.forgottenDeletions(circle: circle, after: after, limit: 1_000)
+            guard let last = page.last else { break }
+            let held = try device.deviceKeychain.heldVersions(of: page.map(\.item))
+            let deleted = page.filter { deletion in held[deletion.item].map { $0.stamp.timestamp <= deletion.version } ?? false }
+            report.forgottenInResync +=
+                try device.deviceKeychain.forgetReplicas(Set(deleted.map(\.item)), unchangedSince: pushedThrough, at: device.now).count
+            after = last.item
+        }
     }
 
     /// Opens a batch's envelopes on every core, keeps the versions the merge rule prefers, and

@@ -45,6 +45,26 @@ public struct PushProof: Hashable, Sendable {
         signer.isValidSignature(signature, for: Self.signedBytes(bodies, circle, stream))
     }
 
+    /// A member's word that it has applied the circle's envelopes through `cursor`, so that
+    /// the relay may drop deletions every member has seen (Protocol/relay.md, "Compaction").
+    public init(acknowledging cursor: UInt64, circle: UUID, key: SigningKey) {
+        signer = key.publicKey
+        signature = key.signature(for: Self.acknowledgedBytes(cursor, circle))
+    }
+
+    public func holds(acknowledging cursor: UInt64, circle: UUID) -> Bool {
+        signer.isValidSignature(signature, for: Self.acknowledgedBytes(cursor, circle))
+    }
+
+    /// `"keyferry.relay.ack.v1" | circle uuid | cursor u64`
+    private static func acknowledgedBytes(_ cursor: UInt64, _ circle: UUID) -> [UInt8] {
+        var w = ByteWriter(capacity: 48)
+        w.raw("keyferry.relay.ack.v1".utf8)
+        w.uuid(circle)
+        w.uint64(cursor)
+        return w.bytes
+    }
+
     /// `"keyferry.relay.push.v1" | circle uuid | stream string | count u32 | (BLAKE2b-256 of a record)*`
     private static func signedBytes(_ bodies: [[UInt8]], _ circle: UUID, _ stream: RelayStream) -> [UInt8] {
         var w = ByteWriter(capacity: 64 + 32 * bodies.count)
@@ -65,6 +85,50 @@ public protocol RelayTransport: Sendable {
     @discardableResult
     func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?) async throws -> Int
     func pull(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord]
+    /// Tells the relay this member applied the circle's envelopes through `cursor`.
+    func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws
+    /// The deletions the relay let go (each item's UUID and the deletion's version), by UUID,
+    /// after `item`, at most `limit`: what a member that resyncs deletes here.
+    func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion]
+}
+
+extension RelayTransport {
+    /// A relay that keeps every version (a test's, in memory) has no use for acknowledgements.
+    public func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {}
+    /// Nor does it forget a deletion.
+    public func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] { [] }
+}
+
+/// A deletion a relay let go of once its members had seen it (Protocol/relay.md,
+/// "Compaction"): the item and the version that deleted it, as its envelope's header said.
+public struct ForgottenDeletion: Equatable, Sendable {
+    public var item: UUID
+    public var version: HybridTimestamp
+
+    public init(item: UUID, version: HybridTimestamp) {
+        self.item = item
+        self.version = version
+    }
+
+    /// `(item uuid | milliseconds u64 | counter u32)*`, 28 bytes each.
+    public static func encode(_ deletions: [ForgottenDeletion]) -> [UInt8] {
+        var w = ByteWriter(capacity: 28 * deletions.count)
+        for deletion in deletions {
+            w.uuid(deletion.item)
+            w.uint64(deletion.version.milliseconds)
+            w.uint32(deletion.version.counter)
+        }
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> [ForgottenDeletion] {
+        var r = ByteReader(bytes)
+        var deletions: [ForgottenDeletion] = []
+        while !r.isAtEnd {
+            deletions.append(ForgottenDeletion(item: try r.uuid(), version: HybridTimestamp(milliseconds: try r.uint64(), counter: try r.uint32())))
+        }
+        return deletions
+    }
 }
 
 /// Why a relay call failed: no answer (worth asking again later), a refusal, or a relay that
@@ -76,9 +140,13 @@ public enum RelayError: CodedError, Equatable {
     case refused(String)
     /// The relay itself could not bind its address.
     case cannotListen(String)
+    /// The relay forgot deletions after the cursor a member asked from, which it had not
+    /// acknowledged (it was away longer than the relay keeps them): it reads the stream again
+    /// from the start (Protocol/relay.md, "Compaction").
+    case resyncNeeded(String)
 
     public enum Code: String, Sendable {
-        case unreachable, refused, cannotListen
+        case unreachable, refused, cannotListen, resyncNeeded
     }
 
     public var code: Code {
@@ -86,13 +154,14 @@ public enum RelayError: CodedError, Equatable {
         case .unreachable: .unreachable
         case .refused: .refused
         case .cannotListen: .cannotListen
+        case .resyncNeeded: .resyncNeeded
         }
     }
 
     public var kind: ProblemKind {
         switch self {
         case .unreachable: .unavailable
-        case .refused: .failure
+        case .refused, .resyncNeeded: .failure
         case .cannotListen: .unavailable
         }
     }
@@ -104,6 +173,7 @@ public enum RelayError: CodedError, Equatable {
         case .unreachable(let why): "the relay cannot be reached: \(why)"
         case .refused(let why): "the relay refused the request: \(why)"
         case .cannotListen(let why): "the relay cannot listen on \(why)"
+        case .resyncNeeded(let why): "the relay asks for a resync: \(why)"
         }
     }
 }

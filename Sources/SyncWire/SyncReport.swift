@@ -26,6 +26,11 @@ public struct SyncReport: Equatable, Sendable, Codable {
     public var damaged: [String] = []
     /// The pass stopped at its bound with more on the relay: run the next one at once.
     public var more = false
+    /// The relay had let go of deletions this member had not seen (it was away longer than the
+    /// relay keeps them), so the pass read every envelope again from the start.
+    public var resynced = false
+    /// Items a resync found the circle no longer holds, tombstoned here (never pushed).
+    public var forgottenInResync = 0
 
     /// Reasons a report keeps.
     public static let keptReasons = 16

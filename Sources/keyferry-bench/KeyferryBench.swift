@@ -11,7 +11,9 @@ struct KeyferryBench: AsyncParsableCommand {
             process-level benchmarks start (KEYFERRY_BINARY names it).
             """,
         subcommands: [
-            StoreBench.self, NodeBench.self, BackupBench.self, PhoneBackupBench.self, SyncBench.self, RelaysBench.self, SurvivalBench.self, SecurityBench.self,
+            StoreBench.self, NodeBench.self, BackupBench.self, PhoneBackupBench.self, SyncBench.self, RelaysBench.self, CompactionBench.self,
+            SurvivalBench.self,
+            SecurityBench.self,
             ScaleBench.self,
         ])
 }

@@ -34,6 +34,11 @@ struct RelayCommand: AsyncParsableCommand {
                 working whatever the setting. On loopback the default is open; a relay listening on any other \
                 address must be told.
 
+                It compacts as it goes: a batch whose every version a newer one superseded is dropped (an \
+                author's newest batch always stays), and a deletion is let go once every member acknowledged \
+                it, or once the members that did not were away longer than --retention; those resync. So a \
+                circle's bytes stay near one version of each item, however often they change.
+
                 With --database postgres://USER@HOST[:PORT]/DATABASE it keeps the records in PostgreSQL \
                 instead (creating or migrating its tables on start), and several relays given the same \
                 database serve the same circles together. The password comes from --database-password-file \
@@ -66,6 +71,13 @@ struct RelayCommand: AsyncParsableCommand {
         var totalQuota = RelayLimits().totalBytes
         @Option(help: "The most circles the relay holds (10000 by default); creating one more is refused (507).", transform: Checked.count)
         var maxCircles = RelayLimits().circles
+        @Option(
+            help: """
+                How long a member may go without acknowledging what it read (30d by default) before the deletions it has not \
+                seen are let go anyway; it then resyncs, reading everything again.
+                """,
+            transform: Checked.duration)
+        var retention = RelayLimits().retention
         @Option(
             parsing: .upToNextOption,
             help: ArgumentHelp(
@@ -142,7 +154,7 @@ struct RelayCommand: AsyncParsableCommand {
             let json = output.json
             let announcement = RelayAnnouncement.file(in: directory)
             defer { try? FileManager.default.removeItem(at: announcement) }
-            let limits = RelayLimits(circleBytes: quota, reserveBytes: reserve, totalBytes: totalQuota, circles: maxCircles)
+            let limits = RelayLimits(circleBytes: quota, reserveBytes: reserve, totalBytes: totalQuota, circles: maxCircles, retention: retention)
             let serve: @Sendable (any RelayStorage) async throws -> Void = { storage in
                 try await RelayServer.run(
                     storage: storage, limits: limits, admission: admission, tls: tls, host: address.host, port: address.port, logger: logger

@@ -5,7 +5,15 @@ import KeyferryCrypto
 import Relay
 import RelayPostgres
 import SyncWire
+import Synchronization
 import Testing
+
+/// The relay's clock, moved by a test instead of waiting.
+final class MovingClock: Sendable {
+    private let current = Mutex(Date())
+    func now() -> Date { current.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+}
 
 /// A circle of two authors pushing versions of a few items, as compaction sees them.
 struct CompactionScript {
@@ -17,11 +25,11 @@ struct CompactionScript {
     let items = Dictionary(uniqueKeysWithValues: ["x", "y", "z"].map { ($0, UUID()) })
 
     /// A batch of `author` holding `versions` (item name, milliseconds), chained after its last.
-    mutating func batch(_ versions: [(String, UInt64)], by author: SigningKey, marker: String = "") throws -> [UInt8] {
+    mutating func batch(_ versions: [(String, UInt64)], by author: SigningKey, marker: String = "", deleting: Set<String> = []) throws -> [UInt8] {
         let keys = CircleKeys(circle: one.circle, epoch: 1)
         let envelopes = try versions.map { name, milliseconds in
             let item = SyncedItem(
-                version: HybridTimestamp(milliseconds: milliseconds), isTombstone: false,
+                version: HybridTimestamp(milliseconds: milliseconds), isTombstone: deleting.contains(name),
                 record: ItemRecord(
                     itemClass: .genericPassword, uuid: items[name]!, accessGroup: "TEAM.group", protection: .afterFirstUnlock,
                     synchronizable: true, accessControl: nil, creationDate: Date(), modificationDate: Date(),
@@ -112,8 +120,107 @@ struct CompactionScript {
     }
 }
 
+extension CompactionScript {
+    /// Deletions: kept until every member acknowledged them, or until a member was away longer
+    /// than the retention, which then asks it to resync; the deletion stays known.
+    mutating func runDeletions(_ relay: any RelayTransport, _ storage: any RelayStorage, clock: MovingClock) async throws {
+        let (a, b) = (one.author, other.signingKey)
+        let join = MembershipEntry(.join, subject: other.peer(named: "tablet"), after: one.history, signer: a)
+        _ = try await relay.push(one.history.entries.map(\.bytes) + [join.bytes], circle: one.circle, stream: .membership, proof: nil)
+        func push(_ body: [UInt8], by key: SigningKey) async throws -> UInt64 {
+            #expect(try await relay.push([body], circle: one.circle, stream: .envelopes, proof: one.proof([body], by: key)) == 1)
+            return try #require(try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000).last).cursor
+        }
+        func acknowledge(_ cursor: UInt64, by key: SigningKey) async throws {
+            try await relay.acknowledge(circle: one.circle, through: cursor, proof: PushProof(acknowledging: cursor, circle: one.circle, key: key))
+        }
+        func held(_ body: [UInt8]) async throws -> Bool {
+            try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000).contains { $0.body == body }
+        }
+
+        _ = try await push(try batch([("x", 1), ("y", 1)], by: a), by: a)
+        let deletion = try batch([("x", 2)], by: b, deleting: ["x"])
+        let deletedAt = try await push(deletion, by: b)
+        _ = try await push(try batch([("z", 1)], by: b), by: b)
+        try await acknowledge(deletedAt, by: a)
+        #expect(try await held(deletion), "b has not acknowledged the deletion")
+        #expect(try await relay.forgottenDeletions(circle: one.circle, after: nil, limit: 10).isEmpty)
+
+        // Only a member's signature over that cursor counts.
+        let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()).signingKey
+        let refused = await #expect(throws: RelayError.self) {
+            try await relay.acknowledge(
+                circle: one.circle, through: deletedAt, proof: PushProof(acknowledging: deletedAt, circle: one.circle, key: stranger))
+        }
+        #expect("\(refused.map { "\($0)" } ?? "")".contains("not signed by a member"))
+        await #expect(throws: RelayError.self) {
+            try await relay.acknowledge(circle: one.circle, through: deletedAt + 100, proof: PushProof(acknowledging: deletedAt, circle: one.circle, key: b))
+        }
+        #expect(try await held(deletion))
+
+        try await acknowledge(deletedAt, by: b)
+        #expect(try await !held(deletion), "every member saw the deletion: its batch is compacted")
+        #expect(
+            try await relay.forgottenDeletions(circle: one.circle, after: nil, limit: 10)
+                == [ForgottenDeletion(item: items["x"]!, version: HybridTimestamp(milliseconds: 2))])
+        // Both saw it: neither is asked to resync.
+        #expect(try await relay.pull(circle: one.circle, stream: .envelopes, after: deletedAt, limit: 10).count >= 1)
+
+        // An older version of x arriving late is superseded by the deletion still known: a's
+        // next batch lets it go.
+        let late = try batch([("x", 1)], by: a, marker: "-late")
+        _ = try await push(late, by: a)
+        _ = try await push(try batch([("y", 2)], by: a), by: a)
+        #expect(try await !held(late))
+
+        // b goes away; a deletes y and acknowledges; past the retention, the deletion goes
+        // without b, and b, reading from where it was, is asked to resync.
+        let bWasAt = try #require(try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 1_000).last).cursor
+        try await acknowledge(bWasAt, by: b)
+        let second = try batch([("y", 3)], by: a, deleting: ["y"])
+        let secondAt = try await push(second, by: a)
+        _ = try await push(try batch([("z", 4)], by: a), by: a)
+        try await acknowledge(secondAt + 1, by: a)
+        #expect(try await held(second), "b, heard from within the retention, has not seen it")
+        clock.advance(by: RelayLimits().retention + 1)
+        try await acknowledge(secondAt + 1, by: a)
+        #expect(try await !held(second), "b was not heard from within the retention")
+        let resync = await #expect(throws: RelayError.self) {
+            try await relay.pull(circle: one.circle, stream: .envelopes, after: bWasAt, limit: 10)
+        }
+        #expect("\(resync.map { "\($0)" } ?? "")".contains("read its envelopes again from the start"))
+        if case .resyncNeeded? = resync {} else { Issue.record("not a resync: \(String(describing: resync))") }
+        #expect(try await relay.pull(circle: one.circle, stream: .envelopes, after: 0, limit: 100).count >= 1, "from the start, it reads")
+        #expect(
+            try await relay.forgottenDeletions(circle: one.circle, after: nil, limit: 10).map(\.item).sorted { $0.uuidString < $1.uuidString }
+                == [items["x"]!, items["y"]!].sorted { $0.uuidString < $1.uuidString })
+    }
+}
+
 @Suite("Relay compaction")
 struct CompactionTests {
+    @Test("SQLite: a deletion leaves once every member acknowledged it, or past the retention, when a member that missed it is asked to resync")
+    func sqliteDeletions() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let clock = MovingClock()
+        var script = CompactionScript()
+        try await script.runDeletions(LocalRelay(storage: storage, now: { clock.now() }), storage, clock: clock)
+    }
+
+    @Test("over HTTP: acknowledgements, a resync's 410 and the forgotten deletions take the relay's routes")
+    func deletionsOverHTTP() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let clock = MovingClock()
+        try await withRelay(storage: storage, now: { clock.now() }) { client, _ in
+            var script = CompactionScript()
+            try await script.runDeletions(client, storage, clock: clock)
+        }
+    }
+
     @Test("SQLite: a batch is dropped once every version in it is superseded and its author pushed after it; ties stay; each author's note says which")
     func sqlite() async throws {
         let directory = temporaryDirectory()
@@ -132,6 +239,17 @@ extension CompactionTests {
         try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { storage in
             var script = CompactionScript()
             try await script.run(LocalRelay(storage: storage), storage)
+        }
+    }
+
+    @Test(
+        "PostgreSQL: the same deletions, acknowledgements and resync",
+        .enabled(if: TestPostgres.expected, "needs the PostgreSQL server scripts/test starts"))
+    func postgresDeletions() async throws {
+        try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { storage in
+            let clock = MovingClock()
+            var script = CompactionScript()
+            try await script.runDeletions(LocalRelay(storage: storage, now: { clock.now() }), storage, clock: clock)
         }
     }
 }

@@ -9,12 +9,14 @@ import Testing
 
 /// A relay served in this process on a free loopback port, stopped when `body` returns.
 func withRelay<T>(
-    storage: any RelayStorage, admission: RelayAdmission = .open, port: Int = 0, _ body: (RelayClient, Int) async throws -> T
+    storage: any RelayStorage, admission: RelayAdmission = .open, port: Int = 0, now: @escaping @Sendable () -> Date = Date.init,
+    _ body: (RelayClient, Int) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream<Int>.makeStream()
     let server = Task {
         try await RelayServer.run(
-            storage: storage, admission: admission, host: "127.0.0.1", port: port, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            storage: storage, admission: admission, host: "127.0.0.1", port: port, now: now,
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         ) { continuation.yield($0) }
     }
     defer { server.cancel() }

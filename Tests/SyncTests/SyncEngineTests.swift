@@ -18,8 +18,16 @@ final class MemoryRelay: RelayTransport {
     /// every version pushed, for the model.
     let compacting: LocalRelay?
 
-    init(compactingIn directory: URL? = nil) {
-        compacting = directory.map { LocalRelay(storage: try! SQLiteRelayStorage(directory: $0)) }
+    init(compactingIn directory: URL? = nil, now: @escaping @Sendable () -> Date = Date.init) {
+        compacting = directory.map { LocalRelay(storage: try! SQLiteRelayStorage(directory: $0), now: now) }
+    }
+
+    func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {
+        try await compacting?.acknowledge(circle: circle, through: cursor, proof: proof)
+    }
+
+    func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] {
+        try await compacting?.forgottenDeletions(circle: circle, after: item, limit: limit) ?? []
     }
 
     func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof? = nil) async throws -> Int {
@@ -580,6 +588,62 @@ struct SyncEngineTests {
         members[3].engine = try await join(y, sponsor: members[1], relay)
         try await settle(members)
         for member in members { #expect(await member.engine.members.map(\.name) == ["laptop", "phone", "tablet", "y"], "\(member.name)") }
+    }
+
+    @Test(
+        "deletions every member acknowledged leave the relay; a member away longer than it keeps them is told to resync, forgets what the circle deleted, keeps what it wrote, and converges"
+    )
+    func resyncAfterRetention() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-resync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let relayClock = ManualClock(Date())
+        let relay = MemoryRelay(compactingIn: directory, now: { relayClock.now() })
+        let members = try await circleOfThree(relay)
+        let (phone, tablet, laptop) = (members[0], members[1], members[2])
+        func add(_ member: Member, _ account: String) throws {
+            _ = try member.keychain.add(.password(account: account, value: "\(account)-1", protection: .afterFirstUnlock, synchronizable: true))
+        }
+        func delete(_ member: Member, _ account: String) throws {
+            try member.keychain.delete(
+                ItemQuery(.genericPassword, attributes: [.account: .string(account), .service: .string("com.example.app")], synchronizable: .yes))
+        }
+        for account in ["kept", "deleted", "updated"] { try add(phone, account) }
+        _ = try await settle(members)
+        let circle = await phone.engine.circle
+        let compacting = try #require(relay.compacting)
+        func served() async throws -> [RelayRecord] { try await compacting.pull(circle: circle, stream: .envelopes, after: 0, limit: 10_000) }
+
+        // The laptop goes away; the others delete, update and acknowledge.
+        try delete(phone, "deleted")
+        try tablet.keychain.update(ItemQuery.password(account: "updated", synchronizable: .yes), with: ItemChanges(data: Data("updated-2".utf8)))
+        _ = try await settle([phone, tablet])
+        _ = try await settle([phone, tablet])
+        let tombstoneHeld = try await served().contains { record in
+            (try? EnvelopeBatch(bytes: record.body))?.envelopes.contains { $0.header.isTombstone } == true
+        }
+        #expect(tombstoneHeld, "the laptop has not acknowledged the deletion: the relay keeps it")
+
+        // A month on, the laptop still away: the relay lets the deletion go without it.
+        relayClock.advance(by: 31 * 86_400)
+        // The phone writes again: the batch with its deletion is no longer its newest, which a relay always keeps.
+        try add(phone, "later")
+        _ = try await settle([phone, tablet])
+        _ = try await settle([phone, tablet])
+        let stillHeld = try await served().contains { record in
+            (try? EnvelopeBatch(bytes: record.body))?.envelopes.contains { $0.header.isTombstone } == true
+        }
+        #expect(!stillHeld, "a deletion every member heard from acknowledged is let go")
+
+        // The laptop comes back with a change of its own, and resyncs.
+        try add(laptop, "written-while-away")
+        let report = try await laptop.engine.sync()
+        #expect(report.resynced && report.forgottenInResync == 1, "\(report)")
+        let reports = try await settle(members)
+        #expect(reports.allSatisfy { !$0.resynced && $0.rejected.isEmpty }, "one resync, and none again")
+        let reference = try phone.synchronizedItems()
+        func holds(_ account: String) -> Bool { reference.values.contains { $0.contains("value: \(account))") } }
+        #expect(reference.count == 4 && holds("written-while-away") && holds("later") && !holds("deleted"), "\(reference.values)")
+        for member in members { #expect(try member.synchronizedItems() == reference, "\(member.name) differs") }
     }
 
     @Test(
