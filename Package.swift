@@ -258,7 +258,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                "Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting", "KeyferryThreads",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),

@@ -5,12 +5,12 @@ import KeyferryCrypto
 import Relay
 import RelayPostgres
 import SyncWire
-import Synchronization
+import KeyferryThreads
 import Testing
 
 /// The relay's clock, moved by a test instead of waiting.
 final class MovingClock: Sendable {
-    private let current = Mutex(Date())
+    private let current = Locked(Date())
     func now() -> Date { current.withLock { $0 } }
     func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
 }
