@@ -2,10 +2,10 @@ import Foundation
 import KeychainModel
 import KeychainTesting
 import KeyferryCrypto
+import KeyferryThreads
 import Relay
 import RelayPostgres
 import SyncWire
-import KeyferryThreads
 import Testing
 
 /// The relay's clock, moved by a test instead of waiting.
