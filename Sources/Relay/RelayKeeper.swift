@@ -27,7 +27,7 @@ package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible
     package var description: String { reason }
 }
 
-/// What a relay keeps and refuses: the checks of Protocol/sync.md, "Relay", for the server and
+/// What a relay keeps and refuses: the checks of Protocol/relay.md, for the server and
 /// for a relay in the process alike. It holds no key, yet it knows each circle's membership,
 /// since every entry is public and signed: it keeps a membership entry only when it extends the
 /// history, and `keys` and `envelopes` records only from a member (a push signed by one,
@@ -97,6 +97,7 @@ package actor RelayKeeper {
                 let added = try await storage.append(
                     bodies, facts: facts, circle: circle, stream: stream, ifLastIs: stream == .membership ? known?.cursor ?? 0 : nil, within: limits)
                 if stream == .membership, let known { remember(circle, known) }
+                if stream == .keys, added > 0, let known { try await dropUnneededKeys(circle, known.history) }
                 return added
             } catch is RelayStorageConflict {
                 continue
@@ -132,6 +133,32 @@ package actor RelayKeeper {
         try await storage.acknowledge(
             circle: circle, member: proof.signer.bytes, through: cursor, members: known.history.members.keys.map(\.bytes),
             retention: limits.retention, now: now())
+        try await dropUnneededKeys(circle, known.history)
+    }
+
+    /// Lets go of key records no member can need: a generation's before the current one when
+    /// no newest version is sealed under it, and shares sealed to devices that are no longer
+    /// members. The current generation's records always stay.
+    private func dropUnneededKeys(_ circle: UUID, _ history: CircleHistory) async throws {
+        guard history.epoch > 1, let live = try await storage.liveGenerations(circle: circle) else { return }
+        let members = Set(history.members.values.map(\.sealing))
+        var unneeded: [UInt64] = []
+        var cursor: UInt64 = 0
+        while true {
+            let page = try await storage.records(circle: circle, stream: .keys, after: cursor, limit: RelayWire.maximumPullRecords)
+            guard let last = page.last else { break }
+            for record in page {
+                guard let key = try? KeyRecord(bytes: record.body), key.epoch < history.epoch else { continue }
+                let needed =
+                    switch key {
+                    case .classKeys: live.contains(key.epoch)
+                    case .share(let share): live.contains(key.epoch) && members.contains(share.recipient)
+                    }
+                if !needed { unneeded.append(record.cursor) }
+            }
+            cursor = last.cursor
+        }
+        if !unneeded.isEmpty { try await storage.remove(circle: circle, stream: .keys, cursors: unneeded) }
     }
 
     /// The circle as held: its history read from the stored log (what does not extend it is

@@ -46,6 +46,14 @@ package protocol RelayStorage: Sendable {
 
     /// The deletions let go, by item UUID after `item`, at most `limit`.
     func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion]
+
+    /// The key generations the circle's newest versions are sealed under; nil while it holds
+    /// batches kept before compaction, whose generations it never read.
+    func liveGenerations(circle: UUID) async throws -> Set<UInt32>?
+
+    /// Removes the records at `cursors` of `stream`, their bytes no longer counted: key
+    /// records no member can need any more.
+    func remove(circle: UUID, stream: RelayStream, cursors: [UInt64]) async throws
 }
 
 extension RelayStorage {
@@ -62,6 +70,8 @@ package struct BatchFacts: Sendable, Equatable {
         package var item: UUID
         package var version: HybridTimestamp
         package var isTombstone: Bool
+        /// The key generation it is sealed under: one no newest version needs can go.
+        package var epoch: UInt32
     }
 
     package var author: [UInt8]
@@ -76,7 +86,7 @@ package struct BatchFacts: Sendable, Equatable {
         for envelope in batch.envelopes {
             let header = envelope.header
             if let held = newest[header.item], held.version >= header.version { continue }
-            newest[header.item] = Version(item: header.item, version: header.version, isTombstone: header.isTombstone)
+            newest[header.item] = Version(item: header.item, version: header.version, isTombstone: header.isTombstone, epoch: header.epoch)
         }
         versions = newest.values.sorted { $0.item.uuidString < $1.item.uuidString }
     }

@@ -3,7 +3,7 @@ import KeychainModel
 import KeyferryCrypto
 import SyncWire
 
-/// The bytes of the relay's HTTP bodies (Protocol/sync.md, "Relay"): a push is a list of
+/// The bytes of the relay's HTTP bodies (Protocol/relay.md): a push is a list of
 /// records, a pull answers records with their cursors.
 package enum RelayWire {
     package static let version = "v1"

@@ -64,6 +64,7 @@ package final class SQLiteRelayStorage: RelayStorage {
                         milliseconds INTEGER NOT NULL,
                         counter INTEGER NOT NULL,
                         tombstone INTEGER NOT NULL,
+                        epoch INTEGER NOT NULL,
                         PRIMARY KEY (circle, item, cursor)
                     ) WITHOUT ROWID;
                     CREATE INDEX live_version_cursor ON live_version (cursor);
@@ -133,14 +134,14 @@ package final class SQLiteRelayStorage: RelayStorage {
             sql: "SELECT 1 FROM live_version WHERE circle = ? AND item = ? AND (milliseconds > ? OR (milliseconds = ? AND counter > ?)) LIMIT 1")
         let older = try db.cachedStatement(
             sql: "DELETE FROM live_version WHERE circle = ? AND item = ? AND (milliseconds < ? OR (milliseconds = ? AND counter < ?)) RETURNING cursor")
-        let keep = try db.cachedStatement(sql: "INSERT OR IGNORE INTO live_version VALUES (?, ?, ?, ?, ?, ?)")
+        let keep = try db.cachedStatement(sql: "INSERT OR IGNORE INTO live_version VALUES (?, ?, ?, ?, ?, ?, ?)")
         for version in fact.versions {
             let item = version.item.bytes
             let milliseconds = Int64(clamping: version.version.milliseconds)
             let arguments: StatementArguments = [circle, item, milliseconds, milliseconds, Int64(version.version.counter)]
             guard try Int.fetchOne(newer, arguments: arguments) == nil else { continue }
             candidates.formUnion(try Int64.fetchAll(older, arguments: arguments))
-            try keep.execute(arguments: [circle, item, cursor, milliseconds, Int64(version.version.counter), version.isTombstone])
+            try keep.execute(arguments: [circle, item, cursor, milliseconds, Int64(version.version.counter), version.isTombstone, Int64(version.epoch)])
         }
         let previous = try Int64.fetchOne(
             db, sql: "SELECT cursor FROM record WHERE circle = ? AND author = ? AND sequence BETWEEN 1 AND ? - 1 ORDER BY sequence DESC LIMIT 1",
@@ -277,6 +278,35 @@ package final class SQLiteRelayStorage: RelayStorage {
                             item: $0, version: HybridTimestamp(milliseconds: UInt64(clamping: row[1] as Int64), counter: UInt32(clamping: row[2] as Int64)))
                     }
                 }
+            }
+        }
+    }
+
+    package func liveGenerations(circle: UUID) async throws -> Set<UInt32>? {
+        try await failing {
+            try await queue.read { db in
+                let unread = try Int.fetchOne(
+                    db, sql: "SELECT 1 FROM record WHERE circle = ? AND stream = 'envelopes' AND author IS NULL LIMIT 1", arguments: [circle.bytes])
+                guard unread == nil else { return nil }
+                return Set(
+                    try Int64.fetchAll(db, sql: "SELECT DISTINCT epoch FROM live_version WHERE circle = ? AND cursor > 0", arguments: [circle.bytes])
+                        .map { UInt32(clamping: $0) })
+            }
+        }
+    }
+
+    package func remove(circle: UUID, stream: RelayStream, cursors: [UInt64]) async throws {
+        let circleBytes = circle.bytes
+        try await failing {
+            try await queue.write { db in
+                var freed = 0
+                for cursor in cursors {
+                    let length = try Int.fetchOne(
+                        db, sql: "DELETE FROM record WHERE cursor = ? AND circle = ? AND stream = ? RETURNING LENGTH(body)",
+                        arguments: [Int64(clamping: cursor), circleBytes, stream.rawValue])
+                    freed += length ?? 0
+                }
+                try db.execute(sql: "UPDATE circle_size SET bytes = bytes - ? WHERE circle = ?", arguments: [freed, circleBytes])
             }
         }
     }

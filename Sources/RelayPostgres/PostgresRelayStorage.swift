@@ -68,7 +68,7 @@ package final class PostgresRelayStorage: RelayStorage {
             """
             CREATE TABLE relay_live_version (
                 circle UUID NOT NULL, item UUID NOT NULL, cursor BIGINT NOT NULL,
-                milliseconds BIGINT NOT NULL, counter BIGINT NOT NULL, tombstone BOOLEAN NOT NULL,
+                milliseconds BIGINT NOT NULL, counter BIGINT NOT NULL, tombstone BOOLEAN NOT NULL, epoch BIGINT NOT NULL,
                 PRIMARY KEY (circle, item, cursor))
             """,
             "CREATE INDEX relay_live_version_cursor ON relay_live_version (circle, cursor)",
@@ -176,10 +176,12 @@ package final class PostgresRelayStorage: RelayStorage {
         let milliseconds = fact.versions.map { Int64(clamping: $0.version.milliseconds) }
         let counters = fact.versions.map { Int64($0.version.counter) }
         let tombstones = fact.versions.map(\.isTombstone)
+        let epochs = fact.versions.map { Int64($0.epoch) }
         let superseded = try await connection.query(
             """
-            WITH incoming (item, milliseconds, counter, tombstone) AS (
-                SELECT * FROM unnest(\(items)::uuid[], \(milliseconds)::bigint[], \(counters)::bigint[], \(tombstones)::boolean[])),
+            WITH incoming (item, milliseconds, counter, tombstone, epoch) AS (
+                SELECT * FROM unnest(
+                    \(items)::uuid[], \(milliseconds)::bigint[], \(counters)::bigint[], \(tombstones)::boolean[], \(epochs)::bigint[])),
             kept AS (
                 SELECT i.* FROM incoming i WHERE NOT EXISTS (
                     SELECT 1 FROM relay_live_version l WHERE l.circle = \(circle) AND l.item = i.item
@@ -189,8 +191,8 @@ package final class PostgresRelayStorage: RelayStorage {
                 WHERE l.circle = \(circle) AND l.item = k.item AND (l.milliseconds, l.counter) < (k.milliseconds, k.counter)
                 RETURNING l.cursor),
             added AS (
-                INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone)
-                SELECT \(circle), item, \(cursor), milliseconds, counter, tombstone FROM kept ON CONFLICT DO NOTHING)
+                INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone, epoch)
+                SELECT \(circle), item, \(cursor), milliseconds, counter, tombstone, epoch FROM kept ON CONFLICT DO NOTHING)
             SELECT DISTINCT cursor FROM superseded
             """, logger: logger)
         for try await older in superseded.decode(Int64.self) { candidates.insert(older) }
@@ -289,10 +291,10 @@ package final class PostgresRelayStorage: RelayStorage {
                     WITH gone AS (
                         DELETE FROM relay_live_version
                         WHERE circle = \(circle) AND tombstone AND cursor BETWEEN 1 AND \(floor)
-                        RETURNING item, cursor, milliseconds, counter),
+                        RETURNING item, cursor, milliseconds, counter, epoch),
                     kept AS (
-                        INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone)
-                        SELECT \(circle), item, 0, milliseconds, counter, TRUE FROM gone ON CONFLICT DO NOTHING)
+                        INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone, epoch)
+                        SELECT \(circle), item, 0, milliseconds, counter, TRUE, epoch FROM gone ON CONFLICT DO NOTHING)
                     SELECT DISTINCT cursor FROM gone
                     """, logger: logger)
                 var candidates = Set<Int64>()
@@ -332,6 +334,39 @@ package final class PostgresRelayStorage: RelayStorage {
                     ForgottenDeletion(item: item, version: HybridTimestamp(milliseconds: UInt64(clamping: milliseconds), counter: UInt32(clamping: counter))))
             }
             return deletions
+        }
+    }
+
+    package func liveGenerations(circle: UUID) async throws -> Set<UInt32>? {
+        try await failing("cannot read circle \(circle)") { [self] in
+            let unread = try await Self.first(
+                Int64.self,
+                client.query(
+                    "SELECT 1::BIGINT FROM relay_record WHERE circle = \(circle) AND stream = 'envelopes' AND author IS NULL LIMIT 1", logger: logger))
+            guard unread == nil else { return nil }
+            var epochs = Set<UInt32>()
+            let rows = try await client.query(
+                "SELECT DISTINCT epoch FROM relay_live_version WHERE circle = \(circle) AND cursor > 0", logger: logger)
+            for try await epoch in rows.decode(Int64.self) { epochs.insert(UInt32(clamping: epoch)) }
+            return epochs
+        }
+    }
+
+    package func remove(circle: UUID, stream: RelayStream, cursors: [UInt64]) async throws {
+        try await failing("cannot remove records of circle \(circle)") { [self] in
+            try await client.withTransaction(logger: logger) { connection in
+                let freed = try await Self.first(
+                    Int64.self,
+                    connection.query(
+                        """
+                        WITH gone AS (
+                            DELETE FROM relay_record WHERE circle = \(circle) AND stream = \(stream.rawValue)
+                            AND cursor = ANY(\(cursors.map { Int64(clamping: $0) })::bigint[]) RETURNING length(body) AS bytes)
+                        SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM gone
+                        """, logger: logger))
+                try await connection.query(
+                    "UPDATE relay_circle SET bytes = bytes - \(freed ?? 0) WHERE circle = \(circle)", logger: logger)
+            }
         }
     }
 

@@ -3,7 +3,7 @@ import KeychainModel
 import KeyferryCrypto
 
 /// The logs a relay keeps for each circle, each read by cursor. The relay learns from them only
-/// what an envelope's header says; see Protocol/sync.md, "Relay".
+/// what an envelope's header says; see Protocol/relay.md.
 public enum RelayStream: String, Sendable, CaseIterable {
     /// Signed membership entries, in the order members pushed them.
     case membership

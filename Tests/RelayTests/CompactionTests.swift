@@ -25,8 +25,10 @@ struct CompactionScript {
     let items = Dictionary(uniqueKeysWithValues: ["x", "y", "z"].map { ($0, UUID()) })
 
     /// A batch of `author` holding `versions` (item name, milliseconds), chained after its last.
-    mutating func batch(_ versions: [(String, UInt64)], by author: SigningKey, marker: String = "", deleting: Set<String> = []) throws -> [UInt8] {
-        let keys = CircleKeys(circle: one.circle, epoch: 1)
+    mutating func batch(
+        _ versions: [(String, UInt64)], by author: SigningKey, marker: String = "", deleting: Set<String> = [], epoch: UInt32 = 1
+    ) throws -> [UInt8] {
+        let keys = CircleKeys(circle: one.circle, epoch: epoch)
         let envelopes = try versions.map { name, milliseconds in
             let item = SyncedItem(
                 version: HybridTimestamp(milliseconds: milliseconds), isTombstone: deleting.contains(name),
@@ -197,8 +199,78 @@ extension CompactionScript {
     }
 }
 
+extension CompactionScript {
+    /// Key generations: an earlier one's records stay while a newest version is sealed under
+    /// it, a removed member's shares go, and the current generation's always stay.
+    mutating func runGenerations(_ relay: any RelayTransport, _ storage: any RelayStorage) async throws {
+        let a = one.author
+        var history = one.history
+        let join = MembershipEntry(.join, subject: other.peer(named: "tablet"), after: history, signer: a)
+        try history.append(join)
+        _ = try await relay.push(history.entries.map(\.bytes), circle: one.circle, stream: .membership, proof: nil)
+        func publish(_ epoch: UInt32, to recipients: [DeviceIdentity]) async throws {
+            let keys = CircleKeys(circle: one.circle, epoch: epoch)
+            let records =
+                [KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: a)).bytes]
+                + recipients.map { KeyRecord.share(CircleKeyShare(keys, to: $0.sealingKey.publicKey, from: a)).bytes }
+            #expect(try await relay.push(records, circle: one.circle, stream: .keys, proof: one.proof(records, .keys)) == records.count)
+        }
+        func held() async throws -> [(epoch: UInt32, share: Bool)] {
+            try await storage.records(circle: one.circle, stream: .keys, after: 0, limit: 100).map { record in
+                let key = try KeyRecord(bytes: record.body)
+                if case .share = key { return (key.epoch, true) }
+                return (key.epoch, false)
+            }
+        }
+        try await publish(1, to: [one.creator, other])
+        let first = try batch([("x", 1), ("y", 1)], by: a)
+        _ = try await relay.push([first], circle: one.circle, stream: .envelopes, proof: one.proof([first]))
+
+        // The tablet is removed: generation 2, shared with the creator alone.
+        let remove = MembershipEntry(.remove, subject: other.peer(named: "tablet"), after: history, signer: a)
+        try history.append(remove)
+        _ = try await relay.push([remove.bytes], circle: one.circle, stream: .membership, proof: nil)
+        try await publish(history.epoch, to: [one.creator])
+        var kept = try await held()
+        #expect(kept.filter { $0.epoch == 1 }.count == 2, "x and y are sealed under generation 1: its keys and the creator's share stay, the tablet's goes")
+        #expect(kept.filter { $0.epoch == 2 }.count == 2)
+
+        // Every newest version sealed under generation 2: generation 1's records go.
+        let second = try batch([("x", 2), ("y", 2)], by: a, epoch: 2)
+        _ = try await relay.push([second], circle: one.circle, stream: .envelopes, proof: one.proof([second]))
+        let cursor = try #require(try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 10).last).cursor
+        try await relay.acknowledge(circle: one.circle, through: cursor, proof: PushProof(acknowledging: cursor, circle: one.circle, key: a))
+        kept = try await held()
+        #expect(kept.map(\.epoch) == [2, 2], "only the current generation's keys: \(kept)")
+        let records = try await storage.records(circle: one.circle, stream: .keys, after: 0, limit: 100)
+        let counted = try await storage.byteCount(circle: one.circle)
+        let membership = try await storage.records(circle: one.circle, stream: .membership, after: 0, limit: 100)
+        let envelopes = try await storage.records(circle: one.circle, stream: .envelopes, after: 0, limit: 100)
+        #expect(counted == (records + membership + envelopes).reduce(0) { $0 + $1.body.count }, "the circle's size is what it holds")
+    }
+}
+
 @Suite("Relay compaction")
 struct CompactionTests {
+    @Test("SQLite: an earlier key generation's records go once no newest version is sealed under it; a removed member's shares go at once")
+    func sqliteGenerations() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteRelayStorage(directory: directory)
+        var script = CompactionScript()
+        try await script.runGenerations(LocalRelay(storage: storage), storage)
+    }
+
+    @Test(
+        "PostgreSQL: the same key generations",
+        .enabled(if: TestPostgres.expected, "needs the PostgreSQL server scripts/test starts"))
+    func postgresGenerations() async throws {
+        try await PostgresRelayStorage.withStorage(try TestPostgres.database()) { storage in
+            var script = CompactionScript()
+            try await script.runGenerations(LocalRelay(storage: storage), storage)
+        }
+    }
+
     @Test("SQLite: a deletion leaves once every member acknowledged it, or past the retention, when a member that missed it is asked to resync")
     func sqliteDeletions() async throws {
         let directory = temporaryDirectory()
