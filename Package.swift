@@ -212,7 +212,7 @@ let package = Package(
             name: "keyferry-bench",
             dependencies: [
                 "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Backup", "PhoneBackup", "AppleFormats", "SyncWire",
-                "Sync", "Relay", "RelayPostgres", "NodeControl", "Node", "Survival",
+                "Sync", "Relay", "RelayPostgres", "NodeControl", "Node", "Survival", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -12,9 +12,7 @@ struct KeyferryBench: AsyncParsableCommand {
             """,
         subcommands: [
             StoreBench.self, NodeBench.self, BackupBench.self, PhoneBackupBench.self, SyncBench.self, RelaysBench.self, CompactionBench.self,
-            SurvivalBench.self,
-            SecurityBench.self,
-            ScaleBench.self,
+            SoakBench.self, SurvivalBench.self, SecurityBench.self, ScaleBench.self,
         ])
 }
 
