@@ -4,6 +4,7 @@ import Fleet
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryCrypto
 import KeyferrySecurity
 import KeyferrySystem
 import KeyferryThreads
@@ -262,12 +263,18 @@ struct DemoCommand: AsyncParsableCommand {
     /// The demo's relays: one on SQLite in the fleet's root; or, when scripts/demo started a
     /// PostgreSQL server (`KEYFERRY_POSTGRES`, `PGPASSWORD`), two relays sharing its
     /// database. The task serves them until cancelled.
-    private func serveRelays(root: URL) async throws -> (Task<Void, any Error>, [Int], any RelayStorage) {
+    /// They create circles only for holders of `token`, as a relay others reach would.
+    private func serveRelays(root: URL, token: String) async throws -> (Task<Void, any Error>, [Int], any RelayStorage) {
         let environment = ProcessInfo.processInfo.environment
         let (announced, announce) = AsyncStream<(Int, any RelayStorage)>.makeStream()
         let logger = Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() }
+        let tokens = root.appendingPathComponent("relay-tokens")
+        try (token + "\n").write(to: tokens, atomically: true, encoding: .utf8)
+        let admission = try RelayAdmission(tokenFile: tokens)
         let serve: @Sendable (any RelayStorage) async throws -> Void = { storage in
-            try await RelayServer.run(storage: storage, host: "127.0.0.1", port: 0, logger: logger) { announce.yield(($0, storage)) }
+            try await RelayServer.run(storage: storage, admission: admission, host: "127.0.0.1", port: 0, logger: logger) {
+                announce.yield(($0, storage))
+            }
         }
         let relays: Int
         let task: Task<Void, any Error>
@@ -325,7 +332,8 @@ struct DemoCommand: AsyncParsableCommand {
     /// The other devices join the phone's circle through the relays the demo runs (returned,
     /// to be stopped at the end), and sync.
     private func circle(phone: NodeClient, runner: FleetRunner, tour: Tour) async throws -> Task<Void, any Error> {
-        let (relay, ports, storage) = try await serveRelays(root: runner.root)
+        let token = "demo-\(UUID().uuidString)"
+        let (relay, ports, storage) = try await serveRelays(root: runner.root, token: token)
         let others = runner.fleet.members.filter { $0.id != "phone" }
         let port = ports[0]
         let names = others.map(\.deviceName).joined(separator: " and ")
@@ -336,7 +344,10 @@ struct DemoCommand: AsyncParsableCommand {
                 "The phone forms a circle with \(names), through two relays sharing one PostgreSQL database "
                     + "(127.0.0.1:\(ports[0]) and 127.0.0.1:\(ports[1]))")
         }
-        _ = try await phone.call(.circleCreate, NodeAPI.CircleCreate(relay: "http://127.0.0.1:\(port)", name: nil)) as NodeAPI.CircleStatus
+        tour.say("the relay creates circles only for holders of an admission token (`relay serve --admission token FILE`); the phone has one")
+        _ =
+            try await phone.call(.circleCreate, NodeAPI.CircleCreate(relay: "http://127.0.0.1:\(port)", name: nil, admissionToken: token))
+            as NodeAPI.CircleStatus
         let clients = others.map { NodeClient(directory: runner.directory(of: $0)) }
         for (index, (member, client)) in zip(others, clients).enumerated() {
             // With two relays, members alternate: the first to join syncs through the second.
@@ -357,7 +368,8 @@ struct DemoCommand: AsyncParsableCommand {
             await tour.attempt("on \(member.deviceName), mail reads session-token (not synchronizable)") { try await client.read(Self.mail, "session-token") }
         }
         if let circle = status.circle {
-            let batches = try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000).map { try EnvelopeBatch(bytes: $0.body) }
+            let batches = try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000)
+                .filter { !CompactedBatches.isNote($0.body) }.map { try EnvelopeBatch(bytes: $0.body) }
             let held = batches.reduce(0) { $0 + $1.envelopes.count }
             tour.say(
                 "\(ports.count == 1 ? "the relay holds" : "the database behind both relays holds") \(held) sealed envelope\(held == 1 ? "" : "s") in \(batches.count) signed batch\(batches.count == 1 ? "" : "es"); it can read none of them"
@@ -367,6 +379,22 @@ struct DemoCommand: AsyncParsableCommand {
             await tour.attempt("a stranger pushes a batch of its own to the circle's relay") {
                 try await stranger.push([Array("not a member's batch".utf8)], circle: circle, stream: .envelopes, proof: nil)
             }
+            await tour.attempt("a stranger without a token creates a circle of its own on the relay") {
+                let history = CircleHistory(creator: DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()), name: "stranger")
+                try await stranger.push(history.entries.map(\.bytes), circle: history.circle, stream: .membership, proof: nil)
+            }
+            // Updates supersede: the relay drops what no member needs any more.
+            for round in 1...3 {
+                let changed: NodeAPI.Changed = try await phone.call(
+                    .update, NodeAPI.Update(app: Self.mail, query: imap, changes: ItemChanges(data: Data("imap-secret-\(round)".utf8))))
+                _ = changed
+                for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
+            }
+            let after = try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000)
+            let kept = after.filter { !CompactedBatches.isNote($0.body) }.count
+            tour.say(
+                "after three updates of the imap password, synced each time, the relay holds \(kept) batch\(kept == 1 ? "" : "es"): "
+                    + "those whose every version is superseded are dropped, and named in a note so no member counts them missing")
             let tablet: NodeAPI.SyncStatus = try await clients[0].get(.syncStatus)
             for author in tablet.received {
                 tour.say(
