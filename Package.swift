@@ -190,7 +190,7 @@ let package = Package(
                 "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "PhoneBackup", "Relay", "RelayPostgres", "Sync", "SyncWire",
                 "KeyferrySystem",
                 "KeyferryThreads", "Survival",
-                "Scenario", "KeyferrySecurity",
+                "Scenario", "KeyferrySecurity", "KeyferryCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
