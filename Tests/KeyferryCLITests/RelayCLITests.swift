@@ -114,6 +114,8 @@ struct RelayCLITests {
         #expect(unknown.status == 64 && unknown.stderr.contains("`open` or `token FILE`"), "\(unknown.stderr)")
         let absent = try cli.run(["relay", "serve", "--data", cli.path("r0"), "--admission", "token", cli.path("no-tokens")])
         #expect(absent.status == 5 && absent.stderr.contains("cannot be read"), "\(absent.stderr)")
+        let retention = try cli.run(["relay", "serve", "--data", cli.path("r0"), "--retention", "soon"])
+        #expect(retention.status == 64 && retention.stderr.contains("soon"), "\(retention.stderr)")
         #expect(!FileManager.default.fileExists(atPath: cli.path("r0")), "a relay that does not start makes nothing")
 
         let tokens = cli.path("tokens")

@@ -48,6 +48,12 @@ struct RelayRouteTests {
                 ("/v1/circles/\(circle)/membership", .post, ByteBuffer(bytes: RelayWire.encodePush([[0xFF, 2, 3]])), .forbidden, "membership entry"),
                 ("/v1/circles/\(circle)/envelopes?after=-1", .get, nil, .badRequest, "whole numbers"),
                 ("/v1/circles/\(circle)/envelopes?limit=0", .get, nil, .badRequest, "whole numbers"),
+                ("/v1/circles/not-a-uuid/acknowledgements?through=1", .post, nil, .badRequest, "not a UUID"),
+                ("/v1/circles/\(circle)/acknowledgements", .post, nil, .badRequest, "through is the cursor"),
+                ("/v1/circles/\(circle)/acknowledgements?through=-3", .post, nil, .badRequest, "through is the cursor"),
+                ("/v1/circles/\(circle)/acknowledgements?through=1", .post, nil, .unauthorized, "signed by a member"),
+                ("/v1/circles/\(circle)/forgotten-deletions?after=zzz", .get, nil, .badRequest, "an item's UUID"),
+                ("/v1/circles/\(circle)/forgotten-deletions?limit=0", .get, nil, .badRequest, "an item's UUID"),
             ]
             for (uri, method, body, status, reason) in cases {
                 let response = try await client.execute(uri: uri, method: method, body: body)
