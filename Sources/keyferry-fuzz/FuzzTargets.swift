@@ -18,7 +18,7 @@ import SyncWire
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
     case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag, keychainitem, mbfile, pkcs12, certificate
-    case manifestdb, phoneitem
+    case manifestdb, phoneitem, compactionnote
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -29,6 +29,14 @@ enum FuzzTarget: String, CaseIterable {
             }
         case .batch:
             if let batch = try? EnvelopeBatch(bytes: bytes) { _ = try? batch.verified(members: [batch.author]) }
+        case .compactionnote:
+            // What a relay writes and members take: read, written again the same, applied to a chain.
+            if let note = try? CompactedBatches(bytes: bytes) {
+                precondition(note.bytes == bytes)
+                var chains = AuthorChains()
+                chains.receive(BatchLink(sequence: UInt64.max, digest: [UInt8](repeating: 0, count: 32)), from: note.author)
+                chains.compacted(note.sequences, of: note.author)
+            }
         case .membership:
             if let entry = try? MembershipEntry(bytes: bytes) {
                 _ = try? CircleHistory(verifying: [entry])
