@@ -224,6 +224,9 @@ final class NodeSync: Sendable {
             if report.pushed + report.applied > 0 || report.rejectedCount > 0 {
                 logger.info("synced", metadata: ["pushed": "\(report.pushed)", "applied": "\(report.applied)", "rejected": "\(report.rejectedCount)"])
             }
+            if report.resynced {
+                logger.notice("resynced", metadata: ["deleted": "\(report.forgottenInResync)", "why": "the relay let go of deletions this node had not seen"])
+            }
             // The first reasons only (a report keeps a few): junk on the relay cannot fill the log.
             for reason in report.rejected { logger.notice("refused", metadata: ["why": "\(reason)"]) }
             return report

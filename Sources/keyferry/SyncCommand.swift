@@ -72,6 +72,9 @@ struct SyncCommand: AsyncParsableCommand {
                     + (report.waitingToPush > 0 ? ", \(report.waitingToPush) to push at unlock" : "")
                     + (report.keptDeviceBound > 0 ? ", \(report.keptDeviceBound) not written over a ThisDeviceOnly item of the same key" : "")
                     + (report.rejectedCount == 0 ? "" : ", \(report.rejectedCount) refused")
+                    + (report.resynced
+                        ? "; resynced: the relay had let go of deletions this device missed while away, "
+                            + "so it read everything again and deleted \(report.forgottenInResync.items) here" : "")
                     + (report.more ? "; more is waiting on the relay (the node goes on at once)" : ""))
             for reason in report.rejected { print("  refused: \(reason)") }
             for item in report.damaged { print("  not pushed, damaged: \(item)") }
