@@ -55,8 +55,14 @@ package actor SyncEngine {
     /// Every change up to here is pushed (or is not to be).
     private var pushedThrough: Int64 = 0
     private var cursors: [RelayStream: UInt64] = [:]
-    /// The envelopes cursor the relay last heard this member acknowledge (from this process).
-    private var acknowledged: UInt64 = 0
+    /// What the relay last heard this member acknowledge (from this process): the envelopes
+    /// cursor, and when (the device's clock).
+    private var acknowledged: (cursor: UInt64, at: Date?) = (0, nil)
+    /// A deletion was read since then: the relay waits for every member's word to let it go.
+    private var deletionsRead = false
+    /// How often a member that reads no deletion still acknowledges, so the relay knows it is
+    /// not away (Protocol/relay.md, "Deletions, acknowledgements and resync").
+    static let acknowledgementInterval: TimeInterval = 6 * 3_600
     /// Envelopes that could not be written yet (class A while locked), oldest first.
     private var waiting: [SealedEnvelope] = []
     /// The head of this member's own chain of batches.
@@ -319,12 +325,18 @@ package actor SyncEngine {
     }
 
     /// Tells the relay how far this member has applied the envelopes, once that is saved, so
-    /// the relay can let go of deletions every member has seen. A relay that cannot hear it now
-    /// hears a later one: nothing depends on it but the relay's size.
+    /// the relay can let go of deletions every member has seen: after a pass that read one (its
+    /// own included), on the first pass, and every few hours besides. A relay that cannot hear
+    /// it now hears a later one: nothing depends on it but the relay's size.
     private func acknowledge(_ identity: DeviceIdentity) async {
-        guard let cursor = cursors[.envelopes], cursor > acknowledged else { return }
+        guard let cursor = cursors[.envelopes], cursor > acknowledged.cursor else { return }
+        let now = device.now
+        let due = acknowledged.at.map { now.timeIntervalSince($0) >= Self.acknowledgementInterval || now < $0 } ?? true
+        guard deletionsRead || due else { return }
         let proof = PushProof(acknowledging: cursor, circle: circle, key: identity.signingKey)
-        if (try? await transport.acknowledge(circle: circle, through: cursor, proof: proof)) != nil { acknowledged = cursor }
+        guard (try? await transport.acknowledge(circle: circle, through: cursor, proof: proof)) != nil else { return }
+        acknowledged = (cursor, now)
+        deletionsRead = false
     }
 
     /// How far this member has come; everything `sync.json` holds changes only with it.
@@ -646,6 +658,7 @@ package actor SyncEngine {
                 return
             }
             let batch = try EnvelopeBatch(bytes: record.body)
+            if batch.envelopes.contains(where: \.header.isTombstone) { deletionsRead = true }
             // This member's own batches come back too.
             guard batch.author != identity.signingKey.publicKey else { return }
             let envelopes = try batch.verified(members: Set(history.members.keys))
