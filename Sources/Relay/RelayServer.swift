@@ -44,82 +44,61 @@ package enum RelayServer {
     static func routes(_ router: Router<BasicRequestContext>, keeper: RelayKeeper, logger: Logger) {
         let base = "/\(RelayWire.version)"
         router.get("\(base)/health") { _, _ in "ok\n" }
-        router.post("\(base)/circles/:circle/:stream") { request, context in
-            let (circle, stream) = try target(context)
-            let bytes = try await request.body.collect(upTo: RelayWire.maximumPushBytes)
-            guard let bodies = try? RelayWire.decodePush(Array(buffer: bytes)) else {
-                throw HTTPError(.badRequest, message: "the push body is not a list of length-prefixed records")
-            }
-            do {
-                let proof = try RelayWire.proof(
-                    signer: request.headers[.init(RelayWire.signerHeader)!],
-                    signature: request.headers[.init(RelayWire.signatureHeader)!])
-                let added = try await keeper.push(
-                    bodies, circle: circle, stream: stream, proof: proof, token: request.headers[.init(RelayWire.admissionHeader)!])
-                logger.debug("push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
-                return "\(added)\n"
-            } catch let refusal as RelayRefusal {
-                logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(refusal.reason)"])
-                throw HTTPError(status(of: refusal.kind), message: refusal.reason)
-            } catch let failure as RelayStorageError {
-                throw unavailable(failure, logger)
-            }
-        }
         router.post("\(base)/circles/:circle/acknowledgements") { request, context in
-            guard let circle = context.parameters.get("circle").flatMap(UUID.init(uuidString:)) else {
-                throw HTTPError(.badRequest, message: "the circle is not a UUID")
-            }
+            let circle = try circle(context)
             guard let through = request.uri.queryParameters["through"].flatMap({ UInt64($0) }) else {
                 throw HTTPError(.badRequest, message: "through is the cursor acknowledged, a whole number")
             }
-            do {
-                guard
-                    let proof = try RelayWire.proof(
-                        signer: request.headers[.init(RelayWire.signerHeader)!], signature: request.headers[.init(RelayWire.signatureHeader)!])
-                else {
+            return try await answering(logger) {
+                guard let proof = try proof(request) else {
                     throw RelayRefusal(kind: .unsigned, reason: "an acknowledgement is signed by a member (Keyferry-Signer, Keyferry-Signature)")
                 }
                 try await keeper.acknowledge(circle: circle, through: through, proof: proof)
                 return "ok\n"
-            } catch let refusal as RelayRefusal {
-                throw HTTPError(status(of: refusal.kind), message: refusal.reason)
-            } catch let failure as RelayStorageError {
-                throw unavailable(failure, logger)
             }
         }
         router.get("\(base)/circles/:circle/forgotten-deletions") { request, context in
-            guard let circle = context.parameters.get("circle").flatMap(UUID.init(uuidString:)) else {
-                throw HTTPError(.badRequest, message: "the circle is not a UUID")
-            }
+            let circle = try circle(context)
             let query = request.uri.queryParameters
             let after = query["after"].map { UUID(uuidString: String($0)) }
             let limit = query["limit"].map { Int($0) } ?? RelayWire.maximumPullRecords
             guard after != .some(nil), let limit, limit > 0 else {
                 throw HTTPError(.badRequest, message: "after is an item's UUID and limit a whole number from 1")
             }
-            do {
-                let deletions = try await keeper.storage.forgottenDeletions(
-                    circle: circle, after: after ?? nil, limit: min(limit, RelayWire.maximumPullRecords))
-                return Response(
-                    status: .ok, headers: [.contentType: "application/octet-stream"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: ForgottenDeletion.encode(deletions))))
-            } catch let failure as RelayStorageError {
-                throw unavailable(failure, logger)
+            let deletions = try await answering(logger) {
+                try await keeper.storage.forgottenDeletions(circle: circle, after: after ?? nil, limit: min(limit, RelayWire.maximumPullRecords))
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/octet-stream"],
+                body: .init(byteBuffer: ByteBuffer(bytes: ForgottenDeletion.encode(deletions))))
+        }
+        router.post("\(base)/circles/:circle/:stream") { request, context in
+            let (circle, stream) = (try circle(context), try stream(context))
+            let bytes = try await request.body.collect(upTo: RelayWire.maximumPushBytes)
+            guard let bodies = try? RelayWire.decodePush(Array(buffer: bytes)) else {
+                throw HTTPError(.badRequest, message: "the push body is not a list of length-prefixed records")
+            }
+            return try await answering(logger) {
+                do {
+                    let added = try await keeper.push(
+                        bodies, circle: circle, stream: stream, proof: try proof(request), token: request.headers[.init(RelayWire.admissionHeader)!])
+                    logger.debug(
+                        "push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "records": "\(bodies.count)", "new": "\(added)"])
+                    return "\(added)\n"
+                } catch let refusal as RelayRefusal {
+                    logger.notice("refused push", metadata: ["circle": "\(circle)", "stream": "\(stream.rawValue)", "why": "\(refusal.reason)"])
+                    throw refusal
+                }
             }
         }
         router.get("\(base)/circles/:circle/:stream") { request, context in
-            let (circle, stream) = try target(context)
+            let (circle, stream) = (try circle(context), try stream(context))
             let query = request.uri.queryParameters
             let after = query["after"].map { UInt64($0) } ?? 0
             let limit = query["limit"].map { Int($0) } ?? RelayWire.maximumPullRecords
             guard let after, let limit, limit > 0 else { throw HTTPError(.badRequest, message: "after and limit are whole numbers, limit at least 1") }
-            let records: [RelayRecord]
-            do {
-                records = try await keeper.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
-            } catch let refusal as RelayRefusal {
-                throw HTTPError(status(of: refusal.kind), message: refusal.reason)
-            } catch let failure as RelayStorageError {
-                throw unavailable(failure, logger)
+            let records = try await answering(logger) {
+                try await keeper.records(circle: circle, stream: stream, after: after, limit: min(limit, RelayWire.maximumPullRecords))
             }
             var total = 0
             let fitting = records.prefix { record in
@@ -131,6 +110,22 @@ package enum RelayServer {
                 status: .ok, headers: [.contentType: "application/octet-stream"],
                 body: .init(byteBuffer: ByteBuffer(bytes: RelayWire.encodePull(answer))))
         }
+    }
+
+    /// Runs a route's work: a refusal becomes its status and reason, a database failure `503`.
+    private static func answering<Result>(_ logger: Logger, _ work: () async throws -> Result) async throws -> Result {
+        do {
+            return try await work()
+        } catch let refusal as RelayRefusal {
+            throw HTTPError(status(of: refusal.kind), message: refusal.reason)
+        } catch let failure as RelayStorageError {
+            throw unavailable(failure, logger)
+        }
+    }
+
+    /// The member's signature a request's headers carry, if any.
+    private static func proof(_ request: Request) throws -> PushProof? {
+        try RelayWire.proof(signer: request.headers[.init(RelayWire.signerHeader)!], signature: request.headers[.init(RelayWire.signatureHeader)!])
     }
 
     /// The database failed, not the request: members back off and try again.
@@ -151,14 +146,18 @@ package enum RelayServer {
         }
     }
 
-    private static func target(_ context: BasicRequestContext) throws -> (UUID, RelayStream) {
+    private static func circle(_ context: BasicRequestContext) throws -> UUID {
         guard let circle = context.parameters.get("circle").flatMap(UUID.init(uuidString:)) else {
             throw HTTPError(.badRequest, message: "the circle is not a UUID")
         }
+        return circle
+    }
+
+    private static func stream(_ context: BasicRequestContext) throws -> RelayStream {
         guard let stream = context.parameters.get("stream").flatMap(RelayStream.init(rawValue:)) else {
             throw HTTPError(.notFound, message: "streams are \(RelayStream.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        return (circle, stream)
+        return stream
     }
 }
 

@@ -127,7 +127,7 @@ struct CompactionBench: AsyncParsableCommand {
             for (index, itemsOfAuthor) in byAuthor {
                 let author = authors[index].signingKey
                 let envelopes = try itemsOfAuthor.map { item in
-                    try sealed(version(of: item, uuid: uuids[item], round: round, base: base), keys: keys, author: author.publicKey)
+                    try sealedEnvelope(version(of: item, uuid: uuids[item], round: round, base: base), keys: keys, author: author.publicKey)
                 }
                 let batches = EnvelopeBatch.batches(of: envelopes, circle: circle, author: author, after: links[author.publicKey] ?? .start)
                 links[author.publicKey] = batches.last!.link
@@ -177,16 +177,6 @@ struct CompactionBench: AsyncParsableCommand {
                 data: Data("item-\(item)-round-\(round)".padding(toLength: 64, withPad: " ", startingAt: 0).utf8)))
     }
 
-    /// A version sealed as a member's keychain seals it, and its envelope.
-    private func sealed(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey) throws -> SealedEnvelope {
-        let seal = ItemSeal.sealing(item.record)
-        return try SealedEnvelope.seal(
-            KeyedItem(
-                uuid: item.record.uuid, itemClass: item.record.itemClass, protection: item.record.protection, version: item.version,
-                isTombstone: false, key: seal.key, metadata: seal.metadata, secret: seal.secret),
-            keys: keys, author: author)
-    }
-
     /// Syncs until a pass brings nothing more.
     private func settle(_ engine: SyncEngine) async throws {
         while true {
@@ -194,4 +184,14 @@ struct CompactionBench: AsyncParsableCommand {
             if report.applied == 0 && !report.more { return }
         }
     }
+}
+
+/// `item` sealed as a member's keychain seals it (a key of its own), in its envelope.
+func sealedEnvelope(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey) throws -> SealedEnvelope {
+    let seal = ItemSeal.sealing(item.record)
+    return try SealedEnvelope.seal(
+        KeyedItem(
+            uuid: item.record.uuid, itemClass: item.record.itemClass, protection: item.record.protection, version: item.version,
+            isTombstone: false, key: seal.key, metadata: seal.metadata, secret: seal.secret),
+        keys: keys, author: author)
 }

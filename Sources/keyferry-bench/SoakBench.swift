@@ -165,7 +165,7 @@ struct SoakBench: AsyncParsableCommand {
                     KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: keys.wrappedClassKeys(), signer: owner.signingKey)).bytes
                 }
             } else {
-                let envelopes = try (0..<50).map { _ in try sealedEnvelope(keys: keys, author: owner.signingKey.publicKey) }
+                let envelopes = try (0..<50).map { _ in try junkEnvelope(keys: keys, author: owner.signingKey.publicKey) }
                 let batch = EnvelopeBatch(envelopes, circle: circle, author: owner.signingKey, after: link)
                 link = batch.link
                 bodies = [batch.bytes]
@@ -194,19 +194,15 @@ struct SoakBench: AsyncParsableCommand {
         return bytes
     }
 
-    /// An envelope of a fresh item, as a member's keychain seals one.
-    private static func sealedEnvelope(keys: CircleKeys, author: SigningPublicKey) throws -> SealedEnvelope {
+    /// A fresh item of 4 KiB, in its envelope.
+    private static func junkEnvelope(keys: CircleKeys, author: SigningPublicKey) throws -> SealedEnvelope {
         let now = Date()
         let record = ItemRecord(
             itemClass: .genericPassword, uuid: UUID(), accessGroup: "HOSTILE123.com.example.flood", protection: .afterFirstUnlock, synchronizable: true,
             accessControl: nil, creationDate: now, modificationDate: now, attributes: [.account: .string(UUID().uuidString)],
             data: Data(SystemEntropy().bytes(4_096)))
-        let seal = ItemSeal.sealing(record)
-        return try SealedEnvelope.seal(
-            KeyedItem(
-                uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                version: HybridTimestamp(milliseconds: UInt64(now.timeIntervalSince1970 * 1000)), isTombstone: false, key: seal.key,
-                metadata: seal.metadata, secret: seal.secret),
+        return try sealedEnvelope(
+            SyncedItem(version: HybridTimestamp(milliseconds: UInt64(now.timeIntervalSince1970 * 1000)), isTombstone: false, record: record),
             keys: keys, author: author)
     }
 }
