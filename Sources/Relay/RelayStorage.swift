@@ -101,8 +101,8 @@ package struct BatchFacts: Sendable, Equatable {
     }
 }
 
-/// What a relay holds at most, so that no one, member or stranger, fills its disk: a relay
-/// creates circles for anyone whose first entry is self-signed.
+/// What a relay holds at most, so that no one, member or circle creator, fills its disk (who
+/// may create a circle is `RelayAdmission`'s), and how long it waits on an absent member.
 package struct RelayLimits: Sendable, Equatable {
     /// Bytes of one circle's records, past which it takes no more envelopes.
     package var circleBytes: Int
