@@ -114,13 +114,15 @@ package actor RelayKeeper {
     /// The records after `cursor`; a pull of `envelopes` from before deletions the relay let go
     /// (other than from the start) is refused, so that the member knows to resync.
     package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
-        if stream == .envelopes, cursor > 0, case let floor = try await storage.resyncFloor(circle: circle), cursor < floor {
+        guard stream == .envelopes, cursor > 0 else { return try await storage.records(circle: circle, stream: stream, after: cursor, limit: limit) }
+        let (records, floor) = try await storage.envelopes(circle: circle, after: cursor, limit: limit)
+        guard cursor >= floor else {
             throw RelayRefusal(
                 kind: .resyncNeeded,
                 reason: "circle \(circle) let go of deletions after cursor \(cursor) that this member had not acknowledged "
                     + "(it was away longer than the relay keeps them); read its envelopes again from the start")
         }
-        return try await storage.records(circle: circle, stream: stream, after: cursor, limit: limit)
+        return records
     }
 
     /// Keeps a member's acknowledgement of the circle's envelopes through `cursor`, signed by

@@ -37,12 +37,13 @@ package protocol RelayStorage: Sendable {
     /// greatest it gave, at `now`), then lets go of deletions: a tombstone that every one of
     /// `members` heard from within `retention` has acknowledged no longer counts as its item's
     /// newest version, so its batch can be compacted. A member not heard from within `retention`
-    /// holds nothing back; the stream's `resyncFloor` rises past what was let go.
+    /// holds nothing back; the circle's resync floor (`envelopes`) rises past what was let go.
     func acknowledge(circle: UUID, member: [UInt8], through cursor: UInt64, members: [[UInt8]], retention: TimeInterval, now: Date) async throws
 
-    /// The cursor below which a member reading `envelopes` missed a deletion the relay let go,
-    /// and must read the stream again from the start (0: none).
-    func resyncFloor(circle: UUID) async throws -> UInt64
+    /// The `envelopes` records after `cursor`, as `records` reads them, read together with the
+    /// circle's resync floor: the cursor below which a member missed a deletion the relay let
+    /// go, and must read the stream again from the start (0: none).
+    func envelopes(circle: UUID, after cursor: UInt64, limit: Int) async throws -> (records: [RelayRecord], resyncFloor: UInt64)
 
     /// The deletions let go, by item UUID after `item`, at most `limit`.
     func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion]

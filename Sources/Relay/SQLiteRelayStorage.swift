@@ -195,14 +195,16 @@ package final class SQLiteRelayStorage: RelayStorage {
 
     package func records(circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) async throws -> [RelayRecord] {
         try await failing {
-            try await queue.read { db in
-                try Row.fetchAll(
-                    db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
-                    arguments: [circle.bytes, stream.rawValue, Int64(clamping: cursor), limit]
-                )
-                .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
-            }
+            try await queue.read { db in try Self.records(db, circle: circle, stream: stream, after: cursor, limit: limit) }
         }
+    }
+
+    private static func records(_ db: Database, circle: UUID, stream: RelayStream, after cursor: UInt64, limit: Int) throws -> [RelayRecord] {
+        try Row.fetchAll(
+            db, sql: "SELECT cursor, body FROM record WHERE circle = ? AND stream = ? AND cursor > ? ORDER BY cursor LIMIT ?",
+            arguments: [circle.bytes, stream.rawValue, Int64(clamping: cursor), limit]
+        )
+        .map { RelayRecord(cursor: UInt64($0[0] as Int64), body: [UInt8]($0[1] as Data)) }
     }
 
     package func byteCount(circle: UUID) async throws -> Int {
@@ -254,10 +256,11 @@ package final class SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    package func resyncFloor(circle: UUID) async throws -> UInt64 {
+    package func envelopes(circle: UUID, after cursor: UInt64, limit: Int) async throws -> (records: [RelayRecord], resyncFloor: UInt64) {
         try await failing {
             try await queue.read { db in
-                UInt64(try Int64.fetchOne(db, sql: "SELECT resync_below FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0)
+                let floor = try Int64.fetchOne(db, sql: "SELECT resync_below FROM circle_size WHERE circle = ?", arguments: [circle.bytes]) ?? 0
+                return (try Self.records(db, circle: circle, stream: .envelopes, after: cursor, limit: limit), UInt64(floor))
             }
         }
     }

@@ -170,6 +170,7 @@ package final class PostgresRelayStorage: RelayStorage {
     /// Makes the batch at `cursor` hold its items' newest versions (ties with another batch
     /// keep both, since members break them by what the relay cannot see); returns the records
     /// that may now hold none: those it superseded, the author's batch before it, and itself.
+    /// One statement, one round trip.
     private func supersede(with fact: BatchFacts, at cursor: Int64, circle: UUID, _ connection: PostgresConnection) async throws -> Set<Int64> {
         var candidates: Set<Int64> = [cursor]
         let items = fact.versions.map(\.item)
@@ -193,17 +194,13 @@ package final class PostgresRelayStorage: RelayStorage {
             added AS (
                 INSERT INTO relay_live_version (circle, item, cursor, milliseconds, counter, tombstone, epoch)
                 SELECT \(circle), item, \(cursor), milliseconds, counter, tombstone, epoch FROM kept ON CONFLICT DO NOTHING)
-            SELECT DISTINCT cursor FROM superseded
+            SELECT cursor FROM superseded
+            UNION
+            SELECT cursor FROM (
+                SELECT cursor FROM relay_record WHERE circle = \(circle) AND stream = 'envelopes' AND author = \(Data(fact.author))
+                AND sequence BETWEEN 1 AND \(Int64(clamping: fact.sequence)) - 1 ORDER BY sequence DESC LIMIT 1) previous
             """, logger: logger)
         for try await older in superseded.decode(Int64.self) { candidates.insert(older) }
-        let previous = try await Self.first(
-            Int64.self,
-            connection.query(
-                """
-                SELECT cursor FROM relay_record WHERE circle = \(circle) AND stream = 'envelopes' AND author = \(Data(fact.author))
-                AND sequence BETWEEN 1 AND \(Int64(clamping: fact.sequence)) - 1 ORDER BY sequence DESC LIMIT 1
-                """, logger: logger))
-        if let previous { candidates.insert(previous) }
         return candidates
     }
 
@@ -312,10 +309,23 @@ package final class PostgresRelayStorage: RelayStorage {
         }
     }
 
-    package func resyncFloor(circle: UUID) async throws -> UInt64 {
+    package func envelopes(circle: UUID, after cursor: UInt64, limit: Int) async throws -> (records: [RelayRecord], resyncFloor: UInt64) {
         try await failing("cannot read circle \(circle)") { [self] in
-            UInt64(
-                try await Self.first(Int64.self, client.query("SELECT resync_below FROM relay_circle WHERE circle = \(circle)", logger: logger)) ?? 0)
+            // One round trip: the circle's row, with its records beside it (none: one row of NULLs).
+            let rows = try await client.query(
+                """
+                SELECT c.resync_below, r.cursor, r.body FROM relay_circle c LEFT JOIN LATERAL (
+                    SELECT cursor, body FROM relay_record WHERE circle = c.circle AND stream = 'envelopes' AND cursor > \(Int64(clamping: cursor))
+                    ORDER BY cursor LIMIT \(Int64(limit))) r ON TRUE
+                WHERE c.circle = \(circle) ORDER BY r.cursor
+                """, logger: logger)
+            var floor: Int64 = 0
+            var records: [RelayRecord] = []
+            for try await (below, at, body) in rows.decode((Int64, Int64?, ByteBuffer?).self) {
+                floor = below
+                if let at, let body { records.append(RelayRecord(cursor: UInt64(at), body: Array(buffer: body))) }
+            }
+            return (records, UInt64(floor))
         }
     }
 
