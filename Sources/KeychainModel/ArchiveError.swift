@@ -59,14 +59,16 @@ public enum ArchiveError: CodedError, Equatable {
         }
     }
 
-    /// A damaged or foreign archive is input the user must change; a password is
-    /// authentication; a file that cannot be read or written is the machine's failure.
+    /// A file that is no archive, or not one to take as it is, is input the user must change; a
+    /// password is authentication; an archive damaged on the way (truncated, a flipped byte,
+    /// sections out of place) and a file that cannot be read or written are failures: changing
+    /// the command does not mend them.
     public var kind: ProblemKind {
         switch self {
         case .passwordRequired, .wrongPassword: .authentication
         case .noSuchFile, .noSuchDirectory: .notFound
-        case .unreadable, .cannotWrite: .failure
-        default: .invalidInput
+        case .unreadable, .cannotWrite, .corruptHeader, .truncated, .corruptSection, .misplacedSection, .inconsistent: .failure
+        case .notAnArchive, .newerFormat, .exists, .unauthenticated: .invalidInput
         }
     }
 

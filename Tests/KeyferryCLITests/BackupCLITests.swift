@@ -67,7 +67,7 @@ struct BackupCLITests {
         #expect(plainBytes.range(of: Data("marker-secret".utf8)) == nil)
     }
 
-    @Test("bad input: no password, a wrong one, an existing file, a locked device, a truncated archive; nothing written")
+    @Test("bad input: no password, a wrong one, an existing file, a locked device, a damaged or truncated archive (1), a file that is no archive (64); nothing written")
     func badInput() throws {
         let cli = try CLI()
         let dir = try cli.backupSource()
@@ -88,9 +88,19 @@ struct BackupCLITests {
         #expect(exists.status == 64 && exists.stderr.contains("already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: archive)) == before)
 
+        var flipped = before
+        flipped[flipped.count - 200] ^= 0x01
+        try flipped.write(to: URL(fileURLWithPath: archive))
+        let damaged = try cli.run(["backup", "verify", archive], environment: ["KEYFERRY_BACKUP_PASSWORD": "from env"])
+        #expect(damaged.status == 1 && damaged.stderr.contains("damaged"), "\(damaged.status): \(damaged.stderr)")
+        let notArchive = cli.root.appendingPathComponent("notes.txt")
+        try "not an archive\n".write(to: notArchive, atomically: true, encoding: .utf8)
+        let foreign = try cli.run(["backup", "verify", notArchive.path])
+        #expect(foreign.status == 64 && foreign.stderr.contains("not a Keyferry backup archive"), "a file that is no archive is the user's input")
+
         try before.prefix(before.count / 2).write(to: URL(fileURLWithPath: archive))
         let truncated = try cli.run(["backup", "verify", archive], environment: ["KEYFERRY_BACKUP_PASSWORD": "from env"])
-        #expect(truncated.status == 64 && truncated.stderr.contains("truncated"))
+        #expect(truncated.status == 1 && truncated.stderr.contains("truncated"), "damaged data is 1, not a usage mistake")
 
         let noDirectory = try cli.run(["backup", "create", dir, "--out", cli.root.appendingPathComponent("none/a.kfbackup").path, "--unencrypted"])
         #expect(noDirectory.status == 5 && noDirectory.stderr.contains("the directory") && noDirectory.stderr.contains("does not exist"))
