@@ -61,7 +61,16 @@ struct ExitCodesCommand: ParsableCommand {
             mistake in a file) and "retryable".
             """)
 
-    func run() {
-        print(ExitStatus.table)
+    @Flag(help: "Print the table as JSON: one object per status, with its number, kind and meaning.") var json = false
+
+    func run() throws {
+        guard json else { return print(ExitStatus.table) }
+        try printJSON(encodable: ExitStatus.allCases.map { Row(status: $0.rawValue, kind: "\($0)", meaning: $0.meaning) })
+    }
+
+    private struct Row: Encodable {
+        var status: Int32
+        var kind: String
+        var meaning: String
     }
 }

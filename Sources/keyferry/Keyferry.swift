@@ -69,11 +69,16 @@ struct Keyferry: AsyncParsableCommand {
         // full backtraces for whoever debugs Keyferry itself, knowing they may hold secrets.
         if ProcessInfo.processInfo.environment["KEYFERRY_DEBUG_CRASHES"] != "1" { ProcessControl.keepMemoryPrivate() }
         var arguments = Array(CommandLine.arguments.dropFirst())
-        // `app` commands named the bundle ID `--bundle` before every command took `--app`.
-        if arguments.first == "app", let index = arguments.firstIndex(where: { $0 == "--bundle" || $0.hasPrefix("--bundle=") }) {
+        // `app` commands named the bundle ID `--bundle` before every command took `--app`: those
+        // that take an app still understand it (`app list` never took either).
+        if arguments.first == "app", arguments.count > 1, ["install", "uninstall", "defaults", "file"].contains(arguments[1]),
+            let index = arguments.firstIndex(where: { $0 == "--bundle" || $0.hasPrefix("--bundle=") })
+        {
             arguments[index] = "--app" + arguments[index].dropFirst("--bundle".count)
             warn("--bundle is now --app, as in every other command.")
         }
+        // The table of exit statuses is a help topic that also answers in JSON, for scripts.
+        if arguments == ["help", "exit-codes", "--json"] { arguments.removeFirst() }
         let json = arguments.contains("--json")
         // `keyferry help WORD` for a WORD that names no command would print the top-level help.
         if arguments.first == "help", let typo = SubcommandTypo.find(in: Array(arguments.dropFirst())) {

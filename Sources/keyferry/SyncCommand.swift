@@ -56,7 +56,9 @@ struct SyncCommand: AsyncParsableCommand {
                         printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
                         try await Task.sleep(for: .seconds(max(0, limit - 2)))
                         let why = lastFailure.message.withLock { $0 }.map { " (\($0))" } ?? ""
+                        // Unavailable now (6): the one case a retry loop keys on.
                         throw CommandFailure(
+                            .unavailable,
                             "the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back."
                         )
                     }

@@ -67,7 +67,9 @@ struct BackupCLITests {
         #expect(plainBytes.range(of: Data("marker-secret".utf8)) == nil)
     }
 
-    @Test("bad input: no password, a wrong one, an existing file, a locked device, a damaged or truncated archive (1), a file that is no archive (64); nothing written")
+    @Test(
+        "bad input: no password, a wrong one, an existing file, a locked device, a damaged or truncated archive (1), a file that is no archive (64); nothing written"
+    )
     func badInput() throws {
         let cli = try CLI()
         let dir = try cli.backupSource()
