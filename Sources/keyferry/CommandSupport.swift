@@ -296,18 +296,18 @@ func readSecret(text: String?, file: String?, stdin: Bool) throws -> Data? {
 
 /// Reads a file, or standard input when `path` is nil, whole: a regular file, a pipe,
 /// `<(command)` or `/dev/stdin` alike, as CI secrets arrive. At most `limit` bytes are kept,
-/// plus one so that "too large" is seen; a missing, unreadable or directory path is a usage
-/// error naming the problem.
+/// plus one so that "too large" is seen. A missing file is not found (5), as every file a
+/// command names; a directory is a usage mistake (64); one that cannot be read, a failure (1).
 func readInput(_ path: String?, what: String, limit: Int) throws -> Data {
     let handle: FileHandle
     if let path {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ValidationError("cannot read \(what) \(path): there is no such file.")
+            throw CommandFailure(.notFound, "cannot read \(what) \(path): there is no such file.")
         }
-        guard !isDirectory.boolValue else { throw ValidationError("cannot read \(what) \(path): it is a directory.") }
+        guard !isDirectory.boolValue else { throw CommandFailure(.invalidInput, "cannot read \(what) \(path): it is a directory.") }
         guard let opened = FileHandle(forReadingAtPath: path) else {
-            throw ValidationError("cannot read \(what) \(path): permission denied.")
+            throw CommandFailure("cannot read \(what) \(path): permission denied.")
         }
         handle = opened
     } else {
@@ -317,7 +317,7 @@ func readInput(_ path: String?, what: String, limit: Int) throws -> Data {
     do {
         return try handle.read(upToCount: limit + 1) ?? Data()
     } catch {
-        throw ValidationError("cannot read \(what)\(path.map { " " + $0 } ?? ""): \(userMessage(for: error).message)")
+        throw CommandFailure("cannot read \(what)\(path.map { " " + $0 } ?? ""): \(userMessage(for: error).message)")
     }
 }
 

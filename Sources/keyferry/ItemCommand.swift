@@ -72,7 +72,8 @@ struct ItemCommand: AsyncParsableCommand {
             if let from {
                 let der = try readInput(from, what: "the certificate", limit: 1 << 20)
                 guard let certificate = SecCertificate(der: der) else {
-                    throw CommandFailure("\(from) is not a DER X.509 certificate (a PEM one converts with: openssl x509 -in FILE.pem -outform DER).")
+                    throw CommandFailure(
+                        .invalidInput, "\(from) is not a DER X.509 certificate (a PEM one converts with: openssl x509 -in FILE.pem -outform DER).")
                 }
                 base = certificate.newItem
             }

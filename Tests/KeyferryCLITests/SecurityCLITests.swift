@@ -175,7 +175,7 @@ struct PasscodeInputCLITests {
         for (arguments, status, message) in [
             ([String](), 4, "give it with --passcode-file F, --passcode-stdin, or --passcode"),
             (["--passcode", "123456", "--passcode-stdin"], 64, "give the passcode once"),
-            (["--passcode-file", cli.root.appendingPathComponent("missing").path], 64, "there is no such file"),
+            (["--passcode-file", cli.root.appendingPathComponent("missing").path], 5, "there is no such file"),
             (["--passcode-file", empty.path], 64, "is empty"),
         ] as [([String], Int32, String)] {
             let result = try cli.run(["device", "unlock", dir] + arguments, stdin: Data())
