@@ -193,7 +193,11 @@ package struct FleetRunner: Sendable {
         var failures: [(String, any Error)] = []
         for (member, client) in zip(fleet.members, clients).dropFirst() {
             do {
-                let own: NodeAPI.CircleStatus = try await client.get(.circleStatus)
+                var own: NodeAPI.CircleStatus = try await client.get(.circleStatus)
+                // Removed from the fleet's circle: out of it, as one that left, so it joins again.
+                if own.circle == id, own.removed == true {
+                    own = try await client.call(.circleLeave, NodeAPI.CircleLeave(force: true))
+                }
                 if own.circle == nil {
                     _ = try await client.joinCircle(sponsor: clients[0], name: member.id)
                     joined.insert(member.id)

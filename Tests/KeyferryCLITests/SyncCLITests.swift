@@ -167,6 +167,16 @@ struct SyncCLITests {
         let fixed = try cli.ok(["fleet", "up", file.path, "--root", root]).text
         #expect(fixed.contains("started the fleet's relay at") && fixed.contains("two joined circle"), "\(fixed)")
         try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "repair")
+
+        // A member removed by another: once it has read its removal, `fleet up` brings it back.
+        try cli.ok(["circle", "remove", root + "/one", "--peer", "two"])
+        while try cli.ok(["circle", "status", root + "/two", "--json"]).object()["removed"] as? Bool != true {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let rejoined = try cli.ok(["fleet", "up", file.path, "--root", root]).text
+        #expect(rejoined.contains("two joined circle"), "\(rejoined)")
+        #expect(try cli.ok(["circle", "status", root + "/two", "--json"]).object()["removed"] == nil)
+        try await expectSyncBothWays(cli, root + "/one", root + "/two", after: "removed")
         try cli.ok(["fleet", "down", file.path, "--root", root])
     }
 
