@@ -40,24 +40,28 @@ extension SurvivalMatrix {
                 }
             return "\u{1B}[\(code)m\(text)\u{1B}[0m"
         }
-        let nameWidth = max(6, rows.map(\.name.count).max() ?? 0)
+        // A secret's name is its owner's attribute: shown escaped, never as terminal control.
+        let names = rows.map(\.name.escapingControlCharacters)
+        let nameWidth = max(6, names.map(\.count).max() ?? 0)
         let widths = paths.map { path in max(path.heading.count, rows.map { text($0.cells[path]).count }.max() ?? 0) }
         // A "now" column only when the device itself cannot read a secret: the baseline's failure.
         let nowWidth = rows.contains { $0.now != nil } ? max(3, rows.map { text($0.now).count }.max() ?? 0) : nil
         var lines = ["What survives on \(device)" + (app.map { " for \($0)" } ?? "") + ": each path run for real on scratch devices", ""]
         let nowHeading = nowWidth.map { ["now".padded($0)] } ?? []
         lines.append((["secret".padded(nameWidth)] + nowHeading + zip(paths, widths).map { $0.heading.padded($1) }).joined(separator: "  "))
-        for row in rows {
+        for (row, name) in zip(rows, names) {
             let now = nowWidth.map { [paint((row.now.map(text) ?? "ok").padded($0), row.now)] } ?? []
             let cells = zip(paths, widths).map { path, width in paint(text(row.cells[path]).padded(width), row.cells[path]) }
-            lines.append(([row.name.padded(nameWidth)] + now + cells).joined(separator: "  "))
+            lines.append(([name.padded(nameWidth)] + now + cells).joined(separator: "  "))
         }
         if rows.isEmpty { lines.append("(no keychain item, UserDefaults entry or sandbox file)") }
-        for item in damaged { lines.append("left out, damaged: \(item)") }
+        for item in damaged { lines.append("left out, damaged: \(item.escapingControlCharacters)") }
         if !reasons.isEmpty {
             lines += ["", "why:"]
             let width = String(reasons.count).count
-            lines += reasons.enumerated().map { "  \(String(repeating: " ", count: width - String($0.offset + 1).count))\($0.offset + 1)  \($0.element)" }
+            lines += reasons.enumerated().map {
+                "  \(String(repeating: " ", count: width - String($0.offset + 1).count))\($0.offset + 1)  \($0.element.escapingControlCharacters)"
+            }
         }
         lines += ["", "paths:"]
         let headingWidth = SurvivalPath.allCases.map(\.heading.count).max() ?? 0
@@ -165,7 +169,7 @@ extension SurvivalComparison {
             ? "no false passes: every secret the Simulator keeps, this device keeps too"
             : "\(count), where the Simulator keeps a secret this device does not"
         var lines = ["\(device.device) beside the iOS Simulator" + (device.app.map { " for \($0)" } ?? "") + ": " + verdict]
-        let width = falsePasses.map(\.secret.count).max() ?? 0
+        let width = falsePasses.map(\.secret.escapingControlCharacters.count).max() ?? 0
         for pass in falsePasses {
             let name = pass.secret.escapingControlCharacters.padded(width)
             lines.append("  \(name)  \(pass.path.heading.padded(11))  here \(side(pass.device)); on the Simulator, kept")

@@ -73,6 +73,17 @@ struct SurvivalCLITests {
         #expect(table.contains("QuickStart"))
     }
 
+    @Test("a secret whose name carries terminal control is shown escaped, on one row: it cannot clear the screen or forge rows")
+    func controlBytesEscaped() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir, "--app", "com.example.mail", "--account", "evil\u{1B}[2J\rforged\u{202E}row", "--value", "v"])
+        let table = try cli.ok(["survival", dir]).text
+        #expect(!table.contains("\u{1B}") && !table.contains("\r") && !table.contains("\u{202E}"), "\(table.debugDescription)")
+        let row = try #require(table.split(separator: "\n").first { $0.contains("evil") })
+        #expect(row.contains("forged") && row.contains("kept"), "the name and its cells on one line: \(row)")
+    }
+
     @Test("a powered-off device: refused without its passcode, and left byte for byte as it was")
     func poweredOff() throws {
         let cli = try CLI()
