@@ -2,7 +2,8 @@ import Foundation
 import KeyferryCrypto
 import SyncWire
 
-/// Where a relay keeps what members push: append-only logs per circle and stream. Embedded
+/// Where a relay keeps what members push: logs per circle and stream, appended to and
+/// compacted (Protocol/relay.md, "Compaction"), never rewritten in place. Embedded
 /// SQLite is the default (`SQLiteRelayStorage`); a server database (`PostgresRelayStorage`)
 /// takes its place when a fleet outgrows one machine, and then several relays share it: a
 /// storage keeps every fact a relay decides by, so a relay holds no state of its own.

@@ -67,4 +67,17 @@ struct CompactionNoteTests {
         chains.receive(BatchLink(sequence: UInt64.max, digest: digest), from: author)
         #expect(chains.chain(of: author)?.head.sequence == UInt64.max)
     }
+
+    @Test("a relay's list of forgotten deletions reads back as written, and a list cut mid-entry is refused, not half taken")
+    func forgottenDeletions() throws {
+        let deletions = [
+            ForgottenDeletion(item: UUID(), version: HybridTimestamp(milliseconds: 5, counter: 2)),
+            ForgottenDeletion(item: UUID(), version: HybridTimestamp(milliseconds: UInt64.max, counter: UInt32.max)),
+        ]
+        let bytes = ForgottenDeletion.encode(deletions)
+        #expect(bytes.count == 56)
+        #expect(try ForgottenDeletion.decode(bytes) == deletions)
+        #expect(try ForgottenDeletion.decode([]).isEmpty)
+        #expect(throws: (any Error).self) { try ForgottenDeletion.decode(Array(bytes.dropLast(5))) }
+    }
 }
