@@ -95,6 +95,11 @@ public final class Device: Sendable {
             throw DeviceError(.alreadyExists, "\(directory.path) is a file, not a directory; choose a new directory for the device.")
         }
         if let contents = try? files.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
+            if let existing = try? status(at: directory) {
+                throw DeviceError(
+                    .alreadyExists,
+                    "\(directory.path) is already a device (\(existing.name)); `keyferry node start \(directory.path)` powers it on, or choose a new directory.")
+            }
             throw DeviceError(.alreadyExists, "\(directory.path) already exists and is not empty; choose a new directory for the device.")
         }
         guard options.gracePeriod >= 0, options.gracePeriod.isFinite else {

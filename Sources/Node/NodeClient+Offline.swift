@@ -3,6 +3,8 @@ import KeychainModel
 import KeychainStore
 import NodeControl
 import Survival
+import Sync
+import SyncWire
 
 /// What the command line can learn of a device whose node is not running: read in this
 /// process, from the device at rest, holding it meanwhile.
@@ -15,6 +17,42 @@ extension NodeClient {
         } catch let error as NodeError where error.code == .notRunning {
             return try Device.status(at: paths.directory)
         }
+    }
+
+    /// The device's circle: from its node when it runs, otherwise as the powered-off device
+    /// last read it (`MemberAtRest`).
+    package func circleStatus() async throws -> NodeAPI.CircleStatus {
+        do {
+            return try await get(.circleStatus)
+        } catch let error as NodeError where error.code == .notRunning {
+            try DeviceLayout(root: paths.directory).requireDevice()
+            guard let member = try MemberAtRest.read(from: paths.directory) else { return NodeAPI.CircleStatus(members: [], poweredOff: true) }
+            return Self.circleStatus(member)
+        }
+    }
+
+    /// The device's sync: from its node when it runs, otherwise what the powered-off device
+    /// remembers (no exchange, nothing pending counted).
+    package func syncStatus() async throws -> NodeAPI.SyncStatus {
+        do {
+            return try await get(.syncStatus)
+        } catch let error as NodeError where error.code == .notRunning {
+            try DeviceLayout(root: paths.directory).requireDevice()
+            guard let member = try MemberAtRest.read(from: paths.directory) else {
+                return NodeAPI.SyncStatus(members: [], pending: 0, waitingForUnlock: 0, skippedDeviceBound: [], received: [], poweredOff: true)
+            }
+            let circle = Self.circleStatus(member)
+            return NodeAPI.SyncStatus(
+                circle: member.circle, members: circle.members, lastChange: member.lastChange, pending: 0, waitingForUnlock: 0,
+                skippedDeviceBound: [], received: NodeSync.received(member.received, members: circle.members), poweredOff: true)
+        }
+    }
+
+    private static func circleStatus(_ member: MemberAtRest) -> NodeAPI.CircleStatus {
+        NodeAPI.CircleStatus(
+            circle: member.circle, removed: member.isMember ? nil : true, relay: member.relay.absoluteString, name: member.name,
+            epoch: member.epoch, members: member.members.map { peer in NodeSync.peer(peer, isThisDevice: member.me.map { peer.signing == $0 }) },
+            poweredOff: true)
     }
 
     /// The survival matrix: from the node when it runs; otherwise of a copy of the powered-off

@@ -179,12 +179,7 @@ final class NodeSync: Sendable {
         let circle = try await circleStatus()
         let local = try await engine?.localStatus() ?? (pending: 0, deviceBound: [])
         let waiting = await engine?.waitingCount ?? 0
-        let names = Dictionary(circle.members.map { ($0.signingKey, $0.name) }) { first, _ in first }
-        let received = (await engine?.received.chains ?? [:]).sorted { $0.key < $1.key }.map { key, chain in
-            NodeAPI.SyncStatus.Received(
-                name: names[key], signingKey: key, head: chain.head.sequence, headDigest: Hex.encode(chain.head.digest),
-                missing: chain.missing.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" })
-        }
+        let received = Self.received(await engine?.received ?? AuthorChains(), members: circle.members)
         // sync.json is rewritten only by a pass that moved something.
         let lastChange = try? FileManager.default.attributesOfItem(atPath: DeviceLayout(root: device.directory).syncState.path)[.modificationDate] as? Date
         return progress.withLock { p in
@@ -242,6 +237,16 @@ final class NodeSync: Sendable {
             throw NodeError.invalidRequest(RelayAddress.problem(with: text))
         }
         return address.url
+    }
+
+    /// What arrived of each author's batches, named by the members that still count.
+    static func received(_ chains: AuthorChains, members: [NodeAPI.Peer]) -> [NodeAPI.SyncStatus.Received] {
+        let names = Dictionary(members.map { ($0.signingKey, $0.name) }) { first, _ in first }
+        return chains.chains.sorted { $0.key < $1.key }.map { key, chain in
+            NodeAPI.SyncStatus.Received(
+                name: names[key], signingKey: key, head: chain.head.sequence, headDigest: Hex.encode(chain.head.digest),
+                missing: chain.missing.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" })
+        }
     }
 
     static func peer(_ identity: PeerIdentity, isThisDevice: Bool?) -> NodeAPI.Peer {

@@ -455,11 +455,14 @@ public enum NodeAPI {
         /// The key generation: 1, plus one per removal.
         public var epoch: UInt32?
         public var members: [Peer]
+        /// Read from the device at rest, no node running: the membership as it last read it.
+        public var poweredOff: Bool?
 
         package init(
             circle: UUID? = nil, removed: Bool? = nil, sealedUntilUnlock: Bool? = nil, relay: String? = nil, name: String? = nil, epoch: UInt32? = nil,
-            members: [Peer]
+            members: [Peer], poweredOff: Bool? = nil
         ) {
+            self.poweredOff = poweredOff
             self.circle = circle
             self.removed = removed
             self.sealedUntilUnlock = sealedUntilUnlock
@@ -483,8 +486,11 @@ public enum NodeAPI {
         public var lastReport: SyncReport?
         /// Why the last attempt failed (the relay down, say), if it did; retried with backoff.
         public var lastError: String?
-        /// Eligible local writes not pushed yet.
+        /// Eligible local writes not pushed yet (0 while powered off: counted by a running node).
         public var pending: Int
+        /// Read from the device at rest, no node running: no exchange, and nothing pending
+        /// counted, until a node starts.
+        public var poweredOff: Bool?
         /// Items received while locked, applied at unlock.
         public var waitingForUnlock: Int
         /// Synchronizable ThisDeviceOnly items: skipped, device-bound, named account @ service.
@@ -516,8 +522,10 @@ public enum NodeAPI {
         package init(
             circle: UUID? = nil, sealedUntilUnlock: Bool? = nil, members: [Peer], lastExchange: Date? = nil, lastChange: Date? = nil,
             lastReport: SyncReport? = nil,
-            lastError: String? = nil, pending: Int, waitingForUnlock: Int, skippedDeviceBound: [String], received: [Received]
+            lastError: String? = nil, pending: Int, waitingForUnlock: Int, skippedDeviceBound: [String], received: [Received],
+            poweredOff: Bool? = nil
         ) {
+            self.poweredOff = poweredOff
             self.circle = circle
             self.sealedUntilUnlock = sealedUntilUnlock
             self.members = members

@@ -54,7 +54,13 @@ struct AppCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: app))
+            // Uninstalling what is not installed is nothing to do, as stopping a stopped node is.
+            do {
+                try await device.client.send(.uninstall, NodeAPI.Uninstall(bundleID: app))
+            } catch let error as DeviceError where error.code == .appNotInstalled {
+                if output.json { printJSON(["uninstalled": NSNull(), "notInstalled": app]) } else { say("nothing to do: \(app) is not installed") }
+                return
+            }
             if output.json { printJSON(["uninstalled": app]) } else { say("uninstalled \(app); its keychain items stay on the device") }
         }
     }

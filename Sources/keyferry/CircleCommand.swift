@@ -80,12 +80,26 @@ struct CircleCommand: AsyncParsableCommand {
                 itself out with `circle leave`, not remove.
                 """)
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The member to remove: its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them.")
+        @Option(
+            help:
+                "The member to remove: its device directory on this machine, its name, or the start of its key (8 hex digits or more) when two share a name, as `circle status` lists them."
+        )
         var peer: String
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: peer)), json: output.json)
+            try present(try await device.client.call(.circleRemove, NodeAPI.CircleRemove(peer: try await member())), json: output.json)
+        }
+
+        /// A device directory stands for the member it is, by its key: names may repeat.
+        private func member() async throws -> String {
+            let directory = URL(fileURLWithPath: peer)
+            guard FileManager.default.fileExists(atPath: DeviceLayout(root: directory).info.path) else { return peer }
+            let status = try await NodeClient(directory: directory).circleStatus()
+            guard let me = status.members.first(where: { $0.isThisDevice == true }) else {
+                throw CommandFailure(.notFound, "\(peer) is a device in no circle, or one that does not know its own key; name the member as `circle status` lists it.")
+            }
+            return me.signingKey
         }
     }
 
@@ -122,12 +136,13 @@ struct CircleCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", abstract: "The circle this node is in, and its members.")
+        static let configuration = CommandConfiguration(
+            commandName: "status", abstract: "The circle this device is in, and its members; of a powered-off device, as it last read them.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            try present(try await device.client.get(.circleStatus), json: output.json)
+            try present(try await device.client.circleStatus(), json: output.json)
         }
     }
 }
@@ -136,6 +151,7 @@ private func present(_ status: NodeAPI.CircleStatus, json: Bool) throws {
     if json { return try printJSON(encodable: status) }
     guard let circle = status.circle else { return print("in no circle") }
     print("circle \(circle) through \(status.relay ?? "?"), key generation \(status.epoch ?? 0)")
+    if status.poweredOff == true { print("  powered off: the membership as the device last read it; it syncs once its node starts") }
     if status.removed == true { print("  this device was removed from the circle and no longer syncs; `keyferry circle leave` forgets it") }
     if status.sealedUntilUnlock == true { print("  sealed until the device is first unlocked; it syncs from then on") }
     for member in status.members {

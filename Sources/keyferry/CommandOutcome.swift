@@ -66,12 +66,38 @@ struct CommandOutcome {
     static func usage(parsing error: any Error, arguments: [String], json: Bool) -> CommandOutcome {
         if let typo = SubcommandTypo.find(in: arguments) { return .typo(typo, json: json) }
         var text = Keyferry.fullMessage(for: error)
-        if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst(7) }
+        var message = Keyferry.message(for: error)
+        if let range = text.range(of: "Error: "), text[..<range.lowerBound].allSatisfy(\.isWhitespace) {
+            text = "error: " + text[range.upperBound...]
+        }
+        if let guess = Self.closestValue(in: message) {
+            text = text.replacingOccurrences(of: guess.sentence, with: guess.sentence + " Did you mean '\(guess.value)'?")
+            message = message.replacingOccurrences(of: guess.sentence, with: guess.sentence + " Did you mean '\(guess.value)'?")
+        }
+        let command = SubcommandTypo.deepest(in: arguments)
+        let usage = Keyferry.usageString(for: command)
+        if let renamed = OptionTypo.find(in: arguments, message: message, command: command) {
+            message = renamed.sentence
+            text = "error: \(message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more."
+        }
         return CommandOutcome(
             status: Keyferry.exitCode(for: error).rawValue, text: text,
             json: json
-                ? ["error": Keyferry.message(for: error), "kind": ProblemKind.invalidInput.rawValue, "exitStatus": Int(Keyferry.exitCode(for: error).rawValue)]
+                ? [
+                    "error": message, "kind": ProblemKind.invalidInput.rawValue, "exitStatus": Int(Keyferry.exitCode(for: error).rawValue),
+                    "usage": usage,
+                ]
                 : nil)
+    }
+
+    /// For a value outside an option's list, the listed value closest to it, and the sentence
+    /// that refused it: options and subcommands get "did you mean", and so do values.
+    private static func closestValue(in message: String) -> (sentence: String, value: String)? {
+        guard let refusal = message.firstMatch(of: /The value '([^']*)' is invalid for '[^']*'\./) else { return nil }
+        let listed = message[refusal.range.upperBound...]
+        let candidates = listed.matches(of: /(?m)^\s*- (\S+)$|'([^']+)'/).compactMap { ($0.1 ?? $0.2).map(String.init) }
+        guard let value = Spelling.closest(to: String(refusal.1), among: candidates) else { return nil }
+        return (String(message[refusal.range]), value)
     }
 
     /// A word where a subcommand belongs that names none.
@@ -79,11 +105,21 @@ struct CommandOutcome {
         CommandOutcome(.usage, "error: \(typo.message)\n  See '\(typo.parentPath) --help'.", json: json, ["error": typo.message], kind: .invalidInput)
     }
 
+    /// Paths under the working directory as a user types them, relative: the devices and
+    /// files a command names reach its errors as absolute paths. (`--json` keeps them whole.)
+    static func asTyped(_ text: String) -> String {
+        let here = FileManager.default.currentDirectoryPath
+        guard here.count > 1 else { return text }
+        return text.replacingOccurrences(of: here + "/", with: "")
+    }
+
     func finish() -> Never {
         // A message may quote a relay or an archive: its lines are kept, any other control
         // character is escaped, so none reaches the terminal as such.
         if !text.isEmpty {
-            printError(text.split(separator: "\n", omittingEmptySubsequences: false).map { String($0).escapingControlCharacters }.joined(separator: "\n"))
+            printError(
+                Self.asTyped(text).split(separator: "\n", omittingEmptySubsequences: false).map { String($0).escapingControlCharacters }.joined(
+                    separator: "\n"))
         }
         if let json { printJSON(json) }
         exit(status)
@@ -108,6 +144,17 @@ struct SubcommandTypo {
     var word: String
     var parentPath: String
     var candidates: [String]
+
+    /// The command the leading words of `arguments` name, as far as they name one.
+    static func deepest(in arguments: [String]) -> any ParsableCommand.Type {
+        var command: any ParsableCommand.Type = Keyferry.self
+        for argument in arguments {
+            let subcommands = configuration(of: command).subcommands
+            guard let next = subcommands.first(where: { configuration(of: $0).commandName == argument }) else { break }
+            command = next
+        }
+        return command
+    }
 
     /// The first word that should name a subcommand and does not, or nil.
     static func find(in arguments: [String]) -> SubcommandTypo? {
@@ -174,4 +221,30 @@ func userMessage(for error: any Error) -> (message: String, kind: ProblemKind) {
     default:
         return ("\(error)", .failure)
     }
+}
+
+/// An option typed as another command spells it: `--bundle` where `--app` is meant, `--value`
+/// in an update, whose options are `--set-value` and the like. ArgumentParser's guess goes by
+/// spelling alone (`--value` → `--all`), and a required `--app` missing is reported before an
+/// unknown `--bundle`.
+struct OptionTypo {
+    var typed: String
+    var meant: String
+
+    static func find(in arguments: [String], message: String, command: any ParsableCommand.Type) -> OptionTypo? {
+        let typed: String
+        if let match = message.firstMatch(of: /Unknown option '(--[A-Za-z-]+)'/) {
+            typed = String(match.1)
+        } else if arguments.contains(where: { $0 == "--bundle" || $0.hasPrefix("--bundle=") }) {
+            typed = "--bundle"
+        } else {
+            return nil
+        }
+        let help = Keyferry.helpMessage(for: command)
+        let candidate = typed == "--bundle" ? "--app" : "--set-" + typed.dropFirst(2)
+        guard help.contains(candidate + " ") else { return nil }
+        return OptionTypo(typed: typed, meant: candidate)
+    }
+
+    var sentence: String { "Unknown option '\(typed)'. Did you mean '\(meant)'?" }
 }

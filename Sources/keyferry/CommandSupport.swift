@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
+import KeychainStore
 import KeyferrySystem
 import KeyferryThreads
 import Node
@@ -252,6 +253,18 @@ struct PasscodeInput: ParsableArguments {
         let line = firstLine(of: try readInput(file, what: source, limit: 4 << 10))
         guard !line.isEmpty else { throw ValidationError("\(source)\(file.map { " \($0)" } ?? "") is empty; its first line is the \(what).") }
         return try Checked.passcode(line)
+    }
+
+    /// The target's passcode for a restore or transfer (`verb`), asked for before any work when
+    /// the target has one and none was given: the node would refuse it only after the source's
+    /// side of the work.
+    func readForTarget(_ target: String, verb: String) throws -> String? {
+        let passcode = try read()
+        if passcode == nil, let status = try? Device.status(at: URL(fileURLWithPath: target)), status.passcodeSet {
+            throw KeychainError(
+                .authFailed, "\(target) has a passcode; give it with --passcode-file F, --passcode-stdin or --passcode to \(verb) onto it.")
+        }
+        return passcode
     }
 
     /// The passcode given, or typed at a prompt when standard input is a terminal.

@@ -18,7 +18,8 @@ struct DeviceCommand: AsyncParsableCommand {
             abstract: "Create a new device in DIR (powered off; start it with `keyferry node start DIR`).")
 
         @OptionGroup var device: DeviceDirectory
-        @Option(help: "The device's name (default: iPhone, iOS Simulator or Mac, as the profile).", transform: Checked.name) var name: String?
+        @Option(help: "The device's name, as circle members and reports show it (default: the directory's name).", transform: Checked.name)
+        var name: String?
         /// The passcode the device is given, if any.
         @OptionGroup var passcode: PasscodeInput
         @Flag(help: "Enroll biometry (needs a passcode).") var biometry = false
@@ -41,11 +42,17 @@ struct DeviceCommand: AsyncParsableCommand {
             }
         }
 
+        /// The directory's name, so that two devices made alike are told apart in a circle, as a
+        /// fleet's are by their ids.
+        private var defaultName: String {
+            (try? Checked.name(device.url.standardizedFileURL.lastPathComponent)) ?? profile.deviceName
+        }
+
         func run() async throws {
             try Device.initialize(
                 at: device.url,
                 options: DeviceOptions(
-                    name: name ?? profile.deviceName, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace, profile: profile))
+                    name: name ?? defaultName, passcode: try passcode.read(), enrollBiometry: biometry, gracePeriod: grace, profile: profile))
             let status = try Device.status(at: device.url)
             if output.json { try printJSON(encodable: status) } else { say("created \(status.name) in \(device.dir) (powered off)") }
         }

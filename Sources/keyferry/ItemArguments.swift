@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainModel
+import NodeControl
 
 /// The class and attribute flags shared by every item command, named as Apple names the
 /// attributes (`kSecAttrAccount` is `--account`). `--attr NAME=VALUE` reaches the rest.
@@ -148,6 +149,29 @@ struct SearchOptions: ParsableArguments {
             with no attribute this would \(verb) every \(attributes.itemClass.name) item \(app) sees; \
             narrow it (--account, --service, --label, --attr ...) or add --all to mean every one.
             """)
+    }
+
+    /// Runs `search` and, when it finds nothing, says so with a hint if a synchronizable item
+    /// would have matched: Apple's queries leave them out unless asked, the first wall after a
+    /// first sync.
+    func hintingSynchronizable<Answer>(
+        _ query: ItemQuery, app: String, on client: NodeClient, _ search: () async throws -> Answer
+    ) async throws -> Answer {
+        do {
+            return try await search()
+        } catch let error as KeychainError where error.status == .itemNotFound && sync == .no {
+            var anySync = query
+            anySync.synchronizable = .any
+            anySync.returning = .attributes
+            anySync.matchLimit = .one
+            anySync.authentication = AuthenticationContext(skipsItemsNeedingAuthentication: true)
+            guard let found: NodeAPI.Items = try? await client.call(.copy, NodeAPI.Search(app: app, query: anySync)), !found.items.isEmpty else {
+                throw error
+            }
+            throw KeychainError(
+                error.status,
+                error.message + " A synchronizable item matches: add --sync yes (or any); Apple's queries leave synchronizable items out unless asked.")
+        }
     }
 
     /// The search these flags and `attributes` describe.

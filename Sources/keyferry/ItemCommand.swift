@@ -173,7 +173,9 @@ struct ItemCommand: AsyncParsableCommand {
             query.matchLimit = limit
             query.returning = returning.options
             query.authentication = try AuthChoice.context(auth)
-            let answer: NodeAPI.Items = try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
+            let answer: NodeAPI.Items = try await search.hintingSynchronizable(query, app: app, on: device.client) {
+                try await device.client.call(.copy, NodeAPI.Search(app: app, query: query))
+            }
             for item in answer.damaged { warn("passed over \(item)") }
             if output.json {
                 printJSON(answer.items.map { $0.presented(withData: returning != .attributes) })
@@ -234,7 +236,9 @@ struct ItemCommand: AsyncParsableCommand {
             }
             guard !changes.isEmpty else { throw ValidationError("say what to change with a --set-* flag.") }
             try search.requireNarrowed(attributes, all: all, verb: "update", app: app)
-            let changed: NodeAPI.Changed = try await device.client.call(.update, NodeAPI.Update(app: app, query: query, changes: changes))
+            let changed: NodeAPI.Changed = try await search.hintingSynchronizable(query, app: app, on: device.client) {
+                try await device.client.call(.update, NodeAPI.Update(app: app, query: query, changes: changes))
+            }
             if output.json { printJSON(["updated": changed.count]) } else { say("updated \(changed.count.items)") }
         }
     }
@@ -254,7 +258,9 @@ struct ItemCommand: AsyncParsableCommand {
         func run() async throws {
             let query = try search.query(attributes)
             try search.requireNarrowed(attributes, all: all, verb: "delete", app: app)
-            let changed: NodeAPI.Changed = try await device.client.call(.delete, NodeAPI.Search(app: app, query: query))
+            let changed: NodeAPI.Changed = try await search.hintingSynchronizable(query, app: app, on: device.client) {
+                try await device.client.call(.delete, NodeAPI.Search(app: app, query: query))
+            }
             if output.json { printJSON(["deleted": changed.count]) } else { say("deleted \(changed.count.items)") }
         }
     }

@@ -21,8 +21,14 @@ struct NodeCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status = try await NodeLauncher.start(directory: device.url)
-            if output.json { try printJSON(encodable: status.device) } else { say("started (pid \(status.pid)): \(status.device.summary)") }
+            // Nothing to do for a node that runs already, as stopping a stopped one is nothing.
+            do {
+                let status = try await NodeLauncher.start(directory: device.url)
+                if output.json { try printJSON(encodable: status.device) } else { say("started (pid \(status.pid)): \(status.device.summary)") }
+            } catch let error as NodeError where error.code == .alreadyRunning {
+                let status = try await device.client.status()
+                if output.json { try printJSON(encodable: status.device) } else { say("already running (pid \(status.pid)): \(status.device.summary)") }
+            }
         }
     }
 

@@ -11,7 +11,57 @@ struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
         abstract: "Run the untrusted relay that circle members sync through.",
-        subcommands: [Serve.self])
+        subcommands: [Serve.self, Start.self, Stop.self])
+
+    /// `relay start`: a relay on this machine in the background, for trying a circle by hand or
+    /// in a script; its URL is the result. Everything else (https, PostgreSQL, quotas) is `serve`.
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "start",
+            abstract: "Start a relay on this machine in the background and print its URL.",
+            discussion: """
+                The relay runs on loopback, open to every circle, until `keyferry relay stop --data DIR`. \
+                Its URL is the one line it prints, for `circle create --relay`: \
+                url=$(keyferry relay start --data ./relay). Starting a relay that already runs on DIR \
+                prints the URL it has. For https, PostgreSQL, admission tokens or quotas, run `relay serve`.
+                """)
+        @Option(help: "Directory for the relay's database and log (created if missing).", completion: .directory)
+        var data: String
+        @Option(help: "Address on this machine to listen on, HOST:PORT (port 0, the default, picks a free one).")
+        var listen = "127.0.0.1:0"
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            let address = try Checked.relayAddress(listen)
+            guard !address.secure, address.isLoopback else {
+                throw ValidationError(
+                    "relay start listens on this machine only (127.0.0.1 or ::1); for \(listen), run `keyferry relay serve` with --admission.")
+            }
+        }
+
+        func run() async throws {
+            let directory = URL(fileURLWithPath: data)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw CommandFailure(.invalidInput, "--data \(data) is a file; give a directory for the relay's database.")
+            }
+            let url = try await RelayLauncher.start(data: directory, listen: try Checked.relayAddress(listen))
+            if output.json { printJSON(["url": url.absoluteString, "data": directory.path]) } else { print(url.absoluteString) }
+        }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "stop", abstract: "Stop the relay running on a data directory; nothing to do if none runs.")
+        @Option(help: "The relay's data directory, as given to `relay start` or `relay serve`.", completion: .directory)
+        var data: String
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let stopped = try await RelayLauncher.stop(data: URL(fileURLWithPath: data))
+            if output.json { printJSON(["stopped": stopped]) } else { say(stopped ? "stopped the relay on \(data)" : "no relay runs on \(data)") }
+        }
+    }
 
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

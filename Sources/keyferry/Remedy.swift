@@ -47,7 +47,8 @@ enum Remedy {
             default: return nil
             }
         case let error as KeychainError where error.status == .interactionNotAllowed && error.message.contains("needs user authentication"):
-            return "on the command line, answer with --auth match or --auth passcode:CODE"
+            return
+                "on the command line, answer with --auth match or --auth passcode:CODE, or leave such items out of a search with --auth skip"
         case let error where error.message.contains("TLS failed") && ProcessInfo.processInfo.environment["KEYFERRY_RELAY_CA"] != nil:
             // The node makes the call, and read the variable when it started.
             return "KEYFERRY_RELAY_CA is set here, but a node reads it when it starts: stop the node and start it again with the variable set"

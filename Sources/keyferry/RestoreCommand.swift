@@ -13,7 +13,7 @@ struct RestoreCommand: AsyncParsableCommand {
         commandName: "restore",
         abstract: "Restore a backup archive onto a powered-off device, and report what came back and what was lost.",
         discussion: """
-            The target keeps its own hardware UID and passcode (give the passcode with --passcode). \
+            The target keeps its own hardware UID and passcode (give the passcode with --passcode-file). \
             The backup's apps are installed with their sandboxes. The target's non-synchronizable \
             items are replaced; synchronizable ones merge (a newer copy or deletion on the target \
             wins). On another device, ThisDeviceOnly items are dropped, and from an unencrypted \
@@ -46,7 +46,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let encrypted = try phoneBackup.map(\.isEncrypted) ?? (ArchiveReader(contentsOf: archive).header.mode == .encrypted)
         try password.refuseForUnencrypted(encrypted: encrypted, file)
         if let weak = phoneBackup?.weakPasswordWarning { warn(weak) }
-        let passcode = try target.read()
+        let passcode = try target.readForTarget(to, verb: "restore")
         let secret = encrypted ? try password.read(required: true) : nil
         let line = ProgressLine()
         // Ctrl-C or SIGTERM stops the restore at its next step; the target stays as it was and

@@ -91,21 +91,27 @@ struct SyncCommand: AsyncParsableCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "status", abstract: "Peers, the last exchange, what is pending, and what stays on this device.")
+            commandName: "status",
+            abstract: "Peers, the last exchange, what is pending, and what stays on this device; of a powered-off device, what it remembers.")
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let status: NodeAPI.SyncStatus = try await device.client.get(.syncStatus)
+            let status = try await device.client.syncStatus()
             if output.json { return try printJSON(encodable: status) }
             guard let circle = status.circle else { return print("in no circle") }
-            print("circle \(circle): \(status.members.map(\.name).joined(separator: ", "))")
+            print("circle \(circle): \(status.members.map(\.name.escapingControlCharacters).joined(separator: ", "))")
             if status.sealedUntilUnlock == true { print("sealed until the device is first unlocked; it syncs from then on") }
-            let last =
-                status.lastExchange.map { "\($0)" }
-                ?? (status.lastChange.map { "none since the node started; the last that moved something was \($0)" } ?? "never")
-            print("last exchange: \(last)" + (status.lastError.map { " (last attempt failed: \($0))" } ?? ""))
-            print("pending: \(status.pending) to push, \(status.waitingForUnlock) waiting for unlock")
+            if status.poweredOff == true {
+                print("powered off: no exchange until its node starts" + (status.lastChange.map { "; the last that moved something was \($0)" } ?? ""))
+                print("pending: counted once its node starts (keyferry node start \(device.dir))")
+            } else {
+                let last =
+                    status.lastExchange.map { "\($0)" }
+                    ?? (status.lastChange.map { "none since the node started; the last that moved something was \($0)" } ?? "never")
+                print("last exchange: \(last)" + (status.lastError.map { " (last attempt failed: \($0))" } ?? ""))
+                print("pending: \(status.pending) to push, \(status.waitingForUnlock) waiting for unlock")
+            }
             for item in status.skippedDeviceBound { print("skipped, device-bound: \(item)") }
             for author in status.received {
                 let who = author.name ?? "a former member (\(author.signingKey.prefix(16))…)"

@@ -11,7 +11,7 @@ struct TransferCommand: AsyncParsableCommand {
         discussion: """
             As iOS's device-to-device transfer: every keychain item that may leave the device moves, \
             sealed in transit under a one-time key; ThisDeviceOnly items stay behind and are \
-            reported, with why. The target keeps its own passcode (give it with --passcode) and is \
+            reported, with why. The target keeps its own passcode (give it with --passcode-file) and is \
             rebuilt aside, then swapped in only when complete: any failure leaves it as it was.
             """)
 
@@ -22,7 +22,7 @@ struct TransferCommand: AsyncParsableCommand {
 
     func run() async throws {
         let target = URL(fileURLWithPath: to).standardizedFileURL
-        let passcode = try targetPasscode.read()
+        let passcode = try targetPasscode.readForTarget(to, verb: "transfer")
         let client = NodeClient(directory: URL(fileURLWithPath: from), timeout: .seconds(6 * 3600))
         let report: RestoreReport = try await interruptibly {
             try await client.call(.transfer, NodeAPI.Transfer(target: target.path, passcode: passcode))

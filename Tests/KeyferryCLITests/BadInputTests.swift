@@ -72,7 +72,7 @@ struct BadInputTests {
 
         let again = try cli.run(["device", "init", dir])
         #expect(again.status == 64)
-        #expect(again.stderr.contains("not empty"))
+        #expect(again.stderr.contains("is already a device (phone); `keyferry node start \(dir)` powers it on"), "\(again.stderr)")
 
         // A file where the device should go is refused, and left as it was.
         let file = cli.path("notes.txt")
