@@ -34,7 +34,7 @@ package struct ScenarioResult: Codable, Sendable {
     package static func interrupted(_ scenario: Scenario, after steps: [StepResult], seconds: Double) -> ScenarioResult {
         let stop = StepResult(
             line: scenario.steps.dropFirst(steps.count).first?.line ?? 0, step: "interrupted", passed: false,
-            failure: "interrupted (Ctrl-C or SIGTERM); every device and relay was stopped", seconds: 0)
+            failure: "stopped by Ctrl-C or SIGTERM; every device and relay was stopped", seconds: 0)
         return ScenarioResult(name: scenario.name, file: scenario.file, source: scenario.source, steps: steps + [stop], seconds: seconds)
     }
 }

@@ -115,15 +115,25 @@ struct AppCommand: AsyncParsableCommand {
                 request.set[String(set[..<equals])] = String(set[set.index(after: equals)...])
             }
             let all: [String: String] = try await device.client.call(.defaults, request)
+            let owner = appGroup.name.map { "the suite \($0)" } ?? app
+            // Before the first unlock UserDefaults read back empty, as on iOS: the prewarming
+            // trap. An empty answer then is the point of the simulation, and is said to be one.
+            let lockState = set == nil && all.isEmpty ? try? await device.client.deviceStatus().lockState : nil
+            let sealed = lockState == .beforeFirstUnlock
+            let why = "before first unlock \(owner)'s UserDefaults read back empty, as on iOS; unlock the device to read them"
             if let get {
                 guard let value = all[get] else {
-                    throw CommandFailure(.notFound, "\(appGroup.name.map { "the suite \($0)" } ?? app) has no UserDefaults value for '\(get)'.")
+                    if sealed { throw CommandFailure(.unavailable, "\(why).") }
+                    throw CommandFailure(.notFound, "\(owner) has no UserDefaults value for '\(get)'.")
                 }
                 if output.json { printJSON([get: value]) } else { print(value) }
             } else if list {
+                if sealed { warn(why) }
                 if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)") } }
             } else if output.json {
                 printJSON(request.set)
+            } else {
+                say("set \(request.set.map { "\($0.key)=\($0.value)" }.joined().escapingControlCharacters) in \(owner)'s UserDefaults")
             }
         }
     }

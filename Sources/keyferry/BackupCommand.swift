@@ -313,13 +313,13 @@ struct BackupPassword: ParsableArguments {
 }
 
 extension ArchiveManifest {
-    /// `3 apps, 12 keychain items (1 never exported), 4 sandbox files`
+    /// `3 apps, 12 keychain items, 4 sandbox files; 1 more item never exported`
     var summary: String {
         let items = counts.filter { $0.key.hasPrefix("items.") }.values.reduce(0, +)
         let never = counts.filter { $0.key.hasPrefix("notExported.") }.values.reduce(0, +)
         let apps = counts["apps"] ?? 0
         let files = counts["sandboxFiles"] ?? 0
-        return "\(apps) app\(apps == 1 ? "" : "s"), \(items) keychain item\(items == 1 ? "" : "s")"
-            + (never > 0 ? " (\(never) never exported)" : "") + ", \(files) sandbox file\(files == 1 ? "" : "s")"
+        return "\(apps) app\(apps == 1 ? "" : "s"), \(items) keychain item\(items == 1 ? "" : "s"), \(files) sandbox file\(files == 1 ? "" : "s")"
+            + (never > 0 ? "; \(never) more item\(never == 1 ? "" : "s") never exported" : "")
     }
 }

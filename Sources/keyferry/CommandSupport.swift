@@ -147,7 +147,12 @@ func interruptibly<Success: Sendable>(_ body: @escaping @Sendable () async throw
 /// when the work says more than that it was cancelled.
 struct Interrupted: Error, CustomStringConvertible {
     var cause: any Error
-    var description: String { cause is CancellationError ? "interrupted" : "interrupted: \(userMessage(for: cause).message)" }
+    var description: String {
+        guard !(cause is CancellationError) else { return "interrupted" }
+        // A cause that already says it was interrupted is not said twice.
+        let why = userMessage(for: cause).message
+        return why.hasPrefix("interrupted") ? why : "interrupted: \(why)"
+    }
 }
 
 /// A line on stderr, after whatever stdout holds, so that the two read in order in one log.

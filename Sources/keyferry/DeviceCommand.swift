@@ -1,4 +1,5 @@
 import ArgumentParser
+import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
@@ -94,7 +95,7 @@ struct DeviceCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
-            abstract: "Show power, lock state (bfu, unlocked, locked), passcode and biometry.")
+            abstract: "Show power, lock state (before first unlock, unlocked, locked), passcode, biometry and Stolen Device Protection.")
 
         @OptionGroup var device: DeviceDirectory
         @OptionGroup var output: OutputOptions
@@ -176,7 +177,17 @@ struct DeviceCommand: AsyncParsableCommand {
                     .authFailed, "this device has a passcode; give it with --current-file F or --current OLD, or run this on a terminal to be asked.")
             }
             let new = try set ?? setFile.map { try PasscodeInput.read(file: $0, what: "new passcode") }
+            // What a removal destroys, read before it: the secrets the user came to learn about.
+            let doomed = remove ? try await device.client.call(.list, NodeAPI.List(app: nil)).items.filter { $0.protection == .whenPasscodeSetThisDeviceOnly } : []
+            let biometry = remove ? try await device.client.deviceStatus().biometryEnrolled : false
             try await device.send(.passcode, NodeAPI.Passcode(new: new, current: old, remove: remove), json: output.json)
+            guard remove else { return }
+            let names = doomed.map { item in (ArchivedItem.name { item.attributes[$0] } ?? item.uuid.uuidString).escapingControlCharacters }
+            say(
+                doomed.isEmpty
+                    ? "no whenPasscodeSetThisDeviceOnly item to delete"
+                    : "deleted \(doomed.count.items(as: "whenPasscodeSetThisDeviceOnly item")): \(names.joined(separator: ", "))")
+            if biometry { say("biometry turned off with the passcode, as on iOS") }
         }
     }
 
@@ -296,13 +307,21 @@ extension DeviceStatus {
             }
         parts.append(poweredOn ? "on" : "off")
         if let lockState {
-            parts.append(lockState.rawValue + (graceRemaining.map { String(format: " (class A keys for %.0f s more)", $0) } ?? ""))
+            let words = lockState == .beforeFirstUnlock ? "before first unlock" : lockState.rawValue
+            parts.append(words + (graceRemaining.map { String(format: " (class A keys for %.0f s more)", $0) } ?? ""))
         }
         parts.append(passcodeSet ? "passcode set" : "no passcode")
         parts.append(biometryEnrolled ? "\(profile.biometry) enrolled" : "no biometry")
         if failedPasscodeAttempts > 0 { parts.append(failedPasscodeAttempts.items(as: "failed passcode attempt")) }
         if let passcodeRetryAfter { parts.append(String(format: "disabled for %.0f s more", passcodeRetryAfter.rounded(.up))) }
         parts.append(itemCount == 1 ? "1 item" : "\(itemCount) items")
-        return "\(name): " + parts.joined(separator: ", ")
+        // Stolen Device Protection, when it holds anything back: away, or a delay running.
+        if let security, security.away || !security.delaysStarted.isEmpty {
+            if security.away { parts.append("away from familiar locations") }
+            for change in security.delaysStarted.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+                parts.append("Security Delay running for \(change.summary)")
+            }
+        }
+        return "\(name.escapingControlCharacters): " + parts.joined(separator: ", ")
     }
 }

@@ -63,11 +63,13 @@ extension SurvivalMatrix {
                 "  \(String(repeating: " ", count: width - String($0.offset + 1).count))\($0.offset + 1)  \($0.element.escapingControlCharacters)"
             }
         }
-        lines += ["", "paths:"]
+        // Each column's id too: what `expect-survival` and --json call it.
+        lines += ["", "paths (column, id in scenarios and JSON, what it does):"]
         let headingWidth = SurvivalPath.allCases.map(\.heading.count).max() ?? 0
-        lines += paths.map { "  \($0.heading.padded(headingWidth))  \($0.summary)" }
+        let idWidth = SurvivalPath.allCases.map(\.rawValue.count).max() ?? 0
+        lines += paths.map { "  \($0.heading.padded(headingWidth))  \($0.rawValue.padded(idWidth))  \($0.summary)" }
         for (path, why) in notRun.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            lines.append("  \(path.heading.padded(headingWidth))  not run: \(why)")
+            lines.append("  \(path.heading.padded(headingWidth))  \(path.rawValue.padded(idWidth))  not run: \(why)")
         }
         return lines.joined(separator: "\n")
     }

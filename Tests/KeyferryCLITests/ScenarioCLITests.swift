@@ -125,7 +125,7 @@ struct ScenarioCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty, "the scenario's devices are removed")
         // CI still gets its report: the scenario failed at an "interrupted" step, after the steps it ran.
         let report = try String(contentsOfFile: junit, encoding: .utf8)
-        #expect(report.contains("interrupted (Ctrl-C or SIGTERM)") && report.contains("failures=\"1\""), "\(report)")
+        #expect(report.contains("stopped by Ctrl-C or SIGTERM") && report.contains("failures=\"1\""), "\(report)")
     }
 
     @Test("sandbox file steps: a wrong expectation names what was found")
