@@ -31,6 +31,10 @@ package struct FleetFile: Equatable, Sendable {
     /// Whether the fleet starts and stops that relay itself (in `ROOT/relay`), or syncs
     /// through one someone else runs: on another machine, or several relays on one database.
     package var runsRelay: Bool
+    /// The file it was read from, symbolic links resolved: where its devices are remembered
+    /// to be, so that two checkouts of one fleet never share devices. nil for a fleet made
+    /// otherwise (a scenario's).
+    package var source: URL?
 
     /// One device of the fleet.
     package struct Member: Equatable, Sendable {
@@ -78,7 +82,9 @@ package struct FleetFile: Equatable, Sendable {
     /// `displayName`, default the path given), the line and the field.
     package static func load(_ url: URL, displayName: String? = nil) throws -> FleetFile {
         let file = displayName ?? url.relativePath
-        return try FleetFile(yaml: try YAMLFile.text(of: url, file: file, kind: "fleet file"), file: file)
+        var fleet = try FleetFile(yaml: try YAMLFile.text(of: url, file: file, kind: "fleet file"), file: file)
+        fleet.source = url.standardizedFileURL.resolvingSymlinksInPath()
+        return fleet
     }
 
     /// Parses fleet YAML; `file` names it in errors.

@@ -29,17 +29,28 @@ package struct FleetRunner: Sendable {
         return state.appendingPathComponent("keyferry")
     }
 
-    /// `STATE/fleets/NAME`: the same place whatever the working directory, so `status` and
-    /// `down` find what `up` made.
+    /// `STATE/fleets/NAME-FILE`: the same place whatever the working directory, so `status`
+    /// and `down` find what `up` made, and a place of its own for each fleet file (FILE is a
+    /// digest of its path), so two checkouts of one fleet, or two jobs, never meet.
     package static func defaultRoot(for fleet: FleetFile) -> URL {
-        stateDirectory.appendingPathComponent("fleets/\(fleet.name)")
+        stateDirectory.appendingPathComponent("fleets/\(key(of: fleet))")
+    }
+
+    /// The fleet's name, and a digest of the file it came from (FNV-1a, 32 bits in hex: a name,
+    /// not a secret).
+    private static func key(of fleet: FleetFile) -> String {
+        guard let source = fleet.source else { return fleet.name }
+        var hash: UInt32 = 2_166_136_261
+        for byte in source.path.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return fleet.name + "-" + String(hash, radix: 16)
     }
 
     // MARK: Where a fleet was brought up
 
-    /// `STATE/fleet-roots/NAME.json`: the other roots a fleet was brought up in (`--root`).
+    /// `STATE/fleet-roots/NAME-FILE.json`: the other roots the fleet of that file was brought up
+    /// in (`--root`).
     private static func rootsRecord(for fleet: FleetFile) -> URL {
-        stateDirectory.appendingPathComponent("fleet-roots/\(fleet.name).json")
+        stateDirectory.appendingPathComponent("fleet-roots/\(key(of: fleet)).json")
     }
 
     private static func rememberedRoots(of fleet: FleetFile) -> [URL] {
@@ -302,10 +313,12 @@ package struct FleetRunner: Sendable {
             overview.members.append(MemberStatus(member: member.id, directory: directory.path, device: device))
         }
         guard let address = fleet.relay else { return overview }
-        let running = overview.members.filter { $0.device?.poweredOn == true }
+        // A running member's view first; a powered-off one still says what circle it is in, and
+        // through which relay, as it last read them.
+        let members = overview.members.filter { $0.device != nil }.sorted { ($0.device?.poweredOn == true) && $1.device?.poweredOn != true }
         var circle: NodeAPI.CircleStatus?
-        for member in running where circle?.circle == nil {
-            circle = try? await NodeClient(directory: URL(fileURLWithPath: member.directory)).get(.circleStatus)
+        for member in members where circle?.circle == nil {
+            circle = try? await NodeClient(directory: URL(fileURLWithPath: member.directory)).circleStatus()
         }
         if fleet.runsRelay {
             let url = RelayLauncher.running(data: relayDirectory)

@@ -11,7 +11,8 @@ struct FleetCommand: AsyncParsableCommand {
         discussion: """
             A fleet file (YAML; ready-made ones in Peers/) names devices with their passcode, \
             biometry, grace period and apps. Each device lives in ROOT/NAME; ROOT defaults to \
-            $XDG_STATE_HOME/keyferry/fleets/FLEET (else ~/.local/state/keyferry/fleets/FLEET). \
+            $XDG_STATE_HOME/keyferry/fleets/FLEET-FILE (else ~/.local/state/keyferry/fleets/FLEET-FILE), \
+            FILE a digest of the fleet file's path, so two checkouts of one fleet never share devices. \
             Any problem in the file is reported as FILE:LINE:COLUMN: FIELD: problem, and nothing starts.
             """,
         subcommands: [Up.self, Status.self, Down.self])
@@ -29,8 +30,8 @@ struct FleetCommand: AsyncParsableCommand {
                 `auto` and --relay-port 0 pick a free port, printed at the end, which the circle keeps \
                 for later `up`s. With `sync: {relay: https://HOST:PORT}` the devices join a circle \
                 through a relay someone else runs (set KEYFERRY_RELAY_CA for a private CA), which the \
-                fleet neither starts nor stops. A fleet brought up with --root is remembered: `up`, \
-                `status` and `down` find it without --root.
+                fleet neither starts nor stops. A fleet brought up with --root is remembered, for that \
+                fleet file: `up`, `status` and `down` of the same file find it without --root.
                 """)
         @OptionGroup var fleet: FleetArguments
         @Option(help: "The relay's port for a new circle, instead of the file's (0: any free port).", transform: { Int(try Checked.port($0)) })
@@ -48,18 +49,20 @@ struct FleetCommand: AsyncParsableCommand {
             runner.relayPort = relayPort
             try runner.rememberRoot()
             // Ctrl-C or SIGTERM: `up` rolls back what it did, then reports.
+            // Devices come up side by side: each arrival is progress on a terminal, and the
+            // result is one line per device, in the file's order.
+            let progress = ProgressLine()
             let arrivals = try await interruptibly { [runner] in
                 say("\(runner.fleet.name) fleet in \(runner.root.path)")
-                return try await runner.up { arrival in
-                    say("  " + runner.line(arrival.member, arrival.summary))
-                }
+                return try await runner.up { arrival in progress.show("\(arrival.member): \(arrival.summary)") }
             }
+            progress.clear()
             if output.json {
                 try printJSON(encodable: arrivals)
                 return
             }
             for arrival in arrivals.members {
-                say(runner.line(arrival.member, arrival.device?.fleetLine ?? ""))
+                say("  " + runner.line(arrival.member, (arrival.device?.fleetLine ?? "") + "  (\(arrival.summary))"))
             }
             // What this `up` repaired or set up, said: a relay that had stopped, a member that
             // had left the circle.

@@ -66,11 +66,11 @@ extension AttributeValue {
     /// As `--attr` takes it back, on one line: text with its control characters escaped; data
     /// as its text when that is printable UTF-8, else `hex:`, and always `hex:` in a blob
     /// attribute (an account stored as data), so it is not taken for a string; Apple's named
-    /// values by name (`kSecAttrKeyTypeRSA`, `kSecAttrProtocolHTTPS`).
+    /// values by name (`kSecAttrKeyTypeRSA`; a protocol as `--protocol` takes it, `HTTPS`).
     func shown(as key: AttributeKey) -> String {
         switch self {
         case .string(let code) where key == .protocol:
-            InternetProtocol.all.first { $0.code == code }.map { "kSecAttrProtocol\($0.name)" } ?? code.escapingControlCharacters
+            InternetProtocol.all.first { $0.code == code }.map(\.name) ?? code.escapingControlCharacters
         case .string(let s): s.escapingControlCharacters
         case .data(let d) where key.isBlob: "hex:" + Hex.encode(d)
         case .data(let d):

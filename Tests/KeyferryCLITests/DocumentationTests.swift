@@ -178,7 +178,11 @@ struct DocumentedPage {
             var output: [String] = []
             var exit: Int32 = 0
             while index < body.count, !body[index].hasPrefix("$ ") {
-                if let status = body[index].firstMatch(of: /^\[exit (\d+)\]$/) { exit = Int32(status.1)! } else { output.append(body[index]) }
+                if let status = body[index].firstMatch(of: /^\[exit (\d+)\]$/) {
+                    exit = Int32(status.1)!
+                } else {
+                    output.append(String(body[index].reversed().drop(while: \.isWhitespace).reversed()))
+                }
                 index += 1
             }
             while output.last?.isEmpty == true { output.removeLast() }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The README's "Your own package", followed to the letter: its files written as it shows them,
+/// The README's "Your Swift code and tests on Linux CI", followed to the letter: its files written as it shows them,
 /// its dependency pointed at this checkout (whatever the checkout's folder is called, which is
 /// what `name: "Keyferry"` is for), and its tests run with `swift test`, as a user would.
 @Suite("the README's own-package instructions", .serialized)
@@ -10,7 +10,7 @@ struct UserPackageTests {
 
     @Test("the README's package builds against this checkout and its test passes")
     func readmePackage() throws {
-        let section = try Self.section("### Your own package")
+        let section = try Self.section("## Your Swift code and tests on Linux CI")
         let files = Self.files(in: section)
         #expect(files.map(\.path).sorted() == ["Package.swift", "Sources/TokenStore/TokenStore.swift", "Tests/TokenStoreTests/TokenStoreTests.swift"])
         let manifest = try #require(files.first { $0.path == "Package.swift" }?.text)
