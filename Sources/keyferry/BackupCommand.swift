@@ -161,10 +161,13 @@ struct BackupCommand: AsyncParsableCommand {
             }
             print("holds    \(manifest.summary)")
             // `items.CLASS.PROTECTION` and `notExported.CLASS.WHY` as a table in Apple's words.
-            for (name, count) in manifest.counts.sorted(by: { $0.key < $1.key }) where name.hasPrefix("items.") || name.hasPrefix("notExported.") {
-                let parts = name.split(separator: ".").map(String.init)
-                let what = parts.dropFirst().joined(separator: "  ")
-                print("  \(String(count).padding(toLength: 6, withPad: " ", startingAt: 0)) \(parts[0] == "items" ? "" : "never exported: ")\(what)")
+            let rows = manifest.counts.sorted(by: { $0.key < $1.key }).filter { $0.key.hasPrefix("items.") || $0.key.hasPrefix("notExported.") }
+                .map { name, count in (count, name.split(separator: ".").map { String($0).escapingControlCharacters }) }
+            // Columns as wide as their longest entry, so classes and protections line up.
+            let classWidth = rows.map { $0.1.count > 1 ? $0.1[1].count : 0 }.max() ?? 0
+            for (count, parts) in rows {
+                let what = ([parts.count > 1 ? parts[1].padded(classWidth) : ""] + parts.dropFirst(2)).joined(separator: "  ")
+                print("  \(String(count).padded(6)) \(parts[0] == "items" ? "" : "never exported: ")\(what)")
             }
             for warning in manifest.warnings { warn(warning) }
             if header.mode == .encrypted {

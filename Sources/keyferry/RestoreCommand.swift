@@ -100,8 +100,9 @@ extension RestoreReport {
 
     /// When the archive was made; warnings when nothing proved it genuine, or when it is older
     /// than the target's own last backup.
-    private var authenticityNote: [String] {
-        var lines = archiveCreated.map { ["  \(format == .ios ? "backup" : "archive") made \($0.formatted(.iso8601))"] } ?? []
+    private func authenticityNote(transfer: Bool) -> [String] {
+        // A transfer's archive is its own, made a moment ago: when is no news.
+        var lines = transfer ? [] : archiveCreated.map { ["  \(format == .ios ? "backup" : "archive") made \($0.formatted(.iso8601))"] } ?? []
         switch authenticity {
         case .checksums:
             lines.append(
@@ -128,7 +129,7 @@ extension RestoreReport {
     /// What a restore prints by default, however many items: the headline, then how many
     /// were dropped for each reason.
     func summary(target: String, transfer: Bool = false) -> String {
-        var lines = [headline(target: target, transfer: transfer)] + authenticityNote
+        var lines = [headline(target: target, transfer: transfer)] + authenticityNote(transfer: transfer)
         let dropped = Dictionary(grouping: items.compactMap(\.reason), by: { $0 }).mapValues(\.count)
         for (reason, count) in dropped.sorted(by: { $0.value > $1.value }) {
             lines.append("  \(transfer ? "left behind" : "dropped") \(count.items): \(reason.sentence(transfer: transfer))")
@@ -136,18 +137,14 @@ extension RestoreReport {
         lines += localLossLines
         let waiting = items.filter(\.waitingForApp).count
         if waiting > 0 { lines.append("  \(waiting.items) restored for apps not installed yet; seen once one is installed") }
-        for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
-            lines.append(
-                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) item\(count == 1 ? "" : "s") (never exported)"
-            )
-        }
+        lines += neverExportedLines(transfer: transfer)
         if !items.isEmpty { lines.append("  (--verbose lists every item, --json too)") }
         return lines.joined(separator: "\n")
     }
 
     /// The answer to "what will I lose on a new phone": a line per item, dropped ones with why.
     func table(target: String, transfer: Bool = false) -> String {
-        var lines = [headline(target: target, transfer: transfer)] + authenticityNote
+        var lines = [headline(target: target, transfer: transfer)] + authenticityNote(transfer: transfer)
         // Names come from the backup: never raw control bytes to the terminal.
         let name = { (item: RestoreReport.ItemOutcome) in
             item.name?.escapingControlCharacters ?? (item.reason == .sealedToSourceDevice ? "(attributes sealed)" : "item \(item.uuid.uuidString.prefix(8))")
@@ -156,19 +153,23 @@ extension RestoreReport {
         let nameWidth = items.map { name($0).count }.max() ?? 0
         for item in items.sorted(by: { ($0.restored ? 0 : 1, $0.accessGroup) < ($1.restored ? 0 : 1, $1.accessGroup) }) {
             let columns = [
-                item.restored ? "restored" : "dropped ", name(item).padded(nameWidth),
+                item.restored ? (transfer ? "moved   " : "restored") : (transfer ? "left    " : "dropped "), name(item).padded(nameWidth),
                 item.itemClass.name.padded(16), item.protection.name.padded(30), item.synchronizable ? "sync " : "local",
             ]
             let note =
                 item.reason?.sentence(transfer: transfer) ?? (item.waitingForApp ? "no installed app has its group yet; seen once one is installed" : nil)
             lines.append("  " + columns.joined(separator: " ") + (note.map { "  \($0)" } ?? ""))
         }
-        for (name, count) in neverExported.sorted(by: { $0.key < $1.key }) {
-            lines.append(
-                "  not in the \(format == .ios ? "backup" : "archive"): \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) item\(count == 1 ? "" : "s") (never exported)"
-            )
-        }
+        lines += neverExportedLines(transfer: transfer)
         return (lines + localLossLines).joined(separator: "\n")
+    }
+
+    /// Items the source never lets out, by class and protection.
+    private func neverExportedLines(transfer: Bool) -> [String] {
+        let heading = transfer ? "not moved" : "not in the \(format == .ios ? "backup" : "archive")"
+        return neverExported.sorted(by: { $0.key < $1.key }).map { name, count in
+            "  \(heading): \(count) \(name.replacingOccurrences(of: ".", with: " ").escapingControlCharacters) item\(count == 1 ? "" : "s") (never exported)"
+        }
     }
 
     /// What the target's own items lost: the restore replaces what is device-local, so items

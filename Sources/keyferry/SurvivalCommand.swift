@@ -56,6 +56,15 @@ struct SurvivalCommand: AsyncParsableCommand {
             if output.json { return try printJSON(encodable: comparison) }
             return print(comparison.table())
         }
+        // Where the page goes is checked first: the matrix is the expensive part.
+        if let html {
+            let folder = URL(fileURLWithPath: html).deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CommandFailure(.notFound, "--html \(html): there is no directory \(folder) to write it in.")
+            }
+            guard FileManager.default.isWritableFile(atPath: folder) else { throw CommandFailure("--html \(html): \(folder) is not writable.") }
+        }
         let matrix = try await running("on scratch devices") { client, passcode in try await client.survival(app: app, passcode: passcode) }
         let replaced = html.map { FileManager.default.fileExists(atPath: $0) } ?? false
         if let html {

@@ -45,6 +45,26 @@ struct DocumentationTests {
         #expect(results.count == parsed.commands.count, "\(page): \(results.count) of \(parsed.commands.count) commands ran")
     }
 
+    @Test("every link between pages leads to a file, and to a heading it names", arguments: pages)
+    func links(_ page: String) throws {
+        let url = Self.checkout.appendingPathComponent(page)
+        let text = try String(contentsOf: url, encoding: .utf8)
+        for link in text.matches(of: /\]\(([^)\s]+)\)/).map({ String($0.1) }) where !link.contains("://") {
+            let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let target = parts[0].isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0]).standardizedFileURL
+            #expect(FileManager.default.fileExists(atPath: target.path), "\(page): \(link) leads nowhere")
+            guard parts.count == 2, let headings = try? String(contentsOf: target, encoding: .utf8) else { continue }
+            let anchors = headings.components(separatedBy: "\n").filter { $0.hasPrefix("#") }.map(Self.anchor)
+            #expect(anchors.contains(parts[1]), "\(page): \(link) names no heading of \(parts[0].isEmpty ? page : parts[0])")
+        }
+    }
+
+    /// A heading's anchor as GitHub makes it: lowercase, punctuation dropped, spaces as `-`.
+    static func anchor(_ heading: String) -> String {
+        let title = heading.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+        return String(title.compactMap { $0 == " " ? "-" : ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : nil })
+    }
+
     @Test("the page format: output, exits, files and blocks not run")
     func format() throws {
         let page = try DocumentedPage(
