@@ -10,6 +10,11 @@ extension String {
         }.joined()
     }
 
+    /// Each line escaped, the line breaks kept: for a message of several lines.
+    package var escapingControlCharactersButNewlines: String {
+        split(separator: "\n", omittingEmptySubsequences: false).map { String($0).escapingControlCharacters }.joined(separator: "\n")
+    }
+
     /// C0 and C1 controls, and the bidirectional marks, embeddings, overrides and isolates.
     private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         scalar.properties.generalCategory == .control || (0x200E...0x200F).contains(scalar.value) || (0x202A...0x202E).contains(scalar.value)

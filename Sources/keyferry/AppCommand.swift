@@ -129,11 +129,11 @@ struct AppCommand: AsyncParsableCommand {
                 if output.json { printJSON([get: value]) } else { print(value) }
             } else if list {
                 if sealed { warn(why) }
-                if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)") } }
+                if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)".escapingControlCharacters) } }
             } else if output.json {
                 printJSON(request.set)
             } else {
-                say("set \(request.set.map { "\($0.key)=\($0.value)" }.joined().escapingControlCharacters) in \(owner)'s UserDefaults")
+                say("set \(request.set.map { "\($0.key)=\($0.value)" }.joined()) in \(owner)'s UserDefaults")
             }
         }
     }
@@ -200,7 +200,7 @@ extension AppCommand {
                     return
                 }
                 if files.isEmpty { say(appGroup.name.map { "the group container \($0) has no files" } ?? "\(app) has no files under Documents") }
-                for file in files { print("\(shown(file.path))  \(file.protection.rawValue)  \(byteSize(file.bytes))") }
+                for file in files { print("\(shown(file.path))  \(file.protection.rawValue)  \(byteSize(file.bytes))".escapingControlCharacters) }
             } else if let path = write {
                 let limit = NodeAPI.File.maximumBytes
                 let contents = try text.map { Data($0.utf8) } ?? readInput(from, what: "the file", limit: limit)

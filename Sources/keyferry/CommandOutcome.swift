@@ -18,7 +18,9 @@ struct CommandOutcome {
         case let exit as ExitCode:
             self.init(status: exit.rawValue, text: "", json: nil)
         case let interrupted as Interrupted:
-            self.init(.interrupted, "error: \(interrupted)", json: json, ["error": interrupted.description, "interrupted": true])
+            self.init(
+                .interrupted, "error: \(interrupted)", json: json,
+                ["error": interrupted.description, "interrupted": true, "kind": ExitStatus.interrupted.kind])
         case let error as ValidationError:
             let usage = Keyferry.usageString(for: command)
             self.init(
@@ -117,9 +119,7 @@ struct CommandOutcome {
         // A message may quote a relay or an archive: its lines are kept, any other control
         // character is escaped, so none reaches the terminal as such.
         if !text.isEmpty {
-            printError(
-                Self.asTyped(text).split(separator: "\n", omittingEmptySubsequences: false).map { String($0).escapingControlCharacters }.joined(
-                    separator: "\n"))
+            printError(Self.asTyped(text).escapingControlCharactersButNewlines)
         }
         if let json { printJSON(json) }
         exit(status)

@@ -58,12 +58,13 @@ enum Verbosity: Int, Sendable, Comparable {
 /// --quiet and --json, where only results are printed.
 func say(_ line: String) {
     guard Verbosity.current >= .normal else { return }
-    printNow(line)
+    // Confirmations quote names from outside (a device's, a file's): never raw control bytes.
+    printNow(line.escapingControlCharactersButNewlines)
 }
 
 /// A warning: on stderr, never mixed into results, and shown even with --quiet.
 func warn(_ line: String) {
-    printError("warning: \(line)")
+    printError("warning: \(line.escapingControlCharactersButNewlines)")
 }
 
 /// Warns, once per command however many it takes, that a passcode was given on the command

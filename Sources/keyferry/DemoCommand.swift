@@ -54,7 +54,7 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         guard FileManager.default.fileExists(atPath: fleet) else {
             throw FleetFileError(
-                file: fleet,
+                .noSuchFile, file: fleet,
                 problem:
                     "cannot read the fleet file: there is no such file; run the demo from the repository (./scripts/demo), or give --fleet the family fleet's file."
             )

@@ -25,6 +25,15 @@ enum ExitStatus: Int32, CaseIterable {
             }
     }
 
+    /// The `kind` a failure with this status carries in `--json`: `ProblemKind`'s names, and
+    /// `interrupted`.
+    var kind: String {
+        switch self {
+        case .usage: ProblemKind.invalidInput.rawValue
+        default: "\(self)"
+        }
+    }
+
     /// One line each, short enough for a terminal's width beside the number.
     var meaning: String {
         switch self {
@@ -61,11 +70,12 @@ struct ExitCodesCommand: ParsableCommand {
             mistake in a file) and "retryable".
             """)
 
-    @Flag(help: "Print the table as JSON: one object per status, with its number, kind and meaning.") var json = false
+    @Flag(help: "Print the table as JSON: one object per status, with its number, the kind a failure's JSON gives it, and its meaning.")
+    var json = false
 
     func run() throws {
         guard json else { return print(ExitStatus.table) }
-        try printJSON(encodable: ExitStatus.allCases.map { Row(status: $0.rawValue, kind: "\($0)", meaning: $0.meaning) })
+        try printJSON(encodable: ExitStatus.allCases.map { Row(status: $0.rawValue, kind: $0.kind, meaning: $0.meaning) })
     }
 
     private struct Row: Encodable {

@@ -46,7 +46,9 @@ extension SurvivalMatrix {
         let widths = paths.map { path in max(path.heading.count, rows.map { text($0.cells[path]).count }.max() ?? 0) }
         // A "now" column only when the device itself cannot read a secret: the baseline's failure.
         let nowWidth = rows.contains { $0.now != nil } ? max(3, rows.map { text($0.now).count }.max() ?? 0) : nil
-        var lines = ["What survives on \(device)" + (app.map { " for \($0)" } ?? "") + ": each path run for real on scratch devices", ""]
+        var lines = [
+            "What survives on \(device.escapingControlCharacters)" + (app.map { " for \($0)" } ?? "") + ": each path run for real on scratch devices", "",
+        ]
         let nowHeading = nowWidth.map { ["now".padded($0)] } ?? []
         lines.append((["secret".padded(nameWidth)] + nowHeading + zip(paths, widths).map { $0.heading.padded($1) }).joined(separator: "  "))
         for (row, name) in zip(rows, names) {
