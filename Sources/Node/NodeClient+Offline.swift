@@ -1,6 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 import NodeControl
 import Survival
 import Sync
@@ -75,6 +76,32 @@ extension NodeClient {
             return try await offline(passcode: passcode) { device, scratch in
                 try await Survival.compareWithSimulator(device, options: .init(app: app, passcode: passcode, scratch: scratch))
             }
+        }
+    }
+
+    /// Runs `work` on the powered-off device itself (held meanwhile, so no node starts),
+    /// powered on in this process and unlocked with `passcode`, which counts as any unlock
+    /// does: a backup, which the device remembers making. On a thread of its own; `work`'s
+    /// `checkCancellation` stops it at its next step.
+    package func atRest<Answer: Sendable>(
+        passcode: String?, _ work: @escaping @Sendable (Device, _ checkCancellation: () throws -> Void) throws -> Answer
+    ) async throws -> Answer {
+        let directory = paths.directory
+        return try await onThreadOfItsOwn { checkCancellation in
+            let hold = try DeviceHold.take(directory)
+            defer { hold.release() }
+            let device = try Device.powerOn(holding: hold)
+            defer { device.powerOff() }
+            if try device.passcodeIsSet() {
+                guard let passcode else {
+                    throw KeychainError(
+                        .authFailed,
+                        "\(directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode-file F, or start and unlock its node."
+                    )
+                }
+                try device.unlock(passcode: passcode)
+            }
+            return try work(device, checkCancellation)
         }
     }
 

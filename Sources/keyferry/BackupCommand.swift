@@ -30,7 +30,8 @@ struct BackupCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "create", abstract: "Write a backup of a running, unlocked device to FILE.")
+            commandName: "create",
+            abstract: "Write a backup of a device to FILE: a running, unlocked one, or a powered-off one given its passcode.")
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The archive to write (must not exist yet); with --format ios, the backup folder.", completion: .file()) var out: String
         @Flag(help: "Encrypt under a password (the password's key protects the backup keybag).") var encrypted = false
@@ -48,6 +49,8 @@ struct BackupCommand: AsyncParsableCommand {
                 """)
         var rounds: UInt32?
         @OptionGroup var password: BackupPassword
+        /// For a powered-off device: it is powered on in this process to be backed up.
+        @OptionGroup var passcode: PasscodeInput
         @OptionGroup var output: OutputOptions
 
         enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -70,9 +73,17 @@ struct BackupCommand: AsyncParsableCommand {
             let destination = URL(fileURLWithPath: out).standardizedFileURL
             let secret = encrypted ? try password.read(required: true) : nil
             if format == .ios { return try await writePhoneBackup(to: destination, password: secret) }
-            let manifest: ArchiveManifest = try await inNode(
-                .backup, NodeAPI.Backup(path: destination.path, password: secret), to: destination, building: ArchiveWriter.isWriting,
-                nothingWritten: "no archive was written")
+            let manifest: ArchiveManifest
+            if try await nodeIsRunning() {
+                manifest = try await inNode(
+                    .backup, NodeAPI.Backup(path: destination.path, password: secret), to: destination, building: ArchiveWriter.isWriting,
+                    nothingWritten: "no archive was written")
+            } else {
+                let mode: ArchiveWriter.Mode = secret.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
+                manifest = try await atRest { device, checkCancellation in
+                    try DeviceBackup.create(from: device, to: destination, mode: mode) { _, _ in try checkCancellation() }
+                }
+            }
             if output.json {
                 try printJSON(encodable: manifest)
                 return
@@ -84,9 +95,22 @@ struct BackupCommand: AsyncParsableCommand {
         /// The device as an iOS backup folder, written by its node like an archive; the
         /// password's key derivation (seconds at a phone's cost) shows as a stage of its own.
         private func writePhoneBackup(to destination: URL, password secret: String?) async throws {
-            let summary: PhoneBackupWriter.Summary = try await inNode(
-                .phoneBackup, NodeAPI.PhoneBackup(path: destination.path, password: secret, rounds: rounds), to: destination,
-                building: PhoneBackupWriter.isWriting, nothingWritten: "no backup was written")
+            let summary: PhoneBackupWriter.Summary
+            if try await nodeIsRunning() {
+                summary = try await inNode(
+                    .phoneBackup, NodeAPI.PhoneBackup(path: destination.path, password: secret, rounds: rounds), to: destination,
+                    building: PhoneBackupWriter.isWriting, nothingWritten: "no backup was written")
+            } else {
+                let options = PhoneBackupWriter.Options(password: secret.map { Data($0.utf8) }, dataProtectionRounds: rounds ?? 10_000_000)
+                let line = ProgressLine()
+                summary = try await atRest { device, checkCancellation in
+                    try PhoneBackupWriter.create(from: device, to: destination, options: options) { step in
+                        try checkCancellation()
+                        if case .derivingKey(let rounds) = step { line.show("deriving the password's key (\(rounds.formatted()) rounds of PBKDF2)") }
+                    }
+                }
+                line.clear()
+            }
             if output.json {
                 try printJSON(encodable: summary)
                 return
@@ -99,6 +123,25 @@ struct BackupCommand: AsyncParsableCommand {
             }
             for warning in summary.warnings { warn(warning) }
         }
+        /// Whether the device's node runs; a device that does not exist is an error here.
+        private func nodeIsRunning() async throws -> Bool {
+            do {
+                _ = try await device.client.status()
+                return true
+            } catch let error as NodeError where error.code == .notRunning {
+                try DeviceLayout(root: device.url).requireDevice()
+                return false
+            }
+        }
+
+        /// Backs up the powered-off device in this process, unlocked with its passcode;
+        /// Ctrl-C stops it at its next step, and the writer leaves nothing behind.
+        private func atRest<Answer: Sendable>(_ work: @escaping @Sendable (Device, () throws -> Void) throws -> Answer) async throws -> Answer {
+            let passcode = try passcode.read()
+            let client = device.client
+            return try await interruptibly { try await client.atRest(passcode: passcode, work) }
+        }
+
         /// Has the node write a backup to `destination`, its progress (and any stage before the
         /// first item) shown on a terminal. A large device takes longer than a call's usual
         /// minute. Interrupted, the node drops the backup at its next step; this waits until

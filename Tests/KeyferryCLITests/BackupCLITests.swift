@@ -118,6 +118,34 @@ struct BackupCLITests {
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: cli.root.path).filter { $0.contains("b.kfbackup") }
         #expect(leftovers.isEmpty)
     }
+
+    @Test("a powered-off device is backed up given its passcode, which counts when wrong; none given is refused; the device remembers the backup")
+    func poweredOff() throws {
+        let cli = try CLI()
+        let dir = try cli.backupSource()
+        try cli.ok(["node", "stop", dir])
+        let passcode = cli.root.appendingPathComponent("passcode").path
+        let wrong = cli.root.appendingPathComponent("wrong").path
+        try "123456\n".write(toFile: passcode, atomically: true, encoding: .utf8)
+        try "000000\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        let archive = cli.root.appendingPathComponent("off.kfbackup").path
+
+        let none = try cli.run(["backup", "create", dir, "--out", archive, "--unencrypted"])
+        #expect(none.status == 4 && none.stderr.contains("powered off and has a passcode"), "\(none.stderr)")
+        let refused = try cli.run(["backup", "create", dir, "--out", archive, "--unencrypted", "--passcode-file", wrong, "--json"])
+        let kind = try refused.object()["kind"] as? String
+        #expect(refused.status == 4 && kind == "authentication")
+        #expect(!FileManager.default.fileExists(atPath: archive), "no archive after a wrong passcode")
+        #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 1, "the wrong passcode counted on the device")
+
+        let manifest = try cli.ok(["backup", "create", dir, "--out", archive, "--unencrypted", "--passcode-file", passcode, "--json"]).object()
+        #expect((manifest["counts"] as? [String: Int])?["items.genericPassword.whenUnlocked"] == 1)
+        #expect(try cli.status(dir)["poweredOn"] as? Bool == false, "left powered off")
+        #expect(try cli.status(dir)["failedPasscodeAttempts"] as? Int == 0, "the right passcode cleared the count")
+        // Written by the device itself: it authenticates the archive.
+        let verified = try cli.ok(["backup", "verify", archive, "--device", dir, "--json"]).object()
+        #expect(verified["authenticity"] as? String == "device", "\(verified)")
+    }
 }
 
 /// `keyferry restore` onto the same and onto a new device.
@@ -243,6 +271,7 @@ extension CLI {
         try ok(["app", "defaults", dir, "--app", "com.example.mail", "--set", "token=marker-defaults"])
         return dir
     }
+
 }
 
 extension CLI {

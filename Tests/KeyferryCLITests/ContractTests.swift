@@ -167,7 +167,10 @@ struct ContractTests {
             "fleet down": [Case(problem: .missingFile, arguments: ["fleet", "down", f.missingFile])],
             "backup create": [
                 Case(problem: .missingFile, arguments: ["backup", "create", f.phone, "--out", f.cli.path("x.kfb"), "--encrypted", "--password-file", f.missingFile]),
-                Case(problem: .unavailable, arguments: ["backup", "create", f.off, "--out", f.cli.path("x.kfb"), "--unencrypted"]),
+                // A powered-off device is backed up in place, given its passcode.
+                Case(problem: .wrongPasscode, arguments: ["backup", "create", f.off, "--out", f.cli.path("x.kfb"), "--unencrypted"]),
+                Case(problem: .wrongPasscode, arguments: ["backup", "create", f.off, "--out", f.cli.path("x.kfb"), "--unencrypted", "--passcode-file", f.wrong]),
+                Case(problem: .notFound, arguments: ["backup", "create", f.nowhere, "--out", f.cli.path("x.kfb"), "--unencrypted"]),
             ],
             "backup inspect": [
                 Case(problem: .missingFile, arguments: ["backup", "inspect", f.missingFile]),
