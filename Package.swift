@@ -161,7 +161,10 @@ let package = Package(
         // Scenario files: what must survive, stated in YAML and checked on real nodes.
         .target(
             name: "Scenario",
-            dependencies: ["KeychainModel", "KeychainStore", "Backup", "PhoneBackup", "Sync", "SyncWire", "Survival", "Node", "NodeControl", "Fleet"]),
+            dependencies: [
+                "KeychainModel", "KeychainStore", "Backup", "PhoneBackup", "Sync", "SyncWire", "Survival", "Node", "NodeControl", "Fleet",
+                "KeyferrySecurity", "KeyferryThreads",
+            ]),
 
         // Keychain Services and LocalAuthentication as Apple spells them, on a simulated device
         // (in this process or a running node), so code written for Apple's platforms runs here.

@@ -47,3 +47,18 @@ package struct FleetFileError: CodedError, Equatable {
         return "\(location): " + (field.map { "\($0): " } ?? "") + problem
     }
 }
+
+/// Every mistake found in one file, when there is more than one: a file is checked whole, so
+/// that one pass fixes them all.
+package struct FleetFileErrors: Error {
+    package var errors: [FleetFileError]
+
+    /// Enough to fix in one pass; a file of nothing but mistakes does not flood the terminal.
+    package static let shown = 20
+
+    /// Throws what `errors` holds: nothing, the one error, or all of them.
+    package static func throwIfAny(_ errors: [FleetFileError]) throws {
+        if errors.count == 1 { throw errors[0] }
+        if errors.count > 1 { throw FleetFileErrors(errors: Array(errors.prefix(shown))) }
+    }
+}

@@ -2,10 +2,12 @@
 public enum Spelling {
     /// The candidate nearest to `word` (case-insensitive edit distance) when it is close enough
     /// to be a typo: at most two edits, and fewer than the word is long.
+    /// A word that starts only one candidate stands for it too (`icloud` for `icloud-keychain`).
     public static func closest(to word: String, among candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(word, $0)) }.min { $0.1 < $1.1 }
-        guard let (best, edits) = scored, edits <= 2, edits < word.count else { return nil }
-        return best
+        if let (best, edits) = scored, edits <= 2, edits < word.count { return best }
+        let started = candidates.filter { word.count >= 3 && $0.lowercased().hasPrefix(word.lowercased()) }
+        return started.count == 1 ? started[0] : nil
     }
 
     /// Levenshtein distance, case-insensitive.

@@ -37,14 +37,31 @@ package struct Scenario: Sendable {
         /// Which of a Mac's keychains the call names (`kSecUseDataProtectionKeychain`); nil:
         /// neither, as code that never heard of the key.
         package var keychain: MacKeychain? = nil
+        /// An internet password's kSecAttrServer, and its kSecAttrProtocol code (`htps`): the
+        /// item is an internetPassword, and `service` plays no part.
+        package var server: String? = nil
+        package var protocolCode: String? = nil
+        /// A key's kSecAttrApplicationTag: the item is a key, found by its tag alone.
+        package var tag: String? = nil
 
         var useDataProtectionKeychain: Bool? { keychain.map { $0 == .dataProtection } }
+
+        var itemClass: ItemClass { tag != nil ? .key : server != nil ? .internetPassword : .genericPassword }
+
+        /// What names it: its primary key's attributes, or a key's tag.
+        var attributes: Attributes {
+            if let tag { return [.applicationTag: .data(Data(tag.utf8))] }
+            guard let server else { return [.account: .string(account), .service: .string(service)] }
+            var attributes: Attributes = [.account: .string(account), .server: .string(server)]
+            if let protocolCode { attributes[.protocol] = .string(protocolCode) }
+            return attributes
+        }
 
         /// The item's primary key, as an update or a delete gives it.
         var query: ItemQuery {
             ItemQuery(
-                .genericPassword, attributes: [.account: .string(account), .service: .string(service)], accessGroup: group,
-                synchronizable: synchronizable, useDataProtectionKeychain: useDataProtectionKeychain)
+                itemClass, attributes: attributes, accessGroup: group, synchronizable: synchronizable,
+                useDataProtectionKeychain: useDataProtectionKeychain)
         }
 
         /// A read of its data, the user answering as `user` says (`passcode`: the device's own).
@@ -63,6 +80,14 @@ package struct Scenario: Sendable {
         }
     }
 
+    /// The key an `add` with a `tag:` makes.
+    package struct KeySpec: Sendable {
+        package var rsa: Bool
+        package var bits: Int
+        /// kSecAttrTokenIDSecureEnclave: never exported.
+        package var secureEnclave: Bool
+    }
+
     /// The simulated user, when an item's access control asks for them.
     package enum User: String, Sendable, CaseIterable {
         /// No prompt can be shown (the background): the read is errSecInteractionNotAllowed.
@@ -79,6 +104,8 @@ package struct Scenario: Sendable {
 
     package enum Expectation: Sendable {
         case value(String)
+        /// There, whatever its data: a key.
+        case present
         case absent
         case status(KeychainStatus)
     }
@@ -107,6 +134,8 @@ package struct Scenario: Sendable {
         case reinstall(device: String, app: String)
         case transferTeam(device: String, app: String, team: String)
         case add(ItemRef, value: String, accessible: ProtectionClass?, accessControl: AccessControl?, expect: KeychainStatus?)
+        /// A key made as SecKeyCreateRandomKey with kSecAttrIsPermanent makes one, tagged `item.tag`.
+        case addKey(ItemRef, key: KeySpec, accessible: ProtectionClass?, accessControl: AccessControl?, expect: KeychainStatus?)
         case update(ItemRef, value: String, expect: KeychainStatus?)
         case delete(ItemRef, expect: KeychainStatus?)
         /// `group`, in the sandbox actions: the app group's container the app reaches.
@@ -179,16 +208,24 @@ package struct Scenario: Sendable {
         }
         var parser = StepParser(fleet: fleet)
         var steps: [Step] = []
-        for item in try top["items"]?.list() ?? [] {
-            steps.append(try parser.step("add", item, line: item.line))
-        }
         guard let stepsField = top["steps"] else { throw document.failure("missing `steps:`, what happens and what must hold.") }
+        let items = try top["items"]?.list() ?? []
         let listed = try stepsField.list()
-        guard steps.count + listed.count <= Self.maximumSteps else {
-            throw stepsField.failure("\(steps.count + listed.count) items and steps; a scenario holds at most \(Self.maximumSteps).")
+        guard items.count + listed.count <= Self.maximumSteps else {
+            throw stepsField.failure("\(items.count + listed.count) items and steps; a scenario holds at most \(Self.maximumSteps).")
         }
-        for item in listed { steps.append(try parser.step(item)) }
-        try parser.checkReferences()
+        // Every item and step is checked, and every mistake reported at once.
+        var problems: [FleetFileError] = []
+        for (item, isItem) in items.map({ ($0, true) }) + listed.map({ ($0, false) }) where problems.count < FleetFileErrors.shown {
+            do {
+                steps.append(try isItem ? parser.step("add", item, line: item.line) : parser.step(item))
+            } catch let error as FleetFileError {
+                problems.append(error)
+            }
+        }
+        // An item whose add was refused would also read as never added: said once, above.
+        if problems.isEmpty { problems = parser.unreferenced() }
+        try FleetFileErrors.throwIfAny(problems)
         self.steps = steps
     }
 }

@@ -2,6 +2,8 @@ import Backup
 import Fleet
 import Foundation
 import KeychainModel
+import KeyferrySecurity
+import KeyferryThreads
 import Node
 import NodeControl
 import PhoneBackup
@@ -176,9 +178,18 @@ actor RunState {
             try await client(device).send(.install, installed.transferred(to: team))
         case .add(let item, let value, let accessible, let accessControl, let expected):
             let new = NewItem(
-                .genericPassword, attributes: [.account: .string(item.account), .service: .string(item.service)],
-                data: Data(value.utf8), accessGroup: item.group, protection: accessible, accessControl: accessControl,
-                synchronizable: item.synchronizable == .yes, useDataProtectionKeychain: item.useDataProtectionKeychain)
+                item.itemClass, attributes: item.attributes, data: Data(value.utf8), accessGroup: item.group, protection: accessible,
+                accessControl: accessControl, synchronizable: item.synchronizable == .yes, useDataProtectionKeychain: item.useDataProtectionKeychain)
+            try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
+        case .addKey(let item, let spec, let accessible, let accessControl, let expected):
+            var attributes = item.attributes
+            if spec.secureEnclave { attributes[.tokenID] = .string(NeverExported.secureEnclaveToken) }
+            let made = attributes
+            // An RSA key takes seconds to find: off the cooperative pool.
+            let key = try await onThreadOfItsOwn { _ in try SecKey.random(rsa: spec.rsa, bits: spec.bits, attributes: made) }
+            var new = key.newItem
+            (new.accessGroup, new.protection, new.accessControl) = (item.group, accessible, accessControl)
+            (new.synchronizable, new.useDataProtectionKeychain) = (item.synchronizable == .yes, item.useDataProtectionKeychain)
             try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
         case .update(let item, let value, let expected):
             let changes = ItemChanges(data: Data(value.utf8))
@@ -335,14 +346,17 @@ actor RunState {
         }
         let got: String =
             switch found {
+            case .success(let items) where item.tag != nil: items.isEmpty ? "no key" : "the key"
             case .success(let items): items.first?.data.map { "\"\(String(decoding: $0, as: UTF8.self))\"" } ?? "an item without data"
             case .failure(let error): "\(error)"
             }
         switch (expectation, found) {
         case (.value(let value), .success(let items)) where items.first?.data == Data(value.utf8): return
+        case (.present, .success(let items)) where !items.isEmpty: return
         case (.absent, .failure(let error)) where error.status == .itemNotFound: return
         case (.status(let status), .failure(let error)) where error.status == status: return
         case (.value(let value), _): throw ExpectationFailure("expected \"\(value)\", got \(got)")
+        case (.present, _): throw ExpectationFailure("expected the item, got \(got)")
         case (.absent, _): throw ExpectationFailure("expected no such item (errSecItemNotFound), got \(got)")
         case (.status(let status), _): throw ExpectationFailure("expected \(status), got \(got)")
         }

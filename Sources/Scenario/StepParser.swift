@@ -30,9 +30,10 @@ struct StepParser {
         return Scenario.Step(line: line, action: action, summary: summary)
     }
 
-    func checkReferences() throws {
-        for (key, field) in expected where !added.contains(key) {
-            throw field.failure("no step adds this item (\(key)); add it under `items:` or with an `add:` step first.")
+    /// Each expectation about an item no step adds.
+    func unreferenced() -> [FleetFileError] {
+        expected.filter { !added.contains($0.key) }.map { key, field in
+            field.failure("no step adds this item (\(key)); add it under `items:` or with an `add:` step first.")
         }
     }
 
@@ -97,13 +98,26 @@ struct StepParser {
             try fields["team"]!.check { try AppManifest.validate(teamID: team) }
             return (.transferTeam(device: device, app: app, team: team), "transfer \(app) on \(device) to team \(team)")
         case "add":
-            let (item, fields) = try itemRef(value, extra: ["value", "accessible", "access-control", "status"], required: ["value"])
+            let (item, fields) = try itemRef(value, extra: ["value", "accessible", "access-control", "status", "key-type", "bits", "secure-enclave"])
             let accessible = try fields["accessible"].map(protection)
             let accessControl = try fields["access-control"].map { field in
                 try accessControlValue(field, protection: accessible ?? .whenUnlocked)
             }
             added.insert(key(item))
             let expected = try fields["status"].map(status)
+            if item.tag != nil {
+                if let field = fields["value"] { throw field.failure("a key's data is the key it makes; leave `value:` out.") }
+                let key = try keySpec(fields, in: value)
+                return (
+                    .addKey(item, key: key, accessible: accessControl == nil ? accessible : nil, accessControl: accessControl, expect: expected),
+                    "make \(key.secureEnclave ? "a Secure Enclave" : key.rsa ? "an RSA-\(key.bits)" : "a P-\(key.bits)") \(describe(item))"
+                        + (accessible.map { " (\($0.name))" } ?? "") + failing(expected)
+                )
+            }
+            for field in ["key-type", "bits", "secure-enclave"] where fields[field] != nil {
+                throw fields[field]!.failure("`\(field):` is for a key, named by `tag:`.")
+            }
+            guard fields["value"] != nil else { throw value.failure("missing `value:`, the secret to add.") }
             return (
                 .add(
                     item, value: try fields["value"]!.text(), accessible: accessControl == nil ? accessible : nil,
@@ -195,13 +209,17 @@ struct StepParser {
             let devices = try fields["devices"].map { field in try field.texts().map { try checkDevice($0, field) } } ?? fleet.members.map(\.id)
             return (.wait(span, devices: devices), "wait \(try fields["for"]!.text()) on \(devices.joined(separator: ", "))")
         case "expect":
-            let (item, fields) = try itemRef(value, extra: ["value", "absent", "status"])
-            let given = ["value", "absent", "status"].filter { fields[$0] != nil }
-            guard given.count == 1 else { throw value.failure("expect exactly one of `value:`, `absent: true` or `status:`.") }
+            let (item, fields) = try itemRef(value, extra: ["value", "present", "absent", "status"])
+            let given = ["value", "present", "absent", "status"].filter { fields[$0] != nil }
+            guard given.count == 1 else { throw value.failure("expect exactly one of `value:`, `present: true`, `absent: true` or `status:`.") }
             expected.append((key(item), value))
             let expectation: Scenario.Expectation
             if let field = fields["value"] {
+                if item.tag != nil { throw field.failure("a key's data is the key itself; expect `present: true`, `absent: true` or `status:`.") }
                 expectation = .value(try field.text())
+            } else if let field = fields["present"] {
+                guard try field.bool() else { throw field.failure("`present:` is true; for the opposite, `absent: true`.") }
+                expectation = .present
             } else if let field = fields["absent"] {
                 guard try field.bool() else { throw field.failure("`absent:` is true, or left out.") }
                 expectation = .absent
@@ -211,6 +229,7 @@ struct StepParser {
             let wanted =
                 switch expectation {
                 case .value(let text): "= \"\(text)\""
+                case .present: "present"
                 case .absent: "absent"
                 case .status(let status): status.name
                 }
@@ -266,8 +285,11 @@ struct StepParser {
             let app = try fields["app"].map(appName)
             let secret = try required("secret", fields, value).text()
             let pathField = try required("path", fields, value)
-            guard let path = SurvivalPath(rawValue: try pathField.text()) else {
-                throw pathField.failure("unknown path; expected one of: \(SurvivalPath.allCases.map(\.rawValue).joined(separator: ", ")).")
+            let pathName = try pathField.text()
+            guard let path = SurvivalPath(rawValue: pathName) else {
+                let paths = SurvivalPath.allCases.map(\.rawValue)
+                let guess = Spelling.closest(to: pathName, among: paths).map { "did you mean \($0)? " } ?? ""
+                throw pathField.failure("unknown path; \(guess)expected one of: \(paths.joined(separator: ", ")).")
             }
             let outcomeField = try required("outcome", fields, value)
             guard let outcome = SurvivalCell.Outcome(rawValue: try outcomeField.text()) else {
@@ -342,9 +364,31 @@ struct StepParser {
         return group
     }
 
+    /// An item a step names: a generic password by `account` (and `service`), an internet
+    /// password by `account` and `server` (and `protocol`), a key by its `tag`.
     private func itemRef(_ value: YAMLField, extra: [String], required names: [String] = []) throws -> (Scenario.ItemRef, [String: YAMLField]) {
         let (device, app, fields) = try deviceApp(
-            value, extra: ["account", "service", "group", "sync", "user", "keychain"] + extra, required: ["account"] + names)
+            value, extra: ["account", "service", "server", "protocol", "tag", "group", "sync", "user", "keychain"] + extra, required: names)
+        if fields["tag"] != nil {
+            if let other = ["account", "service", "server", "protocol"].first(where: { fields[$0] != nil }) {
+                throw fields[other]!.failure("a key is named by its `tag:` alone; `\(other):` names a password.")
+            }
+        } else if fields["account"] == nil {
+            throw value.failure("missing `account:` (or `tag:` for a key).")
+        }
+        if fields["server"] != nil, let service = fields["service"] {
+            throw service.failure("an internet password is named by `server:` (and `protocol:`), not `service:`.")
+        }
+        if fields["protocol"] != nil, fields["server"] == nil, let field = fields["protocol"] {
+            throw field.failure("`protocol:` goes with `server:`, for an internet password.")
+        }
+        let protocolCode = try fields["protocol"].map { field in
+            let text = try field.text()
+            guard let code = InternetProtocol.code(for: text) else {
+                throw field.failure("'\(text)' is not one of Apple's kSecAttrProtocol values; use a name such as HTTPS, SSH or IMAPS.")
+            }
+            return code
+        }
         let user =
             try fields["user"].map { field in
                 guard let user = Scenario.User(rawValue: try field.text()) else {
@@ -360,8 +404,8 @@ struct StepParser {
         case (_, "any")?: sync = .any
         case (let field, _)?: throw field.failure("`sync:` is true, false or any.")
         }
-        let item = Scenario.ItemRef(
-            device: device, app: app, account: try fields["account"]!.text(),
+        var item = Scenario.ItemRef(
+            device: device, app: app, account: try fields["account"]?.text() ?? "",
             service: try fields["service"]?.text() ?? app, synchronizable: sync,
             group: try fields["group"]?.text(), user: user,
             keychain: try fields["keychain"].map { field in
@@ -370,12 +414,15 @@ struct StepParser {
                 }
                 return keychain
             })
+        item.server = try fields["server"]?.text()
+        item.protocolCode = protocolCode
+        item.tag = try fields["tag"]?.text()
         return (item, fields)
     }
 
     /// An item as expectations name it: on any device (sync, restores) and from any app (shared
     /// access groups).
-    private func key(_ item: Scenario.ItemRef) -> String { "\(item.account) @ \(item.service)" }
+    private func key(_ item: Scenario.ItemRef) -> String { item.tag.map { "key \($0)" } ?? "\(item.account) @ \(item.server ?? item.service)" }
 
     /// `, which fails with errSecMissingEntitlement` for a call expected to fail.
     private func failing(_ status: KeychainStatus?) -> String { status.map { ", which fails with \($0.name)" } ?? "" }
@@ -384,8 +431,31 @@ struct StepParser {
     /// the app is not the obvious one.
     private func describe(_ item: Scenario.ItemRef) -> String {
         let apps = Set(fleet.members.flatMap { $0.apps.map(\.bundleID) })
-        return "\(item.account)" + (item.service == item.app ? "" : " @ \(item.service)") + " on \(item.device)"
+        let name = item.tag.map { "key \($0)" } ?? item.server.map { "\(item.account) @ \($0)" } ?? item.account + (item.service == item.app ? "" : " @ \(item.service)")
+        return name + " on \(item.device)"
             + (item.keychain.map { " in the \($0.rawValue) keychain" } ?? "") + (apps.count > 1 ? " as \(item.app)" : "")
+    }
+
+    /// `key-type` (ec, the default, or rsa), `bits` and `secure-enclave`, checked as
+    /// SecKeyCreateRandomKey checks them.
+    private func keySpec(_ fields: [String: YAMLField], in value: YAMLField) throws -> Scenario.KeySpec {
+        let type = try fields["key-type"]?.text() ?? "ec"
+        guard type == "ec" || type == "rsa" else { throw fields["key-type"]!.failure("`key-type:` is ec or rsa, not '\(type)'.") }
+        let rsa = type == "rsa"
+        let bits = try fields["bits"].map { field in
+            guard let bits = Int(try field.text()) else { throw field.failure("`bits:` is a whole number.") }
+            return bits
+        } ?? (rsa ? 2048 : 256)
+        let valid = rsa ? (2048...4096).contains(bits) && bits % 128 == 0 : [256, 384, 521].contains(bits)
+        guard valid else {
+            throw (fields["bits"] ?? value).failure(
+                rsa ? "an rsa key has 2048 to 4096 bits, in steps of 128." : "an ec key is on P-256, P-384 or P-521 (256, 384 or 521 bits).")
+        }
+        let secureEnclave = try fields["secure-enclave"]?.bool() ?? false
+        if secureEnclave, rsa || bits != 256 {
+            throw fields["secure-enclave"]!.failure("the Secure Enclave makes P-256 keys only (key-type: ec, bits: 256).")
+        }
+        return Scenario.KeySpec(rsa: rsa, bits: bits, secureEnclave: secureEnclave)
     }
 
     private func protection(_ field: YAMLField) throws -> ProtectionClass {

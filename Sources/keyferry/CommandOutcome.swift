@@ -26,6 +26,8 @@ struct CommandOutcome {
             self.init(
                 .usage, "error: \(error.message)\nUsage: \(usage)\n  See '\(commandPath(usage)) --help' for more.",
                 json: json, ["error": error.message, "usage": usage])
+        case let errors as FleetFileErrors:
+            self.init(FileProblems(errors: errors.errors), command: command, json: json)
         case let problems as FileProblems:
             let sentences = problems.errors.map { $0.description }
             self.init(

@@ -40,6 +40,8 @@ struct ScenarioCommand: AsyncParsableCommand {
                     scenarios.append(try Scenario.load(URL(fileURLWithPath: file), displayName: file))
                 } catch let error as FleetFileError {
                     problems.append(error)
+                } catch let errors as FleetFileErrors {
+                    problems += errors.errors
                 }
             }
             guard problems.isEmpty else { throw FileProblems(errors: problems) }

@@ -206,6 +206,92 @@ struct ScenarioCLITests {
         }
     }
 
+    @Test("internet passwords by server and protocol, keys by tag: added, read, moved by Quick Start as Apple moves them, updated and deleted")
+    func internetPasswordsAndKeys() throws {
+        let cli = try CLI()
+        let file = try Self.file(
+            cli, "kinds.yaml",
+            """
+            scenario: internet passwords and keys move by the same rules
+            apps:
+              com.example.mail: {team: ABCDE12345}
+            devices:
+              phone: {passcode: "123456", apps: [com.example.mail]}
+              newPhone: {passcode: "2468"}
+            items:
+              - {device: phone, app: com.example.mail, account: alice, server: imap.example.com, protocol: IMAPS, value: pw, accessible: afterFirstUnlock}
+              - {device: phone, app: com.example.mail, tag: com.example.mail.signing, accessible: afterFirstUnlockThisDeviceOnly}
+              - {device: phone, app: com.example.mail, tag: com.example.mail.se, secure-enclave: true}
+              - {device: phone, app: com.example.mail, tag: com.example.mail.rsa, key-type: rsa, bits: 2048}
+            steps:
+              - expect: {device: phone, app: com.example.mail, account: alice, server: imap.example.com, value: pw}
+              - expect: {device: phone, app: com.example.mail, account: alice, server: imap.example.com, protocol: HTTPS, absent: true}
+              - expect: {device: phone, app: com.example.mail, tag: com.example.mail.se, present: true}
+              - expect-survival: {device: phone, secret: com.example.mail.se, path: encrypted-backup-new-device, outcome: lost}
+              - transfer: {from: phone, to: newPhone}
+              - expect: {device: newPhone, app: com.example.mail, account: alice, server: imap.example.com, protocol: IMAPS, value: pw}
+              - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.rsa, present: true}
+              - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.signing, absent: true}
+              - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.se, absent: true}
+              - update: {device: newPhone, app: com.example.mail, account: alice, server: imap.example.com, value: pw2}
+              - expect: {device: newPhone, app: com.example.mail, account: alice, server: imap.example.com, value: pw2}
+              - delete: {device: newPhone, app: com.example.mail, tag: com.example.mail.rsa}
+              - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.rsa, absent: true}
+
+            """)
+        let run = try cli.run(["scenario", "run", file])
+        #expect(run.status == 0, "\(run.text)\(run.stderr)")
+        #expect(run.text.contains("make a Secure Enclave key com.example.mail.se on phone"), "\(run.text)")
+        // A key's present expectation fails where the key is not.
+        let wrong = try Self.file(
+            cli, "wrong.yaml",
+            """
+            scenario: a key that does not come along
+            apps:
+              com.example.mail: {team: ABCDE12345}
+            devices:
+              phone: {apps: [com.example.mail]}
+              newPhone: {}
+            items:
+              - {device: phone, app: com.example.mail, tag: k, accessible: whenUnlockedThisDeviceOnly}
+            steps:
+              - transfer: {from: phone, to: newPhone}
+              - expect: {device: newPhone, app: com.example.mail, tag: k, present: true}
+
+            """)
+        let failed = try cli.run(["scenario", "run", wrong])
+        #expect(failed.status == 1 && failed.text.contains("expected the item, got errSecItemNotFound"), "\(failed.text)")
+    }
+
+    @Test("a file's mistakes are reported together, each located, with what was meant")
+    func everyMistakeAtOnce() throws {
+        let cli = try CLI()
+        let file = try Self.file(
+            cli, "typos.yaml",
+            """
+            scenario: typos
+            apps:
+              com.example.mail: {team: ABCDE12345}
+            devices:
+              phone: {apps: [com.example.mail]}
+            items:
+              - {device: phone, app: com.example.mail, tag: t, account: x}
+              - {device: phone, app: com.example.mail, account: a, value: v, accesible: always}
+            steps:
+              - expect: {device: phone, app: com.example.mail, tag: t, value: v}
+              - expect-survival: {device: phone, secret: a, path: icloud, outcome: kept}
+              - lokc: phone
+
+            """)
+        let run = try cli.run(["scenario", "run", file, "--json"])
+        #expect(run.status == 64)
+        let problems = try #require(try run.object()["problems"] as? [String])
+        #expect(problems.count == 5, "\(problems)")
+        for (line, hint) in [(7, "`tag:` alone"), (8, "did you mean accessible?"), (10, "a key's data"), (11, "did you mean icloud-keychain?"), (12, "did you mean lock?")] {
+            #expect(problems.contains { $0.hasPrefix("\(file):\(line):") && $0.contains(hint) }, "line \(line): \(problems)")
+        }
+    }
+
     @Test("a missing file is a clear error")
     func missing() throws {
         let cli = try CLI()
