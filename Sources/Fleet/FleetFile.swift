@@ -103,23 +103,20 @@ package struct FleetFile: Equatable, Sendable {
     package init(name: String, fields top: [String: YAMLField], in document: YAMLField) throws {
         self.name = name
 
+        // Each app and device is checked, and every mistake reported at once.
+        var problems: [FleetFileError] = []
+        func collecting(_ check: () throws -> Void) throws {
+            do { try check() } catch let error as FleetFileError { problems.append(error) }
+        }
         var catalog: [String: AppManifest] = [:]
         for (bundleID, field) in try top["apps"]?.entries() ?? [] {
-            let app = try field.fields(allowed: ["team", "groups", "extension-of"])
-            guard let teamField = app["team"] else { throw field.failure("missing `team:`, the app's ten-character team ID.") }
-            let team = try teamField.text()
-            let groups = try app["groups"]?.texts() ?? []
-            let containing = try app["extension-of"]?.text()
-            try field.check(atKey: true) { try AppManifest.validate(bundleID: bundleID) }
-            try teamField.check { try AppManifest.validate(teamID: team) }
-            try app["groups"]?.check { try AppManifest.validate(accessGroups: groups, teamID: team) }
-            if let containing { try app["extension-of"]?.check { try AppManifest.validate(extension: bundleID, of: containing) } }
-            catalog[bundleID] = AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, containingApp: containing)
+            try collecting { try Self.app(bundleID, field, into: &catalog) }
         }
         for (bundleID, field) in try top["apps"]?.entries() ?? [] {
             guard let containing = catalog[bundleID]?.containingApp else { continue }
             guard let host = catalog[containing], host.containingApp == nil else {
-                throw field.failure("`extension-of: \(containing)` names no app of `apps:`; an extension ships inside an app listed there.")
+                problems.append(field.failure("`extension-of: \(containing)` names no app of `apps:`; an extension ships inside an app listed there."))
+                continue
             }
         }
 
@@ -129,10 +126,31 @@ package struct FleetFile: Equatable, Sendable {
         guard devices.count <= Self.maximumDevices else {
             throw devicesField.failure("\(devices.count) devices; a fleet holds at most \(Self.maximumDevices), each a node process.")
         }
-        members = try devices.map { id, field in try Member(id: id, field: field, catalog: catalog) }
-
+        var members: [Member] = []
+        for (id, field) in devices { try collecting { members.append(try Member(id: id, field: field, catalog: catalog)) } }
+        try FleetFileErrors.throwIfAny(problems)
+        self.members = members
         runsRelay = true
-        if let syncField = top["sync"] {
+        try readSync(top["sync"])
+    }
+
+    /// One app of `apps:`, checked, into the catalog devices name apps from.
+    private static func app(_ bundleID: String, _ field: YAMLField, into catalog: inout [String: AppManifest]) throws {
+        let app = try field.fields(allowed: ["team", "groups", "extension-of"])
+        guard let teamField = app["team"] else { throw field.failure("missing `team:`, the app's ten-character team ID.") }
+        let team = try teamField.text()
+        let groups = try app["groups"]?.texts() ?? []
+        let containing = try app["extension-of"]?.text()
+        try field.check(atKey: true) { try AppManifest.validate(bundleID: bundleID) }
+        try teamField.check { try AppManifest.validate(teamID: team) }
+        try app["groups"]?.check { try AppManifest.validate(accessGroups: groups, teamID: team) }
+        if let containing { try app["extension-of"]?.check { try AppManifest.validate(extension: bundleID, of: containing) } }
+        catalog[bundleID] = AppManifest(bundleID: bundleID, teamID: team, accessGroups: groups, containingApp: containing)
+    }
+
+    /// The relay and circle of `sync:`, once the members are known.
+    private mutating func readSync(_ syncField: YAMLField?) throws {
+        if let syncField {
             let sync = try syncField.fields(allowed: ["relay", "start"])
             guard let relayField = sync["relay"] else {
                 throw syncField.failure("missing `relay:`, where the fleet's relay listens (auto, HOST:PORT, or an https:// relay it does not run).")

@@ -142,6 +142,25 @@ struct FleetFileTests {
         #expect(error.description.hasPrefix("fleets/bad.yaml:\(case_.line):"))
     }
 
+    @Test("Every mistake of every app and device is reported at once, each located")
+    func everyMistake() throws {
+        let yaml = """
+            fleet: f
+            apps:
+              com.example.mail: {team: short}
+            devices:
+              phone: {passcode: "", apps: [com.example.mail]}
+              tablet: {biometry: often}
+              laptop: {profile: toaster}
+
+            """
+        let errors = try #require(throws: FleetFileErrors.self) { try FleetFile(yaml: yaml, file: "f.yaml") }.errors
+        #expect(errors.map(\.line) == [3, 5, 6, 7], "\(errors)")
+        #expect(errors.map(\.field) == ["apps.com.example.mail.team", "devices.phone.passcode", "devices.tablet.biometry", "devices.laptop.profile"], "\(errors)")
+        // One mistake is one error, as before.
+        #expect(throws: FleetFileError.self) { try FleetFile(yaml: "fleet: f\ndevices:\n  laptop: {profile: toaster}\n", file: "f.yaml") }
+    }
+
     @Test("An unreadable or non-UTF-8 file is named")
     func unreadable() throws {
         let missing = try #require(throws: FleetFileError.self) {
