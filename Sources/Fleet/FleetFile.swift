@@ -208,6 +208,7 @@ extension FleetFile.Member {
         if let passcodeField = fields["passcode"], passcode?.isEmpty == true {
             throw passcodeField.failure("a passcode cannot be empty; leave the field out for a device without one.")
         }
+        if let passcodeField = fields["passcode"], let passcode { try passcodeField.check { try Device.validatePasscode(passcode) } }
         if let passcodeField = fields["passcode"], !profile.hasPasscodeSetting {
             throw passcodeField.failure("the iOS Simulator has no passcode to set; leave the field out, or give the device another profile.")
         }

@@ -128,6 +128,7 @@ package struct FleetRunner: Sendable {
     /// devices up, and `up` again finishes the circle.
     package func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> Arrivals {
         try checkDirectories()
+        let rootExisted = FileManager.default.fileExists(atPath: root.path)
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
             var waiting = Array(fleet.members.enumerated()).makeIterator()
             func bringUpNext() {
@@ -160,6 +161,10 @@ package struct FleetRunner: Sendable {
                 // In a task of its own: the cancelled one would stop the undoing too.
                 let undone = await Task { [self] in await undo(arrival) }.value
                 if !undone.isEmpty { rolledBack.append((arrival.member, undone.joined(separator: ", "))) }
+            }
+            // The root this `up` made goes too, once nothing is left in it.
+            if !rootExisted, (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.isEmpty == true {
+                try? FileManager.default.removeItem(at: root)
             }
             throw FleetError(failures: failures, rolledBack: rolledBack, interrupted: interrupted)
         }

@@ -251,7 +251,7 @@ public final class Device: Sendable {
     }
 
     /// What iOS takes as a new passcode: four digits at least (its shortest, a 4-digit code).
-    static func validatePasscode(_ passcode: String) throws {
+    package static func validatePasscode(_ passcode: String) throws {
         guard !passcode.isEmpty else {
             throw DeviceError(.invalidArgument, "a passcode cannot be empty; to have none, leave it out.")
         }

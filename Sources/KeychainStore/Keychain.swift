@@ -500,11 +500,10 @@ public struct Keychain: Sendable {
     // MARK: Errors with a sentence
 
     func unavailable(_ protection: ProtectionClass) -> KeychainError {
-        let state = (try? device.withPower { $0.state }) == .beforeFirstUnlock ? "before first unlock" : "locked"
+        let when = (try? device.withPower { $0.state }) == .beforeFirstUnlock ? "before the device's first unlock" : "while the device is locked"
         return KeychainError(
             .interactionNotAllowed,
-            "the item is \(protection.name) and its class key is not available while the device is \(state); do not treat this as a missing item, retry after unlock."
-        )
+            "the item is \(protection.name) and its class key is not available \(when); do not treat this as a missing item, retry after unlock.")
     }
 
     private func notFound(_ query: ItemQuery) -> KeychainError {

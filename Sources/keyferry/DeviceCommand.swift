@@ -195,7 +195,7 @@ struct DeviceCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "biometry",
             abstract: "Enroll, change or remove biometry (on an unlocked device).",
-            usage: "keyferry device biometry <dir> (--enroll | --change | --remove) [--json]",
+            usage: "keyferry device biometry <dir> (--enroll | --change | --remove) [--json] [--quiet]",
             discussion: "--change simulates a new face or finger: items with biometryCurrentSet stop opening.")
 
         @OptionGroup var device: DeviceDirectory

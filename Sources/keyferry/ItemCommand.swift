@@ -84,6 +84,13 @@ struct ItemCommand: AsyncParsableCommand {
             try protect(&item)
             warnTraps(storing: accessible, synchronizable: sync)
             let answer: NodeAPI.Items = try await device.client.call(.add, NodeAPI.Add(app: app, item: item))
+            // A Mac drops the accessibility of code that never set kSecUseDataProtectionKeychain,
+            // without an error: the trap a test on Linux is here to show.
+            if accessible != nil, answer.items.contains(where: { $0.macKeychain == .fileBased }) {
+                warn(
+                    "the file-based keychain ignores --accessible (it opens once the user has logged in); "
+                        + "add --keychain data-protection to keep it (kSecUseDataProtectionKeychain).")
+            }
             if output.json { printJSON(answer.items.map { $0.presented(withData: false) }) } else { say(answer.items.map(\.headline).joined(separator: "\n")) }
         }
 

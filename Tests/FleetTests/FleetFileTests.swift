@@ -58,7 +58,8 @@ struct FleetFileTests {
         ("fleet: f\ndevices:\n" + (0...32).map { "  d\($0): {}\n" }.joined(), 3, "devices", "at most 32"),
         ("TOKEN-1234\n", 1, nil, "not a fleet file"),
         ("sync:\n  relay: \"https://a b:443\"\nfleet: f\ndevices:\n  phone: {}\n", 2, "sync.relay", "the relay is `auto`"),
-        ("fleet: f\ndevices:\n  phone:\n    passcode: '1'\n    biometry: often\n", 5, "devices.phone.biometry", "true or false"),
+        ("fleet: f\ndevices:\n  phone:\n    passcode: '1234'\n    biometry: often\n", 5, "devices.phone.biometry", "true or false"),
+        ("fleet: f\ndevices:\n  phone:\n    passcode: '12'\n", 4, "devices.phone.passcode", "at least 4 characters"),
         ("fleet: f\ndevices:\n  phone:\n    biometry: true\n", 4, "devices.phone.biometry", "needs a passcode"),
         ("fleet: f\ndevices:\n  phone:\n    grace: -3\n", 4, "devices.phone.grace", "not a span of time"),
         ("fleet: f\ndevices:\n  phone:\n    grace: soon\n", 4, "devices.phone.grace", "90s, 10m"),
@@ -140,6 +141,23 @@ struct FleetFileTests {
         #expect(error.field == case_.field, "\(error)")
         #expect(error.problem.contains(case_.mentions), "\(error)")
         #expect(error.description.hasPrefix("fleets/bad.yaml:\(case_.line):"))
+    }
+
+    @Test("A root that up made goes with the devices it rolls back; one that was there stays")
+    func rollbackRemovesTheRootItMade() async throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let fleet = try FleetFile(yaml: "fleet: f\ndevices:\n  phone: {}\n", file: "f.yaml")
+        // No node can start: the device is made, then taken back.
+        let nowhere = URL(fileURLWithPath: "/nonexistent/keyferry")
+        let made = base.appendingPathComponent("made")
+        let error = await #expect(throws: FleetError.self) { try await FleetRunner(fleet: fleet, root: made, executable: nowhere).up() }
+        #expect("\(error!)".contains("device removed"), "\(error!)")
+        #expect(!FileManager.default.fileExists(atPath: made.path), "the empty root it made is gone")
+        let existing = base.appendingPathComponent("existing")
+        try FileManager.default.createDirectory(at: existing, withIntermediateDirectories: true)
+        await #expect(throws: FleetError.self) { try await FleetRunner(fleet: fleet, root: existing, executable: nowhere).up() }
+        #expect(FileManager.default.fileExists(atPath: existing.path), "a root that was there stays")
     }
 
     @Test("Every mistake of every app and device is reported at once, each located")
