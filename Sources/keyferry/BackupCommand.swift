@@ -156,9 +156,18 @@ struct BackupCommand: AsyncParsableCommand {
             let line = ProgressLine()
             let progress = Task {
                 guard line.isShown else { return }
+                // A stage with no count (the password's key) shows how long it has taken.
+                var stageStarted: (stage: String, at: ContinuousClock.Instant)?
                 while !Task.isCancelled {
                     try await Task.sleep(for: .milliseconds(300))
-                    if let step = try await client.status().backupProgress { line.show(step.stage ?? "backing up \(step.done)/\(step.total)") }
+                    guard let step = try await client.status().backupProgress else { continue }
+                    guard let stage = step.stage else {
+                        line.show("backing up \(step.done)/\(step.total)")
+                        continue
+                    }
+                    let started = stageStarted.flatMap { $0.stage == stage ? $0.at : nil } ?? .now
+                    stageStarted = (stage, started)
+                    line.show("\(stage), \((ContinuousClock.now - started).components.seconds) s")
                 }
             }
             defer { progress.cancel() }

@@ -191,7 +191,10 @@ struct ItemCommand: AsyncParsableCommand {
                 // A prompt after the secret would read as part of it.
                 if ProcessControl.standardOutputIsTerminal { print() }
             } else {
-                print(answer.items.map { $0.described(withData: returning != .attributes) }.joined(separator: "\n\n"))
+                // A line per item, as `item list` prints them; a blank line between items only
+                // when each has its data beneath.
+                let withData = returning != .attributes
+                print(answer.items.map { $0.described(withData: withData) }.joined(separator: withData ? "\n\n" : "\n"))
             }
         }
     }

@@ -96,8 +96,10 @@ enum PhoneBackupPresentation {
             }
             return keys
         }
-        let opened = try reader.open(password: secret.map { Data($0.utf8) }, device: keys)
+        // The password's key takes seconds at a phone's cost: said before it starts, as restore says it.
         let line = ProgressLine()
+        if reader.isEncrypted { line.show("deriving the password's key (\(reader.dataProtectionRounds.formatted()) rounds of PBKDF2)") }
+        let opened = try reader.open(password: secret.map { Data($0.utf8) }, device: keys)
         let result = try opened.verify { done, total in
             if done % 100 == 0 || done == total { line.show("reading \(done)/\(total) files") }
         }

@@ -61,8 +61,10 @@ extension SurvivalMatrix {
         if !reasons.isEmpty {
             lines += ["", "why:"]
             let width = String(reasons.count).count
+            // Reasons read as one list: some come from an error's sentence, with its full stop.
+            let shown = { (reason: String) in reason.hasSuffix(".") ? String(reason.dropLast()) : reason }
             lines += reasons.enumerated().map {
-                "  \(String(repeating: " ", count: width - String($0.offset + 1).count))\($0.offset + 1)  \($0.element.escapingControlCharacters)"
+                "  \(String(repeating: " ", count: width - String($0.offset + 1).count))\($0.offset + 1)  \(shown($0.element.escapingControlCharacters))"
             }
         }
         // Each column's id too: what `expect-survival` and --json call it.
