@@ -27,13 +27,23 @@ public final class SecCertificate: Hashable, Sendable, CustomStringConvertible {
     /// email address (in the subject, then in the alternative names), else its organizational
     /// unit, else its organization.
     var subjectSummary: String? {
-        let attributes = certificate.subject.flatMap { $0 }
-        func last(_ type: ASN1ObjectIdentifier) -> String? { attributes.last { $0.type == type }.flatMap { String($0.value) } }
-        if let name = last(.RDNAttributeType.commonName) ?? last(.RDNAttributeType.emailAddress) { return name }
         let email = (try? certificate.extensions.subjectAlternativeNames)??.lazy.compactMap { name -> String? in
             if case .rfc822Name(let address) = name { address } else { nil }
         }.first
-        return email ?? last(.RDNAttributeType.organizationalUnitName) ?? last(.RDNAttributeType.organizationName)
+        return Self.summary(of: certificate.subject, alternativeEmail: email)
+    }
+
+    /// The same summary from a certificate item's kSecAttrSubject (its subject name in DER),
+    /// for tools that list items without their data; nil when it does not decode.
+    package static func summary(ofSubject der: Data) -> String? {
+        (try? DistinguishedName(derEncoded: [UInt8](der))).flatMap { summary(of: $0, alternativeEmail: nil) }
+    }
+
+    private static func summary(of subject: DistinguishedName, alternativeEmail: String?) -> String? {
+        let attributes = subject.flatMap { $0 }
+        func last(_ type: ASN1ObjectIdentifier) -> String? { attributes.last { $0.type == type }.flatMap { String($0.value) } }
+        if let name = last(.RDNAttributeType.commonName) ?? last(.RDNAttributeType.emailAddress) { return name }
+        return alternativeEmail ?? last(.RDNAttributeType.organizationalUnitName) ?? last(.RDNAttributeType.organizationName)
     }
 
     /// The subject's public key, or nil for one Keyferry has no `SecKey` for (Ed25519).

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeyferrySecurity
 
 /// How items look on the command line: a headline, a block of attributes, or JSON values.
 extension ItemRecord {
@@ -13,7 +14,15 @@ extension ItemRecord {
         let shown = attributes.map { (name: $0.key.name(in: itemClass), key: $0.key, value: $0.value) }.sorted { $0.name < $1.name }
             .filter { !($0.value == .empty(of: $0.value.kind) && itemClass.primaryKey.contains($0.key)) }
             .map { "\($0.name)=\($0.value.shown(as: $0.key))" }
-        return (parts + shown).joined(separator: "  ")
+        let summary = subjectSummary.map { ["subjectSummary=\($0.escapingControlCharacters)"] } ?? []
+        return (parts + shown + summary).joined(separator: "  ")
+    }
+
+    /// A certificate's subject as SecCertificateCopySubjectSummary gives it (`api.example.com`),
+    /// beside the DER that `--attr subject=hex:` matches.
+    var subjectSummary: String? {
+        guard itemClass == .certificate, case .data(let der)? = attributes[.subject] else { return nil }
+        return SecCertificate.summary(ofSubject: der)
     }
 
     /// The headline, then (when asked) the secret as text, or its size when it is not UTF-8.
@@ -34,9 +43,10 @@ extension ItemRecord {
             "creationDate": creationDate.formatted(.iso8601),
             "modificationDate": modificationDate.formatted(.iso8601),
             "persistentRef": persistentReference.data.base64EncodedString(),
-            "attributes": Dictionary(uniqueKeysWithValues: attributes.map { ($0.key.name(in: itemClass), $0.value.json) }),
+            "attributes": Dictionary(uniqueKeysWithValues: attributes.map { ($0.key.name(in: itemClass), $0.value.json(as: $0.key)) }),
         ]
         if let accessControl { out["accessControl"] = accessControl.expression }
+        if let subjectSummary { out["subjectSummary"] = subjectSummary }
         if macKeychain == .fileBased { (out["keychain"], out["accessible"]) = ("file-based", nil) }
         if withData, let data {
             out["data"] = data.base64EncodedString()
@@ -53,11 +63,12 @@ extension AttributeKey {
 
 extension AttributeValue {
     /// For JSON: data as `base64:...` (the form `--attr` takes), so it is not taken for text.
-    var json: Any {
+    /// Apple's named values by name, as text shows them (`kSecAttrKeyTypeRSA`).
+    func json(as key: AttributeKey) -> Any {
         switch self {
         case .string(let s): s
         case .data(let d): "base64:" + d.base64EncodedString()
-        case .number(let n): n
+        case .number(let n): NamedNumbers.name(of: n, for: key) ?? n
         case .bool(let b): b
         case .date(let d): d.formatted(.iso8601)
         }

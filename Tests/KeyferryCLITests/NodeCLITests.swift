@@ -293,6 +293,10 @@ struct NodeCLITests {
             let found = try cli.ok(["item", "get", dir] + app + ["--class", "key", "--attr", "applicationTag=hex:0a0b"] + spelling)
             #expect(found.text == "k", "\(spelling)")
         }
+        // Named values by name in JSON too, as text shows them.
+        let listed = try cli.ok(["item", "list", dir] + app + ["--json"]).object()
+        let attributes = ((listed["items"] as? [[String: Any]])?.first?["attributes"] as? [String: Any]) ?? [:]
+        #expect(attributes["keyType"] as? String == "kSecAttrKeyTypeRSA" && attributes["keyClass"] as? String == "kSecAttrKeyClassPrivate", "\(attributes)")
         let other = try cli.run(["item", "get", dir] + app + ["--class", "key", "--attr", "keyType=kSecAttrKeyTypeECSECPrimeRandom"])
         #expect(other.status == 3 && other.stderr.contains("errSecItemNotFound"), "\(other.stderr)")
     }
@@ -370,6 +374,9 @@ struct NodeCLITests {
             try cli.ok(["item", "add", dir] + app + ["--class", "certificate", "--from", "\(work)/ca.der", "--label", "pinned CA", "--json"]).json()
                 as? [[String: Any]])
         #expect((pinned.first?["attributes"] as? [String: Any])?["certificateType"] as? Int == 3, "\(pinned)")
+        // Its subject as SecCertificateCopySubjectSummary gives it, beside the DER.
+        #expect(pinned.first?["subjectSummary"] as? String == "Pinned CA", "\(pinned)")
+        #expect(try cli.ok(["item", "list", dir] + app).text.contains("subjectSummary=Pinned CA"))
         let refused = try cli.run(["item", "add", dir] + app + ["--class", "identity", "--p12", "\(work)/alice.p12", "--password-file", "\(work)/wrong"])
         #expect(refused.status == 4 && refused.stderr.contains("errSecAuthFailed"), "\(refused.stderr)")
         #expect(try cli.ok(["item", "list", dir] + app + ["--json"]).text.contains("Alice") == false, "nothing added")
