@@ -98,7 +98,8 @@ public final class Device: Sendable {
             if let existing = try? status(at: directory) {
                 throw DeviceError(
                     .alreadyExists,
-                    "\(directory.path) is already a device (\(existing.name)); `keyferry node start \(directory.path)` powers it on, or choose a new directory.")
+                    "\(directory.path) is already a device (\(existing.name)); `keyferry node start \(directory.path)` powers it on, or choose a new directory."
+                )
             }
             throw DeviceError(.alreadyExists, "\(directory.path) already exists and is not empty; choose a new directory for the device.")
         }

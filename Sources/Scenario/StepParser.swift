@@ -431,7 +431,9 @@ struct StepParser {
     /// the app is not the obvious one.
     private func describe(_ item: Scenario.ItemRef) -> String {
         let apps = Set(fleet.members.flatMap { $0.apps.map(\.bundleID) })
-        let name = item.tag.map { "key \($0)" } ?? item.server.map { "\(item.account) @ \($0)" } ?? item.account + (item.service == item.app ? "" : " @ \(item.service)")
+        let name =
+            item.tag.map { "key \($0)" } ?? item.server.map { "\(item.account) @ \($0)" } ?? item.account
+            + (item.service == item.app ? "" : " @ \(item.service)")
         return name + " on \(item.device)"
             + (item.keychain.map { " in the \($0.rawValue) keychain" } ?? "") + (apps.count > 1 ? " as \(item.app)" : "")
     }
@@ -442,10 +444,11 @@ struct StepParser {
         let type = try fields["key-type"]?.text() ?? "ec"
         guard type == "ec" || type == "rsa" else { throw fields["key-type"]!.failure("`key-type:` is ec or rsa, not '\(type)'.") }
         let rsa = type == "rsa"
-        let bits = try fields["bits"].map { field in
-            guard let bits = Int(try field.text()) else { throw field.failure("`bits:` is a whole number.") }
-            return bits
-        } ?? (rsa ? 2048 : 256)
+        let bits =
+            try fields["bits"].map { field in
+                guard let bits = Int(try field.text()) else { throw field.failure("`bits:` is a whole number.") }
+                return bits
+            } ?? (rsa ? 2048 : 256)
         let valid = rsa ? (2048...4096).contains(bits) && bits % 128 == 0 : [256, 384, 521].contains(bits)
         guard valid else {
             throw (fields["bits"] ?? value).failure(

@@ -129,7 +129,11 @@ struct AppCommand: AsyncParsableCommand {
                 if output.json { printJSON([get: value]) } else { print(value) }
             } else if list {
                 if sealed { warn(why) }
-                if output.json { printJSON(all) } else { for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)".escapingControlCharacters) } }
+                if output.json {
+                    printJSON(all)
+                } else {
+                    for (key, value) in all.sorted(by: { $0.key < $1.key }) { print("\(key)=\(value)".escapingControlCharacters) }
+                }
             } else if output.json {
                 printJSON(request.set)
             } else {

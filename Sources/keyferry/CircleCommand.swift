@@ -97,7 +97,8 @@ struct CircleCommand: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: DeviceLayout(root: directory).info.path) else { return peer }
             let status = try await NodeClient(directory: directory).circleStatus()
             guard let me = status.members.first(where: { $0.isThisDevice == true }) else {
-                throw CommandFailure(.notFound, "\(peer) is a device in no circle, or one that does not know its own key; name the member as `circle status` lists it.")
+                throw CommandFailure(
+                    .notFound, "\(peer) is a device in no circle, or one that does not know its own key; name the member as `circle status` lists it.")
             }
             return me.signingKey
         }

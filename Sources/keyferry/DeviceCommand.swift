@@ -178,7 +178,8 @@ struct DeviceCommand: AsyncParsableCommand {
             }
             let new = try set ?? setFile.map { try PasscodeInput.read(file: $0, what: "new passcode") }
             // What a removal destroys, read before it: the secrets the user came to learn about.
-            let doomed = remove ? try await device.client.call(.list, NodeAPI.List(app: nil)).items.filter { $0.protection == .whenPasscodeSetThisDeviceOnly } : []
+            let doomed =
+                remove ? try await device.client.call(.list, NodeAPI.List(app: nil)).items.filter { $0.protection == .whenPasscodeSetThisDeviceOnly } : []
             let biometry = remove ? try await device.client.deviceStatus().biometryEnrolled : false
             try await device.send(.passcode, NodeAPI.Passcode(new: new, current: old, remove: remove), json: output.json)
             guard remove else { return }

@@ -174,7 +174,8 @@ struct FleetFileTests {
             """
         let errors = try #require(throws: FleetFileErrors.self) { try FleetFile(yaml: yaml, file: "f.yaml") }.errors
         #expect(errors.map(\.line) == [3, 5, 6, 7], "\(errors)")
-        #expect(errors.map(\.field) == ["apps.com.example.mail.team", "devices.phone.passcode", "devices.tablet.biometry", "devices.laptop.profile"], "\(errors)")
+        #expect(
+            errors.map(\.field) == ["apps.com.example.mail.team", "devices.phone.passcode", "devices.tablet.biometry", "devices.laptop.profile"], "\(errors)")
         // One mistake is one error, as before.
         #expect(throws: FleetFileError.self) { try FleetFile(yaml: "fleet: f\ndevices:\n  laptop: {profile: toaster}\n", file: "f.yaml") }
     }

@@ -166,10 +166,13 @@ struct ContractTests {
             "fleet status": [Case(problem: .malformed, arguments: ["fleet", "status", f.malformedYAML])],
             "fleet down": [Case(problem: .missingFile, arguments: ["fleet", "down", f.missingFile])],
             "backup create": [
-                Case(problem: .missingFile, arguments: ["backup", "create", f.phone, "--out", f.cli.path("x.kfb"), "--encrypted", "--password-file", f.missingFile]),
+                Case(
+                    problem: .missingFile,
+                    arguments: ["backup", "create", f.phone, "--out", f.cli.path("x.kfb"), "--encrypted", "--password-file", f.missingFile]),
                 // A powered-off device is backed up in place, given its passcode.
                 Case(problem: .wrongPasscode, arguments: ["backup", "create", f.off, "--out", f.cli.path("x.kfb"), "--unencrypted"]),
-                Case(problem: .wrongPasscode, arguments: ["backup", "create", f.off, "--out", f.cli.path("x.kfb"), "--unencrypted", "--passcode-file", f.wrong]),
+                Case(
+                    problem: .wrongPasscode, arguments: ["backup", "create", f.off, "--out", f.cli.path("x.kfb"), "--unencrypted", "--passcode-file", f.wrong]),
                 Case(problem: .notFound, arguments: ["backup", "create", f.nowhere, "--out", f.cli.path("x.kfb"), "--unencrypted"]),
             ],
             "backup inspect": [
@@ -246,7 +249,9 @@ struct ContractTests {
         let commands = try Self.commands(cli)
         let fixture = try Fixture(cli)
         let rows = Self.rows(fixture)
-        #expect(Set(rows.keys) == Set(commands), "commands without a row: \(Set(commands).subtracting(rows.keys).sorted()); rows of no command: \(Set(rows.keys).subtracting(commands).sorted())")
+        #expect(
+            Set(rows.keys) == Set(commands),
+            "commands without a row: \(Set(commands).subtracting(rows.keys).sorted()); rows of no command: \(Set(rows.keys).subtracting(commands).sorted())")
 
         for command in commands.sorted() {
             let path = command.split(separator: " ").map(String.init)
@@ -298,7 +303,10 @@ struct ContractTests {
             ["backup", "create", device, "--out", cli.path("h.kfb"), "--unencrypted"],
             ["backup", "inspect", cli.path("h.kfb")],
             ["item", "get", device] + app + ["--account", hostile],
-            ["circle", "create", device, "--relay", try cli.ok(["relay", "start", "--data", cli.path("relay")]).text.trimmingCharacters(in: .whitespacesAndNewlines)],
+            [
+                "circle", "create", device, "--relay",
+                try cli.ok(["relay", "start", "--data", cli.path("relay")]).text.trimmingCharacters(in: .whitespacesAndNewlines),
+            ],
             ["circle", "status", device],
             ["sync", "status", device],
             ["device", "passcode", device, "--remove", "--current", "123456"],
@@ -381,6 +389,8 @@ struct ContractTests {
         let found = output.unicodeScalars.filter { scalar in
             (scalar.properties.generalCategory == .control && scalar != "\n") || bidi.contains { $0.contains(scalar.value) }
         }
-        #expect(found.isEmpty, "\(what) printed \(found.map { "U+" + String($0.value, radix: 16) }) raw:\n\(output.debugDescription)", sourceLocation: sourceLocation)
+        #expect(
+            found.isEmpty, "\(what) printed \(found.map { "U+" + String($0.value, radix: 16) }) raw:\n\(output.debugDescription)",
+            sourceLocation: sourceLocation)
     }
 }

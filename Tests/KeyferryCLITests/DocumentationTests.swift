@@ -185,7 +185,10 @@ struct DocumentedPage {
         while index < body.count {
             let line = body[index]
             guard line.hasPrefix("$ ") else {
-                if line.isEmpty { index += 1; continue }
+                if line.isEmpty {
+                    index += 1
+                    continue
+                }
                 throw Malformed(description: "\(name):\(firstLine + index): output before any `$ ` command")
             }
             var text = [String(line.dropFirst(2))]
@@ -300,7 +303,8 @@ final class PageRun {
 
         return (0..<number).compactMap { index in
             let base = results.appendingPathComponent("\(index)").path
-            guard let status = try? String(contentsOfFile: base + ".status", encoding: .utf8), let code = Int32(status.trimmingCharacters(in: .whitespacesAndNewlines))
+            guard let status = try? String(contentsOfFile: base + ".status", encoding: .utf8),
+                let code = Int32(status.trimmingCharacters(in: .whitespacesAndNewlines))
             else { return nil }
             let output = (try? Data(contentsOf: URL(fileURLWithPath: base + ".out"))).map { String(decoding: $0, as: UTF8.self) } ?? ""
             return Result(status: code, output: output)

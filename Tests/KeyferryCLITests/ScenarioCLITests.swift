@@ -287,7 +287,9 @@ struct ScenarioCLITests {
         #expect(run.status == 64)
         let problems = try #require(try run.object()["problems"] as? [String])
         #expect(problems.count == 5, "\(problems)")
-        for (line, hint) in [(7, "`tag:` alone"), (8, "did you mean accessible?"), (10, "a key's data"), (11, "did you mean icloud-keychain?"), (12, "did you mean lock?")] {
+        for (line, hint) in [
+            (7, "`tag:` alone"), (8, "did you mean accessible?"), (10, "a key's data"), (11, "did you mean icloud-keychain?"), (12, "did you mean lock?"),
+        ] {
             #expect(problems.contains { $0.hasPrefix("\(file):\(line):") && $0.contains(hint) }, "line \(line): \(problems)")
         }
     }
