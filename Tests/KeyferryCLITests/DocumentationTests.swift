@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import Testing
 
 /// Every command block of the README and the guides in `docs/` runs as written, against the
@@ -16,7 +17,7 @@ import Testing
 ///   it run (a scenario file, a user's `Package.swift`).
 /// - A block after `<!-- not run: REASON -->` is not run (a real iPhone's backup, another
 ///   machine); the reason is the page's promise that it cannot be.
-@Suite("the README and the guides run as written", .serialized)
+@Suite("the README and the guides run as written", .serialized, .blocking)
 struct DocumentationTests {
     static let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
