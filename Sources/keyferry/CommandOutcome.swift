@@ -75,8 +75,9 @@ struct CommandOutcome {
             text = "error: " + text[range.upperBound...]
         }
         if let guess = Self.closestValue(in: message) {
-            text = text.replacingOccurrences(of: guess.sentence, with: guess.sentence + " Did you mean '\(guess.value)'?")
-            message = message.replacingOccurrences(of: guess.sentence, with: guess.sentence + " Did you mean '\(guess.value)'?")
+            let suggested = guess.sentence + " Did you mean '\(guess.value)'?"
+            text = text.replacingOccurrences(of: guess.sentence, with: suggested)
+            message = message.replacingOccurrences(of: guess.sentence, with: suggested)
         }
         let command = SubcommandTypo.deepest(in: arguments)
         let usage = Keyferry.usageString(for: command)
