@@ -1,4 +1,5 @@
 import Foundation
+import KeyferrySystem
 import Testing
 
 /// Runs the built `keyferry` binary against devices in a temporary directory, and on the way
@@ -116,6 +117,27 @@ final class CLI: @unchecked Sendable {
         // What it says later is read and dropped, so it never blocks on a full pipe.
         errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
         return (process, out.fileHandleForReading)
+    }
+
+    /// Runs a command until its standard error says `marker` (it is waiting on something),
+    /// then interrupts it as Ctrl-C does, and returns how it ended.
+    func interrupt(_ arguments: [String], onceItSays marker: String) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": stateHome.path]) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        defer { [out, err].forEach { $0.closeBothEnds() } }
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let said = Self.read(err) { String(decoding: $0, as: UTF8.self).contains(marker) }
+        if process.isRunning { ProcessControl.send(.interrupt, to: process.processIdentifier) }
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = said + err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Runs the binary with its standard output on a pipe and its standard error on `errors`

@@ -1,5 +1,4 @@
 import Foundation
-import KeyferrySystem
 import Testing
 
 /// The contract a script relies on, as one table: every command, on each kind of problem it can
@@ -259,7 +258,7 @@ struct ContractTests {
             for problem in cases {
                 let expected = try #require(statuses[problem.problem.kind], "exit-codes has no status for \(problem.problem.kind)")
                 let shown = "keyferry \(problem.arguments.joined(separator: " ")) (\(problem.problem))"
-                let text = problem.problem == .interrupted ? try Self.interrupted(cli, problem.arguments) : try cli.run(problem.arguments)
+                let text = problem.problem == .interrupted ? try cli.interrupt(problem.arguments, onceItSays: "waiting for") : try cli.run(problem.arguments)
                 #expect(text.status == expected, "\(shown): exit \(text.status), not \(expected)\n\(text.stderr)")
                 // A failed scenario's report is its output; every other failure is a sentence on stderr.
                 #expect(!(problem.problem == .failed ? text.text : text.stderr).isEmpty, "\(shown): nothing says what went wrong")
@@ -355,32 +354,6 @@ struct ContractTests {
         }
         walk(try #require(dump["command"] as? [String: Any]), [])
         return leaves
-    }
-
-    /// Runs a command that waits (for a relay that is gone), interrupts it once it says so,
-    /// and returns how it ended.
-    static func interrupted(_ cli: CLI, _ arguments: [String]) throws -> CLI.Result {
-        let process = Process()
-        process.executableURL = cli.binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["XDG_STATE_HOME": cli.stateHome.path]) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        defer { [out, err].forEach { $0.closeBothEnds() } }
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        var said = Data()
-        while !String(decoding: said, as: UTF8.self).contains("waiting for") {
-            let chunk = err.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            said += chunk
-        }
-        ProcessControl.send(.interrupt, to: process.processIdentifier)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        said += err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CLI.Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: said, as: UTF8.self))
     }
 
     /// No C0 or C1 control but the newline, and none of the marks that turn text's direction.
