@@ -177,6 +177,18 @@ public struct AuthenticationContext: Hashable, Sendable, Codable {
         self.skipsItemsNeedingAuthentication = skipsItemsNeedingAuthentication
     }
 
+    private enum CodingKeys: String, CodingKey { case responses, interactionAllowed, skipsItemsNeedingAuthentication }
+
+    /// Each field left out means what a call that does not set it means: the control API's
+    /// clients written before a field was added keep working (`Protocol/node.md`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            responses: try container.decodeIfPresent([AuthenticationResponse].self, forKey: .responses) ?? [],
+            interactionAllowed: try container.decodeIfPresent(Bool.self, forKey: .interactionAllowed) ?? true,
+            skipsItemsNeedingAuthentication: try container.decodeIfPresent(Bool.self, forKey: .skipsItemsNeedingAuthentication) ?? false)
+    }
+
     /// No prompt can be shown: the background, a widget, a pre-warmed launch.
     public static let noInteraction = AuthenticationContext(responses: [], interactionAllowed: false)
 

@@ -101,6 +101,25 @@ struct NodeRouteTests {
         #expect(try Data(contentsOf: taken) == Data("mine".utf8))
     }
 
+    @Test("a read from a client written before kSecUseAuthenticationUISkip (no skipsItemsNeedingAuthentication) is answered as before")
+    func bodyOfAnEarlierClient() async throws {
+        try await withRoutes { client in
+            _ = try await post(client, .add, NodeAPI.Add(app: app, item: .password(account: "alice")))
+            // Today's body, less the field added after the route was published.
+            var body = try #require(try JSONSerialization.jsonObject(with: NodeAPI.encoder.encode(NodeAPI.Search(app: app, query: .password(account: "alice")))) as? [String: Any])
+            var query = try #require(body["query"] as? [String: Any])
+            var authentication = try #require(query["authentication"] as? [String: Any])
+            #expect(authentication.removeValue(forKey: "skipsItemsNeedingAuthentication") != nil, "the field this checks is sent today")
+            query["authentication"] = authentication
+            body["query"] = query
+            let response = try await client.execute(
+                uri: "/v1/copy", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+            #expect(response.status == .ok)
+            #expect(try decode(NodeAPI.Items.self, response).items.first?.data == Data("secret".utf8))
+        }
+    }
+
     @Test("a body that is not the route's JSON is 400 in the request domain, and changes nothing")
     func malformedBodies() async throws {
         try await withRoutes { client in
