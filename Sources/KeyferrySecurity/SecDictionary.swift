@@ -76,7 +76,9 @@ package enum SecDictionary {
     package static func query(_ dictionary: [String: Any], for operation: Operation) throws(KeychainError) -> ItemQuery {
         let parts = try Parts(dictionary, operation: operation)
         if parts.data != nil { throw KeychainError(.param, "kSecValueData belongs in an add or in the update dictionary, not in a search.") }
-        if parts.accessControl != nil { throw KeychainError(.param, "kSecAttrAccessControl cannot be searched on.") }
+        // Apple keeps a search's access control as the one an add would set (`q_access_control`
+        // in SecItemServer.c) and matches nothing on it: wrappers name it in every query of
+        // their items. It narrows nothing here either.
         // A persistent reference names one item: no implicit kSecAttrSynchronizable = false.
         let synchronizable = parts.synchronizable ?? (parts.persistentReference == nil ? .no : .any)
         var attributes = parts.attributes
@@ -168,8 +170,11 @@ package enum SecDictionary {
         }
 
         init(_ dictionary: [String: Any], operation: Operation) throws(KeychainError) {
-            // An object given as kSecValueRef says its class, as Apple's client reads it from the ref.
-            let implied: Any? = (dictionary[kSecValueRef] as? AnyObject).flatMap(Reference.init)?.itemClass.rawValue
+            // An object given as kSecValueRef says its class, as Apple's client reads it from the
+            // ref; so does a persistent reference, which names its item by itself.
+            let implied: Any? =
+                (dictionary[kSecValueRef] as? AnyObject).flatMap(Reference.init)?.itemClass.rawValue
+                ?? (dictionary[kSecValuePersistentRef] as? Data).flatMap { try? PersistentReference(data: $0) }?.itemClass.rawValue
             guard let rawClass = dictionary[kSecClass] ?? implied else { throw KeychainError(.param, "the dictionary has no kSecClass.") }
             // Apple's values (`genp`) first: they are what the constants hold.
             guard let name = rawClass as? String, let itemClass = ItemClass(rawValue: name) ?? ItemClass(name: name) else {

@@ -245,6 +245,37 @@ struct SecItemTests {
         #expect(app.SecItemDelete([kSecClass: kSecClassGenericPassword, kSecValuePersistentRef: reference]) == errSecSuccess)
     }
 
+    @Test("a persistent reference alone names its item: no kSecClass needed to read, update or delete by it")
+    func persistentReferenceAlone() throws {
+        var added: CFTypeRef?
+        #expect(
+            app.SecItemAdd(
+                [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "walked", kSecValueData: Data("s".utf8), kSecReturnPersistentRef: true],
+                &added) == errSecSuccess)
+        let reference = try #require(added as? Data)
+        var result: CFTypeRef?
+        #expect(app.SecItemCopyMatching([kSecValuePersistentRef: reference, kSecReturnData: true], &result) == errSecSuccess)
+        #expect(result as? Data == Data("s".utf8))
+        #expect(app.SecItemUpdate([kSecValuePersistentRef: reference], [kSecValueData: Data("t".utf8)]) == errSecSuccess)
+        #expect(app.SecItemDelete([kSecValuePersistentRef: reference]) == errSecSuccess)
+        #expect(app.SecItemCopyMatching([kSecValuePersistentRef: reference], nil) == errSecItemNotFound)
+        // A reference that is not one still needs a class to mean anything.
+        #expect(app.SecItemCopyMatching([kSecValuePersistentRef: Data("nonsense".utf8)], nil) == errSecParam)
+    }
+
+    @Test("a search, update or delete that names kSecAttrAccessControl is answered as without it, as Apple's is")
+    func accessControlInAQuery() throws {
+        let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .userPresence, nil))
+        #expect(add([kSecAttrAccount: "guarded", kSecAttrAccessControl: control, kSecValueData: Data("g".utf8)]) == errSecSuccess)
+        let query: [String: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded", kSecAttrAccessControl: control]
+        var result: CFTypeRef?
+        #expect(app.SecItemCopyMatching(query.merging([kSecReturnAttributes: true]) { $1 }, &result) == errSecSuccess)
+        #expect((result as? [String: Any])?[kSecAttrAccount] as? String == "guarded")
+        #expect(app.SecItemUpdate(query, [kSecAttrLabel: "seen"]) == errSecSuccess)
+        #expect(app.SecItemDelete(query) == errSecSuccess)
+        #expect(copy([kSecAttrAccount: "guarded"]).0 == errSecItemNotFound)
+    }
+
     @Test("unknown attributes, missing and unknown classes")
     func classAndAttributeErrors() {
         #expect(add([kSecAttrServer: "example.com"]) == errSecNoSuchAttr, "generic passwords have no server")
