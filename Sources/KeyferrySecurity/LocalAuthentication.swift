@@ -60,7 +60,11 @@ public struct LAError: Error, Equatable, Sendable, CustomNSError, CustomStringCo
 /// where it is created). Passed in `kSecUseAuthenticationContext`, it carries
 /// `interactionNotAllowed`, and a successful `evaluatePolicy` answers the item's prompt, as on a
 /// device.
-open class LAContext: @unchecked Sendable {
+open class LAContext: Hashable, @unchecked Sendable {
+    // Apple's is an NSObject: equal to itself alone, so it can sit in a `[String: AnyHashable]` query.
+    public static func == (lhs: LAContext, rhs: LAContext) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
     private let keyferry: KeyferryContext?
     private let state = Locked(State())
 

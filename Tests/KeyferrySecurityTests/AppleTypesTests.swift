@@ -72,6 +72,25 @@ struct AppleTypesTests {
         #expect(found[kSecValueData as String] as? Data == Data("1".utf8))
     }
 
+    @Test("an LAContext sits in a [String: AnyHashable] query, as an NSObject does, and the call reads it")
+    func contextInAHashableQuery() throws {
+        try context.run {
+            let laContext = LAContext()
+            laContext.interactionNotAllowed = true
+            let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
+            #expect(
+                SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "h", kSecAttrAccessControl: control, kSecValueData: Data("v".utf8)] as CFDictionary, nil)
+                    == errSecSuccess)
+            let query: [String: AnyHashable] = [
+                kSecClass as String: kSecClassGenericPassword as String, kSecAttrAccount as String: "h", kSecReturnData as String: true,
+                kSecUseAuthenticationContext as String: laContext,
+            ]
+            #expect(query[kSecUseAuthenticationContext as String] == AnyHashable(laContext) && AnyHashable(laContext) != AnyHashable(LAContext()))
+            var result: CFTypeRef?
+            #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecInteractionNotAllowed, "the context that allows no prompt is read")
+        }
+    }
+
     @Test("an NSDictionary is a CFDictionary; a result reads as NSDictionary, [String: Any] or [CFString: Any]")
     func foundationDictionaries() throws {
         let attributes = NSMutableDictionary()
