@@ -426,6 +426,12 @@ public final class Device: Sendable {
         try changePasscode(to: nil, current: nil, alreadyVerified: true)
     }
 
+    /// Gives such a fork a passcode of the caller's own, the class keys in memory re-wrapped
+    /// under it: what its owner would type at a prompt there, known to the caller.
+    package func replacePasscodeWithKeysInMemory(_ passcode: String) throws {
+        try changePasscode(to: passcode, current: nil, alreadyVerified: true)
+    }
+
     private func changePasscode(to newPasscode: String?, current: String?, alreadyVerified: Bool = false) throws {
         let keys = try withPower { machine -> [ProtectionClass: ClassKeys] in
             guard machine.state == .unlocked else {

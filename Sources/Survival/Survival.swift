@@ -209,8 +209,15 @@ struct PathRunner: Sendable {
         var passcode: String?
     }
 
+    /// A copy of the device. Its owner knows its passcode and types it at a prompt (an item of
+    /// `biometryCurrentSet|or|devicePasscode` after a new face): when the matrix was not given
+    /// the passcode, the copy gets one of the matrix's own, with the same class keys.
     private func fork(_ path: SurvivalPath, name: String? = nil) throws -> Target {
-        Target(device: try now.fork(to: work.appendingPathComponent(name ?? path.rawValue)), passcode: passcode)
+        let device = try now.fork(to: work.appendingPathComponent(name ?? path.rawValue))
+        guard passcode == nil, passcodeSet, now.info.profile.hasPasscodeSetting else { return Target(device: device, passcode: passcode) }
+        let stand = UUID().uuidString
+        try device.replacePasscodeWithKeysInMemory(stand)
+        return Target(device: device, passcode: stand)
     }
 
     /// A new device of the same profile as its owner sets it up: a passcode if the old one had

@@ -252,6 +252,20 @@ struct SurvivalTests {
         #expect(matrix.cell("local @ com.example.app", .passcodeRemoved)?.outcome == .kept)
     }
 
+    @Test("without the passcode, its owner still answers a prompt with it: an item biometry or the passcode opens is kept after a new face")
+    func passcodeUnknownButTyped() async throws {
+        let phone = try Self.phone()
+        var either = NewItem.password(account: "either", value: "e1")
+        either.accessControl = try AccessControl(protection: .whenUnlockedThisDeviceOnly, expression: "biometryCurrentSet|or|devicePasscode")
+        try phone.keychain().add(either)
+        let matrix = try await Self.matrix(phone, passcode: nil)
+        for path in [SurvivalPath.biometryReenrolled, .appReinstalled] {
+            #expect(matrix.cell("either @ com.example.app", path)?.outcome == .kept, "\(path): \(String(describing: matrix.cell("either @ com.example.app", path)))")
+        }
+        #expect(matrix.cell("face @ com.example.app", .biometryReenrolled)?.outcome == .unreadable, "biometry alone still fails")
+        #expect(matrix.cell("passcodeSet @ com.example.app", .passcodeRemoved)?.outcome == .lost)
+    }
+
     @Test("paths that cannot happen are named, not run")
     func notRun() async throws {
         let phone = try TestDevice(passcode: nil)
