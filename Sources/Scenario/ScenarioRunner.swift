@@ -193,8 +193,11 @@ actor RunState {
             try await expectStatus(expected) { let _: NodeAPI.Items = try await self.client(item.device).call(.add, NodeAPI.Add(app: item.app, item: new)) }
         case .update(let item, let value, let expected):
             let changes = ItemChanges(data: Data(value.utf8))
+            // The user answers an update's prompt as a read's.
+            var query = item.query
+            query.authentication = item.read(passcode: passcodes[item.device]).authentication
             try await expectStatus(expected) {
-                let _: NodeAPI.Changed = try await self.client(item.device).call(.update, NodeAPI.Update(app: item.app, query: item.query, changes: changes))
+                let _: NodeAPI.Changed = try await self.client(item.device).call(.update, NodeAPI.Update(app: item.app, query: query, changes: changes))
             }
         case .delete(let item, let expected):
             try await expectStatus(expected) {

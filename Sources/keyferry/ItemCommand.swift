@@ -223,6 +223,11 @@ struct ItemCommand: AsyncParsableCommand {
                 valueName: "yes|no"))
         var setSync: YesNo?
         @Option(help: "Any other new attribute as NAME=VALUE (repeatable).") var setAttr: [String] = []
+        @Option(
+            help: ArgumentHelp(
+                "The simulated user's answer when an item to change asks for them: match, nomatch, cancel, passcode:CODE, passcode-file:FILE; none forbids prompts. Repeat for successive prompts.",
+                valueName: "RESPONSE"))
+        var auth: [AuthChoice] = []
         @Flag(help: "Update every item of the class the app sees, when no attribute narrows the search.") var all = false
         @OptionGroup var output: OutputOptions
 
@@ -232,7 +237,8 @@ struct ItemCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let query = try search.query(attributes)
+            var query = try search.query(attributes)
+            query.authentication = try AuthChoice.context(auth)
             var changes = ItemChanges(
                 accessGroup: setGroup, protection: setAccessible, synchronizable: setSync?.value,
                 data: try readSecret(text: setValue, file: setValueFile, stdin: setValueStdin))

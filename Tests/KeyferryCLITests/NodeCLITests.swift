@@ -197,6 +197,12 @@ struct NodeCLITests {
         #expect(try cli.run(get + ["--auth", "none"]).stderr.hasPrefix("errSecInteractionNotAllowed"))
         #expect(try cli.ok(get + ["--auth", "match"]).text == "v")
         #expect(try cli.run(get + ["--auth", "cancel"]).stderr.hasPrefix("errSecUserCanceled (-128)"))
+        // An update asks as a read does.
+        let update = ["item", "update", dir] + app + ["--account", "vault", "--set-value", "w"]
+        #expect(try cli.run(update).stderr.hasPrefix("errSecInteractionNotAllowed"))
+        #expect(try cli.run(update + ["--auth", "nomatch"]).stderr.hasPrefix("errSecAuthFailed"))
+        try cli.ok(update + ["--auth", "match"])
+        #expect(try cli.ok(get + ["--auth", "match"]).text == "w")
         // Every item at once, without the one that would need a prompt.
         let all = ["item", "get", dir] + app + ["--limit", "all", "--return", "both"]
         #expect(try cli.run(all + ["--auth", "none"]).stderr.hasPrefix("errSecInteractionNotAllowed"), "one prompt fails them all")

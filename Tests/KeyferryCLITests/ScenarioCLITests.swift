@@ -206,7 +206,7 @@ struct ScenarioCLITests {
         }
     }
 
-    @Test("internet passwords by server and protocol, keys by tag: added, read, moved by Quick Start as Apple moves them, updated and deleted")
+    @Test("internet passwords by server and protocol, keys by tag: added, read, moved by Quick Start as Apple moves them, updated and deleted; an update answers a prompt as its user")
     func internetPasswordsAndKeys() throws {
         let cli = try CLI()
         let file = try Self.file(
@@ -216,7 +216,7 @@ struct ScenarioCLITests {
             apps:
               com.example.mail: {team: ABCDE12345}
             devices:
-              phone: {passcode: "123456", apps: [com.example.mail]}
+              phone: {passcode: "123456", biometry: true, apps: [com.example.mail]}
               newPhone: {passcode: "2468"}
             items:
               - {device: phone, app: com.example.mail, account: alice, server: imap.example.com, protocol: IMAPS, value: pw, accessible: afterFirstUnlock}
@@ -234,6 +234,10 @@ struct ScenarioCLITests {
               - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.signing, absent: true}
               - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.se, absent: true}
               - update: {device: newPhone, app: com.example.mail, account: alice, server: imap.example.com, value: pw2}
+              - add: {device: phone, app: com.example.mail, account: guarded, value: g, access-control: biometryCurrentSet}
+              - update: {device: phone, app: com.example.mail, account: guarded, value: h, status: errSecInteractionNotAllowed}
+              - update: {device: phone, app: com.example.mail, account: guarded, value: h, user: face}
+              - expect: {device: phone, app: com.example.mail, account: guarded, user: face, value: h}
               - expect: {device: newPhone, app: com.example.mail, account: alice, server: imap.example.com, value: pw2}
               - delete: {device: newPhone, app: com.example.mail, tag: com.example.mail.rsa}
               - expect: {device: newPhone, app: com.example.mail, tag: com.example.mail.rsa, absent: true}
