@@ -206,7 +206,9 @@ struct ScenarioCLITests {
         }
     }
 
-    @Test("internet passwords by server and protocol, keys by tag: added, read, moved by Quick Start as Apple moves them, updated and deleted; an update answers a prompt as its user")
+    @Test(
+        "internet passwords by server and protocol, keys by tag: added, read, moved by Quick Start as Apple moves them, updated and deleted; an update answers a prompt as its user"
+    )
     func internetPasswordsAndKeys() throws {
         let cli = try CLI()
         let file = try Self.file(

@@ -79,7 +79,9 @@ struct AppleTypesTests {
             laContext.interactionNotAllowed = true
             let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
             #expect(
-                SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "h", kSecAttrAccessControl: control, kSecValueData: Data("v".utf8)] as CFDictionary, nil)
+                SecItemAdd(
+                    [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "h", kSecAttrAccessControl: control, kSecValueData: Data("v".utf8)] as CFDictionary,
+                    nil)
                     == errSecSuccess)
             let query: [String: AnyHashable] = [
                 kSecClass as String: kSecClassGenericPassword as String, kSecAttrAccount as String: "h", kSecReturnData as String: true,

@@ -106,7 +106,8 @@ struct NodeRouteTests {
         try await withRoutes { client in
             _ = try await post(client, .add, NodeAPI.Add(app: app, item: .password(account: "alice")))
             // Today's body, less the field added after the route was published.
-            var body = try #require(try JSONSerialization.jsonObject(with: NodeAPI.encoder.encode(NodeAPI.Search(app: app, query: .password(account: "alice")))) as? [String: Any])
+            var body = try #require(
+                try JSONSerialization.jsonObject(with: NodeAPI.encoder.encode(NodeAPI.Search(app: app, query: .password(account: "alice")))) as? [String: Any])
             var query = try #require(body["query"] as? [String: Any])
             var authentication = try #require(query["authentication"] as? [String: Any])
             #expect(authentication.removeValue(forKey: "skipsItemsNeedingAuthentication") != nil, "the field this checks is sent today")

@@ -260,7 +260,9 @@ struct SurvivalTests {
         try phone.keychain().add(either)
         let matrix = try await Self.matrix(phone, passcode: nil)
         for path in [SurvivalPath.biometryReenrolled, .appReinstalled] {
-            #expect(matrix.cell("either @ com.example.app", path)?.outcome == .kept, "\(path): \(String(describing: matrix.cell("either @ com.example.app", path)))")
+            #expect(
+                matrix.cell("either @ com.example.app", path)?.outcome == .kept, "\(path): \(String(describing: matrix.cell("either @ com.example.app", path)))"
+            )
         }
         #expect(matrix.cell("face @ com.example.app", .biometryReenrolled)?.outcome == .unreadable, "biometry alone still fails")
         #expect(matrix.cell("passcodeSet @ com.example.app", .passcodeRemoved)?.outcome == .lost)
