@@ -17,6 +17,17 @@ import SyncWire
 /// A powered-on device serving the control API on its socket until SIGTERM or SIGINT, which
 /// power it off. The class keys live in this process only.
 package enum NodeServer {
+    /// A UserDefaults value as `app defaults` shows it and `--set --type` takes it back: text as
+    /// is, data as `hex:`, a date in ISO 8601, the rest as Swift prints it.
+    static func shown(_ value: Any) -> String {
+        switch value {
+        case let text as String: text
+        case let data as Data: "hex:" + Hex.encode(data)
+        case let date as Date: date.formatted(.iso8601)
+        default: "\(value)"
+        }
+    }
+
     /// Runs in the foreground: `keyferry node start` launches this in a detached process.
     package static func run(directory: URL) async throws {
         let paths = NodePaths(directory: directory)
@@ -122,7 +133,7 @@ package enum NodeServer {
         call(.defaults) { request in
             let sandbox = try device.sandbox(for: request.bundleID, group: request.group)
             for (key, value) in request.set.sorted(by: { $0.key < $1.key }) { try sandbox.set(value, forKey: key) }
-            return try sandbox.defaults().mapValues { $0 as? String ?? "\($0)" }
+            return try sandbox.defaults().mapValues(Self.shown)
         }
         call(.defaultsPlist) { request in
             let sandbox = try device.sandbox(for: request.bundleID, group: request.group)

@@ -27,10 +27,16 @@ struct AppCommand: AsyncParsableCommand {
             help: "For an app extension (a widget, a notification service): the installed app it ships inside, removed with it.",
             transform: Checked.bundleID)
         var extensionOf: String?
+        @Flag(
+            help:
+                "Install it without a keychain entitlement, as a build signed without one runs: every SecItem call is errSecMissingEntitlement (-34018)."
+        )
+        var noKeychainEntitlement = false
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let manifest = AppManifest(bundleID: app, teamID: team, accessGroups: group, containingApp: extensionOf)
+            let manifest = AppManifest(
+                bundleID: app, teamID: team, accessGroups: group, hasKeychainEntitlement: !noKeychainEntitlement, containingApp: extensionOf)
             try manifest.validate()
             let before = try await device.client.apps().first { $0.bundleID == app }
             try await device.client.send(.install, manifest)
@@ -40,7 +46,13 @@ struct AppCommand: AsyncParsableCommand {
                     "\(app) was installed under team \(before.teamID): under \(team) this is an app transfer"
                         + (lost.isEmpty ? "." : "; the app no longer reaches \(lost.joined(separator: ", ")), nor the items in them."))
             }
-            if output.json { printJSON(manifest.presented) } else { say("installed \(app), groups: \(manifest.entitledGroups.joined(separator: ", "))") }
+            if output.json {
+                printJSON(manifest.presented)
+            } else if noKeychainEntitlement {
+                say("installed \(app) without a keychain entitlement: every keychain call it makes is errSecMissingEntitlement (-34018)")
+            } else {
+                say("installed \(app), groups: \(manifest.entitledGroups.joined(separator: ", "))")
+            }
         }
     }
 
@@ -78,9 +90,8 @@ struct AppCommand: AsyncParsableCommand {
                 return
             }
             for app in apps {
-                print(
-                    "\(app.bundleID)  team \(app.teamID)  groups \(app.entitledGroups.joined(separator: ","))"
-                        + (app.containingApp.map { "  extension of \($0)" } ?? ""))
+                let groups = app.hasKeychainEntitlement ? "groups \(app.entitledGroups.joined(separator: ","))" : "no keychain entitlement"
+                print("\(app.bundleID)  team \(app.teamID)  \(groups)" + (app.containingApp.map { "  extension of \($0)" } ?? ""))
             }
             if apps.isEmpty { say("no apps installed") }
         }
@@ -97,19 +108,28 @@ struct AppCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceDirectory
         @Option(help: "The app's bundle ID.", transform: Checked.bundleID) var app: String
         @OptionGroup var appGroup: AppGroupOption
-        @Option(help: "Set KEY=VALUE (a string).") var set: String?
+        @Option(help: "Set KEY=VALUE (a string unless --type says otherwise).") var set: String?
+        @Option(help: "The type --set stores its value as, as app code would: string, int, real, bool, date (ISO 8601) or data (hex: or base64:).")
+        var type: ValueType = .string
+        @Option(help: "Remove KEY, as removeObject(forKey:) does.") var remove: String?
         @Option(help: "Print one value.") var get: String?
         @Flag(help: "Print every entry.") var list = false
         @OptionGroup var output: OutputOptions
 
+        enum ValueType: String, ExpressibleByArgument, CaseIterable {
+            case string, int, real, bool, date, data
+        }
+
         func validate() throws {
-            guard [set != nil, get != nil, list].filter({ $0 }).count == 1 else {
-                throw ValidationError("give exactly one of --set KEY=VALUE, --get KEY or --list.")
+            guard [set != nil, get != nil, list, remove != nil].filter({ $0 }).count == 1 else {
+                throw ValidationError("give exactly one of --set KEY=VALUE, --remove KEY, --get KEY or --list.")
             }
             if let set, !set.contains("=") { throw ValidationError("--set takes KEY=VALUE.") }
+            if type != .string, set == nil { throw ValidationError("--type goes with --set.") }
         }
 
         func run() async throws {
+            if remove != nil || type != .string { return try await writeTyped() }
             var request = NodeAPI.Defaults(bundleID: app, group: appGroup.name)
             if let set, let equals = set.firstIndex(of: "=") {
                 request.set[String(set[..<equals])] = String(set[set.index(after: equals)...])
@@ -139,6 +159,43 @@ struct AppCommand: AsyncParsableCommand {
             } else {
                 say("set \(request.set.map { "\($0.key)=\($0.value)" }.joined()) in \(owner)'s UserDefaults")
             }
+        }
+
+        /// A typed value, or a removal, written as a property list: what `UserDefaults.set(_:forKey:)`
+        /// and `removeObject(forKey:)` store.
+        private func writeTyped() async throws {
+            let owner = appGroup.name.map { "the suite \($0)" } ?? app
+            var request = NodeAPI.DefaultsPlist(bundleID: app, remove: remove.map { [$0] } ?? [], group: appGroup.name)
+            if let set, let equals = set.firstIndex(of: "=") {
+                let key = String(set[..<equals])
+                let value = try typed(String(set[set.index(after: equals)...]))
+                request.set = try PropertyListSerialization.data(fromPropertyList: [key: value], format: .binary, options: 0)
+            }
+            let _: NodeAPI.DefaultsPlistContents = try await device.client.call(.defaultsPlist, request)
+            if output.json {
+                printJSON(remove.map { ["removed": $0] } ?? ["set": set ?? "", "type": type.rawValue])
+            } else {
+                say(remove.map { "removed \($0) from \(owner)'s UserDefaults" } ?? "set \(set ?? "") (\(type.rawValue)) in \(owner)'s UserDefaults")
+            }
+        }
+
+        private func typed(_ text: String) throws -> Any {
+            let value: Any? =
+                switch type {
+                case .string: text
+                case .int: Int(text)
+                case .real: Double(text)
+                case .bool: ["true": true, "yes": true, "1": true, "false": false, "no": false, "0": false][text.lowercased()]
+                case .date: try? Date(text, strategy: .iso8601)
+                case .data:
+                    text.hasPrefix("hex:")
+                        ? Hex.decode(text.dropFirst(4)).map { Data($0) } : text.hasPrefix("base64:") ? Data(base64Encoded: String(text.dropFirst(7))) : nil
+                }
+            guard let value else {
+                throw ValidationError(
+                    "--set: '\(text)' is not \(type == .int ? "an" : "a") \(type.rawValue) value\(type == .data ? " (write it hex:... or base64:...)" : "").")
+            }
+            return value
         }
     }
 }
@@ -239,6 +296,7 @@ extension AppManifest {
     var presented: [String: Any] {
         var out: [String: Any] = ["bundleID": bundleID, "teamID": teamID, "accessGroups": entitledGroups, "appGroups": appGroups]
         if let containingApp { out["extensionOf"] = containingApp }
+        if !hasKeychainEntitlement { out["keychainEntitlement"] = false }
         return out
     }
 }

@@ -91,6 +91,47 @@ struct NodeCLITests {
         #expect(wrong.status != 0 && wrong.stderr.contains("file-based"), "\(wrong.stderr)")
     }
 
+    @Test("app defaults stores typed values as app code would, shows them as it takes them, and removes a key")
+    func typedDefaults() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let defaults = ["app", "defaults", dir] + app
+        for (assignment, type) in [
+            ("launches=3", "int"), ("ratio=0.5", "real"), ("onboarded=yes", "bool"), ("when=2026-01-02T03:04:05Z", "date"), ("blob=hex:0a0b", "data"),
+        ] {
+            try cli.ok(defaults + ["--set", assignment, "--type", type])
+        }
+        let listed = try cli.ok(defaults + ["--list"]).text
+        for line in ["launches=3", "ratio=0.5", "onboarded=true", "when=2026-01-02T03:04:05Z", "blob=hex:0a0b"] {
+            #expect(listed.contains(line + "\n"), "\(line) in \(listed)")
+        }
+        let wrong = try cli.run(defaults + ["--set", "launches=many", "--type", "int"])
+        #expect(wrong.status == 64 && wrong.stderr.contains("'many' is not an int value"), "\(wrong.stderr)")
+        #expect(try cli.ok(defaults + ["--get", "launches"]).text == "3\n", "a refused value changes nothing")
+        try cli.ok(defaults + ["--remove", "launches"])
+        #expect(try cli.run(defaults + ["--get", "launches"]).status == 5)
+    }
+
+    @Test("an app installed without a keychain entitlement gets errSecMissingEntitlement on every call, and says so when listed")
+    func withoutKeychainEntitlement() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let installed = try cli.ok(["app", "install", dir, "--app", "com.example.unsigned", "--team", "ABCDE12345", "--no-keychain-entitlement"])
+        #expect(installed.text.contains("without a keychain entitlement"), "\(installed.text)")
+        let unsigned = ["--app", "com.example.unsigned", "--account", "a"]
+        for call in [["item", "add", dir] + unsigned + ["--value", "v"], ["item", "get", dir] + unsigned, ["item", "delete", dir] + unsigned] {
+            let refused = try cli.run(call + ["--json"])
+            let status = try refused.object()["status"] as? Int
+            #expect(refused.status == 3 && status == -34018, "\(call[1]): \(refused.stderr)")
+        }
+        #expect(try cli.ok(["app", "list", dir]).text.contains("com.example.unsigned  team ABCDE12345  no keychain entitlement"))
+        let listed = try #require(try cli.ok(["app", "list", dir, "--json"]).json() as? [[String: Any]])
+        #expect(listed.first { $0["bundleID"] as? String == "com.example.unsigned" }?["keychainEntitlement"] as? Bool == false)
+        // Installed again with one, it reaches its own group.
+        try cli.ok(["app", "install", dir, "--app", "com.example.unsigned", "--team", "ABCDE12345"])
+        try cli.ok(["item", "add", dir] + unsigned + ["--value", "v"])
+    }
+
     @Test("app groups: --extension-of installs a widget, --app-group reaches the shared suite and files, and the app's uninstall takes both")
     func appGroups() throws {
         let cli = try CLI()
