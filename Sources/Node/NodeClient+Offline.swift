@@ -93,12 +93,7 @@ extension NodeClient {
             let device = try Device.powerOn(holding: hold)
             defer { device.powerOff() }
             if try device.passcodeIsSet() {
-                guard let passcode else {
-                    throw KeychainError(
-                        .authFailed,
-                        "\(directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode-file F, or start and unlock its node."
-                    )
-                }
+                guard let passcode else { throw Self.passcodeNeeded(directory, flag: "--passcode-file F") }
                 try device.unlock(passcode: passcode)
             }
             return try work(device, checkCancellation)
@@ -122,12 +117,7 @@ extension NodeClient {
         let device = try Device.powerOn(at: copy)
         defer { device.powerOff() }
         if try device.passcodeIsSet() {
-            guard let passcode else {
-                throw KeychainError(
-                    .authFailed,
-                    "\(paths.directory.path) is powered off and has a passcode, so its secrets are locked; give it with --passcode, or start and unlock its node."
-                )
-            }
+            guard let passcode else { throw Self.passcodeNeeded(paths.directory, flag: "--passcode") }
             let earlierFailures = try device.status().failedPasscodeAttempts
             do {
                 try device.unlock(passcode: passcode)
@@ -139,6 +129,14 @@ extension NodeClient {
             if earlierFailures > 0 { try Self.check(passcode, on: hold) }
         }
         return try await work(device, scratch)
+    }
+
+    /// Why a powered-off device with a passcode cannot be opened without it, naming the
+    /// command's `flag` for it.
+    private static func passcodeNeeded(_ directory: URL, flag: String) -> KeychainError {
+        KeychainError(
+            .authFailed,
+            "\(directory.path) is powered off and has a passcode, so its secrets are locked; give it with \(flag), or start and unlock its node.")
     }
 
     /// Checks `passcode` on the powered-off device itself, which the caller holds: counted, and
