@@ -88,7 +88,7 @@ extension AttributeValue {
             String(data: d, encoding: .utf8).flatMap { $0.escapingControlCharacters == $0 && !$0.hasPrefix("hex:") && !$0.hasPrefix("base64:") ? $0 : nil }
                 ?? "hex:" + Hex.encode(d)
         case .number(let n): NamedNumbers.name(of: n, for: key) ?? "\(n)"
-        default: "\(json)"
+        default: "\(json(as: key))"
         }
     }
 }

@@ -334,8 +334,11 @@ struct NodeCLITests {
         try cli.ok(
             ["item", "add", dir] + app + [
                 "--class", "key", "--attr", "keyType=kSecAttrKeyTypeRSA", "--attr", "kSecAttrKeyClass=kSecAttrKeyClassPrivate",
-                "--attr", "atag=hex:0a0b", "--attr", "keySizeInBits=2048", "--value", "k",
+                "--attr", "atag=hex:0a0b", "--attr", "keySizeInBits=2048", "--attr", "canSign=true", "--value", "k",
             ])
+        // Text shows each value as --attr takes it back: a name, a number, a boolean.
+        let headline = try cli.ok(["item", "list", dir] + app).text
+        #expect(headline.contains("keyType=kSecAttrKeyTypeRSA") && headline.contains("keySizeInBits=2048") && headline.contains("canSign=true"), "\(headline)")
         for spelling in [["--attr", "keyType=42"], ["--attr", "kSecAttrKeyType=kSecAttrKeyTypeRSA"], ["--attr", "type=42"]] {
             let found = try cli.ok(["item", "get", dir] + app + ["--class", "key", "--attr", "applicationTag=hex:0a0b"] + spelling)
             #expect(found.text == "k", "\(spelling)")
