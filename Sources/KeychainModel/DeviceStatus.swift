@@ -59,6 +59,9 @@ public struct DeviceStatus: Sendable, Codable, Equatable {
 public enum FileProtection: String, Codable, Sendable, CaseIterable {
     /// Class A: readable only while unlocked.
     case complete
+    /// Class B: a new file can be created while locked (its key is wrapped to the class's
+    /// public key); an existing one is read or rewritten only while unlocked.
+    case completeUnlessOpen
     /// Class C, the default: readable after first unlock.
     case completeUntilFirstUserAuthentication
     /// Class D: always readable.
@@ -66,7 +69,7 @@ public enum FileProtection: String, Codable, Sendable, CaseIterable {
 
     public var keyClass: ProtectionClass {
         switch self {
-        case .complete: .whenUnlocked
+        case .complete, .completeUnlessOpen: .whenUnlocked
         case .completeUntilFirstUserAuthentication: .afterFirstUnlock
         case .none: .always
         }

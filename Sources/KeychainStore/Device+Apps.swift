@@ -223,7 +223,9 @@ public struct Sandbox: Sendable {
     /// Writes a file under Documents with a protection class.
     public func writeFile(_ name: String, _ contents: Data, protection: FileProtection = .completeUntilFirstUserAuthentication) throws {
         let url = try documentURL(name)
-        guard try available(protection) else {
+        // Class B's new files are sealed to its public key, which stays in memory while locked.
+        let created = protection == .completeUnlessOpen && !FileManager.default.fileExists(atPath: url.path)
+        guard try created || available(protection) else {
             throw DeviceError(.protectedDataUnavailable, "\(name) is \(protection.rawValue) and cannot be written in the device's current lock state.")
         }
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)

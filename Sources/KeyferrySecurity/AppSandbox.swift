@@ -53,8 +53,6 @@ final class SandboxDefaults: UserDefaults {
     private let context: KeyferryContext
     /// The app group whose suite this is; nil for the app's own defaults.
     private let group: String?
-    /// `register(defaults:)`'s values, which no protection hides.
-    private var registered: [String: Any] = [:]
 
     init(context: KeyferryContext, group: String?) {
         self.context = context
@@ -73,6 +71,10 @@ final class SandboxDefaults: UserDefaults {
 
     override func object(forKey defaultName: String) -> Any? { stored?[defaultName] ?? registered[defaultName] }
 
+    /// `register(defaults:)`'s values, which no protection hides: the context's, so that they
+    /// last as long as the app's launch, not this object.
+    private var registered: [String: Any] { context.registeredDefaults(group: group) }
+
     override func set(_ value: Any?, forKey defaultName: String) {
         change(set: value.map { [defaultName: $0] } ?? [:], remove: value == nil ? [defaultName] : [])
     }
@@ -87,13 +89,13 @@ final class SandboxDefaults: UserDefaults {
         }
     }
 
-    override func register(defaults registrationDictionary: [String: Any]) { registered.merge(registrationDictionary) { $1 } }
+    override func register(defaults registrationDictionary: [String: Any]) { context.register(registrationDictionary, group: group) }
     override func dictionaryRepresentation() -> [String: Any] { registered.merging(stored ?? [:]) { $1 } }
     override func synchronize() -> Bool { true }
 }
 
 /// A FileManager whose Documents are the app's sandbox, with iOS's file protection.
-final class SandboxFileManager: FileManager {
+final class SandboxFileManager: FileManager, @unchecked Sendable {
     private let context: KeyferryContext
 
     init(context: KeyferryContext) {
@@ -137,6 +139,29 @@ final class SandboxFileManager: FileManager {
 
     override func removeItem(at url: URL) throws { try removeItem(atPath: url.path) }
 
+    /// `Data.write(to:options:)` inside the sandbox: nil when `path` is outside it, false when
+    /// the device's lock state refuses the write (`lastFailure` says why).
+    func write(_ data: Data, atPath path: String, options: Data.WritingOptions) throws -> Bool? {
+        guard let (name, group) = sandboxPath(path) else { return nil }
+        if options.contains(.withoutOverwriting), fileExists(atPath: path) {
+            throw CocoaError(.fileWriteFileExists, userInfo: [NSFilePathErrorKey: path])
+        }
+        let protection: FileProtection =
+            switch options.intersection(.fileProtectionMask) {
+            case .completeFileProtection: .complete
+            case .completeFileProtectionUnlessOpen: .completeUnlessOpen
+            case .noFileProtection: .none
+            default: .completeUntilFirstUserAuthentication
+            }
+        do {
+            try context.backend.writeFile(name, data, protection: protection, app: context.app, group: group)
+            return true
+        } catch {
+            context.recordSandboxFailure(error)
+            return false
+        }
+    }
+
     /// The path inside Documents (group nil) or inside a group container the app reaches, or
     /// nil for one outside both.
     private func sandboxPath(_ path: String) -> (name: String, group: String?)? {
@@ -152,12 +177,12 @@ final class SandboxFileManager: FileManager {
         return context.groupContainer(group) == nil ? nil : (String(rest[rest.index(after: slash)...]), group)
     }
 
-    /// iOS's classes as Keyferry keeps them: "complete unless open" (class B) is kept as
-    /// complete, the nearest class Keyferry has; none given is iOS's default, class C.
+    /// iOS's class for a `.protectionKey` value; none given is iOS's default, class C.
     private static func protection(_ value: Any?) throws -> FileProtection {
         guard let value else { return .completeUntilFirstUserAuthentication }
         switch (value as? FileProtectionType)?.rawValue ?? value as? String {
-        case FileProtectionType.complete.rawValue, FileProtectionType.completeUnlessOpen.rawValue: return .complete
+        case FileProtectionType.complete.rawValue: return .complete
+        case FileProtectionType.completeUnlessOpen.rawValue: return .completeUnlessOpen
         case FileProtectionType.completeUntilFirstUserAuthentication.rawValue: return .completeUntilFirstUserAuthentication
         case FileProtectionType.none.rawValue: return .none
         default: throw KeychainError(.param, "'\(value)' is not a FileProtectionType.")
@@ -170,6 +195,6 @@ extension FileManager {
     /// the app group's container on the device when this is an app's `fileManager` and the app
     /// is entitled to the group; nil otherwise, as on iOS.
     public func containerURL(forSecurityApplicationGroupIdentifier groupIdentifier: String) -> URL? {
-        (self as? SandboxFileManager)?.groupContainer(groupIdentifier)
+        (self as? SandboxFileManager)?.groupContainer(groupIdentifier) ?? (self as? DeviceFileManager)?.groupContainer(groupIdentifier)
     }
 }

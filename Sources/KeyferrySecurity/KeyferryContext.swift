@@ -35,6 +35,13 @@ public final class KeyferryContext: Sendable {
         var beforeEachCall: (@Sendable (SecItemFunction) -> OSStatus?)?
         /// What `os_log` wrote in this context.
         var logged: [String] = []
+        /// UserDefaults' registration domain, by app group ("" for the app's own).
+        var registeredDefaults: [String: RegisteredDefaults] = [:]
+    }
+
+    /// Property-list values, which app code hands over and never changes in place.
+    struct RegisteredDefaults: @unchecked Sendable {
+        var values: [String: Any] = [:]
     }
 
     /// The device at `directory`, as `app`. The app must be installed there.
@@ -217,6 +224,15 @@ public final class KeyferryContext: Sendable {
         } catch {
             throw KeychainError(.notAvailable, "\(error)")
         }
+    }
+
+    // MARK: UserDefaults
+
+    func registeredDefaults(group: String?) -> [String: Any] { state.withLock { $0.registeredDefaults[group ?? ""] }?.values ?? [:] }
+
+    func register(_ defaults: [String: Any], group: String?) {
+        let added = RegisteredDefaults(values: defaults)
+        state.withLock { $0.registeredDefaults[group ?? "", default: RegisteredDefaults()].values.merge(added.values) { $1 } }
     }
 
     // MARK: Logs

@@ -4,7 +4,7 @@ import Foundation
 import KeychainModel
 
 /// How an iOS backup names Keyferry's protection classes: keychain classes 6–11 (`akpu`, 12,
-/// never leaves a phone) and file classes 1, 3 and 4 (`IOS-BACKUP.md`, sections 3 and 9).
+/// never leaves a phone) and file classes 1 to 4 (`IOS-BACKUP.md`, sections 3 and 9).
 enum PhoneClass {
     static func keychain(_ protection: ProtectionClass) -> UInt32? {
         switch protection {
@@ -30,15 +30,16 @@ enum PhoneClass {
     static func file(_ protection: FileProtection) -> UInt32 {
         switch protection {
         case .complete: 1
+        case .completeUnlessOpen: 2
         case .completeUntilFirstUserAuthentication: 3
         case .none: 4
         }
     }
 
-    /// Class 2 (complete unless open) has no Keyferry equivalent: it is read as `complete`, the
-    /// class it falls back to once the file is closed. 5 and unknown classes too.
+    /// Class 5 and unknown classes are read as `complete`, the strictest.
     static func fileProtection(_ fileClass: Int64) -> FileProtection {
         switch fileClass {
+        case 2: .completeUnlessOpen
         case 3: .completeUntilFirstUserAuthentication
         case 4: .none
         default: .complete

@@ -229,7 +229,7 @@ extension AppCommand {
         @Option(help: "With --write: the contents as text.") var text: String?
         @Option(help: "With --write: the contents, byte for byte, from this file.", completion: .file()) var from: String?
         @Option(
-            help: "With --write: complete, completeUntilFirstUserAuthentication (default) or none.",
+            help: "With --write: complete, completeUnlessOpen, completeUntilFirstUserAuthentication (default) or none.",
             transform: Self.protection) var protection: FileProtection?
         @OptionGroup var output: OutputOptions
 
