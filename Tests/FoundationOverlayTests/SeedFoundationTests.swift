@@ -53,7 +53,8 @@ struct SeedFoundationTests {
 
         try phone.uninstall("com.pixar.tracker")
         let reinstalled = try phone.install("com.pixar.tracker")
-        #expect(reinstalled.run { try? KeychainManager.read(service: "com.pixar.tracker", account: "credentials") } == Data("new".utf8), "items outlive the app")
+        #expect(
+            reinstalled.run { try? KeychainManager.read(service: "com.pixar.tracker", account: "credentials") } == Data("new".utf8), "items outlive the app")
         await reinstalled.run { await FirstLaunchGuard().performCleanupIfNeeded() }
         #expect(reinstalled.run { try? KeychainManager.read(service: "com.pixar.tracker", account: "credentials") } == nil, "seed 000's guard wiped them")
         #expect(reinstalled.run { UserDefaults.standard.bool(forKey: "com.myapp.hasCompletedFirstLaunch") })
@@ -100,7 +101,9 @@ struct SeedFoundationTests {
     @Test("Without a context the same calls are the host's, as Foundation's")
     func hostWithoutContext() throws {
         #expect(KeyferryContext.current == nil)
-        #expect(FileManager.default.urls(for: .documentDirectory, in: .userDomainMask) == Foundation.FileManager.default.urls(for: .documentDirectory, in: .userDomainMask))
+        #expect(
+            FileManager.default.urls(for: .documentDirectory, in: .userDomainMask)
+                == Foundation.FileManager.default.urls(for: .documentDirectory, in: .userDomainMask))
         let scratch = Foundation.FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-overlay-\(UUID().uuidString)")
         defer { try? Foundation.FileManager.default.removeItem(at: scratch) }
         try Data("host".utf8).write(to: scratch, options: .completeFileProtection)
@@ -112,7 +115,7 @@ struct SeedFoundationTests {
 func theDocumentedFileIsTheTestedOne() throws {
     let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     let guide = try String(contentsOf: here.appendingPathComponent("../../docs/swift.md"), encoding: .utf8)
-    let tested = try String(contentsOf: here.appendingPathComponent("DeviceFoundation.swift"), encoding: .utf8)
+    let tested = try String(contentsOf: here.appendingPathComponent("Samples/DeviceFoundation.swift"), encoding: .utf8)
     func code(_ text: Substring) -> [Substring] { text.split(separator: "\n").filter { !$0.hasPrefix("//") } }
     let block = try #require(guide.components(separatedBy: "```swift\n").first { $0.contains("typealias UserDefaults = DeviceUserDefaults") })
     #expect(code(block.prefix { _ in true }.split(separator: "```").first ?? "") == code(tested[...]))
