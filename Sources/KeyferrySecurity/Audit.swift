@@ -10,6 +10,7 @@ public enum KeychainTrap: String, Codable, CaseIterable, Sendable {
     case deleteAfterLockedRead
     case synchronizableThisDeviceOnly
     case unhandledDuplicate
+    case mainThreadCall
 
     /// A short name for listings.
     public var title: String {
@@ -20,6 +21,7 @@ public enum KeychainTrap: String, Codable, CaseIterable, Sendable {
         case .deleteAfterLockedRead: "delete after a locked read"
         case .synchronizableThisDeviceOnly: "synchronizable and ThisDeviceOnly"
         case .unhandledDuplicate: "duplicate add not handled"
+        case .mainThreadCall: "keychain call on the main thread"
         }
     }
 
@@ -38,6 +40,8 @@ public enum KeychainTrap: String, Codable, CaseIterable, Sendable {
             "The call succeeds, but a ThisDeviceOnly item never leaves the device: the sync engine skips it without a word, so the other devices never see it. Pick one: AfterFirstUnlock to sync, ThisDeviceOnly to stay."
         case .unhandledDuplicate:
             "The add failed with -25299 and the code went on without updating or deleting the item, so the new value was never saved. Fall back to SecItemUpdate on -25299."
+        case .mainThreadCall:
+            "Every SecItem call blocks its thread for an IPC round trip to securityd, and for seconds while a Face ID or passcode prompt waits for the user: on the main actor the UI freezes meanwhile. Make the call from an actor of its own or a background task."
         }
     }
 }
@@ -73,6 +77,9 @@ struct ObservedCall {
     var changes: [String: Any] = [:]
     var status: OSStatus
     var site: Site
+    /// Made on the main thread (the main actor's), and how long it blocked it.
+    var onMainThread = false
+    var blocked: Duration = .zero
 }
 
 /// Where in the caller's code a call was made.
@@ -107,6 +114,9 @@ struct TrapDetector: Sendable {
             if handled { duplicate = nil } else if !stillLooking { flush(record: record) }
         }
 
+        if call.onMainThread {
+            record(.mainThreadCall, call.site, call.blocked > .zero ? "blocked it for \(call.blocked.milliseconds) ms" : nil)
+        }
         switch call.function {
         case .add:
             if call.dictionary[kSecAttrAccessible] == nil && call.dictionary[kSecAttrAccessControl] == nil {
@@ -146,6 +156,10 @@ struct TrapDetector: Sendable {
         if let value = dictionary[kSecAttrAccessible] { return Convert.protection(value) }
         return (dictionary[kSecAttrAccessControl] as? AccessControl)?.protection
     }
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }
 
 /// The attributes that name an item, as far as a dictionary gives them; a missing one matches

@@ -35,6 +35,7 @@ public final class KeyferryContext: Sendable {
         var beforeEachCall: (@Sendable (SecItemFunction) -> OSStatus?)?
         /// What `os_log` wrote in this context.
         var logged: [String] = []
+        var latency = Latency()
         /// UserDefaults' registration domain, by app group ("" for the app's own).
         var registeredDefaults: [String: RegisteredDefaults] = [:]
     }
@@ -122,7 +123,10 @@ public final class KeyferryContext: Sendable {
                     "no device for Keychain Services calls: set KEYFERRY_DEVICE and KEYFERRY_APP, or use KeyferryContext in the test's setup."))
         }
         do {
-            return .success(try KeyferryContext(device: URL(fileURLWithPath: directory), app: app, passcode: variables["KEYFERRY_PASSCODE"]))
+            let context = try KeyferryContext(device: URL(fileURLWithPath: directory), app: app, passcode: variables["KEYFERRY_PASSCODE"])
+            func milliseconds(_ name: String) -> Duration { .milliseconds(variables[name].flatMap { Int($0) }.map { max($0, 0) } ?? 0) }
+            context.simulateLatency(Latency(call: milliseconds("KEYFERRY_CALL_LATENCY_MS"), prompt: milliseconds("KEYFERRY_PROMPT_LATENCY_MS")))
+            return .success(context)
         } catch {
             return .failure(KeychainError(.notAvailable, "KEYFERRY_DEVICE=\(directory) cannot be used: \(error)"))
         }
@@ -224,6 +228,40 @@ public final class KeyferryContext: Sendable {
         } catch {
             throw KeychainError(.notAvailable, "\(error)")
         }
+    }
+
+    // MARK: Latency
+
+    /// How long calls keep their caller waiting on a device.
+    public struct Latency: Sendable, Equatable {
+        /// Each Keychain Services call: securityd's IPC and the database behind it.
+        public var call: Duration
+        /// A prompt on top of that: the user looking at Face ID, or typing the passcode.
+        public var prompt: Duration
+
+        public init(call: Duration = .zero, prompt: Duration = .zero) {
+            self.call = call
+            self.prompt = prompt
+        }
+    }
+
+    /// Makes every Keychain Services call of this context block its caller for `call`, and a
+    /// call that prompts (or `LAContext.evaluatePolicy`) for `prompt` more, as on a device,
+    /// where each call is an IPC round trip and a biometric prompt takes seconds: code that
+    /// calls on the main actor then freezes for that long, and the audit names the call
+    /// (`mainThreadCall`). None by default; `KEYFERRY_CALL_LATENCY_MS` and
+    /// `KEYFERRY_PROMPT_LATENCY_MS` set it for a context made from the environment.
+    public func simulateLatency(_ latency: Latency) {
+        state.withLock { $0.latency = latency }
+    }
+
+    public var latency: Latency { state.withLock { $0.latency } }
+
+    /// Blocks the calling thread, as the call it stands for blocks it on a device: this is the
+    /// wait app code must keep off its main actor.
+    func wait(_ duration: Duration) {
+        guard duration > .zero else { return }
+        Thread.sleep(forTimeInterval: Double(duration.milliseconds) / 1000)
     }
 
     // MARK: UserDefaults

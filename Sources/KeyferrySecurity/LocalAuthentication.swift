@@ -149,6 +149,7 @@ open class LAContext: Hashable, @unchecked Sendable {
         guard !interactionNotAllowed else { throw LAError(.notInteractive) }
         let keyferry = keyferry!
         let biometry = (try? keyferry.backend.status().biometryEnrolled) == true
+        keyferry.wait(keyferry.latency.prompt)
         for response in keyferry.responses() {
             switch response {
             case .biometryMatch where biometry:

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import KeychainModel
 import KeyferryThreads
@@ -54,10 +55,13 @@ public func SecItemCopyMatching(
 ) -> OSStatus {
     perform(.copyMatching, query, file: file, line: line) { context, query, _ in
         var parsed = try SecDictionary.query(query, for: .copy)
+        let mayPrompt = parsed.authentication.mayPrompt
         parsed.authentication = context.authentication(parsed.authentication)
         let returning = parsed.returning
         parsed.returning = try SecDictionary.storeReturning(returning, itemClass: parsed.itemClass)
         let records = try context.backend.copy(parsed, app: context.app)
+        // A secret behind user presence, read without an evaluated LAContext: the user was asked.
+        if mayPrompt, records.contains(where: { $0.data != nil && $0.accessControl?.asksTheUser == true }) { context.wait(context.latency.prompt) }
         result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one, privateKey: context.privateKey(of:))
             .map { $0 as AnyObject }
     }
@@ -140,6 +144,9 @@ private func perform(
         KeyferryContext.reportMissing()
         return KeyferryContext.missing.status.rawValue
     }
+    let onMainThread = MainQueue.isCurrent
+    let started = ContinuousClock.now
+    context.wait(context.latency.call)
     let strings = Result { () throws(KeychainError) in try SecDictionary.strings(dictionary) }
     let changeStrings = Result { () throws(KeychainError) in try SecDictionary.strings(changes) }
     let status: OSStatus
@@ -158,6 +165,8 @@ private func perform(
         } catch let error as KeychainError {
             context.recordFailure(error)
             status = error.status.rawValue
+            // The user cancelled, or failed, a prompt they looked at first.
+            if [errSecUserCanceled, errSecAuthFailed].contains(status) { context.wait(context.latency.prompt) }
         } catch {
             // The device or its node failed, not the call: a device that is off, a node that died.
             let failure = KeychainError(.notAvailable, "\(error)")
@@ -169,9 +178,36 @@ private func perform(
         context.observe(
             ObservedCall(
                 function: function, dictionary: strings, changes: (try? changeStrings.get()) ?? [:], status: status,
-                site: Site(function: function, file: file, line: Int(line))))
+                site: Site(function: function, file: file, line: Int(line)), onMainThread: onMainThread,
+                blocked: onMainThread ? ContinuousClock.now - started : .zero))
     }
     return status
+}
+
+/// Whether a call is made by the main actor: a task running on the main queue. On Linux the
+/// main queue is not always served by the main thread (`dispatchMain` ends it), so the queue
+/// is marked and asked. A synchronous XCTest method runs on the main thread outside any task,
+/// and is no app's UI.
+private enum MainQueue {
+    private static let marker: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    static var isCurrent: Bool {
+        (DispatchQueue.getSpecific(key: marker) == true || Thread.isMainThread) && withUnsafeCurrentTask { $0 != nil }
+    }
+}
+
+extension AuthenticationContext {
+    /// No `LAContext` evaluated beforehand, and a prompt allowed: a read the item's access
+    /// control constrains shows one.
+    fileprivate var mayPrompt: Bool { responses.isEmpty && interactionAllowed }
+}
+
+extension AccessControl {
+    fileprivate var asksTheUser: Bool { AccessControlFlags.constraints.contains { flags.contains($0.flag) } }
 }
 
 extension KeyferryContext {

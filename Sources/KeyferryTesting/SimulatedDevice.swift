@@ -31,6 +31,7 @@ public final class SimulatedDevice: Sendable {
     private struct State {
         var passcode: String?
         var apps: [String: KeyferryContext] = [:]
+        var latency = KeyferryContext.Latency()
     }
 
     /// A new device, unlocked. `gracePeriod` is how long after a lock the device still reads
@@ -92,9 +93,22 @@ public final class SimulatedDevice: Sendable {
         state.withLock { state in
             if let app = state.apps[bundleID] { return app }
             let app = KeyferryContext(device: device, app: bundleID, passcode: { [weak self] in self?.passcode })
+            app.simulateLatency(state.latency)
             state.apps[bundleID] = app
             return app
         }
+    }
+
+    /// How long every app's Keychain Services calls and prompts keep their caller waiting, as
+    /// securityd and the user do on a phone (`KeyferryContext.simulateLatency`): code that makes
+    /// them on the main actor freezes for that long, and the audit names each such call.
+    public func simulateLatency(call: Duration = .zero, prompt: Duration = .zero) {
+        let latency = KeyferryContext.Latency(call: call, prompt: prompt)
+        let apps = state.withLock { state in
+            state.latency = latency
+            return Array(state.apps.values)
+        }
+        for app in apps { app.simulateLatency(latency) }
     }
 
     /// Deletes the app: its sandbox goes, its keychain items stay (as on iOS).
