@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "keyferry", targets: ["keyferry"]),
+        // The Swift parser behind `keyferry lint`, apart so that `keyferry` does not carry it.
+        .executable(name: "keyferry-lint", targets: ["keyferry-lint"]),
         .library(name: "KeychainStore", targets: ["KeychainStore"]),
         .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeyferrySecurity", targets: ["KeyferrySecurity"]),
@@ -27,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // The two C libraries, each reached from exactly one Swift wrapper module.
@@ -187,6 +190,16 @@ let package = Package(
             name: "KeyferryTesting",
             dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
 
+        // Keychain traps found in Swift sources before they run (`keyferry lint`): the rules
+        // are KeychainModel's values, the reading of the source is swift-syntax's.
+        .target(
+            name: "KeychainLint",
+            dependencies: [
+                "KeychainModel", .product(name: "SwiftSyntax", package: "swift-syntax"), .product(name: "SwiftParser", package: "swift-syntax"),
+                .product(name: "SwiftOperators", package: "swift-syntax"),
+            ]),
+        .executableTarget(name: "keyferry-lint", dependencies: ["KeychainLint", "KeychainModel"]),
+
         .executableTarget(
             name: "keyferry",
             dependencies: [
@@ -234,6 +247,7 @@ let package = Package(
         // Reproduction/ is a program of its own, compiled optimized by LockedTests.
         .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads", "KeychainTesting"], exclude: ["Reproduction"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
+        .testTarget(name: "KeychainLintTests", dependencies: ["KeychainLint", "KeychainModel"]),
         .testTarget(
             name: "AppleFormatsTests",
             dependencies: ["AppleFormats", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
@@ -288,7 +302,7 @@ let package = Package(
         .testTarget(
             name: "KeyferryCLITests",
             dependencies: [
-                "keyferry", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
+                "keyferry", "keyferry-lint", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
                 "KeyferrySystem", "KeyferryThreads", "KeychainTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -38,7 +38,8 @@ struct Keyferry: AsyncParsableCommand {
         version: "keyferry \(version) (\(buildDescription))",
         subcommands: [
             DeviceCommand.self, NodeCommand.self, AppCommand.self, ItemCommand.self, FleetCommand.self, BackupCommand.self, RestoreCommand.self,
-            TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, CircleCommand.self, SyncCommand.self, RelayCommand.self,
+            TransferCommand.self, SurvivalCommand.self, ScenarioCommand.self, AuditCommand.self, LintCommand.self, CircleCommand.self, SyncCommand.self,
+            RelayCommand.self,
             KeyCommand.self, DemoCommand.self, ExitCodesCommand.self,
         ])
 

@@ -47,6 +47,8 @@ struct ContractTests {
         let malformedYAML: String
         let failingScenario: String
         let missingFile: String
+        /// Swift source with a keychain trap in it.
+        let trapSource: String
 
         init(_ cli: CLI) throws {
             self.cli = cli
@@ -86,6 +88,9 @@ struct ContractTests {
 
                 """.utf8
             ).write(to: URL(fileURLWithPath: failingScenario))
+            trapSource = cli.path("Store.swift")
+            try Data("func save() { SecItemAdd([kSecClass: kSecClassGenericPassword] as CFDictionary, nil) }\n".utf8)
+                .write(to: URL(fileURLWithPath: trapSource))
             // A circle whose relay then went away: sync waits for it.
             let relayData = cli.path("relay")
             let url = try cli.ok(["relay", "start", "--data", relayData]).text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -205,6 +210,10 @@ struct ContractTests {
                 Case(problem: .failed, arguments: ["scenario", "run", f.failingScenario]),
             ],
             "audit": [Case(problem: .notFound, arguments: ["audit", f.nowhere])],
+            "lint": [
+                Case(problem: .notFound, arguments: ["lint", f.nowhere]), Case(problem: .usage, arguments: ["lint"]),
+                Case(problem: .failed, arguments: ["lint", f.trapSource]),
+            ],
             "circle create": [
                 Case(problem: .malformed, arguments: ["circle", "create", f.guarded, "--relay", "not an address"]),
                 Case(problem: .unavailable, arguments: ["circle", "create", f.off, "--relay", "127.0.0.1:7"]),
