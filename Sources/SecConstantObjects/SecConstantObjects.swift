@@ -77,11 +77,13 @@ internal import SecConstants
 // kSecAttrAccessible values
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked = NSString(string: SecConstants.kSecAttrAccessibleWhenUnlocked)
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock = NSString(string: SecConstants.kSecAttrAccessibleAfterFirstUnlock)
+@available(*, deprecated, message: "readable before first unlock; use kSecAttrAccessibleAfterFirstUnlock (deprecated since iOS 12)")
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleAlways = NSString(string: SecConstants.kSecAttrAccessibleAlways)
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly = NSString(
     string: SecConstants.kSecAttrAccessibleWhenUnlockedThisDeviceOnly)
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly = NSString(
     string: SecConstants.kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly)
+@available(*, deprecated, message: "readable before first unlock; use kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly (deprecated since iOS 12)")
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly = NSString(
     string: SecConstants.kSecAttrAccessibleAlwaysThisDeviceOnly)
 @_disfavoredOverload nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly = NSString(

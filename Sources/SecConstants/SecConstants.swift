@@ -77,9 +77,12 @@ public let kCFBooleanFalse: Bool! = false
 // kSecAttrAccessible values
 @inlinable public var kSecAttrAccessibleWhenUnlocked: CFString { "ak" }
 @inlinable public var kSecAttrAccessibleAfterFirstUnlock: CFString { "ck" }
+// Deprecated since iOS 12, and warned about as Apple's SDK does.
+@available(*, deprecated, message: "readable before first unlock; use kSecAttrAccessibleAfterFirstUnlock (deprecated since iOS 12)")
 @inlinable public var kSecAttrAccessibleAlways: CFString { "dk" }
 @inlinable public var kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString { "aku" }
 @inlinable public var kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString { "cku" }
+@available(*, deprecated, message: "readable before first unlock; use kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly (deprecated since iOS 12)")
 @inlinable public var kSecAttrAccessibleAlwaysThisDeviceOnly: CFString { "dku" }
 @inlinable public var kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString { "akpu" }
 
