@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "KeychainStore", targets: ["KeychainStore"]),
         .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeyferrySecurity", targets: ["KeyferrySecurity"]),
+        // Apple's LocalAuthentication names on Linux, for code that imports the framework.
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "KeyferryTesting", targets: ["KeyferryTesting"]),
         // A Swift client of a running node's control API.
         .library(name: "NodeControl", targets: ["NodeControl"]),
@@ -179,6 +181,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
+        // LAContext and its kin under the framework's own module name: `#if
+        // canImport(LocalAuthentication)` compiles the prompt paths on Linux as on a phone.
+        .target(name: "LocalAuthentication", dependencies: ["KeyferrySecurity"]),
         // Apple's kSec constants as strings, and the same names as objects where app code needs
         // one: sibling modules, so that both stay visible (SecConstantObjects says why).
         .target(name: "SecConstants"),
@@ -268,7 +273,7 @@ let package = Package(
             dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // Written as a user's own test suite would be: only KeyferryTesting, and app code that
         // compiles unchanged for Apple's platforms (Samples/).
-        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting", "KeyferrySecurity"]),
+        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting", "KeyferrySecurity", "LocalAuthentication"]),
         // The seeds' app code that calls UserDefaults.standard, FileManager.default and
         // Data.write, unchanged but for the one file a user's module adds (DeviceFoundation.swift);
         // in Swift 5 mode, as the seeds' code is written.

@@ -80,3 +80,16 @@ struct LatencyTests {
         #expect(read([kSecUseAuthenticationContext as String: context]) < .seconds(1), "the evaluation answered it: no second prompt")
     }
 }
+
+/// `#if canImport(LocalAuthentication)` code compiles its prompt on Linux too.
+@Suite("LocalAuthentication as a module")
+struct LocalAuthenticationModuleTests {
+    @Test("the sample's guarded prompt path runs, and the simulated user's answer decides")
+    func guardedPromptPath() async throws {
+        let phone = try SimulatedDevice(biometry: true)
+        let app = try phone.install("com.example.vault")
+        #expect(await app.run { await BiometricGate.open() })
+        app.userWill(.cancel)
+        #expect(await app.run { await BiometricGate.open() } == false, "the prompt was shown and cancelled: the path compiled in")
+    }
+}
