@@ -96,6 +96,19 @@ enum Checked {
     }
 
     /// `--limit`: one, all, or a number from 1.
+    /// A persistent reference as `--json` prints it (base64), with or without a `base64:` prefix.
+    static func persistentReference(_ text: String) throws -> PersistentReference {
+        let encoded = text.hasPrefix("base64:") ? String(text.dropFirst(7)) : text
+        guard let data = Data(base64Encoded: encoded) else {
+            throw ValidationError("--persistent-ref takes the base64 that --json prints as persistentRef, not '\(text)'.")
+        }
+        do {
+            return try PersistentReference(data: data)
+        } catch {
+            throw ValidationError("--persistent-ref '\(text)' is not a persistent reference Keyferry made (25 bytes starting kfpr).")
+        }
+    }
+
     static func matchLimit(_ text: String) throws -> MatchLimit {
         switch text {
         case "one": return .one

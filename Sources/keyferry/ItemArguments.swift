@@ -139,11 +139,17 @@ struct SearchOptions: ParsableArguments {
         help: ArgumentHelp(
             "Search by kSecAttrAccessible as well (a mismatch hides the item: the phantom mismatch).", valueName: "CLASS"))
     var accessible: ProtectionClass?
+    @Option(
+        help: ArgumentHelp(
+            "kSecValuePersistentRef: the item's persistent reference, as --json prints it (persistentRef, base64); it names its class too.",
+            valueName: "BASE64"),
+        transform: Checked.persistentReference)
+    var persistentRef: PersistentReference?
 
     /// An update or delete that names no attribute, group or protection class touches every
     /// item of its class the app sees (Apple's semantics): the command line asks for `--all`.
     func requireNarrowed(_ attributes: ItemAttributes, all: Bool, verb: String, app: String) throws {
-        guard !all, try attributes.attributes().isEmpty, attributes.group == nil, accessible == nil else { return }
+        guard !all, try attributes.attributes().isEmpty, attributes.group == nil, accessible == nil, persistentRef == nil else { return }
         throw ValidationError(
             """
             with no attribute this would \(verb) every \(attributes.itemClass.name) item \(app) sees; \
@@ -176,9 +182,12 @@ struct SearchOptions: ParsableArguments {
 
     /// The search these flags and `attributes` describe.
     func query(_ attributes: ItemAttributes) throws -> ItemQuery {
-        ItemQuery(
-            attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
+        // A persistent reference names its item's class, as on Apple's platforms.
+        var query = ItemQuery(
+            persistentRef?.itemClass ?? attributes.itemClass, attributes: try attributes.attributes(), accessGroup: attributes.group,
             protection: accessible, synchronizable: sync, useDataProtectionKeychain: attributes.useDataProtectionKeychain)
+        query.persistentReference = persistentRef
+        return query
     }
 }
 

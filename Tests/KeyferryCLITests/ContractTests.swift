@@ -159,6 +159,7 @@ struct ContractTests {
                 Case(problem: .keychain, arguments: ["item", "get", f.phone] + app + ["--account", "none"]),
                 Case(problem: .unavailable, arguments: ["item", "get", f.off] + app + ["--account", "token"]),
                 Case(problem: .notFound, arguments: ["item", "get", f.nowhere] + app + ["--account", "token"]),
+                Case(problem: .malformed, arguments: ["item", "get", f.phone] + app + ["--persistent-ref", "not base64!"]),
             ],
             "item update": [Case(problem: .keychain, arguments: ["item", "update", f.phone] + app + ["--account", "none", "--set-value", "v"])],
             "item delete": [Case(problem: .keychain, arguments: ["item", "delete", f.phone] + app + ["--account", "none"])],

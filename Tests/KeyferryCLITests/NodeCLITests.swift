@@ -189,6 +189,26 @@ struct NodeCLITests {
         #expect(!log.contains("hunter2") && !log.contains("123456"))
     }
 
+    @Test("--persistent-ref finds, updates and deletes the one item it names, whatever --class says; a malformed one is a usage mistake")
+    func persistentReferences() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        try cli.ok(["item", "add", dir] + app + ["--account", "alice", "--value", "one", "--accessible", "afterFirstUnlock"])
+        try cli.ok(["item", "add", dir] + app + ["--account", "bob", "--value", "other", "--accessible", "afterFirstUnlock"])
+        let listed = try cli.ok(["item", "get", dir] + app + ["--account", "alice", "--return", "attributes", "--json"]).json() as? [[String: Any]]
+        let reference = try #require(listed?.first?["persistentRef"] as? String)
+
+        #expect(try cli.ok(["item", "get", dir] + app + ["--persistent-ref", reference]).text == "one")
+        #expect(try cli.ok(["item", "update", dir] + app + ["--persistent-ref", reference, "--set-value", "two"]).text.contains("updated 1 item"))
+        #expect(try cli.ok(["item", "get", dir] + app + ["--class", "key", "--persistent-ref", reference]).text == "two", "the reference names its class")
+        #expect(try cli.ok(["item", "delete", dir] + app + ["--persistent-ref", reference]).text.contains("deleted 1 item"))
+        #expect(try cli.run(["item", "get", dir] + app + ["--persistent-ref", reference]).status == 3)
+        #expect(try cli.ok(["item", "get", dir] + app + ["--account", "bob"]).text == "other", "the other item is untouched")
+
+        let malformed = try cli.run(["item", "delete", dir] + app + ["--persistent-ref", "bm90IGEgcmVm"])
+        #expect(malformed.status == 64 && malformed.stderr.contains("not a persistent reference Keyferry made"), "\(malformed.stderr)")
+    }
+
     @Test("lock with a grace period, then reboot: which classes stay readable (seed 001 scenarios 1, 2, 6)")
     func lockGraceAndReboot() throws {
         let cli = try CLI()
