@@ -12,19 +12,28 @@ public struct AppManifest: Codable, Hashable, Sendable {
     /// For an app extension (a widget, a notification service), the app it ships inside: it is
     /// installed after that app and removed with it.
     public var containingApp: String?
+    /// The App ID prefix, when it is not the team ID: apps registered before 2011 kept a
+    /// prefix of their own (a "seed ID"), which their application identifier and keychain
+    /// groups carry. nil for the team ID, as every newer app has.
+    public var appIDPrefix: String?
 
     public init(
-        bundleID: String, teamID: String, accessGroups: [String] = [], hasKeychainEntitlement: Bool = true, containingApp: String? = nil
+        bundleID: String, teamID: String, accessGroups: [String] = [], hasKeychainEntitlement: Bool = true, containingApp: String? = nil,
+        appIDPrefix: String? = nil
     ) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.accessGroups = accessGroups
         self.hasKeychainEntitlement = hasKeychainEntitlement
         self.containingApp = containingApp
+        self.appIDPrefix = appIDPrefix == teamID ? nil : appIDPrefix
     }
 
-    /// `TEAMID.bundleID`, the app's own group, always entitled.
-    public var applicationIdentifier: String { "\(teamID).\(bundleID)" }
+    /// `$(AppIdentifierPrefix)` in an entitlement: the team ID, or the app's own App ID prefix.
+    public var prefix: String { appIDPrefix ?? teamID }
+
+    /// `PREFIX.bundleID`, the app's own group, always entitled.
+    public var applicationIdentifier: String { "\(prefix).\(bundleID)" }
 
     /// The `com.apple.security.application-groups` entitlement: the `group.` entries of
     /// `accessGroups`. Each is a keychain access group and a shared container (`Device.groupContainer`).
@@ -48,14 +57,16 @@ public struct AppManifest: Codable, Hashable, Sendable {
     public func transferred(to team: String) -> AppManifest {
         let groups = accessGroups.map { $0.hasPrefix("\(teamID).") ? team + $0.dropFirst(teamID.count) : $0 }
         return AppManifest(
-            bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement, containingApp: containingApp)
+            bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement, containingApp: containingApp,
+            appIDPrefix: appIDPrefix)
     }
 
     /// Checks the shapes Apple enforces at signing time.
     public func validate() throws {
         try Self.validate(bundleID: bundleID)
         try Self.validate(teamID: teamID)
-        try Self.validate(accessGroups: accessGroups, teamID: teamID)
+        if let appIDPrefix { try Self.validate(teamID: appIDPrefix, naming: "App ID prefix") }
+        try Self.validate(accessGroups: accessGroups, teamID: teamID, appIDPrefix: appIDPrefix)
         if let containingApp { try Self.validate(extension: bundleID, of: containingApp) }
     }
 
@@ -83,18 +94,21 @@ public struct AppManifest: Codable, Hashable, Sendable {
         }
     }
 
-    public static func validate(teamID: String) throws {
+    /// A team ID, or an App ID prefix (`naming` says which): ten upper-case letters and digits.
+    public static func validate(teamID: String, naming: String = "team ID") throws {
         guard teamID.count == 10, teamID.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) }) else {
-            throw DeviceError(.invalidArgument, "'\(teamID)' is not a team ID; team IDs are ten upper-case letters and digits, e.g. ABCDE12345.")
+            throw DeviceError(.invalidArgument, "'\(teamID)' is not a valid \(naming): ten upper-case letters and digits, e.g. ABCDE12345.")
         }
     }
 
-    public static func validate(accessGroups: [String], teamID: String) throws {
+    public static func validate(accessGroups: [String], teamID: String, appIDPrefix: String? = nil) throws {
+        let prefixes = [teamID] + (appIDPrefix.map { [$0] } ?? [])
         for group in accessGroups {
-            guard group.hasPrefix("\(teamID).") || group.hasPrefix("group."), group.count > teamID.count + 1,
+            guard prefixes.contains(where: { group.hasPrefix("\($0).") && group.count > $0.count + 1 }) || (group.hasPrefix("group.") && group.count > 6),
                 !group.contains("/"), !group.contains(" ")
             else {
-                throw DeviceError(.invalidArgument, "access group '\(group)' must start with the team ID (\(teamID).) or 'group.'.")
+                let allowed = prefixes.map { "\($0)." }.joined(separator: ", ")
+                throw DeviceError(.invalidArgument, "access group '\(group)' must start with the team ID or App ID prefix (\(allowed)) or 'group.'.")
             }
         }
     }

@@ -43,13 +43,15 @@ extension Device {
         try database.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at, containing_app) VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at, containing_app, app_id_prefix)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (bundle_id) DO UPDATE SET team_id = excluded.team_id,
                         access_groups = excluded.access_groups, keychain_entitled = excluded.keychain_entitled,
-                        containing_app = excluded.containing_app
+                        containing_app = excluded.containing_app, app_id_prefix = excluded.app_id_prefix
                     """,
                 arguments: [
                     app.bundleID, app.teamID, groups, app.hasKeychainEntitlement, clock.now().timeIntervalSinceReferenceDate, app.containingApp,
+                    app.appIDPrefix,
                 ])
         }
     }
@@ -115,7 +117,7 @@ extension Device {
         let groups = try JSONDecoder().decode([String].self, from: Data((row["access_groups"] as String).utf8))
         return AppManifest(
             bundleID: row["bundle_id"], teamID: row["team_id"], accessGroups: groups,
-            hasKeychainEntitlement: row["keychain_entitled"], containingApp: row["containing_app"])
+            hasKeychainEntitlement: row["keychain_entitled"], containingApp: row["containing_app"], appIDPrefix: row["app_id_prefix"])
     }
 
     /// The keychain as `bundleID` sees it: only its entitled access groups.

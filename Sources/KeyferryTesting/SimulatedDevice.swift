@@ -75,16 +75,18 @@ public final class SimulatedDevice: Sendable {
     /// and returns it, ready to run code in. Without `accessGroups` the app's keychain group
     /// is `TEAM.bundleID`, as Xcode sets it up; `group.…` entries are app groups, whose shared
     /// container and UserDefaults suite the app and its extensions reach. `extensionOf` makes
-    /// it an app extension (a widget) of an installed app, removed with it.
+    /// it an app extension (a widget) of an installed app, removed with it. `appIDPrefix` is an
+    /// App ID prefix other than the team ID (an app registered before 2011): its own group is
+    /// then `PREFIX.bundleID`.
     @discardableResult
     public func install(
         _ bundleID: String, team: String = "ABCDE12345", accessGroups: [String] = [], keychainEntitlement: Bool = true,
-        extensionOf containingApp: String? = nil
+        extensionOf containingApp: String? = nil, appIDPrefix: String? = nil
     ) throws -> KeyferryContext {
         try device.install(
             AppManifest(
                 bundleID: bundleID, teamID: team, accessGroups: accessGroups,
-                hasKeychainEntitlement: keychainEntitlement, containingApp: containingApp))
+                hasKeychainEntitlement: keychainEntitlement, containingApp: containingApp, appIDPrefix: appIDPrefix))
         return app(bundleID)
     }
 

@@ -24,6 +24,12 @@ struct AppCommand: AsyncParsableCommand {
         @Option(help: "Ten-character team ID.", transform: Checked.teamID) var team: String
         @Option(help: "An extra keychain access group or app group (repeatable), e.g. TEAMID.shared or group.com.example.shared.") var group: [String] = []
         @Option(
+            help: ArgumentHelp(
+                "The App ID prefix, when it is not the team ID (an app registered before 2011): its own group is PREFIX.bundleID, and --group may name PREFIX.… groups.",
+                valueName: "PREFIX"),
+            transform: Checked.appIDPrefix)
+        var appIDPrefix: String?
+        @Option(
             help: "For an app extension (a widget, a notification service): the installed app it ships inside, removed with it.",
             transform: Checked.bundleID)
         var extensionOf: String?
@@ -36,18 +42,26 @@ struct AppCommand: AsyncParsableCommand {
 
         func run() async throws {
             let manifest = AppManifest(
-                bundleID: app, teamID: team, accessGroups: group, hasKeychainEntitlement: !noKeychainEntitlement, containingApp: extensionOf)
+                bundleID: app, teamID: team, accessGroups: group, hasKeychainEntitlement: !noKeychainEntitlement, containingApp: extensionOf,
+                appIDPrefix: appIDPrefix)
             try manifest.validate()
-            let before = try await device.client.apps().first { $0.bundleID == app }
+            let apps = try await device.client.apps()
+            let before = apps.first { $0.bundleID == app }
             try await device.client.send(.install, manifest)
+            var orphaned: [String: Int] = [:]
+            if let before { orphaned = try await orphans(replacing: before, with: manifest, among: apps) }
             if let before, before.teamID != team {
-                let lost = before.entitledGroups.filter { !manifest.entitledGroups.contains($0) }
+                warn("\(app) was installed under team \(before.teamID): under \(team) this is an app transfer.")
+            }
+            for (group, count) in orphaned.sorted(by: { $0.key < $1.key }) {
                 warn(
-                    "\(app) was installed under team \(before.teamID): under \(team) this is an app transfer"
-                        + (lost.isEmpty ? "." : "; the app no longer reaches \(lost.joined(separator: ", ")), nor the items in them."))
+                    "\(app) no longer reaches \(group), and no other app does: its \(count.items) \(count == 1 ? "stays" : "stay") on the device, orphaned, until an app is entitled to \(group) again."
+                )
             }
             if output.json {
-                printJSON(manifest.presented)
+                var presented = manifest.presented
+                if before != nil { presented["orphaned"] = orphaned.mapValues { $0 } }
+                printJSON(presented)
             } else if noKeychainEntitlement {
                 say("installed \(app) without a keychain entitlement: every keychain call it makes is errSecMissingEntitlement (-34018)")
             } else {
@@ -56,6 +70,23 @@ struct AppCommand: AsyncParsableCommand {
         }
     }
 
+}
+
+extension AppCommand.Install {
+    /// The items an update leaves unreachable: in the groups the app had and has no more, that
+    /// no other installed app is entitled to, by group (the seeds' orphaned items, 86).
+    func orphans(replacing before: AppManifest, with after: AppManifest, among apps: [AppManifest]) async throws -> [String: Int] {
+        let others = Set(apps.filter { $0.bundleID != before.bundleID }.flatMap(\.entitledGroups))
+        let lost = Set(before.entitledGroups).subtracting(after.entitledGroups).subtracting(others)
+        guard !lost.isEmpty else { return [:] }
+        let listing: ItemListing = try await device.client.call(.list, NodeAPI.List(app: nil))
+        return listing.items.reduce(into: [:]) { counts, item in
+            if lost.contains(item.accessGroup) { counts[item.accessGroup, default: 0] += 1 }
+        }
+    }
+}
+
+extension AppCommand {
     struct Uninstall: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "uninstall",
@@ -91,7 +122,8 @@ struct AppCommand: AsyncParsableCommand {
             }
             for app in apps {
                 let groups = app.hasKeychainEntitlement ? "groups \(app.entitledGroups.joined(separator: ","))" : "no keychain entitlement"
-                print("\(app.bundleID)  team \(app.teamID)  \(groups)" + (app.containingApp.map { "  extension of \($0)" } ?? ""))
+                let prefix = app.appIDPrefix.map { "  App ID prefix \($0)" } ?? ""
+                print("\(app.bundleID)  team \(app.teamID)\(prefix)  \(groups)" + (app.containingApp.map { "  extension of \($0)" } ?? ""))
             }
             if apps.isEmpty { say("no apps installed") }
         }
@@ -296,6 +328,7 @@ extension AppManifest {
     var presented: [String: Any] {
         var out: [String: Any] = ["bundleID": bundleID, "teamID": teamID, "accessGroups": entitledGroups, "appGroups": appGroups]
         if let containingApp { out["extensionOf"] = containingApp }
+        if let appIDPrefix { out["appIDPrefix"] = appIDPrefix }
         if !hasKeychainEntitlement { out["keychainEntitlement"] = false }
         return out
     }

@@ -18,6 +18,11 @@ enum Checked {
         return text
     }
 
+    static func appIDPrefix(_ text: String) throws -> String {
+        do { try AppManifest.validate(teamID: text, naming: "App ID prefix") } catch let error as DeviceError { throw ValidationError(error.message) }
+        return text
+    }
+
     static func passcode(_ text: String) throws -> String {
         guard !text.isEmpty else { throw ValidationError("a passcode cannot be empty; for a device without one, leave the option out.") }
         return text

@@ -70,7 +70,7 @@ struct FleetFileTests {
         ("fleet: f\ndevices:\n  phone:\n    passcode: ''\n", 4, "devices.phone.passcode", "cannot be empty"),
         ("fleet: f\ndevices:\n  phone:\n    apps: [com.example.mail]\n", 4, "devices.phone.apps", "not among the fleet's apps"),
         ("fleet: f\napps:\n  com.example.mail:\n    groups: [x]\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail", "missing `team:`"),
-        ("fleet: f\napps:\n  com.example.mail:\n    team: lower\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail.team", "not a team ID"),
+        ("fleet: f\napps:\n  com.example.mail:\n    team: lower\ndevices:\n  phone: {}\n", 4, "apps.com.example.mail.team", "not a valid team ID"),
         ("fleet: f\napps:\n  com..mail:\n    team: ABCDE12345\ndevices:\n  phone: {}\n", 3, "apps.com..mail", "not a bundle ID"),
         (
             "fleet: f\napps:\n  com.example.mail:\n    team: ABCDE12345\n    groups: [OTHER.group]\ndevices:\n  phone: {}\n", 5, "apps.com.example.mail.groups",

@@ -121,7 +121,7 @@ struct BadInputTests {
             (["item", "get", dir] + app + ["--limit", "0"], 64, "from 1"),
             (["item", "delete", dir] + app, 64, "--all"),
             (["item", "update", dir] + app + ["--set-label", "x"], 64, "--all"),
-            (["app", "install", dir, "--app", "com.example.x", "--team", "short"], 64, "not a team ID"),
+            (["app", "install", dir, "--app", "com.example.x", "--team", "short"], 64, "not a valid team ID"),
             (["app", "install", dir, "--app", "", "--team", "ABCDE12345"], 64, "bundle ID cannot be empty"),
             (["device", "init", cli.path("new"), "--passcode", ""], 64, "passcode cannot be empty"),
             (["device", "init", cli.path("new"), "--passcode", "12"], 64, "at least 4 characters"),

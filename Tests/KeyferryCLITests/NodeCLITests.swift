@@ -189,6 +189,27 @@ struct NodeCLITests {
         #expect(!log.contains("hunter2") && !log.contains("123456"))
     }
 
+    @Test("an App ID prefix other than the team ID names the app's own group; an update that drops a group no app holds says which items it orphans")
+    func appIdentity() throws {
+        let cli = try CLI()
+        let dir = try cli.poweredDevice("phone")
+        let legacy = ["--app", "com.example.legacy"]
+        try cli.ok(["app", "install", dir] + legacy + ["--team", "ABCDE12345", "--app-id-prefix", "Q9XYZ12345"])
+        try cli.ok(["item", "add", dir] + legacy + ["--account", "a", "--value", "x", "--accessible", "afterFirstUnlock"])
+        let listed = try cli.ok(["item", "list", dir, "--json"]).object()["items"] as? [[String: Any]]
+        #expect(listed?.first?["accessGroup"] as? String == "Q9XYZ12345.com.example.legacy")
+        #expect(try cli.ok(["app", "list", dir]).text.contains("com.example.legacy  team ABCDE12345  App ID prefix Q9XYZ12345"))
+        #expect(try cli.run(["app", "install", dir] + legacy + ["--team", "ABCDE12345", "--app-id-prefix", "q9"]).status == 64)
+
+        try cli.ok(["app", "install", dir] + app + ["--team", "ABCDE12345", "--group", "ABCDE12345.shared"])
+        try cli.ok(["item", "add", dir] + app + ["--account", "s", "--value", "x", "--group", "ABCDE12345.shared", "--accessible", "afterFirstUnlock"])
+        let update = try cli.ok(["app", "install", dir] + app + ["--team", "ABCDE12345", "--json"])
+        #expect(update.stderr.contains("no longer reaches ABCDE12345.shared, and no other app does: its 1 item stays"), "\(update.stderr)")
+        #expect((try update.object()["orphaned"] as? [String: Int]) == ["ABCDE12345.shared": 1])
+        let again = try cli.ok(["app", "install", dir] + app + ["--team", "ABCDE12345", "--group", "ABCDE12345.shared", "--json"])
+        #expect((try again.object()["orphaned"] as? [String: Int]) == [:], "entitled again, it reaches them")
+    }
+
     @Test("--persistent-ref finds, updates and deletes the one item it names, whatever --class says; a malformed one is a usage mistake")
     func persistentReferences() throws {
         let cli = try CLI()
