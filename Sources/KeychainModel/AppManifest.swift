@@ -16,11 +16,17 @@ public struct AppManifest: Codable, Hashable, Sendable {
     /// prefix of their own (a "seed ID"), which their application identifier and keychain
     /// groups carry. nil for the team ID, as every newer app has.
     public var appIDPrefix: String?
+    /// A UIKit app on a Mac: built with Mac Catalyst, or an iPhone or iPad app running on an
+    /// Apple silicon Mac. Its SecItem calls reach the data protection keychain alone, whatever
+    /// they say (Security's `SecItemCategorizeQuery`: "it's iOS or bust if we're on MZ").
+    /// nil for an app of the device's own platform.
+    public var uikitOnMac: Bool?
 
     public init(
         bundleID: String, teamID: String, accessGroups: [String] = [], hasKeychainEntitlement: Bool = true, containingApp: String? = nil,
-        appIDPrefix: String? = nil
+        appIDPrefix: String? = nil, uikitOnMac: Bool = false
     ) {
+        self.uikitOnMac = uikitOnMac ? true : nil
         self.bundleID = bundleID
         self.teamID = teamID
         self.accessGroups = accessGroups
@@ -58,7 +64,7 @@ public struct AppManifest: Codable, Hashable, Sendable {
         let groups = accessGroups.map { $0.hasPrefix("\(teamID).") ? team + $0.dropFirst(teamID.count) : $0 }
         return AppManifest(
             bundleID: bundleID, teamID: team, accessGroups: groups, hasKeychainEntitlement: hasKeychainEntitlement, containingApp: containingApp,
-            appIDPrefix: appIDPrefix)
+            appIDPrefix: appIDPrefix, uikitOnMac: uikitOnMac == true)
     }
 
     /// Checks the shapes Apple enforces at signing time.

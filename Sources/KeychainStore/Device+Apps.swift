@@ -43,15 +43,15 @@ extension Device {
         try database.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at, containing_app, app_id_prefix)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO app (bundle_id, team_id, access_groups, keychain_entitled, installed_at, containing_app, app_id_prefix, uikit_on_mac)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (bundle_id) DO UPDATE SET team_id = excluded.team_id,
                         access_groups = excluded.access_groups, keychain_entitled = excluded.keychain_entitled,
-                        containing_app = excluded.containing_app, app_id_prefix = excluded.app_id_prefix
+                        containing_app = excluded.containing_app, app_id_prefix = excluded.app_id_prefix, uikit_on_mac = excluded.uikit_on_mac
                     """,
                 arguments: [
                     app.bundleID, app.teamID, groups, app.hasKeychainEntitlement, clock.now().timeIntervalSinceReferenceDate, app.containingApp,
-                    app.appIDPrefix,
+                    app.appIDPrefix, app.uikitOnMac == true,
                 ])
         }
     }
@@ -117,12 +117,14 @@ extension Device {
         let groups = try JSONDecoder().decode([String].self, from: Data((row["access_groups"] as String).utf8))
         return AppManifest(
             bundleID: row["bundle_id"], teamID: row["team_id"], accessGroups: groups,
-            hasKeychainEntitlement: row["keychain_entitled"], containingApp: row["containing_app"], appIDPrefix: row["app_id_prefix"])
+            hasKeychainEntitlement: row["keychain_entitled"], containingApp: row["containing_app"], appIDPrefix: row["app_id_prefix"],
+            uikitOnMac: row["uikit_on_mac"])
     }
 
     /// The keychain as `bundleID` sees it: only its entitled access groups.
     public func keychain(for bundleID: String) throws -> Keychain {
-        let fileBased = info.profile.hasFileBasedKeychain ? MacKeychain.fileBasedGroup(of: bundleID) : nil
+        // A UIKit app on a Mac reaches the data protection keychain alone, as on an iPhone.
+        let fileBased = info.profile.hasFileBasedKeychain && (try? app(bundleID))?.uikitOnMac != true ? MacKeychain.fileBasedGroup(of: bundleID) : nil
         let (generation, known) = appCache.withLock { ($0.generation, $0.keychains[bundleID]) }
         if let (scope, hashes) = known { return Keychain(device: self, scope: scope, groupHashes: hashes, fileBasedGroup: fileBased) }
         let keychain = Keychain(device: self, scope: .groups(try app(bundleID).entitledGroups), fileBasedGroup: fileBased)

@@ -128,9 +128,11 @@ struct KeychainDatabase: Sendable {
             // Device settings beside the keybag's, each a JSON value by name.
             try db.execute(sql: "CREATE TABLE setting (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
         }
-        migrator.registerMigration("v7: App ID prefixes") { db in
-            // nil for the team ID, as every app registered since 2011 has.
+        migrator.registerMigration("v7: App ID prefixes, UIKit apps on a Mac") { db in
+            // NULL for the team ID, as every app registered since 2011 has.
             try db.execute(sql: "ALTER TABLE app ADD COLUMN app_id_prefix TEXT")
+            // 1 for Mac Catalyst or an iPhone app on a Mac.
+            try db.execute(sql: "ALTER TABLE app ADD COLUMN uikit_on_mac INTEGER NOT NULL DEFAULT 0")
         }
         return migrator
     }

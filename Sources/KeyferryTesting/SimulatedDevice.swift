@@ -77,16 +77,17 @@ public final class SimulatedDevice: Sendable {
     /// container and UserDefaults suite the app and its extensions reach. `extensionOf` makes
     /// it an app extension (a widget) of an installed app, removed with it. `appIDPrefix` is an
     /// App ID prefix other than the team ID (an app registered before 2011): its own group is
-    /// then `PREFIX.bundleID`.
+    /// then `PREFIX.bundleID`. `uikitOnMac` on a Mac makes it a Mac Catalyst app (or an iPhone
+    /// app on an Apple silicon Mac): its calls reach the data protection keychain alone.
     @discardableResult
     public func install(
         _ bundleID: String, team: String = "ABCDE12345", accessGroups: [String] = [], keychainEntitlement: Bool = true,
-        extensionOf containingApp: String? = nil, appIDPrefix: String? = nil
+        extensionOf containingApp: String? = nil, appIDPrefix: String? = nil, uikitOnMac: Bool = false
     ) throws -> KeyferryContext {
         try device.install(
             AppManifest(
                 bundleID: bundleID, teamID: team, accessGroups: accessGroups,
-                hasKeychainEntitlement: keychainEntitlement, containingApp: containingApp, appIDPrefix: appIDPrefix))
+                hasKeychainEntitlement: keychainEntitlement, containingApp: containingApp, appIDPrefix: appIDPrefix, uikitOnMac: uikitOnMac))
         return app(bundleID)
     }
 

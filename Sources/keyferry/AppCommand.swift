@@ -38,12 +38,17 @@ struct AppCommand: AsyncParsableCommand {
                 "Install it without a keychain entitlement, as a build signed without one runs: every SecItem call is errSecMissingEntitlement (-34018)."
         )
         var noKeychainEntitlement = false
+        @Flag(
+            help:
+                "On a Mac: a Mac Catalyst app, or an iPhone or iPad app on an Apple silicon Mac. Its calls reach the data protection keychain alone, never the file-based one."
+        )
+        var catalyst = false
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let manifest = AppManifest(
                 bundleID: app, teamID: team, accessGroups: group, hasKeychainEntitlement: !noKeychainEntitlement, containingApp: extensionOf,
-                appIDPrefix: appIDPrefix)
+                appIDPrefix: appIDPrefix, uikitOnMac: catalyst)
             try manifest.validate()
             let apps = try await device.client.apps()
             let before = apps.first { $0.bundleID == app }
@@ -123,7 +128,8 @@ extension AppCommand {
             for app in apps {
                 let groups = app.hasKeychainEntitlement ? "groups \(app.entitledGroups.joined(separator: ","))" : "no keychain entitlement"
                 let prefix = app.appIDPrefix.map { "  App ID prefix \($0)" } ?? ""
-                print("\(app.bundleID)  team \(app.teamID)\(prefix)  \(groups)" + (app.containingApp.map { "  extension of \($0)" } ?? ""))
+                let uikit = app.uikitOnMac == true ? "  UIKit on a Mac" : ""
+                print("\(app.bundleID)  team \(app.teamID)\(prefix)  \(groups)\(uikit)" + (app.containingApp.map { "  extension of \($0)" } ?? ""))
             }
             if apps.isEmpty { say("no apps installed") }
         }
@@ -329,6 +335,7 @@ extension AppManifest {
         var out: [String: Any] = ["bundleID": bundleID, "teamID": teamID, "accessGroups": entitledGroups, "appGroups": appGroups]
         if let containingApp { out["extensionOf"] = containingApp }
         if let appIDPrefix { out["appIDPrefix"] = appIDPrefix }
+        if uikitOnMac == true { out["uikitOnMac"] = true }
         if !hasKeychainEntitlement { out["keychainEntitlement"] = false }
         return out
     }

@@ -54,6 +54,26 @@ struct SecItemMacTests {
         #expect(copy("token", [kSecUseDataProtectionKeychain: true, kSecReturnData: true]).0 == errSecInteractionNotAllowed)
     }
 
+    @Test("a Mac Catalyst app (or an iPhone app on a Mac) reaches the data protection keychain alone, whatever its calls say")
+    func uikitOnMac() throws {
+        let catalyst = try mac.install("com.example.catalyst", uikitOnMac: true)
+        let item: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrAccount: "token", kSecValueData: Data("t".utf8),
+            kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked, kSecUseDataProtectionKeychain: false,
+        ]
+        #expect(catalyst.run { SecItemAdd(item as CFDictionary, nil) } == errSecSuccess)
+        var found: CFTypeRef?
+        let query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "token", kSecReturnAttributes: true]
+        #expect(catalyst.run { SecItemCopyMatching(query as CFDictionary, &found) } == errSecSuccess)
+        let attributes = found as? [String: Any]
+        #expect(attributes?[kSecAttrAccessGroup as String] as? String == "ABCDE12345.com.example.catalyst", "an iPhone's group, kept")
+        #expect(attributes?[kSecAttrAccessible as String] as? String == kSecAttrAccessibleWhenUnlocked as String)
+        try mac.lock()
+        var data: CFTypeRef?
+        let read: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "token", kSecReturnData: true]
+        #expect(catalyst.run { SecItemCopyMatching(read as CFDictionary, &data) } == errSecInteractionNotAllowed, "the lock applies, as on an iPhone")
+    }
+
     @Test("kSecMatchLimitAll with kSecReturnData is errSecParam in the file-based keychain, and a delete there takes one match")
     func fileBasedLimits() {
         for account in ["a", "b", "c"] { #expect(add(account) == errSecSuccess) }
