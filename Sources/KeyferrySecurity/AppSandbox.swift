@@ -91,6 +91,14 @@ final class SandboxDefaults: UserDefaults {
 
     override func register(defaults registrationDictionary: [String: Any]) { context.register(registrationDictionary, group: group) }
     override func dictionaryRepresentation() -> [String: Any] { registered.merging(stored ?? [:]) { $1 } }
+
+    /// `removePersistentDomain(forName: Bundle.main.bundleIdentifier!)`, the seeds' "reset on
+    /// logout": every stored key of this app (or this group's suite) goes; another domain is
+    /// not the app's to reach.
+    override func removePersistentDomain(forName domainName: String) {
+        guard domainName == (group ?? context.app), let keys = stored?.keys, !keys.isEmpty else { return }
+        change(set: [:], remove: Array(keys))
+    }
     override func synchronize() -> Bool { true }
 }
 

@@ -38,6 +38,7 @@ open class DeviceUserDefaults: UserDefaults {
     open override func register(defaults registrationDictionary: [String: Any]) { target.register(defaults: registrationDictionary) }
     open override func dictionaryRepresentation() -> [String: Any] { target.dictionaryRepresentation() }
     open override func synchronize() -> Bool { target.synchronize() }
+    open override func removePersistentDomain(forName domainName: String) { target.removePersistentDomain(forName: domainName) }
 }
 
 /// `FileManager` whose `.default` finds the calling app's Documents and app group containers

@@ -4,6 +4,27 @@ import KeyferrySecurity
 /// The mail app's own keychain code in the demo, written as for iOS and run through
 /// KeyferrySecurity against the phone's node: three of the seeds' traps, then the audit.
 enum DemoAppCode {
+    /// The app's next version as its developer has it before running it: a settings screen
+    /// that reads the token on the main actor, and keeps a copy in UserDefaults.
+    static let nextVersionSource = """
+        import Foundation
+
+        @MainActor
+        final class MailSettings {
+            func loadToken() -> Data? {
+                let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
+                                            kSecAttrService as String: "com.example.mail.api",
+                                            kSecAttrAccount as String: "refresh-token",
+                                            kSecReturnData as String: true]
+                var result: CFTypeRef?
+                guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess else { return nil }
+                UserDefaults.standard.set(result as? Data, forKey: "refresh-token")
+                return result as? Data
+            }
+        }
+
+        """
+
     /// Runs on a thread of its own (each call waits for the node); says what each call answered.
     static func run(device: URL, app: String, say: (String) -> Void) throws -> AuditReport {
         let context = try KeyferryContext(device: device, app: app)

@@ -198,6 +198,8 @@ struct DemoCommand: AsyncParsableCommand {
         for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) {
             tour.say(String(line))
         }
+        let root = runner.directory(of: member).deletingLastPathComponent()
+        try await onThreadOfItsOwn { _ in try lintNextVersion(in: root, tour: tour) }
         try await newPhone(from: phone, at: directory, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")
@@ -569,6 +571,26 @@ struct DemoCommand: AsyncParsableCommand {
 }
 
 /// Prints the demo's story: headings, sentences and the outcome of each call.
+extension DemoCommand {
+    /// `keyferry lint` on the mail app's next version, before it ever runs: the traps the audit
+    /// would record, found in the source. It waits for keyferry-lint: a thread of its own.
+    func lintNextVersion(in root: URL, tour: Tour) throws {
+        tour.heading("Its next version, before it runs: `keyferry lint` finds the same traps in the source")
+        let source = root.appendingPathComponent("MailSettings.swift")
+        try Data(DemoAppCode.nextVersionSource.utf8).write(to: source)
+        let findings: [LintFinding]
+        do {
+            findings = try LintCommand.findings(in: [source.path])
+        } catch let failure as CommandFailure where failure.kind == .unavailable {
+            tour.say("(skipped: \(failure.description))")
+            return
+        }
+        for finding in findings {
+            tour.say("MailSettings.swift:\(finding.line): \(finding.rule.title) [\(finding.rule.name)]")
+        }
+    }
+}
+
 struct Tour {
     func heading(_ text: String) { print("\n== \(text)") }
     func say(_ text: String) { print("   \(text)") }

@@ -98,6 +98,18 @@ struct SeedFoundationTests {
         }
     }
 
+    @Test("removePersistentDomain(forName:) of the app's bundle ID empties its defaults on the device, as the seed's logout does")
+    func removePersistentDomain() throws {
+        app.run {
+            UserDefaults.standard.set("t", forKey: "authToken")
+            UserDefaults.standard.set(true, forKey: "onboarded")
+            UserDefaults.standard.removePersistentDomain(forName: "com.other.app")
+        }
+        #expect(app.userDefaults.string(forKey: "authToken") == "t", "another app's domain is not this app's to remove")
+        app.run { UserDefaults.standard.removePersistentDomain(forName: "com.pixar.tracker") }
+        #expect(app.userDefaults.dictionaryRepresentation().isEmpty)
+    }
+
     @Test("Without a context the same calls are the host's, as Foundation's")
     func hostWithoutContext() throws {
         #expect(KeyferryContext.current == nil)
