@@ -10,6 +10,11 @@ public enum LAPolicy: Int, Sendable {
     case deviceOwnerAuthentication = 2
 }
 
+/// What `LAContext.setCredential` sets: Apple has one kind.
+public enum LACredentialType: Int, Sendable {
+    case applicationPassword = 0
+}
+
 public enum LABiometryType: Int, Sendable {
     case none = 0
     case touchID = 1
@@ -73,6 +78,7 @@ open class LAContext: Hashable, @unchecked Sendable {
         var evaluated: AuthenticationResponse?
         var domainState: Data?
         var invalidated = false
+        var applicationPassword: Data?
     }
 
     public init() {
@@ -127,6 +133,18 @@ open class LAContext: Hashable, @unchecked Sendable {
         try evaluate(policy)
         return true
     }
+
+    /// The app's password for items whose access control has `.applicationPassword`: an add
+    /// seals the secret under it, a read opens it. nil clears it.
+    @discardableResult
+    open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
+        state.withLock { $0.applicationPassword = credential }
+        return true
+    }
+
+    open func isCredentialSet(_ type: LACredentialType) -> Bool { state.withLock { $0.applicationPassword != nil } }
+
+    var applicationPassword: Data? { state.withLock { $0.applicationPassword } }
 
     /// Later evaluations fail with `.invalidContext`.
     open func invalidate() {

@@ -35,9 +35,14 @@ public func SecItemAdd(
             return
         }
         var item = try SecDictionary.newItem(attributes)
+        let secret = item.data
+        if ApplicationPassword.isRequired(by: item.accessControl) {
+            item.data = try ApplicationPassword.seal(secret, password: ApplicationPassword.password(for: attributes, in: context))
+        }
         let returning = item.returning
         item.returning = try SecDictionary.storeReturning(returning, itemClass: item.itemClass)
-        let record = try context.backend.add(item, app: context.app)
+        var record = try context.backend.add(item, app: context.app)
+        if record.data != nil { record.data = secret }
         result?.pointee = try SecDictionary.result([record], returning: returning, matchLimit: .one, privateKey: context.privateKey(of:))
             .map { $0 as AnyObject }
     }
@@ -59,7 +64,8 @@ public func SecItemCopyMatching(
         parsed.authentication = context.authentication(parsed.authentication)
         let returning = parsed.returning
         parsed.returning = try SecDictionary.storeReturning(returning, itemClass: parsed.itemClass)
-        let records = try context.backend.copy(parsed, app: context.app)
+        var records = try context.backend.copy(parsed, app: context.app)
+        try context.openApplicationPasswords(&records, asked: query, responses: parsed.authentication.responses)
         // A secret behind user presence, read without an evaluated LAContext: the user was asked.
         if mayPrompt, records.contains(where: { $0.data != nil && $0.accessControl?.asksTheUser == true }) { context.wait(context.latency.prompt) }
         result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one, privateKey: context.privateKey(of:))
@@ -80,7 +86,10 @@ public func SecItemUpdate(
     perform(.update, query, changes: attributesToUpdate, file: file, line: line) { context, query, attributesToUpdate in
         var parsed = try SecDictionary.query(query, for: .update)
         parsed.authentication = context.authentication(parsed.authentication)
-        let changes = try SecDictionary.changes(attributesToUpdate, itemClass: parsed.itemClass)
+        var changes = try SecDictionary.changes(attributesToUpdate, itemClass: parsed.itemClass)
+        if let secret = changes.data {
+            changes.data = try context.sealForUpdate(secret, matching: parsed, asked: query, responses: parsed.authentication.responses)
+        }
         try context.backend.update(parsed, with: changes, app: context.app)
     }
 }
@@ -197,6 +206,58 @@ private enum MainQueue {
 
     static var isCurrent: Bool {
         (DispatchQueue.getSpecific(key: marker) == true || Thread.isMainThread) && withUnsafeCurrentTask { $0 != nil }
+    }
+}
+
+extension KeyferryContext {
+    /// Opens the secrets of the records that have an application password, with the one the
+    /// call carries (asked for once).
+    fileprivate func openApplicationPasswords(
+        _ records: inout [ItemRecord], asked dictionary: [String: Any], responses: [AuthenticationResponse]
+    ) throws(KeychainError) {
+        var password: Data?
+        for index in records.indices where ApplicationPassword.isRequired(by: records[index].accessControl) {
+            guard let sealed = records[index].data else { continue }
+            let known: Data
+            if let password {
+                known = password
+            } else {
+                known = try ApplicationPassword.password(for: dictionary, in: self, responses: responses)
+            }
+            password = known
+            records[index].data = try ApplicationPassword.open(sealed, password: known)
+        }
+    }
+
+    /// A new secret for an update: sealed under the items' application password when they have
+    /// one, which must open their current secret first, as a device asks for it before the change.
+    fileprivate func sealForUpdate(
+        _ secret: Data, matching query: ItemQuery, asked dictionary: [String: Any], responses: [AuthenticationResponse]
+    ) throws(KeychainError) -> Data {
+        // Which items the update changes, by their attributes alone: no prompt.
+        var probe = query
+        probe.returning = .attributes
+        probe.matchLimit = .all
+        let matched: [ItemRecord]
+        do {
+            matched = try backend.copy(probe, app: app)
+        } catch is KeychainError {
+            // Nothing matches, or nothing can be read now: the update answers for itself.
+            return secret
+        } catch {
+            throw KeychainError(.notAvailable, "\(error)")
+        }
+        let protected = matched.filter { ApplicationPassword.isRequired(by: $0.accessControl) }
+        guard !protected.isEmpty else { return secret }
+        guard protected.count == matched.count else {
+            throw KeychainError(.param, "the update's items differ in having an application password; update those with one apart.")
+        }
+        let password = try ApplicationPassword.password(for: dictionary, in: self, responses: responses)
+        var current = query
+        current.returning = .data
+        current.matchLimit = .one
+        if let sealed = try? backend.copy(current, app: app).first?.data { _ = try ApplicationPassword.open(sealed, password: password) }
+        return try ApplicationPassword.seal(secret, password: password)
     }
 }
 

@@ -4,6 +4,7 @@
 
 @_exported import enum KeyferrySecurity.LABiometryType
 @_exported import class KeyferrySecurity.LAContext
+@_exported import enum KeyferrySecurity.LACredentialType
 @_exported import struct KeyferrySecurity.LAError
 @_exported import var KeyferrySecurity.LAErrorDomain
 @_exported import enum KeyferrySecurity.LAPolicy
