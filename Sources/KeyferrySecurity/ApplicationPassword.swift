@@ -52,7 +52,8 @@ enum ApplicationPassword {
         guard !silent else {
             throw KeychainError(
                 .interactionNotAllowed,
-                "the item needs the app's password (applicationPassword) and no prompt may be shown; give it with LAContext.setCredential(_:type: .applicationPassword).")
+                "the item needs the app's password (applicationPassword) and no prompt may be shown; give it with LAContext.setCredential(_:type: .applicationPassword)."
+            )
         }
         switch (responses ?? context.responses()).first {
         case .passcode(let typed)?: return Data(typed.utf8)

@@ -140,7 +140,9 @@ struct ApplicationPasswordTests {
 
         let listed = try phone.app("com.example.vault").run { () -> Data? in
             var result: CFTypeRef?
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault", kSecReturnAttributes as String: true]
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault", kSecReturnAttributes as String: true,
+            ]
             return SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess ? Data() : nil
         }
         #expect(listed != nil, "attributes read without the password, as on a device")
