@@ -62,3 +62,55 @@ enum ApplicationPassword {
         }
     }
 }
+
+extension KeyferryContext {
+    /// Opens the secrets of the records that have an application password, with the one the
+    /// call carries (asked for once).
+    func openApplicationPasswords(
+        _ records: inout [ItemRecord], asked dictionary: [String: Any], responses: [AuthenticationResponse]
+    ) throws(KeychainError) {
+        var password: Data?
+        for index in records.indices where ApplicationPassword.isRequired(by: records[index].accessControl) {
+            guard let sealed = records[index].data else { continue }
+            let known: Data
+            if let password {
+                known = password
+            } else {
+                known = try ApplicationPassword.password(for: dictionary, in: self, responses: responses)
+            }
+            password = known
+            records[index].data = try ApplicationPassword.open(sealed, password: known)
+        }
+    }
+
+    /// A new secret for an update: sealed under the items' application password when they have
+    /// one, which must open their current secret first, as a device asks for it before the change.
+    func sealForUpdate(
+        _ secret: Data, matching query: ItemQuery, asked dictionary: [String: Any], responses: [AuthenticationResponse]
+    ) throws(KeychainError) -> Data {
+        // Which items the update changes, by their attributes alone: no prompt.
+        var probe = query
+        probe.returning = .attributes
+        probe.matchLimit = .all
+        let matched: [ItemRecord]
+        do {
+            matched = try backend.copy(probe, app: app)
+        } catch is KeychainError {
+            // Nothing matches, or nothing can be read now: the update answers for itself.
+            return secret
+        } catch {
+            throw KeychainError(.notAvailable, "\(error)")
+        }
+        let protected = matched.filter { ApplicationPassword.isRequired(by: $0.accessControl) }
+        guard !protected.isEmpty else { return secret }
+        guard protected.count == matched.count else {
+            throw KeychainError(.param, "the update's items differ in having an application password; update those with one apart.")
+        }
+        let password = try ApplicationPassword.password(for: dictionary, in: self, responses: responses)
+        var current = query
+        current.returning = .data
+        current.matchLimit = .one
+        if let sealed = try? backend.copy(current, app: app).first?.data { _ = try ApplicationPassword.open(sealed, password: password) }
+        return try ApplicationPassword.seal(secret, password: password)
+    }
+}
