@@ -22,9 +22,9 @@ open class DeviceUserDefaults: UserDefaults {
     /// The app's own defaults on the current device.
     open override class var standard: DeviceUserDefaults { DeviceUserDefaults(suiteName: nil)! }
 
-    /// Where the call goes: an app group's suite on the device, the app's own defaults (also
-    /// for a suite that is no app group, which iOS keeps in the app's sandbox too), or the
-    /// host's when no context is current.
+    /// Where the call goes: an app group's suite on the device, the app's own defaults (which a
+    /// suite that is no app group shares here, where iOS gives it a file of its own in the same
+    /// sandbox, with the same protection), or the host's when no context is current.
     private var target: UserDefaults {
         guard let context = KeyferryContext.current else {
             return suite.flatMap { UserDefaults(suiteName: $0) } ?? UserDefaults.standard
