@@ -198,6 +198,10 @@ struct KeychainLinterTests {
         #expect(try lintSample("KeyferryTestingTests/Samples/KeychainManager.swift") == [])
         // The README's wrapper, at the line the audit names when its test runs.
         #expect(try lintSample("KeyferryTestingTests/Samples/TokenStore.swift") == ["14:noAccessibilityOnAdd"])
+        // The wrappers' patterns (AppleTypesTests): the Always class stored through a function
+        // value, which the audit can only call "(a call through a function value)", is named by
+        // its line; the [String: AnyObject] and NSDictionary shapes read clean.
+        #expect(try lintSample("KeyferrySecurityTests/AppleTypesTests.swift") == ["32:deprecatedAlways"])
         // The field reports' migration that deletes before it writes.
         #expect(try lintSample("KeyferryTestingTests/Samples/LegacyMigration.swift") == ["66:noAccessibilityOnAdd", "66:unhandledDuplicate"])
     }
