@@ -8,6 +8,7 @@ import KeychainModel
 // beside itself, and reports.
 var findings: [LintFinding] = []
 while let path = readLine(strippingNewline: true) {
+    if path.isEmpty { continue }
     guard let data = FileManager.default.contents(atPath: path) else {
         FileHandle.standardError.write(Data("keyferry-lint: \(path) cannot be read.\n".utf8))
         exit(1)

@@ -82,6 +82,7 @@ struct LintCommand: ParsableCommand {
     /// Runs `keyferry-lint` on the files: their paths on its standard input, its findings
     /// (JSON) on its standard output.
     static func findings(in files: [String]) throws -> [LintFinding] {
+        guard !files.isEmpty else { return [] }
         let process = Process()
         process.executableURL = try parser()
         let input = Pipe()
