@@ -4,7 +4,9 @@ import Testing
 /// `keyferry lint` as a CI job runs it: the installed binary and keyferry-lint beside it.
 @Suite("keyferry lint on the command line", .blocking)
 struct LintCLITests {
-    @Test("a tree: its Swift files in path order, hidden directories left out; a clean tree exits 0, one trap exits 1 with file and line; nothing to read is clean")
+    @Test(
+        "a tree: its Swift files in path order, hidden directories left out; a clean tree exits 0, one trap exits 1 with file and line; nothing to read is clean"
+    )
     func tree() throws {
         let cli = try CLI()
         let sources = cli.root.appendingPathComponent("App")
