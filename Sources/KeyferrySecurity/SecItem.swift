@@ -67,7 +67,9 @@ public func SecItemCopyMatching(
         var records = try context.backend.copy(parsed, app: context.app)
         try context.openApplicationPasswords(&records, asked: query, responses: parsed.authentication.responses)
         // A secret behind user presence, read without an evaluated LAContext: the user was asked.
-        if mayPrompt, records.contains(where: { $0.data != nil && $0.accessControl?.asksForUser == true }) { context.wait(context.latency.prompt) }
+        if mayPrompt, records.contains(where: { $0.data != nil && $0.accessControl?.asksForUser == true }) {
+            context.wait(context.latency.prompt)
+        }
         result?.pointee = try SecDictionary.result(records, returning: returning, matchLimit: parsed.matchLimit ?? .one, privateKey: context.privateKey(of:))
             .map { $0 as AnyObject }
     }
@@ -154,8 +156,9 @@ private func perform(
         return KeyferryContext.missing.status.rawValue
     }
     let onMainThread = MainQueue.isCurrent
-    let started = ContinuousClock.now
-    context.wait(context.latency.call)
+    let started = onMainThread ? ContinuousClock.now : nil
+    let latency = context.latency
+    context.wait(latency.call)
     let strings = Result { () throws(KeychainError) in try SecDictionary.strings(dictionary) }
     let changeStrings = Result { () throws(KeychainError) in try SecDictionary.strings(changes) }
     let status: OSStatus
@@ -175,7 +178,7 @@ private func perform(
             context.recordFailure(error)
             status = error.status.rawValue
             // The user cancelled, or failed, a prompt they looked at first.
-            if [errSecUserCanceled, errSecAuthFailed].contains(status) { context.wait(context.latency.prompt) }
+            if status == errSecUserCanceled || status == errSecAuthFailed { context.wait(latency.prompt) }
         } catch {
             // The device or its node failed, not the call: a device that is off, a node that died.
             let failure = KeychainError(.notAvailable, "\(error)")
@@ -188,7 +191,7 @@ private func perform(
             ObservedCall(
                 function: function, dictionary: strings, changes: (try? changeStrings.get()) ?? [:], status: status,
                 site: Site(function: function, file: file, line: Int(line)), onMainThread: onMainThread,
-                blocked: onMainThread ? ContinuousClock.now - started : .zero))
+                blocked: started.map { ContinuousClock.now - $0 } ?? .zero))
     }
     return status
 }
@@ -205,7 +208,7 @@ private enum MainQueue {
     }()
 
     static var isCurrent: Bool {
-        (DispatchQueue.getSpecific(key: marker) == true || Thread.isMainThread) && withUnsafeCurrentTask { $0 != nil }
+        withUnsafeCurrentTask { $0 != nil } && (DispatchQueue.getSpecific(key: marker) == true || Thread.isMainThread)
     }
 }
 
