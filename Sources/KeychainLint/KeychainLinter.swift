@@ -50,7 +50,7 @@ private final class Visitor: SyntaxVisitor {
 
     override func visit(_ node: DeclReferenceExprSyntax) -> SyntaxVisitorContinueKind {
         let name = node.baseName.text
-        if name == "kSecAttrAccessibleAlways" || name == "kSecAttrAccessibleAlwaysThisDeviceOnly" {
+        if name == "kSecAttrAccessibleAlways" || name == "kSecAttrAccessibleAlwaysThisDeviceOnly", !node.isInsideADeprecatedDeclaration {
             record(.trap(.deprecatedAlways), at: node, "stores with \(name)")
         }
         return .visitChildren
@@ -64,7 +64,7 @@ private final class Visitor: SyntaxVisitor {
     override func visit(_ node: PatternBindingSyntax) -> SyntaxVisitorContinueKind {
         if let name = node.pattern.as(IdentifierPatternSyntax.self)?.identifier.text, Self.namesASecret(name),
             let literal = node.initializer?.value.as(StringLiteralExprSyntax.self), let text = literal.plainText,
-            text.count >= 8, !text.contains(" ")
+            Self.looksLikeACredential(text)
         {
             record(.hardcodedSecret, at: literal, name)
         }
@@ -74,6 +74,14 @@ private final class Visitor: SyntaxVisitor {
     /// Secret keys as services issue them (`sk-…`, `sk_live_…`).
     static func looksLikeAKey(_ text: String) -> Bool {
         (text.hasPrefix("sk-") || text.hasPrefix("sk_live_")) && text.count >= 12 && !text.contains(" ")
+    }
+
+    /// A value, not a name for one: eight or more characters without spaces that are not an
+    /// environment variable's name (`PGPASSWORD`) or a key path (`auth.token`).
+    static func looksLikeACredential(_ text: String) -> Bool {
+        let nameCharacters = text.allSatisfy { $0.isUppercase || $0 == "_" || $0.isNumber }
+        let keyPath = text.contains(".") && text.allSatisfy { $0.isLetter || $0 == "." || $0 == "_" }
+        return text.count >= 8 && !text.contains(" ") && !nameCharacters && !keyPath
     }
 
     static func namesASecret(_ name: String) -> Bool {
@@ -255,6 +263,23 @@ extension FunctionCallExprSyntax {
             node = parent
         }
         return nil
+    }
+}
+
+extension SyntaxProtocol {
+    /// Inside a declaration marked deprecated, where the compiler does not warn either: the
+    /// definition of a deprecated constant naming another.
+    var isInsideADeprecatedDeclaration: Bool {
+        var node = parent
+        while let current = node {
+            if let attributes = current.asProtocol(WithAttributesSyntax.self)?.attributes,
+                attributes.contains(where: { $0.trimmedDescription.hasPrefix("@available") && $0.trimmedDescription.contains("deprecated") })
+            {
+                return true
+            }
+            node = current.parent
+        }
+        return false
     }
 }
 

@@ -70,6 +70,8 @@ struct KeychainLinterTests {
         #expect(findings.map(\.rule) == [.trap(.deprecatedAlways), .trap(.deprecatedAlways)])
         #expect(findings.map(\.column) == [9, 9])
         #expect(findings.first?.detail == "stores with kSecAttrAccessibleAlways")
+        let definition = "@available(*, deprecated)\npublic let kSecAttrAccessibleAlways = NSString(string: SecConstants.kSecAttrAccessibleAlways)\n"
+        #expect(KeychainLinter.lint(source: definition, file: "A.swift").isEmpty, "a deprecated declaration naming another, as the compiler lets pass")
     }
 
     @Test("a delete in the branch of a -25308 read: if, switch and catch")
@@ -165,13 +167,15 @@ struct KeychainLinterTests {
                     let pixarAPIKey = "sk-pixar-prod-abc123xyz"
                     let clientSecret = "hunter2hunter2"
                     let greeting = "hello world, this is long"
+                    let passwordVariable = "PGPASSWORD"
+                    let tokenKey = "com.example.auth.token"
                     for itemClass in [kSecClassGenericPassword, kSecClassKey] {
                         SecItemDelete([kSecClass: itemClass] as CFDictionary)
                         SecItemDelete([kSecClass: itemClass, kSecAttrSynchronizable: kSecAttrSynchronizableAny] as CFDictionary)
                         SecItemDelete([kSecClass: itemClass, kSecAttrAccount: "a"] as CFDictionary)
                     }
                 }
-                """) == ["2:secretInUserDefaults", "4:hardcodedSecret", "5:hardcodedSecret", "8:cleanupMissesSyncedItems"])
+                """) == ["2:secretInUserDefaults", "4:hardcodedSecret", "5:hardcodedSecret", "10:cleanupMissesSyncedItems"])
     }
 
     /// The repository's samples: app code as the seeds and wrappers write it.
