@@ -56,7 +56,10 @@ struct AppCommand: AsyncParsableCommand {
             var orphaned: [String: Int] = [:]
             if let before { orphaned = try await orphans(replacing: before, with: manifest, among: apps) }
             if let before, before.teamID != team {
-                warn("\(app) was installed under team \(before.teamID): under \(team) this is an app transfer.")
+                let lost = before.entitledGroups.filter { !manifest.entitledGroups.contains($0) }
+                warn(
+                    "\(app) was installed under team \(before.teamID): under \(team) this is an app transfer"
+                        + (lost.isEmpty ? "." : "; the app no longer reaches \(lost.joined(separator: ", ")), nor the items in them."))
             }
             for (group, count) in orphaned.sorted(by: { $0.key < $1.key }) {
                 warn(
@@ -65,7 +68,7 @@ struct AppCommand: AsyncParsableCommand {
             }
             if output.json {
                 var presented = manifest.presented
-                if before != nil { presented["orphaned"] = orphaned.mapValues { $0 } }
+                if before != nil { presented["orphaned"] = orphaned }
                 printJSON(presented)
             } else if noKeychainEntitlement {
                 say("installed \(app) without a keychain entitlement: every keychain call it makes is errSecMissingEntitlement (-34018)")
@@ -74,7 +77,6 @@ struct AppCommand: AsyncParsableCommand {
             }
         }
     }
-
 }
 
 extension AppCommand.Install {
