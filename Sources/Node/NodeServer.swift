@@ -254,6 +254,11 @@ package enum NodeServer {
         get(router, .circleIdentity, logger) { try await sync.identity() }
         post(router, .circleVouch, logger) { try await sync.vouch($0) }
         post(router, .circleJoin, logger) { try await sync.join($0) }
+        post(router, .circleRequest, logger) { try await sync.request($0) }
+        post(router, .circleRequestAnswer, logger) { _ in try await sync.requestAnswer() }
+        get(router, .circleRequests, logger) { try await sync.joinRequests() }
+        post(router, .circleApprove, logger) { try await sync.approve($0) }
+        post(router, .circleDecline, logger) { try await sync.decline($0) }
         post(router, .circleRemove, logger) { try await sync.remove($0) }
         post(router, .circleLeave, logger) { try await sync.leave($0) }
         get(router, .circleStatus, logger) { try await sync.circleStatus() }

@@ -25,6 +25,8 @@ final class NodeSync: Sendable {
         var lastExchange: Date?
         var lastReport: SyncReport?
         var lastError: String?
+        /// This device's request to join a circle, while it waits for a member's answer.
+        var joinRequest: (request: JoinRequest, relay: URL)?
     }
 
     private let device: Device
@@ -94,31 +96,107 @@ final class NodeSync: Sendable {
         let engine = try member("is in no circle, so it cannot vouch for another device.")
         let voucher = try await engine.vouch(for: try Self.identity(request.peer))
         logger.info("vouched", metadata: ["peer": "\(request.peer.name)"])
-        return NodeAPI.Voucher(
-            circle: voucher.circle, relay: voucher.relay.absoluteString, head: Data(voucher.head),
-            entry: voucher.entry.map { Data($0.bytes) }, share: Data(voucher.share.bytes))
+        return NodeAPI.Voucher(circle: voucher.circle, relay: voucher.relay.absoluteString, voucher: Data(voucher.bytes))
     }
 
     func join(_ request: NodeAPI.Voucher) async throws -> NodeAPI.CircleStatus {
         let relay = try Self.relayURL(request.relay)
-        try requireFirstUnlock("join a circle")
         let voucher: Voucher
         do {
-            voucher = Voucher(
-                circle: request.circle, relay: relay, head: [UInt8](request.head),
-                entry: try request.entry.map { try MembershipEntry(bytes: [UInt8]($0)) },
-                share: try CircleKeyShare(bytes: [UInt8](request.share)))
+            voucher = try Voucher(bytes: [UInt8](request.voucher))
         } catch {
-            throw NodeError.invalidRequest("the voucher does not decode: \(error)")
+            throw CircleError(.notVouched, "the voucher cannot be read (\(error)); nothing was changed")
         }
-        let engine = try await SyncEngine.join(voucher, device: device, transport: RelayClient(url: relay))
+        guard voucher.circle == request.circle else {
+            throw CircleError(.notVouched, "the voucher is for circle \(voucher.circle), not \(request.circle); nothing was changed")
+        }
+        return try await join(voucher, through: relay)
+    }
+
+    private func join(_ voucher: Voucher, through relay: URL) async throws -> NodeAPI.CircleStatus {
+        try requireFirstUnlock("join a circle")
+        let engine = try await SyncEngine.join(voucher, through: relay, device: device, transport: RelayClient(url: relay))
         progress.withLock {
             $0.engine = engine
             $0.lastError = nil
             $0.unreadable = nil
+            $0.joinRequest = nil
         }
-        logger.info("circle joined", metadata: ["circle": "\(request.circle)"])
+        logger.info("circle joined", metadata: ["circle": "\(voucher.circle)"])
         return try await circleStatus()
+    }
+
+    /// Publishes this device's request to join, replacing any it made before.
+    func request(_ body: NodeAPI.CircleRequest) async throws -> NodeAPI.CircleRequested {
+        let relay = try Self.relayURL(body.relay)
+        try requireFirstUnlock("join a circle")
+        if let engine { throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle).") }
+        if let unreadable = progress.withLock({ $0.unreadable }) { throw unreadable }
+        let request = try await SyncEngine.requestToJoin(
+            circle: body.circle, relay: relay, name: body.name ?? device.info.name, lifetime: body.lifetime ?? 600, device: device,
+            transport: RelayClient(url: relay))
+        progress.withLock { $0.joinRequest = (request, relay) }
+        logger.info("asked to join", metadata: ["circle": "\(body.circle)", "code": "\(request.code)"])
+        return Self.requested(request, relay: relay)
+    }
+
+    /// Where this device's request stands: reads the relay once for a member's answer, and
+    /// joins when it is a voucher.
+    func requestAnswer() async throws -> NodeAPI.CircleRequested {
+        guard let (request, relay) = progress.withLock({ $0.joinRequest }) else {
+            if let engine { return Self.requested(nil, relay: await engine.relay, joined: try await circleStatus(), circle: await engine.circle) }
+            throw CircleError(.noSuchRequest, "\(device.info.name) has asked to join no circle since its node started; `circle join --circle` asks")
+        }
+        switch try await SyncEngine.answer(to: request, device: device, transport: RelayClient(url: relay)) {
+        case .pending:
+            return Self.requested(request, relay: relay)
+        case .expired:
+            progress.withLock { $0.joinRequest = nil }
+            throw CircleError(
+                .requestExpired, "the request to join circle \(request.circle) expired at \(request.expires) with no answer; ask again")
+        case .declined(let member):
+            progress.withLock { $0.joinRequest = nil }
+            throw CircleError(.declined, "\(member) declined \(device.info.name)'s request to join circle \(request.circle)")
+        case .approved(let voucher):
+            return Self.requested(request, relay: relay, joined: try await join(voucher, through: relay))
+        }
+    }
+
+    func joinRequests() async throws -> NodeAPI.PendingJoins {
+        NodeAPI.PendingJoins(requests: try await member("is in no circle.").joinRequests().map(Self.pending))
+    }
+
+    func approve(_ body: NodeAPI.CircleAnswer) async throws -> NodeAPI.PendingJoin {
+        let request = try await member("is in no circle, so it cannot approve a request.").approve(code: try Self.code(body.code))
+        logger.info("approved a join request", metadata: ["peer": "\(request.peer.name)", "code": "\(request.code)"])
+        return Self.pending(request)
+    }
+
+    func decline(_ body: NodeAPI.CircleAnswer) async throws -> NodeAPI.PendingJoins {
+        let declined = try await member("is in no circle, so it cannot decline a request.").decline(code: try Self.code(body.code))
+        logger.info("declined join requests", metadata: ["peers": "\(declined.map(\.peer.name))"])
+        return NodeAPI.PendingJoins(requests: declined.map(Self.pending))
+    }
+
+    private static func code(_ text: String) throws -> JoinCode {
+        guard let code = JoinCode(typed: text) else {
+            throw NodeError.invalidRequest("'\(text)' is not a join code: six digits, as the asking device prints them (123 456)")
+        }
+        return code
+    }
+
+    private static func requested(
+        _ request: JoinRequest?, relay: URL, joined: NodeAPI.CircleStatus? = nil, circle: UUID? = nil
+    ) -> NodeAPI.CircleRequested {
+        NodeAPI.CircleRequested(
+            circle: request?.circle ?? circle ?? UUID(), relay: relay.absoluteString, name: request?.peer.name ?? joined?.name ?? "",
+            code: request.map { "\($0.code)" } ?? "", expires: request?.expires ?? Date(), joined: joined)
+    }
+
+    private static func pending(_ request: JoinRequest) -> NodeAPI.PendingJoin {
+        NodeAPI.PendingJoin(
+            name: request.peer.name, signingKey: Hex.encode(request.peer.signing.bytes), encryptionKey: Hex.encode(request.peer.sealing.bytes),
+            code: "\(request.code)", made: request.made, expires: request.expires)
     }
 
     func remove(_ request: NodeAPI.CircleRemove) async throws -> NodeAPI.CircleStatus {

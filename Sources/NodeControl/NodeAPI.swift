@@ -410,25 +410,91 @@ public enum NodeAPI {
         public init(peer: Peer) { self.peer = peer }
     }
 
-    /// What the sponsor answers and the joiner takes (`circle/join`): the sponsor's signed
-    /// entry admitting the joiner, not yet published, and the joiner's share of the current
-    /// keys; the joiner checks everything and publishes the entry. See `Sync.Voucher`.
+    /// What the sponsor answers and the joiner takes (`circle/join`): the voucher, signed by the
+    /// sponsor (Protocol/sync.md, "Vouchers"), with the circle and relay it names. To the joiner,
+    /// `relay` is the relay to sync through: the voucher's, or another serving the same database.
     public struct Voucher: Codable, Sendable {
         public var circle: UUID
         public var relay: String
-        /// BLAKE2b-256 of the last membership entry the sponsor saw.
-        public var head: Data
-        /// nil when the joiner is a member already.
-        public var entry: Data?
-        public var share: Data
+        /// The signed voucher's bytes, as `circle vouch --out` writes them to a file.
+        public var voucher: Data
 
-        package init(circle: UUID, relay: String, head: Data, entry: Data? = nil, share: Data) {
+        public init(circle: UUID, relay: String, voucher: Data) {
             self.circle = circle
             self.relay = relay
-            self.head = head
-            self.entry = entry
-            self.share = share
+            self.voucher = voucher
         }
+    }
+
+    /// Ask, through the relay alone, to join a circle: a member approves with the code.
+    public struct CircleRequest: Codable, Sendable {
+        public var relay: String
+        public var circle: UUID
+        /// How the other members see this device; the device's name when nil.
+        public var name: String?
+        /// How long the request waits for an answer, in seconds: 600 when nil, at most 3,600.
+        public var lifetime: Double?
+
+        public init(relay: String, circle: UUID, name: String? = nil, lifetime: Double? = nil) {
+            self.relay = relay
+            self.circle = circle
+            self.name = name
+            self.lifetime = lifetime
+        }
+    }
+
+    /// This device's request to join, and where it stands: `joined` once a member's voucher was
+    /// checked and the device published its entry; nil while it waits.
+    public struct CircleRequested: Codable, Sendable {
+        public var circle: UUID
+        public var relay: String
+        public var name: String
+        /// The six digits the members compare before approving, as `123 456`.
+        public var code: String
+        /// When the request stops waiting, by the device's clock.
+        public var expires: Date
+        public var joined: CircleStatus?
+
+        package init(circle: UUID, relay: String, name: String, code: String, expires: Date, joined: CircleStatus? = nil) {
+            self.circle = circle
+            self.relay = relay
+            self.name = name
+            self.code = code
+            self.expires = expires
+            self.joined = joined
+        }
+    }
+
+    /// A device's pending request to join, as a member sees it.
+    public struct PendingJoin: Codable, Sendable {
+        public var name: String
+        public var signingKey: String
+        public var encryptionKey: String
+        /// The code the asking device shows, as `123 456`.
+        public var code: String
+        public var made: Date
+        public var expires: Date
+
+        package init(name: String, signingKey: String, encryptionKey: String, code: String, made: Date, expires: Date) {
+            self.name = name
+            self.signingKey = signingKey
+            self.encryptionKey = encryptionKey
+            self.code = code
+            self.made = made
+            self.expires = expires
+        }
+    }
+
+    public struct PendingJoins: Codable, Sendable {
+        public var requests: [PendingJoin]
+        public init(requests: [PendingJoin]) { self.requests = requests }
+    }
+
+    /// Approve or decline the pending request whose device shows `code` (six digits; spaces
+    /// and dashes allowed).
+    public struct CircleAnswer: Codable, Sendable {
+        public var code: String
+        public init(code: String) { self.code = code }
     }
 
     /// Remove the member of this name; the remaining members get new keys.
@@ -695,6 +761,26 @@ extension NodeAPI.Route where Body == NodeAPI.Vouch, Answer == NodeAPI.Voucher {
 
 extension NodeAPI.Route where Body == NodeAPI.Voucher, Answer == NodeAPI.CircleStatus {
     public static var circleJoin: Self { Self("circle/join") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.CircleRequest, Answer == NodeAPI.CircleRequested {
+    public static var circleRequest: Self { Self("circle/request") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.CircleRequested {
+    public static var circleRequestAnswer: Self { Self("circle/request/answer") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.PendingJoins {
+    public static var circleRequests: Self { Self("circle/requests", get: true) }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.CircleAnswer, Answer == NodeAPI.PendingJoin {
+    public static var circleApprove: Self { Self("circle/approve") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.CircleAnswer, Answer == NodeAPI.PendingJoins {
+    public static var circleDecline: Self { Self("circle/decline") }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.CircleRemove, Answer == NodeAPI.CircleStatus {

@@ -78,7 +78,7 @@ package actor RelayKeeper {
     /// storage may have admitted one); then it is checked again. `token` is the pusher's
     /// admission token, asked for only when the push creates a circle.
     package func push(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, token: String? = nil) async throws -> Int {
-        let limit = stream == .membership ? RelayWire.maximumMembershipRecordBytes : RelayWire.maximumRecordBytes
+        let limit = stream == .membership || stream == .joins ? RelayWire.maximumMembershipRecordBytes : RelayWire.maximumRecordBytes
         if let big = bodies.first(where: { $0.count > limit }) {
             throw RelayRefusal(kind: .malformed, reason: "a \(stream.rawValue) record of \(big.count) bytes exceeds the \(limit)-byte limit")
         }
@@ -92,6 +92,9 @@ package actor RelayKeeper {
             case .keys, .envelopes:
                 guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
                 facts = try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
+            case .joins:
+                guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
+                try await checkJoins(bodies, circle: circle, proof: proof, history: known.history)
             }
             do {
                 let added = try await storage.append(
@@ -256,10 +259,90 @@ package actor RelayKeeper {
                     throw RelayRefusal(kind: .forbidden, reason: "a batch of envelopes for another circle, or by another author than the pusher")
                 }
                 facts.append(BatchFacts(batch))
-            case .membership:
+            case .membership, .joins:
                 break
             }
         }
         return stream == .envelopes ? facts : nil
+    }
+
+    /// Unexpired join requests a circle may hold at once: a stranger may ask to join (asking
+    /// is all a request does), but cannot fill the circle's reserve with asking.
+    package static let pendingJoinRequests = 64
+
+    /// `joins` records: a device's request, signed by itself, which anyone may push; a member's
+    /// voucher or decline, answering a request the relay holds, in a push signed by that member.
+    /// Before appending, lets go of requests that have expired, with their answers, and refuses
+    /// a request past `pendingJoinRequests`.
+    private func checkJoins(_ bodies: [[UInt8]], circle: UUID, proof: PushProof?, history: CircleHistory) async throws {
+        var held: [(cursor: UInt64, record: JoinRecord)] = []
+        var cursor: UInt64 = 0
+        while true {
+            let page = try await storage.records(circle: circle, stream: .joins, after: cursor, limit: RelayWire.maximumPullRecords)
+            guard let last = page.last else { break }
+            held += page.compactMap { record in (try? JoinRecord(bytes: record.body)).map { (record.cursor, $0) } }
+            cursor = last.cursor
+        }
+        let now = now()
+        var live = Set<[UInt8]>()
+        var expired: [UInt64] = []
+        for (cursor, record) in held {
+            if case .request(let request) = record {
+                if request.hasExpired(at: now) { expired.append(cursor) } else { live.insert(request.digest) }
+            }
+        }
+        var answered = Set<[UInt8]>()
+        for (cursor, record) in held {
+            switch record {
+            case .voucher(let voucher) where !live.contains(voucher.request): expired.append(cursor)
+            case .decline(let decline) where !live.contains(decline.request): expired.append(cursor)
+            case .voucher(let voucher): answered.insert(voucher.request)
+            case .decline(let decline): answered.insert(decline.request)
+            case .request, .voucher, .decline: continue
+            }
+        }
+        var asking = 0
+        var answers = false
+        for body in bodies {
+            let record: JoinRecord
+            do { record = try JoinRecord(bytes: body) } catch {
+                throw RelayRefusal(kind: .malformed, reason: "a record is not a join request, voucher or decline: \(error)")
+            }
+            guard record.circle == circle else { throw RelayRefusal(kind: .forbidden, reason: "a join record for another circle than \(circle)") }
+            switch record {
+            case .request(let request):
+                guard !history.isMember(request.peer.signing) else {
+                    throw RelayRefusal(kind: .conflict, reason: "\(request.peer.name) is a member of circle \(circle) already")
+                }
+                guard !request.hasExpired(at: now) else { throw RelayRefusal(kind: .forbidden, reason: "the join request expired at \(request.expires)") }
+                if !live.contains(request.digest) { asking += 1 }
+            case .voucher(let voucher):
+                answers = true
+                guard history.isMember(voucher.sponsor), voucher.isSignedBySponsor else {
+                    throw RelayRefusal(kind: .forbidden, reason: "a voucher not signed by a member of circle \(circle)")
+                }
+                guard live.contains(voucher.request) else { throw RelayRefusal(kind: .forbidden, reason: "a voucher answering no pending join request") }
+            case .decline(let decline):
+                answers = true
+                guard history.isMember(decline.signer), decline.isSigned else {
+                    throw RelayRefusal(kind: .forbidden, reason: "a decline not signed by a member of circle \(circle)")
+                }
+                guard live.contains(decline.request) else { throw RelayRefusal(kind: .forbidden, reason: "a decline answering no pending join request") }
+            }
+        }
+        if answers {
+            guard let proof else {
+                throw RelayRefusal(kind: .unsigned, reason: "a voucher or decline is pushed by a member of the circle (Keyferry-Signer, Keyferry-Signature)")
+            }
+            guard history.isMember(proof.signer), proof.holds(for: bodies, circle: circle, stream: .joins) else {
+                throw RelayRefusal(kind: .forbidden, reason: "the push is not signed by a member of circle \(circle)")
+            }
+        }
+        let pending = live.subtracting(answered).count
+        if asking > 0, pending + asking > Self.pendingJoinRequests {
+            throw RelayRefusal(
+                kind: .full, reason: "circle \(circle) holds \(pending) pending join requests, its most; ask again once a member has answered some")
+        }
+        if !expired.isEmpty { try await storage.remove(circle: circle, stream: .joins, cursors: expired) }
     }
 }

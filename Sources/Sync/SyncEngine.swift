@@ -5,31 +5,6 @@ import KeyferryCrypto
 import KeyferryThreads
 import SyncWire
 
-/// What a member hands a device it vouches for: everything the joiner needs to check before
-/// anything changes anywhere. The sponsor signs the joiner's entry but does not publish it; the
-/// joiner publishes it once it has verified the circle and opened the keys, so a join that
-/// fails leaves the circle as it was.
-package struct Voucher: Sendable {
-    package var circle: UUID
-    package var relay: URL
-    /// BLAKE2b-256 of the last membership entry the sponsor saw: the joiner accepts only a
-    /// history from the relay that holds it, so a relay cannot pass off a circle of its own.
-    package var head: [UInt8]
-    /// The sponsor's signed entry admitting the joiner; nil when the joiner is a member
-    /// already (an earlier join reached the relay, and the device did not finish).
-    package var entry: MembershipEntry?
-    /// The current generation's circle key, sealed to the joiner and signed by the sponsor.
-    package var share: CircleKeyShare
-
-    package init(circle: UUID, relay: URL, head: [UInt8], entry: MembershipEntry?, share: CircleKeyShare) {
-        self.circle = circle
-        self.relay = relay
-        self.head = head
-        self.entry = entry
-        self.share = share
-    }
-}
-
 /// One member's side of sync: it seals the device's own writes of eligible items into
 /// envelopes and pushes them, and pulls what other members wrote, keeping of each item the
 /// version the merge rule prefers. Its secrets live in the device's keychain, sealed until the
@@ -150,17 +125,21 @@ package actor SyncEngine {
     }
 
     /// Joins the circle a member vouched for. Everything the joiner can refuse is checked
-    /// first: that it is in no circle, that the relay's history is the sponsor's and takes the
-    /// sponsor's entry, that the share opens the current keys. Only then is the entry published,
-    /// so a refusal leaves the circle and the device as they were.
-    package static func join(_ voucher: Voucher, device: Device, transport: any RelayTransport) async throws -> SyncEngine {
+    /// first: that it is in no circle, that a member signed the voucher, that the relay's history
+    /// is the sponsor's and takes the sponsor's entry, that the share opens the current keys.
+    /// Only then is the entry published, so a refusal leaves the circle and the device as they were.
+    /// `relay` is where this member syncs: the voucher's, or another relay of the same database.
+    package static func join(_ voucher: Voucher, through relay: URL? = nil, device: Device, transport: any RelayTransport) async throws -> SyncEngine {
         try requireNoCircle(device)
         let identity = try SyncSecrets.identity(of: device)
         let me = identity.signingKey.publicKey
-        guard voucher.share.recipient == identity.sealingKey.publicKey, voucher.share.circle == voucher.circle else {
-            throw CircleError(.notVouched, "the voucher was made for another device or circle; ask the sponsor again")
+        guard voucher.isSignedBySponsor else {
+            throw CircleError(.forged, "the voucher's signature does not hold: it was edited, or not made by the member it names; nothing was changed")
         }
-        if let entry = voucher.entry, entry.kind != .join || entry.subject.signing != me || entry.circle != voucher.circle {
+        guard voucher.share.recipient == identity.sealingKey.publicKey else {
+            throw CircleError(.notVouched, "the voucher was made for another device; ask the sponsor again")
+        }
+        if let entry = voucher.entry, entry.kind != .join || entry.subject.signing != me {
             throw CircleError(.notVouched, "the voucher's membership entry does not admit \(device.info.name) to circle \(voucher.circle)")
         }
         let log = try await transport.pull(circle: voucher.circle, stream: .membership, after: 0, limit: 10_000)
@@ -174,10 +153,16 @@ package actor SyncEngine {
                 "the relay at \(voucher.relay.absoluteString) shows a history of circle \(voucher.circle) "
                     + "that is not the one the sponsor is in; nothing was changed")
         }
+        guard current.isMember(voucher.sponsor) else {
+            throw CircleError(.forged, "the voucher's sponsor is not a member of circle \(voucher.circle); nothing was changed")
+        }
         var admitted = current
         if let entry = voucher.entry, !current.isMember(me) {
             guard entry.previous == ContentDigest.of(current.entries.last!.bytes) else {
-                throw CircleError(.concurrentChange, "circle \(voucher.circle) changed after the sponsor vouched; nothing was changed: run the command again")
+                throw CircleError(
+                    .staleVoucher,
+                    "circle \(voucher.circle) changed after the sponsor vouched (a voucher admits once, into the circle as it was): "
+                        + "nothing was changed; ask a member for a new one")
             }
             try admitted.append(entry)
         }
@@ -186,10 +171,11 @@ package actor SyncEngine {
         }
         guard voucher.share.epoch == admitted.epoch else {
             throw CircleError(
-                .concurrentChange, "circle \(voucher.circle) changed its keys after the sponsor vouched; nothing was changed: run the command again")
+                .staleVoucher, "circle \(voucher.circle) changed its keys after the sponsor vouched: nothing was changed; ask a member for a new voucher")
         }
         let circleKey = try voucher.share.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))
-        let engine = SyncEngine(device: device, identity: identity, name: subject.name, history: current, relay: voucher.relay, transport: transport)
+        let engine = SyncEngine(
+            device: device, identity: identity, name: subject.name, history: current, relay: relay ?? voucher.relay, transport: transport)
         await engine.setCursor(.membership, lastCursor)
         let generation = try await engine.openGeneration(admitted.epoch, circleKey: circleKey, author: admitted.generationAuthors[admitted.epoch]!)
         if let entry = voucher.entry, !current.isMember(me) { try await engine.publish(entry) }
@@ -222,7 +208,7 @@ package actor SyncEngine {
     }
 
     /// Refuses a device in a circle; of one it left, forgets what a leave cut short kept.
-    private static func requireNoCircle(_ device: Device) throws {
+    static func requireNoCircle(_ device: Device) throws {
         try requireICloudKeychain(device)
         guard try SyncState.load(from: device.directory) == nil else {
             throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
@@ -231,8 +217,9 @@ package actor SyncEngine {
     }
 
     /// Vouches for `peer`: a signed entry admitting it and its share of the current keys, for
-    /// the joiner to check and publish (`join`). Nothing changes until it does.
-    package func vouch(for peer: PeerIdentity) async throws -> Voucher {
+    /// the joiner to check and publish (`join`), answering `request` when it asked on the relay.
+    /// Nothing changes until the joiner publishes.
+    package func vouch(for peer: PeerIdentity, answering request: JoinRequest? = nil) async throws -> Voucher {
         let identity = try identity()
         try await pullMembership()
         try requireMembership(identity)
@@ -240,8 +227,8 @@ package actor SyncEngine {
         guard let keys = generations[history.epoch] else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
         return Voucher(
-            circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), entry: entry,
-            share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey))
+            circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), request: request?.digest, entry: entry,
+            share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey), sponsor: identity.signingKey)
     }
 
     /// Removes the member that `peer` names and starts a new key generation shared with the
@@ -369,7 +356,7 @@ package actor SyncEngine {
 
     /// The device identity, unsealed on first need with the circle keys held. Before first
     /// unlock their class key is not in memory: the member waits, and says so.
-    private func identity() throws -> DeviceIdentity {
+    func identity() throws -> DeviceIdentity {
         if let unsealedIdentity { return unsealedIdentity }
         do {
             let identity = try SyncSecrets.identity(of: device)
@@ -384,7 +371,7 @@ package actor SyncEngine {
         }
     }
 
-    private func requireMembership(_ identity: DeviceIdentity) throws {
+    func requireMembership(_ identity: DeviceIdentity) throws {
         guard history.isMember(identity.signingKey.publicKey) else {
             throw CircleError(
                 .removed,
@@ -442,8 +429,8 @@ package actor SyncEngine {
         return try CircleHistory(verifying: Array(history.entries[...index]))
     }
 
-    /// Pushes records a member signs for (the `keys` and `envelopes` streams).
-    private func push(_ bodies: [[UInt8]], to stream: RelayStream, as identity: DeviceIdentity) async throws {
+    /// Pushes records a member signs for (the `keys`, `envelopes` and `joins` streams).
+    func push(_ bodies: [[UInt8]], to stream: RelayStream, as identity: DeviceIdentity) async throws {
         try await transport.push(
             bodies, circle: circle, stream: stream,
             proof: PushProof(signing: bodies, circle: circle, stream: stream, key: identity.signingKey))
@@ -451,7 +438,7 @@ package actor SyncEngine {
 
     /// Reads the entries after the cursor; what does not extend the history is passed over and
     /// reported, never a reason to stop.
-    private func pullMembership() async throws {
+    func pullMembership() async throws {
         let records = try await transport.pull(circle: circle, stream: .membership, after: cursors[.membership] ?? 0, limit: 10_000)
         unreported.reject(history.extend(with: records.lazy.map(\.body)))
         if let last = records.last { cursors[.membership] = last.cursor }

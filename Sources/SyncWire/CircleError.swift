@@ -36,6 +36,22 @@ public struct CircleError: CodedError, Hashable {
         public static let unreadableState = Code(rawValue: "unreadableState")
         /// The device has no iCloud Keychain (the iOS Simulator).
         public static let noICloudKeychain = Code(rawValue: "noICloudKeychain")
+        /// A join request that cannot be made: a lifetime out of range, a circle the relay
+        /// does not hold.
+        public static let invalidRequest = Code(rawValue: "invalidRequest")
+        /// No pending join request shows that code.
+        public static let noSuchRequest = Code(rawValue: "noSuchRequest")
+        /// Two pending requests from different devices show that code: neither is approved.
+        public static let ambiguousRequest = Code(rawValue: "ambiguousRequest")
+        /// A member declined this device's join request.
+        public static let declined = Code(rawValue: "declined")
+        /// The join request expired before a member answered it.
+        public static let requestExpired = Code(rawValue: "requestExpired")
+        /// A voucher the circle has moved past (its entry's place is taken, or its keys are an
+        /// earlier generation's): used once already, or made before another change.
+        public static let staleVoucher = Code(rawValue: "staleVoucher")
+        /// A voucher, approval or decline whose signature does not hold, or that no member made.
+        public static let forged = Code(rawValue: "forged")
     }
 
     public let code: Code
@@ -49,8 +65,10 @@ public struct CircleError: CodedError, Hashable {
     public var kind: ProblemKind {
         switch code {
         case .concurrentChange, .relayUnreachable, .keysUnavailable: .unavailable
-        case .unknownCircle, .noSuchMember, .notInCircle: .notFound
-        case .alreadyInCircle, .ambiguousMember, .cannotRemoveSelf, .invalidName, .notVouched, .noICloudKeychain: .invalidInput
+        case .unknownCircle, .noSuchMember, .notInCircle, .noSuchRequest: .notFound
+        case .alreadyInCircle, .ambiguousMember, .cannotRemoveSelf, .invalidName, .notVouched, .noICloudKeychain, .invalidRequest, .ambiguousRequest,
+            .staleVoucher, .forged:
+            .invalidInput
         default: .failure
         }
     }

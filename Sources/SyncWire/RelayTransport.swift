@@ -11,6 +11,9 @@ public enum RelayStream: String, Sendable, CaseIterable {
     case keys
     /// Sealed, signed item envelopes.
     case envelopes
+    /// Devices asking to join (signed by themselves), and members' answers: vouchers and
+    /// declines (`JoinRecord`). Short-lived: the relay lets go of a request once it expires.
+    case joins
 }
 
 /// One record of a log: its cursor (increasing, never reused) and its bytes.

@@ -28,6 +28,14 @@ enum Checked {
         return text
     }
 
+    /// A circle's id, as `circle status` prints it.
+    static func uuid(_ text: String) throws -> UUID {
+        guard let uuid = UUID(uuidString: text.trimmingCharacters(in: .whitespaces)) else {
+            throw ValidationError("'\(text)' is not a circle id: a UUID, as `circle status` prints it on a member.")
+        }
+        return uuid
+    }
+
     static func name(_ text: String) throws -> String {
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("a name cannot be empty; leave the option out for the default.") }
         return text
