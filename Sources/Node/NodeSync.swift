@@ -25,6 +25,9 @@ final class NodeSync: Sendable {
         var lastExchange: Date?
         var lastReport: SyncReport?
         var lastError: String?
+        /// What every pass did since `sync now` last reported, the node's own passes included:
+        /// a refusal is reported once, whichever pass met it.
+        var unreported = SyncReport()
         /// This device's request to join a circle, while it waits for a member's answer.
         var joinRequest: (request: JoinRequest, relay: URL)?
     }
@@ -247,10 +250,15 @@ final class NodeSync: Sendable {
     /// After a reboot: the member's secrets leave memory, until the first unlock.
     func seal() async { await engine?.seal() }
 
-    /// One exchange now, whatever the loop is doing.
+    /// One exchange now, whatever the loop is doing; reports it with everything the node's
+    /// own passes did since the last report (what was refused, above all).
     func syncNow() async throws -> SyncReport {
         let engine = try member()
-        return try await exchange(engine)
+        _ = try await exchange(engine)
+        return progress.withLock { p in
+            defer { p.unreported = SyncReport() }
+            return p.unreported
+        }
     }
 
     func syncStatus() async throws -> NodeAPI.SyncStatus {
@@ -293,6 +301,7 @@ final class NodeSync: Sendable {
                 $0.lastExchange = Date()
                 $0.lastReport = report
                 $0.lastError = nil
+                $0.unreported.absorb(report)
             }
             if report.pushed + report.applied > 0 || report.rejectedCount > 0 {
                 logger.info("synced", metadata: ["pushed": "\(report.pushed)", "applied": "\(report.applied)", "rejected": "\(report.rejectedCount)"])

@@ -224,6 +224,13 @@ package actor SyncEngine {
         try await pullMembership()
         try requireMembership(identity)
         try PeerIdentity.check(name: peer.name)
+        if generations[history.epoch] == nil {
+            // A generation started since this member's last pass: its keys are on the relay.
+            var refused = SyncReport()
+            try await pullKeys(identity, &refused)
+            unreported.absorb(refused)
+            try save()
+        }
         guard let keys = generations[history.epoch] else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
         return Voucher(
@@ -454,7 +461,7 @@ package actor SyncEngine {
         for record in records {
             let keyRecord: KeyRecord
             do { keyRecord = try KeyRecord(bytes: record.body) } catch {
-                report.reject("key record: \(error)")
+                report.reject(Self.refusal(error, "key record: "))
                 continue
             }
             if case .share(let share) = keyRecord, share.recipient != identity.sealingKey.publicKey { continue }
@@ -466,28 +473,30 @@ package actor SyncEngine {
                 membershipRead = true
             }
             guard let author = history.generationAuthors[epoch] else {
-                report.reject("key record for generation \(epoch), which no membership entry started")
+                report.reject(.unknownGeneration, "key record for generation \(epoch), which no membership entry started")
                 continue
             }
             switch keyRecord {
             case .classKeys(let published):
                 guard published.isSigned(by: author, circle: circle) else {
-                    report.reject("class keys of generation \(epoch) not signed by the member who made it")
+                    report.reject(.forged, "class keys of generation \(epoch) not signed by the member who made it")
                     continue
                 }
                 if let held = publishedClassKeys[epoch] {
-                    if held != published.wrapped { report.reject("a second, different set of class keys for generation \(epoch) was refused; the first stays") }
+                    if held != published.wrapped {
+                        report.reject(.conflictingKeys, "a second, different set of class keys for generation \(epoch) was refused; the first stays")
+                    }
                     continue
                 }
                 publishedClassKeys[epoch] = published.wrapped
             case .share(let share):
                 let key: SymmetricKey
                 do { key = try share.open(with: identity.sealingKey, trusting: [author]) } catch {
-                    report.reject("\(error)")
+                    report.reject(Self.refusal(error))
                     continue
                 }
                 guard try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: epoch) else {
-                    report.reject("a second, different circle key for generation \(epoch) was refused; the first stays")
+                    report.reject(.conflictingKeys, "a second, different circle key for generation \(epoch) was refused; the first stays")
                     continue
                 }
             }
@@ -498,17 +507,25 @@ package actor SyncEngine {
 
     /// Opens every generation whose circle key this device holds and whose class keys are
     /// published; returns why any did not open.
-    private func openGenerations() throws -> [String] {
-        var refused: [String] = []
+    private func openGenerations() throws -> [Refusal] {
+        var refused: [Refusal] = []
         for (epoch, wrapped) in publishedClassKeys where generations[epoch] == nil {
             guard let key = try SyncSecrets.circleKey(device, circle: circle, epoch: epoch) else { continue }
             do {
                 generations[epoch] = try CircleKeys(circle: circle, epoch: epoch, circleKey: key, wrappedClassKeys: wrapped)
             } catch {
-                refused.append("\(error)")
+                refused.append(Self.refusal(error))
             }
         }
         return refused
+    }
+
+    /// A refusal named by its error's kind; an error that is no envelope error is inconsistent.
+    private static func refusal(_ error: any Error, _ prefix: String = "") -> Refusal {
+        guard let error = error as? EnvelopeError else { return Refusal(.inconsistent, prefix + "\(error)") }
+        var refusal = Refusal(error)
+        refusal.detail = prefix + refusal.detail
+        return refusal
     }
 
     // MARK: Items
@@ -652,7 +669,7 @@ package actor SyncEngine {
             received.receive(BatchLink(sequence: batch.sequence, digest: ContentDigest.of(record.body)), from: batch.author)
             try apply(envelopes, &report)
         } catch let error as EnvelopeError {
-            report.reject("\(error)")
+            report.reject(Refusal(error))
         }
     }
 
@@ -710,7 +727,7 @@ package actor SyncEngine {
         for (envelope, result) in zip(envelopes, opened) {
             switch result {
             case .failure(let error):
-                report.reject("\(error)")
+                report.reject(Self.refusal(error))
             case .success(let received):
                 newest = max(newest, received.item.version)
                 let uuid = received.item.record.uuid
@@ -768,7 +785,7 @@ package actor SyncEngine {
             report.waitingForUnlock += later.count
             try apply(now.map(\.envelope), &report)
         } catch {
-            for choice in chosen { report.reject("item \(choice.received.item.record.uuid): \(error)") }
+            for choice in chosen { report.reject(.unwritable, "item \(choice.received.item.record.uuid): \(error)") }
         }
     }
 

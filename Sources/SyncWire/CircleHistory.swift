@@ -198,7 +198,7 @@ public struct CircleHistory: Hashable, Sendable {
     /// Reads a relay's log of records in its order, from the start: the first must create the
     /// circle `circle`; after it, see `extend(with:)`. Returns the history and what was passed
     /// over, with why.
-    public static func reading(_ log: [[UInt8]], circle: UUID) throws -> (history: CircleHistory, refused: [String]) {
+    public static func reading(_ log: [[UInt8]], circle: UUID) throws -> (history: CircleHistory, refused: [Refusal]) {
         guard let first = log.first else { throw CircleError(.unknownCircle, "the relay knows no circle \(circle)") }
         var history = try CircleHistory(verifying: [MembershipEntry(bytes: first)])
         guard history.circle == circle else { throw CircleError(.invalidHistory, "the relay's history of circle \(circle) starts with another circle") }
@@ -212,8 +212,8 @@ public struct CircleHistory: Hashable, Sendable {
     /// extend the history (what a stranger or a broken relay put there) is passed over too, and
     /// why is returned. Every member reading the same log passes over the same records, so one
     /// bad record cannot stop a circle.
-    public mutating func extend(with log: some Sequence<[UInt8]>) -> [String] {
-        var refused: [String] = []
+    public mutating func extend(with log: some Sequence<[UInt8]>) -> [Refusal] {
+        var refused: [Refusal] = []
         for bytes in log {
             do {
                 let entry = try MembershipEntry(bytes: bytes)
@@ -221,7 +221,7 @@ public struct CircleHistory: Hashable, Sendable {
                 guard Int(entry.sequence) >= entries.count else { continue }
                 try append(entry)
             } catch {
-                refused.append("\(error)")
+                refused.append(Refusal(.invalidHistory, "\(error)"))
             }
         }
         return refused

@@ -7,9 +7,9 @@ public struct SyncReport: Equatable, Sendable, Codable {
     /// Versions received that lost to what this device holds, or that it already held.
     public var superseded = 0
     /// Records refused (envelopes one by one or a whole batch at once, membership entries, key
-    /// records), never applied: the first reasons, and how many in all. A flood of junk on the
+    /// records), never applied: the first refusals, and how many in all. A flood of junk on the
     /// relay makes the count grow, never the report.
-    public var rejected: [String] = []
+    public var rejected: [Refusal] = []
     public var rejectedCount = 0
     /// Class A items received while locked: kept sealed until unlock.
     public var waitingForUnlock = 0
@@ -37,10 +37,83 @@ public struct SyncReport: Equatable, Sendable, Codable {
 
     public init() {}
 
-    public mutating func reject(_ reason: String) {
+    public mutating func reject(_ refusal: Refusal) {
         rejectedCount += 1
-        if rejected.count < Self.keptReasons { rejected.append(reason) }
+        if rejected.count < Self.keptReasons { rejected.append(refusal) }
     }
 
-    public mutating func reject(_ reasons: [String]) { reasons.forEach { reject($0) } }
+    public mutating func reject(_ reason: Refusal.Reason, _ detail: String) { reject(Refusal(reason, detail)) }
+
+    public mutating func reject(_ refusals: [Refusal]) { refusals.forEach { reject($0) } }
+
+    /// Adds what `later` did to this report: what a node's own passes did between two reports.
+    public mutating func absorb(_ later: SyncReport) {
+        pushed += later.pushed
+        applied += later.applied
+        superseded += later.superseded
+        for refusal in later.rejected { reject(refusal) }
+        rejectedCount += later.rejectedCount - later.rejected.count
+        waitingForUnlock = later.waitingForUnlock
+        waitingToPush = later.waitingToPush
+        skippedDeviceBound = later.skippedDeviceBound
+        keptDeviceBound += later.keptDeviceBound
+        damaged = Array(Set(damaged + later.damaged)).sorted()
+        more = later.more
+        resynced = resynced || later.resynced
+        forgottenInResync += later.forgottenInResync
+    }
+}
+
+/// A record a member refused, never applied: a stable name to branch on, and a sentence.
+/// Protocol/sync.md, "Refusals", lists the names.
+public struct Refusal: Equatable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public enum Reason: String, Equatable, Hashable, Sendable, Codable, CaseIterable {
+        /// Not a record of its stream: short, trailing bytes, bad magic, an unknown class, an
+        /// envelope naming another author or circle than its batch.
+        case malformed
+        /// A format this build does not read: its author runs another version of Keyferry.
+        case unsupportedFormat
+        /// A signature that does not verify: edited on the way, or not written by its author.
+        case forged
+        /// Written by a device that is not (or no longer) a member.
+        case notAMember
+        /// For another circle, or a key generation this member does not hold; seals that do
+        /// not open.
+        case cannotDecrypt
+        /// The sealed item disagrees with its signed header, or is not an item a device could add.
+        case inconsistent
+        /// A membership entry that does not extend the circle's history.
+        case invalidHistory
+        /// A key record for a generation no membership entry started.
+        case unknownGeneration
+        /// A second, different key set for a generation: the first stays.
+        case conflictingKeys
+        /// A received version this device could not write (its keychain refused it).
+        case unwritable
+    }
+
+    public var reason: Reason
+    public var detail: String
+
+    public init(_ reason: Reason, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+
+    /// An envelope's or a key record's refusal, by its kind.
+    public init(_ error: EnvelopeError) {
+        let reason: Reason =
+            switch error {
+            case .malformed: .malformed
+            case .unsupportedFormat: .unsupportedFormat
+            case .forged: .forged
+            case .notAMember: .notAMember
+            case .cannotDecrypt: .cannotDecrypt
+            case .inconsistent: .inconsistent
+            }
+        self.init(reason, error.description)
+    }
+
+    /// `forged: the batch's signature does not verify`.
+    public var description: String { "\(reason.rawValue): \(detail)" }
 }

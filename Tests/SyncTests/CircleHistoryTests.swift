@@ -112,7 +112,8 @@ struct CircleHistoryTests {
         let refused = history.extend(with: [junk[0], full.entries[1].bytes, junk[1], junk[2]] + full.entries.dropFirst(2).map(\.bytes))
         #expect(history == full, "the real entries are all taken")
         #expect(refused.count == 2, "the malformed one and the one out of place: \(refused)")
-        #expect(refused.contains { $0.contains("truncated or malformed") } && refused.contains { $0.contains("out of place") })
+        #expect(refused.allSatisfy { $0.reason == .invalidHistory })
+        #expect(refused.contains { $0.detail.contains("truncated or malformed") } && refused.contains { $0.detail.contains("out of place") })
         // The stranger's join was at a place the real entry had taken: passed over in silence.
         #expect(history.extend(with: full.entries.map(\.bytes)).isEmpty, "entries read before are passed over in silence")
     }

@@ -124,7 +124,10 @@ struct HostileRelayTests {
         }
         try await relay.push(records, circle: circle, stream: .keys)
         let reports = try await settle(members)
-        #expect(reports.contains { $0.rejected.contains { $0.contains("generation 2, which no membership entry started") } })
+        #expect(
+            reports.contains {
+                $0.rejected.contains { $0.reason == .unknownGeneration && $0.detail.contains("generation 2, which no membership entry started") }
+            })
 
         try await phone.engine.remove("laptop")
         _ = try tablet.keychain.add(.password(account: "after", synchronizable: true))
@@ -140,8 +143,8 @@ struct HostileRelayTests {
         relay.replay(records[0], circle, .keys)
         relay.replay(records[1], circle, .keys)
         let report = try await phone.engine.sync()
-        #expect(report.rejected.contains { $0.contains("not signed by the member who made it") }, "\(report.rejected)")
-        #expect(report.rejected.contains { $0.contains("outside the circle") }, "\(report.rejected)")
+        #expect(report.rejected.contains { $0.reason == .forged && $0.detail.contains("not signed by the member who made it") }, "\(report.rejected)")
+        #expect(report.rejected.contains { $0.reason == .notAMember && $0.detail.contains("outside the circle") }, "\(report.rejected)")
     }
 
     @Test("a second, different key for a generation from its own author is refused, and the first stays")
@@ -160,8 +163,10 @@ struct HostileRelayTests {
             ],
             circle: circle, stream: .keys)
         let report = try await tablet.engine.sync()
-        #expect(report.rejected.contains { $0.contains("a second, different set of class keys for generation 1") }, "\(report.rejected)")
-        #expect(report.rejected.contains { $0.contains("a second, different circle key for generation 1") }, "\(report.rejected)")
+        #expect(
+            report.rejected.contains { $0.reason == .conflictingKeys && $0.detail.contains("a second, different set of class keys for generation 1") },
+            "\(report.rejected)")
+        #expect(report.rejected.contains { $0.detail.contains("a second, different circle key for generation 1") }, "\(report.rejected)")
         _ = try phone.keychain.add(.password(account: "still", synchronizable: true))
         try await settle(members)
         #expect(try tablet.keychain.copy(.password(account: "still", synchronizable: .yes)).count == 1)

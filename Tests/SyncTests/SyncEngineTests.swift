@@ -292,7 +292,7 @@ struct SyncEngineTests {
             keys: keys, author: outsider.publicKey)
         try await relay.push([EnvelopeBatch([forged], circle: circle, author: outsider).bytes], circle: circle, stream: .envelopes)
         let report = try await members[1].engine.sync()
-        #expect(report.rejectedCount == 1 && report.applied == 0)
+        #expect(report.rejectedCount == 1 && report.rejected.first?.reason == .notAMember && report.applied == 0)
         #expect(throws: KeychainError.self) { try members[1].keychain.copy(.password(account: "forged", synchronizable: .yes)) }
     }
 
@@ -773,10 +773,10 @@ struct SyncEngineTests {
         try await relay.push([EnvelopeBatch(envelopes, circle: circle, author: author).bytes], circle: circle, stream: .envelopes)
         let report = try await tablet.engine.sync()
         #expect(report.applied == 3)
-        #expect(report.rejected.count == 3, "\(report.rejected)")
-        #expect(report.rejected.contains { $0.contains("carries access control") })
-        #expect(report.rejected.contains { $0.contains("its secret does not open") })
-        #expect(report.rejected.contains { $0.contains("its metadata does not open") })
+        #expect(report.rejected.count == 3 && report.rejected.allSatisfy { $0.reason == .inconsistent }, "\(report.rejected)")
+        #expect(report.rejected.contains { $0.detail.contains("carries access control") })
+        #expect(report.rejected.contains { $0.detail.contains("its secret does not open") })
+        #expect(report.rejected.contains { $0.detail.contains("its metadata does not open") })
         for account in ["format-1", "format-2", "no-service"] {
             let query = ItemQuery(.genericPassword, attributes: [.account: .string(account)], synchronizable: .yes, returning: [.data])
             let found = try tablet.keychain.copy(query)

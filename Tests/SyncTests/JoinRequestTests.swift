@@ -1,0 +1,244 @@
+import Foundation
+import KeychainModel
+import KeychainStore
+import KeychainTesting
+import KeyferryCrypto
+import KeyferryThreads
+import Relay
+import Testing
+
+@testable import Sync
+@testable import SyncWire
+
+/// A relay in this process that checks what it keeps, on a clock the test moves (the devices'
+/// clocks start where it does).
+private final class CheckingRelay: Sendable {
+    let directory: URL = FileManager.default.temporaryDirectory.appendingPathComponent("keyferry-joins-\(UUID().uuidString)")
+    let clock: ManualClock
+    let relay: LocalRelay
+    let storage: SQLiteRelayStorage
+
+    init() throws {
+        let storage = try SQLiteRelayStorage(directory: directory)
+        let clock = ManualClock()
+        self.storage = storage
+        self.clock = clock
+        relay = LocalRelay(storage: storage, now: { clock.now() })
+    }
+
+    func advance(by seconds: TimeInterval) { clock.advance(by: seconds) }
+    func records(_ circle: UUID, _ stream: RelayStream) async throws -> [[UInt8]] {
+        try await storage.records(circle: circle, stream: stream, after: 0, limit: 10_000).map(\.body)
+    }
+}
+
+@Suite("Joining through the relay")
+struct JoinRequestTests {
+    @Test("a device asks through the relay alone, holds nothing until a member approves its code, then both sync both ways")
+    func askAndApprove() async throws {
+        let relay = try CheckingRelay()
+        defer { try? FileManager.default.removeItem(at: relay.directory) }
+        var phone = try Member("phone", seed: 1)
+        var tablet = try Member("tablet", seed: 2)
+        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
+        let circle = await phone.engine.circle
+
+        let request = try await SyncEngine.requestToJoin(
+            circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 600, device: tablet.fixture.device, transport: relay.relay)
+        guard case .pending = try await SyncEngine.answer(to: request, device: tablet.fixture.device, transport: relay.relay) else {
+            Issue.record("answered before any member did")
+            return
+        }
+        #expect(!FileManager.default.fileExists(atPath: tablet.fixture.device.directory.appendingPathComponent("sync.json").path))
+        #expect(try await relay.records(circle, .membership).count == 1, "asking publishes no membership entry")
+
+        let pending = try await phone.engine.joinRequests()
+        #expect(pending.map(\.peer.name) == ["tablet"] && pending.first?.code == request.code)
+        #expect(request.code == JoinCode(try SyncEngine.peerIdentity(of: tablet.fixture.device, name: "any name")), "the code is the keys'")
+        let approved = try await phone.engine.approve(code: JoinCode(typed: "\(request.code.digits.prefix(3))-\(request.code.digits.suffix(3))")!)
+        #expect(approved == request)
+        #expect(try await phone.engine.joinRequests().isEmpty, "an answered request is no longer pending")
+
+        guard case .approved(let voucher) = try await SyncEngine.answer(to: request, device: tablet.fixture.device, transport: relay.relay) else {
+            Issue.record("the approval was not read")
+            return
+        }
+        let sponsor = try SyncSecrets.identity(of: phone.fixture.device).signingKey.publicKey
+        #expect(voucher.request == request.digest && voucher.sponsor == sponsor)
+        tablet.engine = try await SyncEngine.join(voucher, device: tablet.fixture.device, transport: relay.relay)
+        _ = try phone.keychain.add(.password(account: "from-phone", value: "p", protection: .afterFirstUnlock, synchronizable: true))
+        _ = try tablet.keychain.add(.password(account: "from-tablet", value: "t", protection: .afterFirstUnlock, synchronizable: true))
+        try await settle([phone, tablet])
+        for member in [phone, tablet] {
+            let accounts =
+                try member.keychain.copy(.password(account: "from-phone", synchronizable: .yes)).count
+                + member.keychain.copy(.password(account: "from-tablet", synchronizable: .yes)).count
+            #expect(accounts == 2, "\(member.name) holds both items")
+        }
+    }
+
+    @Test("a declined request stops the device with the member's name; an expired one is neither listed, approved nor waited on")
+    func declineAndExpiry() async throws {
+        let relay = try CheckingRelay()
+        defer { try? FileManager.default.removeItem(at: relay.directory) }
+        var phone = try Member("phone", seed: 1)
+        let tablet = try Member("tablet", seed: 2)
+        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
+        let circle = await phone.engine.circle
+        let ask = {
+            try await SyncEngine.requestToJoin(
+                circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 60, device: tablet.fixture.device, transport: relay.relay)
+        }
+
+        let first = try await ask()
+        #expect(try await phone.engine.decline(code: first.code).map(\.digest) == [first.digest])
+        guard case .declined(let by) = try await SyncEngine.answer(to: first, device: tablet.fixture.device, transport: relay.relay) else {
+            Issue.record("the decline was not read")
+            return
+        }
+        #expect(by == "phone")
+
+        let second = try await ask()
+        phone.fixture.clock.advance(by: 61)
+        #expect(try await phone.engine.joinRequests().isEmpty, "expired by the member's clock")
+        let late = await #expect(throws: CircleError.self) { try await phone.engine.approve(code: second.code) }
+        #expect(late?.code == .noSuchRequest)
+        tablet.fixture.clock.advance(by: 61)
+        guard case .expired = try await SyncEngine.answer(to: second, device: tablet.fixture.device, transport: relay.relay) else {
+            Issue.record("the device went on waiting past its request's expiry")
+            return
+        }
+        // The relay lets it go once its own clock has passed it, at the next push.
+        relay.advance(by: 61)
+        let third = try await SyncEngine.requestToJoin(
+            circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 600, device: tablet.fixture.device, transport: relay.relay)
+        let held = try await relay.records(circle, .joins).map { try JoinRecord(bytes: $0) }
+        #expect(held == [.request(third)], "expired requests and their answers are let go: \(held.count) held")
+    }
+
+    @Test("forged approvals, replayed vouchers and strangers' answers are refused by name, and change nothing on any member or the relay")
+    func forgeriesAndReplays() async throws {
+        let relay = try CheckingRelay()
+        defer { try? FileManager.default.removeItem(at: relay.directory) }
+        var phone = try Member("phone", seed: 1)
+        let tablet = try Member("tablet", seed: 2)
+        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
+        let circle = await phone.engine.circle
+        let request = try await SyncEngine.requestToJoin(
+            circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 600, device: tablet.fixture.device, transport: relay.relay)
+        let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let history = await phone.engine.history
+        let keys = CircleKeys(circle: circle, epoch: 1)
+        let strangersVoucher = Voucher(
+            circle: circle, relay: Member.relayURL, head: ContentDigest.of(history.entries.last!.bytes), request: request.digest,
+            entry: MembershipEntry(.join, subject: request.peer, after: history, signer: stranger.signingKey),
+            share: CircleKeyShare(keys, to: request.peer.sealing, from: stranger.signingKey), sponsor: stranger.signingKey)
+        let strangersDecline = JoinDecline(circle: circle, request: request.digest, signer: stranger.signingKey)
+        let before = try await relay.records(circle, .joins)
+
+        // The relay refuses a stranger's answers, signed or not.
+        for record in [strangersVoucher.bytes, strangersDecline.bytes] {
+            for proof in [nil, PushProof(signing: [record], circle: circle, stream: .joins, key: stranger.signingKey)] {
+                await #expect(throws: RelayError.self) { try await relay.relay.push([record], circle: circle, stream: .joins, proof: proof) }
+            }
+        }
+        #expect(try await relay.records(circle, .joins) == before)
+
+        // A relay that plants them anyway (it is not trusted) makes the device wait on, not join.
+        _ = try await relay.storage.append([strangersVoucher.bytes, strangersDecline.bytes], circle: circle, stream: .joins)
+        guard case .pending = try await SyncEngine.answer(to: request, device: tablet.fixture.device, transport: relay.relay) else {
+            Issue.record("a stranger's answer was taken")
+            return
+        }
+        #expect(try await phone.engine.joinRequests().map(\.digest) == [request.digest], "a stranger's answer answers nothing")
+        let planted = await #expect(throws: CircleError.self) {
+            try await SyncEngine.join(strangersVoucher, device: tablet.fixture.device, transport: relay.relay)
+        }
+        #expect(planted?.code == .forged)
+
+        // An edited voucher, from a real member, is forged too: every byte is signed.
+        let real = try await phone.engine.vouch(for: request.peer, answering: request)
+        var edited = real.bytes
+        edited[30] ^= 1
+        if let tampered = try? Voucher(bytes: edited) {
+            let refusal = await #expect(throws: CircleError.self) {
+                try await SyncEngine.join(tampered, device: tablet.fixture.device, transport: relay.relay)
+            }
+            #expect(refusal?.code == .forged)
+        }
+        let membership = try await relay.records(circle, .membership)
+        #expect(membership.count == 1, "nothing was published")
+        #expect(!FileManager.default.fileExists(atPath: tablet.fixture.device.directory.appendingPathComponent("sync.json").path))
+
+        // The real voucher admits once; used again after the device left, it is stale.
+        var joined = try await SyncEngine.join(real, device: tablet.fixture.device, transport: relay.relay)
+        try await joined.leave(force: false)
+        let afterLeaving = try await relay.records(circle, .membership)
+        let replay = await #expect(throws: CircleError.self) { try await SyncEngine.join(real, device: tablet.fixture.device, transport: relay.relay) }
+        #expect(replay?.code == .staleVoucher, "\(String(describing: replay))")
+        #expect(try await relay.records(circle, .membership) == afterLeaving)
+        joined = try await SyncEngine.join(
+            try await phone.engine.vouch(for: request.peer), device: tablet.fixture.device, transport: relay.relay)
+        #expect(await joined.members.map(\.name) == ["phone", "tablet"], "a new voucher admits it again")
+    }
+
+    @Test("anyone may ask, and only so much: the relay holds 64 pending requests per circle, and refuses requests from members or of another circle")
+    func boundedAsking() async throws {
+        let relay = try CheckingRelay()
+        defer { try? FileManager.default.removeItem(at: relay.directory) }
+        var phone = try Member("phone", seed: 1)
+        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
+        let circle = await phone.engine.circle
+        let made = relay.clock.now()
+        func request(lifetime: TimeInterval = 60, in circle: UUID = circle, identity: DeviceIdentity? = nil) throws -> JoinRequest {
+            try JoinRequest(
+                circle: circle, name: "stranger", identity: identity ?? DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()),
+                made: made, lifetime: lifetime)
+        }
+        _ = try await relay.relay.push(try (0..<RelayKeeper.pendingJoinRequests).map { _ in try request().bytes }, circle: circle, stream: .joins, proof: nil)
+        let full = await #expect(throws: RelayError.self) { try await relay.relay.push([try request().bytes], circle: circle, stream: .joins, proof: nil) }
+        #expect("\(full!)".contains("64 pending join requests"))
+        #expect(try await phone.engine.joinRequests().count == RelayKeeper.pendingJoinRequests)
+        relay.advance(by: 61)
+        _ = try await relay.relay.push([try request(lifetime: 600).bytes], circle: circle, stream: .joins, proof: nil)
+        #expect(try await relay.records(circle, .joins).count == 1, "the expired requests went")
+
+        let memberIdentity = try SyncSecrets.identity(of: phone.fixture.device)
+        let fromMember = try JoinRequest(circle: circle, name: "phone", identity: memberIdentity, made: relay.clock.now(), lifetime: 60)
+        await #expect(throws: RelayError.self) { try await relay.relay.push([fromMember.bytes], circle: circle, stream: .joins, proof: nil) }
+        await #expect(throws: RelayError.self) {
+            try await relay.relay.push([try request(in: UUID()).bytes], circle: circle, stream: .joins, proof: nil)
+        }
+        await #expect(throws: RelayError.self) { try await relay.relay.push([[0x4b, 0x46, 0x4a, 0x52, 1]], circle: circle, stream: .joins, proof: nil) }
+        #expect(throws: CircleError.self) { try request(lifetime: 3_601) }
+    }
+
+    @Test("join records read as hostile input: every edited byte, a cut, a trailing byte or another format is refused")
+    func hostileRecords() throws {
+        let identity = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
+        let request = try JoinRequest(circle: UUID(), name: "tablet", identity: identity, made: Date(), lifetime: 600)
+        let decline = JoinDecline(circle: request.circle, request: request.digest, signer: identity.signingKey)
+        #expect(try JoinRecord(bytes: request.bytes) == .request(request))
+        #expect(try JoinRecord(bytes: decline.bytes) == .decline(decline))
+        for index in request.bytes.indices {
+            var edited = request.bytes
+            edited[index] ^= 0x01
+            #expect(throws: EnvelopeError.self) { try JoinRequest(bytes: edited) }
+        }
+        for index in decline.bytes.indices {
+            var edited = decline.bytes
+            edited[index] ^= 0x01
+            #expect((try? JoinDecline(bytes: edited))?.isSigned != true)
+        }
+        for bytes in [request.bytes, decline.bytes] {
+            for cut in [0, 3, 5, bytes.count / 2, bytes.count - 1] {
+                #expect(throws: EnvelopeError.self) { try JoinRecord(bytes: Array(bytes.prefix(cut))) }
+            }
+            #expect(throws: EnvelopeError.self) { try JoinRecord(bytes: bytes + [0]) }
+            var other = bytes
+            other[4] = 2
+            #expect(throws: EnvelopeError.unsupportedFormat(2)) { try JoinRecord(bytes: other) }
+        }
+        #expect(JoinCode(typed: "123 456")?.digits == "123456" && JoinCode(typed: "12345") == nil && JoinCode(typed: "12345x") == nil)
+    }
+}
