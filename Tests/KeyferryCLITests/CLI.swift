@@ -110,9 +110,9 @@ final class CLI: @unchecked Sendable {
     /// Starts a command and returns once its standard error has printed `marker` (or it has
     /// exited), for a test that acts while the command waits: the caller then waits for the
     /// process and reads its standard output. It is terminated when this CLI goes, if not before.
-    func start(_ arguments: [String], whenItSays marker: String) throws -> (process: Process, stdout: FileHandle) {
+    func start(_ arguments: [String], whenItSays marker: String, environment: [String: String] = [:]) throws -> (process: Process, stdout: FileHandle) {
         let errors = Pipe()
-        let (process, out) = try launch(arguments, errors: errors, environment: ["XDG_STATE_HOME": stateHome.path])
+        let (process, out) = try launch(arguments, errors: errors, environment: environment.merging(["XDG_STATE_HOME": stateHome.path]) { $1 })
         _ = Self.read(errors) { String(decoding: $0, as: UTF8.self).contains(marker) }
         // What it says later is read and dropped, so it never blocks on a full pipe.
         errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
