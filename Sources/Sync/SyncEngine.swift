@@ -136,7 +136,7 @@ package actor SyncEngine {
         guard voucher.isSignedBySponsor else {
             throw CircleError(.forged, "the voucher's signature does not hold: it was edited, or not made by the member it names; nothing was changed")
         }
-        guard voucher.share.recipient == identity.sealingKey.publicKey else {
+        guard voucher.shares.allSatisfy({ $0.recipient == identity.sealingKey.publicKey }) else {
             throw CircleError(.notVouched, "the voucher was made for another device; ask the sponsor again")
         }
         if let entry = voucher.entry, entry.kind != .join || entry.subject.signing != me {
@@ -174,12 +174,15 @@ package actor SyncEngine {
                 .staleVoucher, "circle \(voucher.circle) changed its keys after the sponsor vouched: nothing was changed; ask a member for a new voucher")
         }
         let circleKey = try voucher.share.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))
+        let earlier = try voucher.shares.dropLast().map { ($0.epoch, try $0.open(with: identity.sealingKey, trusting: Set(admitted.members.keys))) }
         let engine = SyncEngine(
             device: device, identity: identity, name: subject.name, history: current, relay: relay ?? voucher.relay, transport: transport)
         await engine.setCursor(.membership, lastCursor)
         let generation = try await engine.openGeneration(admitted.epoch, circleKey: circleKey, author: admitted.generationAuthors[admitted.epoch]!)
         if let entry = voucher.entry, !current.isMember(me) { try await engine.publish(entry) }
         try SyncSecrets.storeCircleKey(circleKey, device, circle: voucher.circle, epoch: admitted.epoch)
+        // The earlier generations open at the first pass, with their class keys read here.
+        for (epoch, key) in earlier where epoch < admitted.epoch { try SyncSecrets.storeCircleKey(key, device, circle: voucher.circle, epoch: epoch) }
         try await engine.adopt(generation.keys, wrapped: generation.wrapped)
         return engine
     }
@@ -231,11 +234,14 @@ package actor SyncEngine {
             unreported.absorb(refused)
             try save()
         }
-        guard let keys = generations[history.epoch] else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
+        guard generations[history.epoch] != nil else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
+        // Every generation held, newest last: versions untouched since a removal stay sealed
+        // under the generation before it.
+        let held = generations.values.sorted { $0.epoch < $1.epoch }.suffix(Int(Voucher.maximumShares))
         return Voucher(
             circle: circle, relay: relay, head: ContentDigest.of(history.entries.last!.bytes), request: request?.digest, entry: entry,
-            share: CircleKeyShare(keys, to: peer.sealing, from: identity.signingKey), sponsor: identity.signingKey)
+            shares: held.map { CircleKeyShare($0, to: peer.sealing, from: identity.signingKey) }, sponsor: identity.signingKey)
     }
 
     /// Removes the member that `peer` names and starts a new key generation shared with the
@@ -396,17 +402,24 @@ package actor SyncEngine {
     }
 
     /// Reads the keys stream for generation `epoch`'s class keys, signed by `author`, and opens
-    /// them with `circleKey`: what a joiner checks before it publishes its entry.
+    /// them with `circleKey`: what a joiner checks before it publishes its entry. Keeps the
+    /// class keys of earlier generations it reads, each signed by its own author, to open
+    /// with the earlier shares of its voucher.
     private func openGeneration(_ epoch: UInt32, circleKey: SymmetricKey, author: SigningPublicKey) async throws -> (keys: CircleKeys, wrapped: [UInt8]) {
         let records = try await transport.pull(circle: circle, stream: .keys, after: 0, limit: 10_000)
         if let last = records.last { cursors[.keys] = last.cursor }
+        var found: (keys: CircleKeys, wrapped: [UInt8])?
         for record in records {
-            guard case .classKeys(let published)? = try? KeyRecord(bytes: record.body), published.epoch == epoch,
-                published.isSigned(by: author, circle: circle),
+            guard case .classKeys(let published)? = try? KeyRecord(bytes: record.body), let generationAuthor = history.generationAuthors[published.epoch],
+                published.isSigned(by: published.epoch == epoch ? author : generationAuthor, circle: circle)
+            else { continue }
+            if published.epoch < epoch, publishedClassKeys[published.epoch] == nil { publishedClassKeys[published.epoch] = published.wrapped }
+            guard found == nil, published.epoch == epoch,
                 let keys = try? CircleKeys(circle: circle, epoch: epoch, circleKey: circleKey, wrappedClassKeys: published.wrapped)
             else { continue }
-            return (keys, published.wrapped)
+            found = (keys, published.wrapped)
         }
+        if let found { return found }
         throw CircleError(
             .keysUnavailable, "the keys of generation \(epoch) of circle \(circle) are not on the relay, or do not open with the share; nothing was changed")
     }

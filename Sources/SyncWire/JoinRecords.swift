@@ -138,32 +138,43 @@ public struct Voucher: Hashable, Sendable {
     /// The sponsor's signed entry admitting the joiner; nil when the joiner is a member
     /// already (an earlier join reached the relay, and the device did not finish).
     public var entry: MembershipEntry?
-    /// The current generation's circle key, sealed to the joiner and signed by the sponsor.
-    public var share: CircleKeyShare
+    /// The circle key of every generation the sponsor holds, the current one last, each sealed
+    /// to the joiner and signed by the sponsor: a joiner opens the versions last written under
+    /// an earlier generation too (a removal starts a new one, and items untouched since stay
+    /// sealed under the old).
+    public var shares: [CircleKeyShare]
     public var sponsor: SigningPublicKey
     var signature: [UInt8]
 
     static let magic = Array("KFVO".utf8)
     static let format: UInt8 = 1
     public static let noRequest = [UInt8](repeating: 0, count: 32)
+    /// Generations a voucher carries at most: it fits in a join record (4 KiB).
+    public static let maximumShares: UInt32 = 16
 
     public init(
-        circle: UUID, relay: URL, head: [UInt8], request: [UInt8]?, entry: MembershipEntry?, share: CircleKeyShare, sponsor: SigningKey
+        circle: UUID, relay: URL, head: [UInt8], request: [UInt8]?, entry: MembershipEntry?, shares: [CircleKeyShare], sponsor: SigningKey
     ) {
         self.circle = circle
         self.relay = relay
         self.head = head
         self.request = request ?? Self.noRequest
         self.entry = entry
-        self.share = share
+        self.shares = shares.sorted { $0.epoch < $1.epoch }
         self.sponsor = sponsor.publicKey
         signature = []
         signature = sponsor.signature(for: signedBytes)
     }
 
-    /// Whether the sponsor signed all of it: the voucher, the entry and the share.
+    /// The current generation's share: the last.
+    public var share: CircleKeyShare { shares.last! }
+
+    /// Whether the sponsor signed all of it: the voucher, the entry and every share, one per
+    /// generation, all to one recipient.
     public var isSignedBySponsor: Bool {
-        sponsor.isValidSignature(signature, for: signedBytes) && share.sender == sponsor && share.circle == circle
+        sponsor.isValidSignature(signature, for: signedBytes)
+            && shares.allSatisfy { $0.sender == sponsor && $0.circle == circle && $0.recipient == share.recipient }
+            && zip(shares, shares.dropFirst()).allSatisfy { $0.epoch < $1.epoch }
             && (entry.map { $0.signer == sponsor && $0.circle == circle } ?? true)
     }
 
@@ -185,7 +196,9 @@ public struct Voucher: Hashable, Sendable {
             request = Array(try r.raw(32))
             let entryBytes = Array(try r.lengthPrefixed())
             entry = entryBytes.isEmpty ? nil : try MembershipEntry(bytes: entryBytes)
-            share = try CircleKeyShare(bytes: Array(try r.lengthPrefixed()))
+            let count = try r.uint32()
+            guard (1...Self.maximumShares).contains(count) else { throw EnvelopeError.malformed("a voucher holds 1 to \(Self.maximumShares) shares") }
+            shares = try (0..<count).map { _ in try CircleKeyShare(bytes: Array(try r.lengthPrefixed())) }
             sponsor = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
             signature = Array(try r.raw(SigningKey.signatureByteCount))
             guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after a voucher") }
@@ -199,7 +212,7 @@ public struct Voucher: Hashable, Sendable {
     }
 
     /// `"KFVO" | format u8 (1) | circle uuid (16) | relay string | head (32) | request (32)
-    /// | bytes(entry, empty for none) | bytes(share) | sponsor signing key (32)`.
+    /// | bytes(entry, empty for none) | count u32 | bytes(share)* | sponsor signing key (32)`.
     private var signedBytes: [UInt8] {
         var w = ByteWriter(capacity: 600)
         w.raw(Self.magic)
@@ -209,7 +222,8 @@ public struct Voucher: Hashable, Sendable {
         w.raw(head)
         w.raw(request)
         w.lengthPrefixed(entry?.bytes ?? [])
-        w.lengthPrefixed(share.bytes)
+        w.uint32(UInt32(shares.count))
+        for share in shares { w.lengthPrefixed(share.bytes) }
         w.raw(sponsor.bytes)
         return w.bytes
     }

@@ -108,7 +108,7 @@ struct CompactionBench: AsyncParsableCommand {
             let entry = MembershipEntry(.join, subject: peer, after: history, signer: creator.signingKey)
             let voucher = Voucher(
                 circle: circle, relay: relayURL, head: ContentDigest.of(history.entries.last!.bytes), request: nil, entry: entry,
-                share: CircleKeyShare(keys, to: peer.sealing, from: creator.signingKey), sponsor: creator.signingKey)
+                shares: [CircleKeyShare(keys, to: peer.sealing, from: creator.signingKey)], sponsor: creator.signingKey)
             engines.append(try await SyncEngine.join(voucher, device: device, transport: relay))
             try history.append(entry)
         }

@@ -94,7 +94,7 @@ struct HostileRelayTests {
             circle: circle, stream: .keys)
         let attackerVoucher = Voucher(
             circle: circle, relay: Member.relayURL, head: ContentDigest.of(join.bytes), request: nil, entry: nil,
-            share: CircleKeyShare(keys, to: tabletPeer.sealing, from: attacker.signingKey), sponsor: attacker.signingKey)
+            shares: [CircleKeyShare(keys, to: tabletPeer.sealing, from: attacker.signingKey)], sponsor: attacker.signingKey)
         for attempt in [voucher, attackerVoucher] {
             await #expect(throws: CircleError.self) {
                 _ = try await SyncEngine.join(attempt, device: tablet.fixture.device, transport: forged)

@@ -132,7 +132,7 @@ struct JoinRequestTests {
         let strangersVoucher = Voucher(
             circle: circle, relay: Member.relayURL, head: ContentDigest.of(history.entries.last!.bytes), request: request.digest,
             entry: MembershipEntry(.join, subject: request.peer, after: history, signer: stranger.signingKey),
-            share: CircleKeyShare(keys, to: request.peer.sealing, from: stranger.signingKey), sponsor: stranger.signingKey)
+            shares: [CircleKeyShare(keys, to: request.peer.sealing, from: stranger.signingKey)], sponsor: stranger.signingKey)
         let strangersDecline = JoinDecline(circle: circle, request: request.digest, signer: stranger.signingKey)
         let before = try await relay.records(circle, .joins)
 
@@ -240,5 +240,35 @@ struct JoinRequestTests {
             #expect(throws: EnvelopeError.unsupportedFormat(2)) { try JoinRecord(bytes: other) }
         }
         #expect(JoinCode(typed: "123 456")?.digits == "123456" && JoinCode(typed: "12345") == nil && JoinCode(typed: "12345x") == nil)
+    }
+}
+
+@Suite("Joining after a removal")
+struct JoinAfterRemovalTests {
+    @Test("a device that joins after a removal opens the items last written under the earlier generation; the removed member's batches stay refused")
+    func earlierGenerations() async throws {
+        let relay = MemoryRelay()
+        var members = try await circleOfThree(relay)
+        _ = try members[0].keychain.add(.password(account: "untouched", value: "before", protection: .afterFirstUnlock, synchronizable: true))
+        _ = try members[2].keychain.add(.password(account: "by-laptop", value: "laptop's", protection: .afterFirstUnlock, synchronizable: true))
+        try await settle(members)
+        try await members[0].engine.remove("laptop")
+        members.removeLast()
+        try await settle(members)
+        #expect(await members[1].engine.epoch == 2)
+
+        var newcomer = try Member("newcomer", seed: 4)
+        newcomer.engine = try await join(newcomer, sponsor: members[1], relay)
+        let reports = try await settle(members + [newcomer])
+        let untouched = try newcomer.keychain.copy(.password(account: "untouched", synchronizable: .yes))
+        #expect(untouched.first?.data == Data("before".utf8), "the generation 1 item opens with the voucher's earlier share")
+        // The removed laptop's own batches are refused by a device that joins after (sync.md,
+        // "Joining after a removal"): its item reaches the newcomer once a member writes it again.
+        let refused = reports.flatMap(\.rejected)
+        #expect(!refused.isEmpty && refused.allSatisfy { $0.reason == .notAMember }, "\(refused)")
+        #expect(throws: KeychainError.self) { try newcomer.keychain.copy(.password(account: "by-laptop", synchronizable: .yes)) }
+        _ = try members[1].keychain.update(.password(account: "by-laptop", synchronizable: .yes), with: ItemChanges(data: Data("rewritten".utf8)))
+        try await settle(members + [newcomer])
+        #expect(try newcomer.keychain.copy(.password(account: "by-laptop", synchronizable: .yes)).first?.data == Data("rewritten".utf8))
     }
 }

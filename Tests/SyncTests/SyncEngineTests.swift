@@ -274,7 +274,7 @@ struct SyncEngineTests {
         let selfMade = Voucher(
             circle: circle, relay: Member.relayURL, head: ContentDigest.of(history.entries.last!.bytes), request: nil,
             entry: MembershipEntry(.join, subject: own.peer(named: "stranger"), after: history, signer: own.signingKey),
-            share: CircleKeyShare(keys, to: own.sealingKey.publicKey, from: own.signingKey), sponsor: own.signingKey)
+            shares: [CircleKeyShare(keys, to: own.sealingKey.publicKey, from: own.signingKey)], sponsor: own.signingKey)
         let membershipBefore = relay.records(circle, .membership)
         let refusal = await #expect(throws: CircleError.self) {
             try await SyncEngine.join(selfMade, device: stranger.fixture.device, transport: relay)
