@@ -298,7 +298,8 @@ let package = Package(
         .testTarget(
             name: "NodeTests",
             dependencies: [
-                "Node", "NodeControl", "Relay", "Sync", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting", "KeyferryThreads",
+                "Node", "NodeControl", "Relay", "Sync", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                "KeyferryThreads",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
