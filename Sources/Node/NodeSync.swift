@@ -104,6 +104,13 @@ final class NodeSync: Sendable {
 
     func join(_ request: NodeAPI.Voucher) async throws -> NodeAPI.CircleStatus {
         let relay = try Self.relayURL(request.relay)
+        if let share = request.unsignedShare {
+            // A 0.1.0 client's voucher: its parts, unsigned as a whole. Refused as before when
+            // they do not decode, and by name when they do.
+            do { _ = try CircleKeyShare(bytes: [UInt8](share)) } catch { throw NodeError.invalidRequest("the voucher does not decode: \(error)") }
+            throw CircleError(
+                .notVouched, "the voucher is in Keyferry 0.1.0's form, which its sponsor did not sign as a whole; ask the sponsor for a new one")
+        }
         let voucher: Voucher
         do {
             voucher = try Voucher(bytes: [UInt8](request.voucher))
@@ -132,11 +139,16 @@ final class NodeSync: Sendable {
     /// Publishes this device's request to join, replacing any it made before.
     func request(_ body: NodeAPI.CircleRequest) async throws -> NodeAPI.CircleRequested {
         let relay = try Self.relayURL(body.relay)
+        let lifetime = body.lifetime ?? 600
+        guard lifetime >= 1, lifetime <= JoinRequest.longestLifetime else {
+            throw NodeError.invalidRequest(
+                "a join request waits 1 to \(Int(JoinRequest.longestLifetime)) seconds; \(String(format: "%g", lifetime)) is out of range")
+        }
         try requireFirstUnlock("join a circle")
         if let engine { throw CircleError(.alreadyInCircle, "\(device.info.name) is already in circle \(await engine.circle).") }
         if let unreadable = progress.withLock({ $0.unreadable }) { throw unreadable }
         let request = try await SyncEngine.requestToJoin(
-            circle: body.circle, relay: relay, name: body.name ?? device.info.name, lifetime: body.lifetime ?? 600, device: device,
+            circle: body.circle, relay: relay, name: body.name ?? device.info.name, lifetime: lifetime, device: device,
             transport: RelayClient(url: relay))
         progress.withLock { $0.joinRequest = (request, relay) }
         logger.info("asked to join", metadata: ["circle": "\(body.circle)", "code": "\(request.code)"])
@@ -147,8 +159,7 @@ final class NodeSync: Sendable {
     /// joins when it is a voucher.
     func requestAnswer() async throws -> NodeAPI.CircleRequested {
         guard let (request, relay) = progress.withLock({ $0.joinRequest }) else {
-            if let engine { return Self.requested(nil, relay: await engine.relay, joined: try await circleStatus(), circle: await engine.circle) }
-            throw CircleError(.noSuchRequest, "\(device.info.name) has asked to join no circle since its node started; `circle join --circle` asks")
+            throw CircleError(.noSuchRequest, "\(device.info.name) has asked to join no circle since its node started")
         }
         switch try await SyncEngine.answer(to: request, device: device, transport: RelayClient(url: relay)) {
         case .pending:
@@ -188,12 +199,10 @@ final class NodeSync: Sendable {
         return code
     }
 
-    private static func requested(
-        _ request: JoinRequest?, relay: URL, joined: NodeAPI.CircleStatus? = nil, circle: UUID? = nil
-    ) -> NodeAPI.CircleRequested {
+    private static func requested(_ request: JoinRequest, relay: URL, joined: NodeAPI.CircleStatus? = nil) -> NodeAPI.CircleRequested {
         NodeAPI.CircleRequested(
-            circle: request?.circle ?? circle ?? UUID(), relay: relay.absoluteString, name: request?.peer.name ?? joined?.name ?? "",
-            code: request.map { "\($0.code)" } ?? "", expires: request?.expires ?? Date(), joined: joined)
+            circle: request.circle, relay: relay.absoluteString, name: request.peer.name, code: "\(request.code)", expires: request.expires,
+            joined: joined)
     }
 
     private static func pending(_ request: JoinRequest) -> NodeAPI.PendingJoin {

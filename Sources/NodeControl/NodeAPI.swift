@@ -418,11 +418,30 @@ public enum NodeAPI {
         public var relay: String
         /// The signed voucher's bytes, as `circle vouch --out` writes them to a file.
         public var voucher: Data
+        /// The share of a 0.1.0 client's voucher, which no sponsor signed: read only to refuse it.
+        package var unsignedShare: Data?
 
         public init(circle: UUID, relay: String, voucher: Data) {
             self.circle = circle
             self.relay = relay
             self.voucher = voucher
+        }
+
+        private enum CodingKeys: String, CodingKey { case circle, relay, voucher, share }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            circle = try container.decode(UUID.self, forKey: .circle)
+            relay = try container.decode(String.self, forKey: .relay)
+            unsignedShare = try container.decodeIfPresent(Data.self, forKey: .share)
+            voucher = try unsignedShare == nil ? container.decode(Data.self, forKey: .voucher) : Data()
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(circle, forKey: .circle)
+            try container.encode(relay, forKey: .relay)
+            try container.encode(voucher, forKey: .voucher)
         }
     }
 

@@ -54,11 +54,13 @@ struct RecordedRequestsTests {
         let served = try Self.servedRoutes()
         #expect(served.count > 30)
         let protocolText = try String(contentsOf: Self.repository.appendingPathComponent("Protocol/node.md"), encoding: .utf8)
+        // A route added since a recording is recorded in a recording of its own.
+        var recorded: Set<String> = []
         for file in try FileManager.default.contentsOfDirectory(at: Self.recordings, includingPropertiesForKeys: nil) where file.pathExtension == "json" {
             let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
-            let recorded = Set((document["exchanges"] as? [[String: Any]] ?? []).compactMap { $0["route"] as? String })
-            #expect(served.subtracting(recorded).isEmpty, "\(file.lastPathComponent) leaves out \(served.subtracting(recorded).sorted())")
+            recorded.formUnion((document["exchanges"] as? [[String: Any]] ?? []).compactMap { $0["route"] as? String })
         }
+        #expect(served.subtracting(recorded).isEmpty, "no recording holds \(served.subtracting(recorded).sorted())")
         for route in served.sorted() {
             #expect(protocolText.contains("| `\(route)`"), "Protocol/node.md has no row for \(route)")
         }
