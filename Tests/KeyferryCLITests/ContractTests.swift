@@ -219,7 +219,29 @@ struct ContractTests {
                 Case(problem: .malformed, arguments: ["circle", "create", f.guarded, "--relay", "not an address"]),
                 Case(problem: .unavailable, arguments: ["circle", "create", f.off, "--relay", "127.0.0.1:7"]),
             ],
-            "circle join": [Case(problem: .notFound, arguments: ["circle", "join", f.guarded, "--sponsor", f.nowhere])],
+            "circle join": [
+                Case(problem: .notFound, arguments: ["circle", "join", f.guarded, "--sponsor", f.nowhere]),
+                Case(problem: .missingFile, arguments: ["circle", "join", f.guarded, "--voucher", f.missingFile]),
+                Case(problem: .malformed, arguments: ["circle", "join", f.guarded, "--voucher", f.malformedYAML]),
+                Case(problem: .usage, arguments: ["circle", "join", f.guarded, "--circle", "6F9619FF-8B86-D011-B42D-00C04FC964FF"]),
+            ],
+            "circle requests": [
+                Case(problem: .notFound, arguments: ["circle", "requests", f.nowhere]),
+                Case(problem: .notFound, arguments: ["circle", "requests", f.guarded]),
+            ],
+            "circle approve": [
+                Case(problem: .notFound, arguments: ["circle", "approve", f.guarded, "123456"]),
+                Case(problem: .malformed, arguments: ["circle", "approve", f.phone, "12x"]),
+            ],
+            "circle decline": [Case(problem: .notFound, arguments: ["circle", "decline", f.guarded, "123 456"])],
+            "circle identity": [
+                Case(problem: .notFound, arguments: ["circle", "identity", f.nowhere]),
+                Case(problem: .malformed, arguments: ["circle", "identity", f.phone]),
+            ],
+            "circle vouch": [
+                Case(problem: .missingFile, arguments: ["circle", "vouch", f.phone, "--for", f.missingFile, "--out", f.cli.path("v")]),
+                Case(problem: .malformed, arguments: ["circle", "vouch", f.phone, "--for", f.malformedYAML, "--out", f.cli.path("v")]),
+            ],
             "circle remove": [
                 Case(problem: .notFound, arguments: ["circle", "remove", f.nowhere, "--peer", "nobody"]),
                 // Its relay is gone: who is a member cannot be read.
