@@ -31,6 +31,10 @@ package struct FleetFile: Equatable, Sendable {
     /// Whether the fleet starts and stops that relay itself (in `ROOT/relay`), or syncs
     /// through one someone else runs: on another machine, or several relays on one database.
     package var runsRelay: Bool
+    /// A circle made elsewhere (another machine's fleet or device) that every member asks to
+    /// join through the relay, for a member of it to approve by code; nil: the first member
+    /// creates the fleet's circle and vouches for the others.
+    package var circle: UUID?
     /// The file it was read from, symbolic links resolved: where its devices are remembered
     /// to be, so that two checkouts of one fleet never share devices. nil for a fleet made
     /// otherwise (a scenario's).
@@ -71,11 +75,12 @@ package struct FleetFile: Equatable, Sendable {
     /// asks for more is a mistake, or someone else's idea of a test.
     package static let maximumDevices = 32
 
-    package init(name: String, members: [Member], relay: RelayAddress? = nil, runsRelay: Bool = true) {
+    package init(name: String, members: [Member], relay: RelayAddress? = nil, runsRelay: Bool = true, circle: UUID? = nil) {
         self.name = name
         self.members = members
         self.relay = relay
         self.runsRelay = runsRelay
+        self.circle = circle
     }
 
     /// Reads and checks a fleet file. Any problem is a `FleetFileError` naming the file (as
@@ -151,7 +156,7 @@ package struct FleetFile: Equatable, Sendable {
     /// The relay and circle of `sync:`, once the members are known.
     private mutating func readSync(_ syncField: YAMLField?) throws {
         if let syncField {
-            let sync = try syncField.fields(allowed: ["relay", "start"])
+            let sync = try syncField.fields(allowed: ["relay", "start", "circle"])
             guard let relayField = sync["relay"] else {
                 throw syncField.failure("missing `relay:`, where the fleet's relay listens (auto, HOST:PORT, or an https:// relay it does not run).")
             }
@@ -177,6 +182,16 @@ package struct FleetFile: Equatable, Sendable {
                         "a fleet starts its own relay on loopback only (127.0.0.1:PORT), where it creates circles for anyone on this machine; "
                             + "for other machines run `keyferry relay serve --admission token FILE` and name it here with `start: false`.")
                 }
+            }
+            if let circleField = sync["circle"] {
+                guard let id = UUID(uuidString: try circleField.text()) else {
+                    throw circleField.failure("the circle to join is its id, as `circle status` prints it on one of its members.")
+                }
+                guard !runsRelay else {
+                    throw circleField.failure(
+                        "a circle made elsewhere syncs through the relay it was made on: name that relay and add `start: false`.")
+                }
+                circle = id
             }
             if let simulator = members.first(where: { !$0.profile.hasICloudKeychain }) {
                 throw syncField.failure(

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryThreads
 import Node
 import NodeControl
 import Relay
@@ -126,7 +127,7 @@ package struct FleetRunner: Sendable {
     /// what was rolled back. `progress` hears each member as it is ready. A fleet that syncs
     /// then gets its relay started and every member in one circle; a failure there leaves the
     /// devices up, and `up` again finishes the circle.
-    package func up(progress: @Sendable (Arrival) -> Void = { _ in }) async throws -> Arrivals {
+    package func up(progress: @Sendable (Arrival) -> Void = { _ in }, asking: @Sendable (Asking) -> Void = { _ in }) async throws -> Arrivals {
         try checkDirectories()
         let rootExisted = FileManager.default.fileExists(atPath: root.path)
         let outcomes = await withTaskGroup(of: (Int, Arrival, (any Error)?).self) { group in
@@ -170,7 +171,12 @@ package struct FleetRunner: Sendable {
         }
         var arrivals = Arrivals(members: outcomes.map(\.1))
         if let address = fleet.relay {
-            let formed = try await formCircle(relay: address)
+            let formed =
+                if let circle = fleet.circle {
+                    try await joinCircle(circle, relay: address, asking: asking)
+                } else {
+                    try await formCircle(relay: address)
+                }
             arrivals.circle = formed.circle
             arrivals.relay = formed.relay.absoluteString
             arrivals.relayStarted = formed.relayStarted
@@ -226,6 +232,56 @@ package struct FleetRunner: Sendable {
         }
         if !failures.isEmpty { throw FleetError(failures: failures) }
         return (id, relay, relayStarted, joined)
+    }
+
+    /// A member's request to join a circle made elsewhere, with the code a member of it
+    /// approves (`circle approve DIR CODE`).
+    package struct Asking: Sendable {
+        package var member: String
+        package var circle: UUID
+        package var code: String
+        package var expires: Date
+    }
+
+    /// Every member not in `circle` asks to join it through the relay someone else runs, and
+    /// waits until a member of the circle approves its code (`asking` hears each request, to
+    /// show the code); one declined, or whose request expires, fails, and `up` again asks anew.
+    private func joinCircle(
+        _ circle: UUID, relay address: RelayAddress, asking: @Sendable (Asking) -> Void
+    ) async throws -> (circle: UUID, relay: URL, relayStarted: Bool, joined: Set<String>) {
+        var failures: [(String, any Error)] = []
+        var waiting: [(member: String, client: NodeClient)] = []
+        for member in fleet.members {
+            let client = NodeClient(directory: directory(of: member))
+            do {
+                var own: NodeAPI.CircleStatus = try await client.get(.circleStatus)
+                if own.circle == circle, own.removed == true { own = try await client.call(.circleLeave, NodeAPI.CircleLeave(force: true)) }
+                if own.circle == circle { continue }
+                if let other = own.circle { throw NodeError(.conflict, "it is in another circle (\(other)) than the fleet's (\(circle))") }
+                let asked = try await client.call(.circleRequest, NodeAPI.CircleRequest(relay: address.url.absoluteString, circle: circle, name: member.id))
+                asking(Asking(member: member.id, circle: circle, code: asked.code, expires: asked.expires))
+                waiting.append((member.id, client))
+            } catch {
+                failures.append((member.id, error))
+            }
+        }
+        var joined: Set<String> = []
+        var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
+        while !waiting.isEmpty {
+            try await Task.sleep(for: backoff.next())
+            var still: [(member: String, client: NodeClient)] = []
+            for (member, client) in waiting {
+                do {
+                    let answer = try await client.call(.circleRequestAnswer, NodeAPI.Empty())
+                    if answer.joined != nil { joined.insert(member) } else { still.append((member, client)) }
+                } catch {
+                    failures.append((member, error))
+                }
+            }
+            waiting = still
+        }
+        if !failures.isEmpty { throw FleetError(failures: failures) }
+        return (circle, address.url, false, joined)
     }
 
     private func bringUp(_ member: FleetFile.Member, _ arrival: inout Arrival) async throws {

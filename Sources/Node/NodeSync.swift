@@ -172,7 +172,12 @@ final class NodeSync: Sendable {
             progress.withLock { $0.joinRequest = nil }
             throw CircleError(.declined, "\(member) declined \(device.info.name)'s request to join circle \(request.circle)")
         case .approved(let voucher):
-            return Self.requested(request, relay: relay, joined: try await join(voucher, through: relay))
+            do {
+                return Self.requested(request, relay: relay, joined: try await join(voucher, through: relay))
+            } catch let error as CircleError where error.code == .staleVoucher || error.code == .concurrentChange {
+                // Another device joined first: its sponsor renews the approval, and this one waits.
+                return Self.requested(request, relay: relay)
+            }
         }
     }
 

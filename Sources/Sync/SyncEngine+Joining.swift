@@ -57,7 +57,8 @@ extension SyncEngine {
         let (history, _) = try CircleHistory.reading(log.map(\.body), circle: request.circle)
         for answer in answers {
             switch answer {
-            case .voucher(let voucher) where history.isMember(voucher.sponsor): return .approved(voucher)
+            // One made stale by another change meanwhile is renewed by its sponsor (`renewApprovals`).
+            case .voucher(let voucher) where history.isMember(voucher.sponsor) && isCurrent(voucher, in: history): return .approved(voucher)
             case .decline(let decline) where history.isMember(decline.signer): return .declined(by: history.members[decline.signer]!.name)
             default: continue
             }
@@ -114,6 +115,33 @@ extension SyncEngine {
         guard !requests.isEmpty else { throw try await noSuchRequest(code) }
         try await push(requests.map { JoinDecline(circle: circle, request: $0.digest, signer: identity.signingKey).bytes }, to: .joins, as: identity)
         return requests
+    }
+
+    /// Whether `voucher` admits into the circle as it is now: its entry takes the next place
+    /// (or its device is a member already), and its newest share is of the current generation.
+    static func isCurrent(_ voucher: Voucher, in history: CircleHistory) -> Bool {
+        guard voucher.share.epoch == history.epoch else { return false }
+        guard let entry = voucher.entry else { return history.members.values.contains { $0.sealing == voucher.share.recipient } }
+        return Int(entry.sequence) == history.entries.count && entry.previous == ContentDigest.of(history.entries.last!.bytes)
+    }
+
+    /// Approves again what this member approved and a change of the circle made stale before
+    /// the device joined (two devices approved from one state of the circle: the first to join
+    /// takes the place the other's voucher names). The member's word stands while the request
+    /// does: unexpired, its device not a member, no current voucher for it.
+    func renewApprovals(_ identity: DeviceIdentity) async throws {
+        let records = try await Self.joinRecords(circle, transport)
+        let me = identity.signingKey.publicKey
+        let now = device.now
+        var vouchers: [[UInt8]: [Voucher]] = [:]
+        for case .voucher(let voucher) in records where voucher.isSignedBySponsor { vouchers[voucher.request, default: []].append(voucher) }
+        var renewed: [[UInt8]] = []
+        for case .request(let request) in records where !request.hasExpired(at: now) && !history.isMember(request.peer.signing) {
+            let answers = vouchers[request.digest] ?? []
+            guard answers.contains(where: { $0.sponsor == me }), !answers.contains(where: { Self.isCurrent($0, in: history) }) else { continue }
+            renewed.append(try await vouch(for: request.peer, answering: request).bytes)
+        }
+        if !renewed.isEmpty { try await push(renewed, to: .joins, as: identity) }
     }
 
     private func noSuchRequest(_ code: JoinCode) async throws -> CircleError {

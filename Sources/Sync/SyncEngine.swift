@@ -46,6 +46,8 @@ package actor SyncEngine {
     package private(set) var received = AuthorChains()
     /// Records refused outside a pass (a membership entry read by `vouch`), for the next report.
     private var unreported = SyncReport()
+    /// The circle changed since this member last renewed its approvals (`renewApprovals`).
+    private var approvalsToRenew = true
 
     /// Records one pass reads from the envelopes stream, at most: a pass always returns, even
     /// from a relay that answers every pull with one more record.
@@ -316,6 +318,12 @@ package actor SyncEngine {
         unreported = SyncReport()
         try requireMembership(identity)
         try await pullKeys(identity, &report)
+        // A join or removal makes vouchers stale that devices have not used yet.
+        if history.entries.count != before.membershipEntries { approvalsToRenew = true }
+        if approvalsToRenew {
+            try await renewApprovals(identity)
+            approvalsToRenew = false
+        }
         try await push(&report, as: identity)
         try await pull(&report, identity)
         // An idle node passes every second: it rewrites its state only when the pass moved it.

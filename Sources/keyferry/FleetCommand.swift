@@ -30,7 +30,10 @@ struct FleetCommand: AsyncParsableCommand {
                 `auto` and --relay-port 0 pick a free port, printed at the end, which the circle keeps \
                 for later `up`s. With `sync: {relay: https://HOST:PORT}` the devices join a circle \
                 through a relay someone else runs (set KEYFERRY_RELAY_CA for a private CA), which the \
-                fleet neither starts nor stops. A fleet brought up with --root is remembered, for that \
+                fleet neither starts nor stops. Add `circle: ID` there to join a circle made elsewhere \
+                (another machine's fleet): each device asks through the relay and prints its code, and \
+                `up` waits until a member of the circle approves each one (`keyferry circle approve`). \
+                A fleet brought up with --root is remembered, for that \
                 fleet file: `up`, `status` and `down` of the same file find it without --root.
                 """)
         @OptionGroup var fleet: FleetArguments
@@ -54,7 +57,16 @@ struct FleetCommand: AsyncParsableCommand {
             let progress = ProgressLine()
             let arrivals = try await interruptibly { [runner] in
                 say("\(runner.fleet.name) fleet in \(runner.root.path)")
-                return try await runner.up { arrival in progress.show("\(arrival.member): \(arrival.summary)") }
+                return try await runner.up(
+                    progress: { arrival in progress.show("\(arrival.member): \(arrival.summary)") },
+                    asking: { asking in
+                        // For the person at a member of the circle: shown even with --json, on stderr.
+                        let line =
+                            "\(asking.member) asks to join circle \(asking.circle), code \(asking.code): on a member, "
+                            + "`keyferry circle approve DIR \(asking.code.filter(\.isNumber))` (until \(asking.expires.formatted(date: .omitted, time: .standard)))"
+                        progress.clear()
+                        if Verbosity.current >= .normal { say(line) } else { printError(line) }
+                    })
             }
             progress.clear()
             if output.json {

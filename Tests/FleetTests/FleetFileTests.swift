@@ -101,6 +101,8 @@ struct FleetFileTests {
         ("fleet: f\nsync:\n  relay: auto\n  start: false\ndevices:\n  phone: {}\n", 4, "sync.start", "name the relay"),
         ("fleet: f\nsync:\n  relay: 10.0.0.5:7700\n  start: maybe\ndevices:\n  phone: {}\n", 4, "sync.start", "true or false"),
         ("fleet: f\nsync:\n  relay: 10.0.0.5:7700\ndevices:\n  phone: {}\n", 3, "sync.relay", "on loopback only"),
+        ("fleet: f\nsync:\n  relay: https://10.0.0.5:7700\n  circle: nine\ndevices:\n  phone: {}\n", 4, "sync.circle", "its id"),
+        ("fleet: f\nsync:\n  relay: auto\n  circle: 59581B40-53A5-8BAA-9A77-7F67BCEAE9B1\ndevices:\n  phone: {}\n", 4, "sync.circle", "start: false"),
     ]
 
     @Test("A relay the fleet does not run: an https:// address, or HOST:PORT with `start: false`; a device may then be called relay")
@@ -110,7 +112,11 @@ struct FleetFileTests {
         let plain = try FleetFile(yaml: "fleet: f\nsync: {relay: '10.0.0.5:7700', start: false}\ndevices:\n  phone: {}\n", file: "f.yaml")
         #expect(plain.relay == RelayAddress(host: "10.0.0.5", port: 7700) && !plain.runsRelay)
         let own = try FleetFile(yaml: "fleet: f\nsync: {relay: '127.0.0.1:7700'}\ndevices:\n  phone: {}\n", file: "f.yaml")
-        #expect(own.runsRelay)
+        #expect(own.runsRelay && own.circle == nil)
+        let elsewhere = try FleetFile(
+            yaml: "fleet: f\nsync: {relay: 'https://relay.example:7443', circle: 59581b40-53a5-8baa-9a77-7f67bceae9b1}\ndevices:\n  phone: {}\n", file: "f.yaml"
+        )
+        #expect(elsewhere.circle == UUID(uuidString: "59581B40-53A5-8BAA-9A77-7F67BCEAE9B1") && !elsewhere.runsRelay)
     }
 
     @Test("A device's profile: iphone unless the file says simulator, which may enroll biometry without a passcode")

@@ -107,4 +107,67 @@ struct JoinCLITests {
         let replayedCode = try replayed.object()["code"] as? String
         #expect(replayed.status == 64 && replayedCode == "staleVoucher", "\(replayed.stderr)")
     }
+
+    @Test(
+        "a fleet on another machine joins a circle made elsewhere: each device asks through the one TLS relay, shows its code, and up waits for the approvals")
+    func fleetOnAnotherMachine() throws {
+        let cli = try CLI()
+        let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
+        let (_, line) = try cli.start([
+            "relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
+            "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
+        ])
+        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        func machine(_ name: String) throws -> [String: String] {
+            let home = cli.root.appendingPathComponent("\(name)-home")
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+            return ["HOME": home.path, "TMPDIR": home.path, "KEYFERRY_RELAY_CA": pki.authority.path]
+        }
+        let (first, second) = (try machine("first"), try machine("second"))
+        let apps = "apps:\n  com.example.mail: { team: ABCDE12345 }\n"
+        let office = cli.path("office.yaml")
+        try Data("fleet: office\nsync: { relay: \"\(relay)\" }\n\(apps)devices:\n  alice: { passcode: \"1111\", apps: [com.example.mail] }\n".utf8)
+            .write(to: URL(fileURLWithPath: office))
+        let officeRoot = ["--root", cli.path("office")]
+        defer { _ = try? cli.run(["fleet", "down", office] + officeRoot, environment: first) }
+        let formed = try cli.ok(["fleet", "up", office, "--json"] + officeRoot, environment: first).object()
+        let circle = try #require(formed["circle"] as? String)
+
+        let lab = cli.path("lab.yaml")
+        try Data(
+            """
+            fleet: lab
+            sync: { relay: "\(relay)", circle: \(circle) }
+            \(apps)devices:
+              bob: { passcode: "2222", apps: [com.example.mail] }
+              carol: { apps: [com.example.mail] }
+
+            """.utf8
+        ).write(to: URL(fileURLWithPath: lab))
+        let labRoot = ["--root", cli.path("lab")]
+        defer { _ = try? cli.run(["fleet", "down", lab] + labRoot, environment: second) }
+        let (up, output) = try cli.start(["fleet", "up", lab, "--json"] + labRoot, whenItSays: "asks to join", environment: second)
+        let alice = cli.path("office/alice")
+        var pending: [[String: Any]] = []
+        while pending.count < 2 && up.isRunning {
+            pending = try cli.ok(["circle", "requests", alice, "--json"], environment: first).object()["requests"] as? [[String: Any]] ?? []
+        }
+        #expect(Set(pending.compactMap { $0["name"] as? String }) == ["bob", "carol"])
+        for request in pending { try cli.ok(["circle", "approve", alice, try #require(request["code"] as? String)], environment: first) }
+        up.waitUntilExit()
+        #expect(up.terminationStatus == 0)
+        let arrivals = try #require(try JSONSerialization.jsonObject(with: output.readDataToEndOfFile()) as? [String: Any])
+        #expect(arrivals["circle"] as? String == circle)
+        #expect((arrivals["members"] as? [[String: Any]])?.allSatisfy { $0["joinedCircle"] as? Bool == true } == true, "\(arrivals)")
+
+        let bob = cli.path("lab/bob")
+        try cli.ok(["item", "add", bob, "--app", "com.example.mail", "--account", "from-lab", "--value", "b", "--sync"], environment: second)
+        try cli.ok(["sync", "now", bob], environment: second)
+        try cli.ok(["sync", "now", alice], environment: first)
+        let got = try cli.ok(["item", "get", alice, "--app", "com.example.mail", "--account", "from-lab", "--sync", "yes"], environment: first)
+        #expect(got.text == "b")
+        // `up` again: every member is in the circle, so nothing asks.
+        let again = try cli.ok(["fleet", "up", lab] + labRoot, environment: second)
+        #expect(!again.stderr.contains("asks to join") && !again.text.contains("asks to join"))
+    }
 }

@@ -77,6 +77,39 @@ struct JoinRequestTests {
         }
     }
 
+    @Test("two devices approved from one state of the circle both join: the second waits while its voucher is stale, and the member renews it")
+    func approvalsRenewed() async throws {
+        let relay = try CheckingRelay()
+        defer { try? FileManager.default.removeItem(at: relay.directory) }
+        var phone = try Member("phone", seed: 1)
+        let (tablet, laptop) = (try Member("tablet", seed: 2), try Member("laptop", seed: 3))
+        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
+        let circle = await phone.engine.circle
+        var requests: [JoinRequest] = []
+        for device in [tablet, laptop] {
+            requests.append(
+                try await SyncEngine.requestToJoin(
+                    circle: circle, relay: Member.relayURL, name: device.name, lifetime: 600, device: device.fixture.device, transport: relay.relay))
+        }
+        for request in requests { _ = try await phone.engine.approve(code: request.code) }
+        guard case .approved(let first) = try await SyncEngine.answer(to: requests[0], device: tablet.fixture.device, transport: relay.relay) else {
+            Issue.record("the tablet's approval was not read")
+            return
+        }
+        _ = try await SyncEngine.join(first, device: tablet.fixture.device, transport: relay.relay)
+        guard case .pending = try await SyncEngine.answer(to: requests[1], device: laptop.fixture.device, transport: relay.relay) else {
+            Issue.record("the laptop took a voucher the tablet's join made stale")
+            return
+        }
+        _ = try await phone.engine.sync()
+        guard case .approved(let renewed) = try await SyncEngine.answer(to: requests[1], device: laptop.fixture.device, transport: relay.relay) else {
+            Issue.record("the phone did not renew its approval")
+            return
+        }
+        let joined = try await SyncEngine.join(renewed, device: laptop.fixture.device, transport: relay.relay)
+        #expect(await joined.members.map(\.name) == ["laptop", "phone", "tablet"])
+    }
+
     @Test("a declined request stops the device with the member's name; an expired one is neither listed, approved nor waited on")
     func declineAndExpiry() async throws {
         let relay = try CheckingRelay()
