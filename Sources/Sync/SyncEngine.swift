@@ -216,7 +216,7 @@ package actor SyncEngine {
     static func requireNoCircle(_ device: Device) throws {
         try requireICloudKeychain(device)
         guard try SyncState.load(from: device.directory) == nil else {
-            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle; `circle status` shows which, `circle leave` leaves it.")
+            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle.")
         }
         try device.deviceKeychain.forgetReplicaVersions()
     }

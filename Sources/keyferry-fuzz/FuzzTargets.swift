@@ -18,7 +18,7 @@ import SyncWire
 /// test suite.
 enum FuzzTarget: String, CaseIterable {
     case archive, envelope, batch, membership, keys, fleet, scenario, request, bplist, derplist, keybag, keychainitem, mbfile, pkcs12, certificate
-    case manifestdb, phoneitem, compactionnote
+    case manifestdb, phoneitem, compactionnote, joins
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -47,6 +47,16 @@ enum FuzzTarget: String, CaseIterable {
                 switch record {
                 case .classKeys(let keys): _ = keys.isSigned(by: keys.signer, circle: keys.circle)
                 case .share(let share): _ = share.isSigned(by: share.sender, circle: share.circle)
+                }
+            }
+        case .joins:
+            // What anyone may push to a relay's joins stream: read, written again the same, checked.
+            if let record = try? JoinRecord(bytes: bytes) {
+                precondition(record.bytes == bytes)
+                switch record {
+                case .request(let request): _ = (request.digest, request.code.description)
+                case .voucher(let voucher): _ = voucher.isSignedBySponsor
+                case .decline(let decline): _ = decline.isSigned
                 }
             }
         case .fleet: _ = try? FleetFile(yaml: String(decoding: bytes, as: UTF8.self), file: "fuzz.yaml")

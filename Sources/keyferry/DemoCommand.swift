@@ -347,15 +347,35 @@ struct DemoCommand: AsyncParsableCommand {
                     + "(127.0.0.1:\(ports[0]) and 127.0.0.1:\(ports[1]))")
         }
         tour.say("the relay creates circles only for holders of an admission token (`relay serve --admission token FILE`); the phone has one")
-        _ =
-            try await phone.call(.circleCreate, NodeAPI.CircleCreate(relay: "http://127.0.0.1:\(port)", name: nil, admissionToken: token))
-            as NodeAPI.CircleStatus
+        let created: NodeAPI.CircleStatus = try await phone.call(
+            .circleCreate, NodeAPI.CircleCreate(relay: "http://127.0.0.1:\(port)", name: nil, admissionToken: token))
         let clients = others.map { NodeClient(directory: runner.directory(of: $0)) }
         for (index, (member, client)) in zip(others, clients).enumerated() {
             // With two relays, members alternate: the first to join syncs through the second.
             let own = ports[(index + 1) % ports.count]
-            let status = try await client.joinCircle(sponsor: phone, relay: "http://127.0.0.1:\(own)")
-            tour.say("\(member.deviceName) joins, vouched for by the phone, syncing through 127.0.0.1:\(own): \(status.members.count) members")
+            guard index == 0, let id = created.circle else {
+                let status = try await client.joinCircle(sponsor: phone, relay: "http://127.0.0.1:\(own)")
+                tour.say("\(member.deviceName) joins, vouched for by the phone, syncing through 127.0.0.1:\(own): \(status.members.count) members")
+                continue
+            }
+            // As from another machine: through the relay alone, approved by comparing a code.
+            var asked: NodeAPI.CircleRequested = try await client.call(
+                .circleRequest, NodeAPI.CircleRequest(relay: "http://127.0.0.1:\(own)", circle: id))
+            tour.say("\(member.deviceName) asks to join through 127.0.0.1:\(own) alone, as from another machine, and shows code \(asked.code)")
+            let pending: NodeAPI.PendingJoins = try await phone.get(.circleRequests)
+            for request in pending.requests { tour.say("the phone sees \(request.name) asking, code \(request.code): the codes match") }
+            await tour.attempt("the phone approves code 000 000, which no device shows") {
+                let _: NodeAPI.PendingJoin = try await phone.call(.circleApprove, NodeAPI.CircleAnswer(code: "000 000"))
+            }
+            let _: NodeAPI.PendingJoin = try await phone.call(.circleApprove, NodeAPI.CircleAnswer(code: asked.code))
+            var backoff = Backoff(initial: .milliseconds(50), maximum: .seconds(1))
+            while asked.joined == nil {
+                asked = try await client.call(.circleRequestAnswer, NodeAPI.Empty())
+                if asked.joined == nil { try await Task.sleep(for: backoff.next()) }
+            }
+            tour.say(
+                "the phone approves \(asked.code); \(member.deviceName) checks the voucher against the relay and joins: "
+                    + "\(asked.joined?.members.count ?? 0) members")
         }
         for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
         let status: NodeAPI.SyncStatus = try await phone.get(.syncStatus)

@@ -9,7 +9,7 @@ struct FuzzCorpusTests {
     static let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     static let targets = [
         "archive", "envelope", "batch", "membership", "keys", "fleet", "scenario", "request", "bplist", "derplist", "keybag", "keychainitem", "mbfile",
-        "manifestdb", "phoneitem", "pkcs12", "certificate", "compactionnote",
+        "manifestdb", "phoneitem", "pkcs12", "certificate", "compactionnote", "joins",
     ]
 
     /// The seeds of `target`: its corpus directory, and for the file readers the project's own
