@@ -269,6 +269,9 @@ package actor RelayKeeper {
     /// Unexpired join requests a circle may hold at once: a stranger may ask to join (asking
     /// is all a request does), but cannot fill the circle's reserve with asking.
     package static let pendingJoinRequests = 64
+    /// How far after the relay's clock a request may expire: its lifetime (an hour at most)
+    /// and an hour of a device's clock running ahead.
+    package static let joinRequestHorizon: TimeInterval = 2 * 3_600
 
     /// `joins` records: a device's request, signed by itself, which anyone may push; a member's
     /// voucher or decline, answering a request the relay holds, in a push signed by that member.
@@ -315,6 +318,13 @@ package actor RelayKeeper {
                     throw RelayRefusal(kind: .conflict, reason: "\(request.peer.name) is a member of circle \(circle) already")
                 }
                 guard !request.hasExpired(at: now) else { throw RelayRefusal(kind: .forbidden, reason: "the join request expired at \(request.expires)") }
+                // Made by the device's clock, which may run ahead, but not so far that it holds a place for ever.
+                guard request.expires.timeIntervalSince(now) <= Self.joinRequestHorizon else {
+                    throw RelayRefusal(
+                        kind: .forbidden,
+                        reason:
+                            "the join request expires at \(request.expires), more than \(Int(Self.joinRequestHorizon / 3_600)) hours after this relay's clock")
+                }
                 if !live.contains(request.digest) { asking += 1 }
             case .voucher(let voucher):
                 answers = true

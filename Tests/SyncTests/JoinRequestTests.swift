@@ -243,6 +243,12 @@ struct JoinRequestTests {
             try await relay.relay.push([try request(in: UUID()).bytes], circle: circle, stream: .joins, proof: nil)
         }
         await #expect(throws: RelayError.self) { try await relay.relay.push([[0x4b, 0x46, 0x4a, 0x52, 1]], circle: circle, stream: .joins, proof: nil) }
+        // A request made by a clock far ahead would hold its place for ever.
+        let ahead = try JoinRequest(
+            circle: circle, name: "ahead", identity: DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey()),
+            made: relay.clock.now().addingTimeInterval(86_400), lifetime: 60)
+        let refused = await #expect(throws: RelayError.self) { try await relay.relay.push([ahead.bytes], circle: circle, stream: .joins, proof: nil) }
+        #expect("\(refused!)".contains("hours after this relay's clock"))
         #expect(throws: CircleError.self) { try request(lifetime: 3_601) }
     }
 
