@@ -32,7 +32,7 @@ extension SyncEngine {
             throw CircleError(
                 .alreadyInCircle,
                 "\(device.info.name) is a member of circle \(circle) already, but holds none of its keys (a join cut short): "
-                    + "ask a member for a voucher file (`circle vouch --for`) to finish it")
+                    + "a member's voucher for it finishes the join")
         }
         let request = try JoinRequest(circle: circle, name: name, identity: identity, made: device.now, lifetime: lifetime)
         try await transport.push([request.bytes], circle: circle, stream: .joins, proof: nil)
@@ -101,7 +101,7 @@ extension SyncEngine {
             throw CircleError(
                 .ambiguousRequest,
                 "\(matching.count) devices' pending requests show code \(code) (\(matching.map(\.peer.name).joined(separator: ", "))): "
-                    + "one may be a stranger's made to match; decline them (`circle decline \(code.digits)`) and ask the device to request again")
+                    + "one may be a stranger's made to match; decline them, and ask the device to request again")
         }
         let voucher = try await vouch(for: request.peer, answering: request)
         try await push([voucher.bytes], to: .joins, as: try identity())

@@ -9,10 +9,14 @@ import KeyferryCrypto
 public struct JoinRequest: Hashable, Sendable {
     public var circle: UUID
     public var peer: PeerIdentity
-    /// When the device made the request and when it stops waiting, by its own clock.
-    public var made: Date
-    public var expires: Date
+    /// When the device made the request and when it stops waiting, by its own clock, in
+    /// milliseconds since 1970 as the record holds them.
+    var madeMilliseconds: UInt64
+    var expiresMilliseconds: UInt64
     var signature: [UInt8]
+
+    public var made: Date { Self.date(milliseconds: madeMilliseconds) }
+    public var expires: Date { Self.date(milliseconds: expiresMilliseconds) }
 
     static let magic = Array("KFJR".utf8)
     static let format: UInt8 = 1
@@ -26,8 +30,8 @@ public struct JoinRequest: Hashable, Sendable {
         }
         self.circle = circle
         peer = identity.peer(named: name)
-        self.made = Self.millisecondDate(made)
-        expires = Self.millisecondDate(made.addingTimeInterval(lifetime))
+        madeMilliseconds = Self.milliseconds(made)
+        expiresMilliseconds = madeMilliseconds + UInt64(lifetime * 1_000)
         signature = []
         signature = identity.signingKey.signature(for: signedBytes)
     }
@@ -37,7 +41,7 @@ public struct JoinRequest: Hashable, Sendable {
     /// The code the device and the members print, to compare before a member approves.
     public var code: JoinCode { JoinCode(peer) }
 
-    public func hasExpired(at now: Date) -> Bool { now >= expires }
+    public func hasExpired(at now: Date) -> Bool { Self.milliseconds(now) >= expiresMilliseconds }
 
     public var bytes: [UInt8] { signedBytes + signature }
 
@@ -54,8 +58,8 @@ public struct JoinRequest: Hashable, Sendable {
             let signing = try SigningPublicKey(bytes: Array(try r.raw(SigningPublicKey.byteCount)))
             let sealing = try SealingPublicKey(bytes: Array(try r.raw(SealingPublicKey.byteCount)))
             peer = PeerIdentity(name: name, signing: signing, sealing: sealing)
-            made = Self.date(milliseconds: try r.uint64())
-            expires = Self.date(milliseconds: try r.uint64())
+            madeMilliseconds = try r.uint64()
+            expiresMilliseconds = try r.uint64()
             signature = Array(try r.raw(SigningKey.signatureByteCount))
             guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after a join request") }
         } catch is ByteReader.Malformed {
@@ -66,8 +70,10 @@ public struct JoinRequest: Hashable, Sendable {
         guard (try? PeerIdentity.check(name: peer.name)) != nil else {
             throw EnvelopeError.malformed("a join request names its device in 1 to \(PeerIdentity.maximumNameBytes) bytes")
         }
-        guard expires > made, expires.timeIntervalSince(made) <= Self.longestLifetime else {
-            throw EnvelopeError.malformed("a join request waits at most \(Int(Self.longestLifetime)) s")
+        guard madeMilliseconds <= Self.latestMilliseconds, expiresMilliseconds > madeMilliseconds,
+            expiresMilliseconds - madeMilliseconds <= UInt64(Self.longestLifetime * 1_000)
+        else {
+            throw EnvelopeError.malformed("a join request is made before the year 10000 and waits at most \(Int(Self.longestLifetime)) s")
         }
         guard peer.signing.isValidSignature(signature, for: signedBytes) else {
             throw EnvelopeError.forged("a join request is not signed by the device it names")
@@ -84,14 +90,18 @@ public struct JoinRequest: Hashable, Sendable {
         w.string(peer.name)
         w.raw(peer.signing.bytes)
         w.raw(peer.sealing.bytes)
-        w.uint64(Self.milliseconds(made))
-        w.uint64(Self.milliseconds(expires))
+        w.uint64(madeMilliseconds)
+        w.uint64(expiresMilliseconds)
         return w.bytes
     }
 
-    static func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, (date.timeIntervalSince1970 * 1_000).rounded(.down))) }
+    /// The end of year 9999: no clock makes a request later, and a reader refuses one.
+    static let latestMilliseconds: UInt64 = 253_402_300_799_999
+
+    static func milliseconds(_ date: Date) -> UInt64 {
+        UInt64(min(Double(latestMilliseconds), max(0, (date.timeIntervalSince1970 * 1_000).rounded(.down))))
+    }
     static func date(milliseconds: UInt64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1_000) }
-    static func millisecondDate(_ date: Date) -> Date { Self.date(milliseconds: milliseconds(date)) }
 }
 
 /// Six digits both sides print, made from the joining device's two public keys: a member
@@ -188,7 +198,8 @@ public struct Voucher: Hashable, Sendable {
             guard format == Self.format else { throw EnvelopeError.unsupportedFormat(format) }
             circle = try r.uuid()
             let relayText = try r.string()
-            guard let relay = URL(string: relayText), ["http", "https"].contains(relay.scheme) else {
+            // Only a URL that reads back as written: the signature covers the text.
+            guard let relay = URL(string: relayText), ["http", "https"].contains(relay.scheme), relay.absoluteString == relayText else {
                 throw EnvelopeError.malformed("a voucher names no relay URL")
             }
             self.relay = relay

@@ -202,7 +202,11 @@ struct CircleCommand: AsyncParsableCommand {
             peer.isThisDevice = nil
             if let name { peer.name = name }
             let code = try identityCode(peer)
-            guard let out else { return output.json ? try printJSON(encodable: peer) : print(try jsonText(peer)) }
+            guard let out else {
+                // The identity on stdout, for a file; its code for the person, on stderr.
+                if Verbosity.current >= .normal { printError("code \(code)") }
+                return output.json ? try printJSON(encodable: peer) : print(try jsonText(peer), terminator: "")
+            }
             try writeNew(Data(try jsonText(peer).utf8), to: out)
             if output.json { return try printJSON(encodable: peer) }
             say("wrote \(out): \(peer.name), code \(code); hand it to a member for `keyferry circle vouch DIR --for \(out) --out VOUCHER`")

@@ -264,6 +264,13 @@ struct JoinRequestTests {
             edited[index] ^= 0x01
             #expect(throws: EnvelopeError.self) { try JoinRequest(bytes: edited) }
         }
+        // Times no clock makes, as a stranger may write them: refused, never a trap.
+        let timesAt = 4 + 1 + 16 + 4 + "tablet".utf8.count + 64
+        for field in [timesAt, timesAt + 8] {
+            var far = request.bytes
+            far.replaceSubrange(field..<field + 8, with: [UInt8](repeating: 0xff, count: 8))
+            #expect(throws: EnvelopeError.self) { try JoinRequest(bytes: far) }
+        }
         for index in decline.bytes.indices {
             var edited = decline.bytes
             edited[index] ^= 0x01
