@@ -22,4 +22,19 @@ public enum OutsideReaders {
 
     /// The Python that has the pinned `cryptography`.
     public static func python() throws -> URL { try directory().appendingPathComponent("tools/bin/python") }
+
+    /// Runs `script` with that Python and `arguments`, and returns the words it printed; fails
+    /// the test when the script fails.
+    public static func pythonWords(_ script: String, _ arguments: [String]) throws -> [String] {
+        let process = Process()
+        process.executableURL = try python()
+        process.arguments = ["-c", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "the Python script failed")
+        return printed.split(whereSeparator: \.isWhitespace).map(String.init)
+    }
 }

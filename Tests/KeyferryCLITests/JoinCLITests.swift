@@ -27,15 +27,20 @@ struct JoinCLITests {
         func run(_ cli: CLI, _ arguments: [String]) throws -> CLI.Result { try cli.run(arguments, environment: environment) }
     }
 
-    @Test("a device on another machine asks through a TLS relay, a member approves its code, and both sync both ways; bad codes are refused by name")
-    func askAndApprove() throws {
-        let cli = try CLI()
+    /// A relay serving https with a test CA's certificate, and its URL.
+    private static func relayOverTLS(_ cli: CLI) throws -> (TestAuthority, String) {
         let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
         let (_, line) = try cli.start([
             "relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
             "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
         ])
-        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        return (pki, try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String)
+    }
+
+    @Test("a device on another machine asks through a TLS relay, a member approves its code, and both sync both ways; bad codes are refused by name")
+    func askAndApprove() throws {
+        let cli = try CLI()
+        let (pki, relay) = try Self.relayOverTLS(cli)
         let phone = try Machine("phone", cli, authority: pki.authority, passcode: "111111")
         let laptop = try Machine("laptop", cli, authority: pki.authority, passcode: "222222")
         let circle = try #require(try phone.ok(cli, ["circle", "create", phone.dir, "--relay", relay, "--json"]).object()["circle"] as? String)
@@ -73,12 +78,7 @@ struct JoinCLITests {
     @Test("a voucher file admits its device once: a file that is no voucher, one for another device, and one used again are refused by name")
     func voucherFile() throws {
         let cli = try CLI()
-        let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
-        let (_, line) = try cli.start([
-            "relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
-            "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
-        ])
-        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let (pki, relay) = try Self.relayOverTLS(cli)
         let phone = try Machine("phone", cli, authority: pki.authority, passcode: "111111")
         let laptop = try Machine("laptop", cli, authority: pki.authority, passcode: "222222")
         let tablet = try Machine("tablet", cli, authority: pki.authority, passcode: "333333")
@@ -112,12 +112,7 @@ struct JoinCLITests {
         "a fleet on another machine joins a circle made elsewhere: each device asks through the one TLS relay, shows its code, and up waits for the approvals")
     func fleetOnAnotherMachine() throws {
         let cli = try CLI()
-        let pki = try TestAuthority(in: cli.root.appendingPathComponent("pki"))
-        let (_, line) = try cli.start([
-            "relay", "serve", "--data", cli.path("relay"), "--listen", "127.0.0.1:0", "--json",
-            "--tls-certificate", pki.certificate.path, "--tls-key", pki.key.path,
-        ])
-        let relay = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["url"] as! String
+        let (pki, relay) = try Self.relayOverTLS(cli)
         func machine(_ name: String) throws -> [String: String] {
             let home = cli.root.appendingPathComponent("\(name)-home")
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)

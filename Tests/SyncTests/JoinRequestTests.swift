@@ -27,8 +27,28 @@ private final class CheckingRelay: Sendable {
     }
 
     func advance(by seconds: TimeInterval) { clock.advance(by: seconds) }
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
     func records(_ circle: UUID, _ stream: RelayStream) async throws -> [[UInt8]] {
         try await storage.records(circle: circle, stream: stream, after: 0, limit: 10_000).map(\.body)
+    }
+
+    /// The phone, which creates a circle through this relay, and the circle.
+    func founder() async throws -> (Member, UUID) {
+        var phone = try Member("phone", seed: 1)
+        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay)
+        return (phone, await phone.engine.circle)
+    }
+
+    /// `member` asks to join `circle`, named after itself.
+    func ask(_ member: Member, _ circle: UUID, lifetime: TimeInterval = 600) async throws -> JoinRequest {
+        try await SyncEngine.requestToJoin(
+            circle: circle, relay: Member.relayURL, name: member.name, lifetime: lifetime, device: member.fixture.device, transport: relay)
+    }
+
+    /// What `member` hears back about `request`.
+    func answer(_ request: JoinRequest, _ member: Member) async throws -> JoinAnswer {
+        try await SyncEngine.answer(to: request, device: member.fixture.device, transport: relay)
     }
 }
 
@@ -37,15 +57,11 @@ struct JoinRequestTests {
     @Test("a device asks through the relay alone, holds nothing until a member approves its code, then both sync both ways")
     func askAndApprove() async throws {
         let relay = try CheckingRelay()
-        defer { try? FileManager.default.removeItem(at: relay.directory) }
-        var phone = try Member("phone", seed: 1)
+        let (phone, circle) = try await relay.founder()
         var tablet = try Member("tablet", seed: 2)
-        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
-        let circle = await phone.engine.circle
 
-        let request = try await SyncEngine.requestToJoin(
-            circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 600, device: tablet.fixture.device, transport: relay.relay)
-        guard case .pending = try await SyncEngine.answer(to: request, device: tablet.fixture.device, transport: relay.relay) else {
+        let request = try await relay.ask(tablet, circle)
+        guard case .pending = try await relay.answer(request, tablet) else {
             Issue.record("answered before any member did")
             return
         }
@@ -59,7 +75,7 @@ struct JoinRequestTests {
         #expect(approved == request)
         #expect(try await phone.engine.joinRequests().isEmpty, "an answered request is no longer pending")
 
-        guard case .approved(let voucher) = try await SyncEngine.answer(to: request, device: tablet.fixture.device, transport: relay.relay) else {
+        guard case .approved(let voucher) = try await relay.answer(request, tablet) else {
             Issue.record("the approval was not read")
             return
         }
@@ -80,29 +96,25 @@ struct JoinRequestTests {
     @Test("two devices approved from one state of the circle both join: the second waits while its voucher is stale, and the member renews it")
     func approvalsRenewed() async throws {
         let relay = try CheckingRelay()
-        defer { try? FileManager.default.removeItem(at: relay.directory) }
-        var phone = try Member("phone", seed: 1)
+        let (phone, circle) = try await relay.founder()
         let (tablet, laptop) = (try Member("tablet", seed: 2), try Member("laptop", seed: 3))
-        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
-        let circle = await phone.engine.circle
         var requests: [JoinRequest] = []
         for device in [tablet, laptop] {
             requests.append(
-                try await SyncEngine.requestToJoin(
-                    circle: circle, relay: Member.relayURL, name: device.name, lifetime: 600, device: device.fixture.device, transport: relay.relay))
+                try await relay.ask(device, circle))
         }
         for request in requests { _ = try await phone.engine.approve(code: request.code) }
-        guard case .approved(let first) = try await SyncEngine.answer(to: requests[0], device: tablet.fixture.device, transport: relay.relay) else {
+        guard case .approved(let first) = try await relay.answer(requests[0], tablet) else {
             Issue.record("the tablet's approval was not read")
             return
         }
         _ = try await SyncEngine.join(first, device: tablet.fixture.device, transport: relay.relay)
-        guard case .pending = try await SyncEngine.answer(to: requests[1], device: laptop.fixture.device, transport: relay.relay) else {
+        guard case .pending = try await relay.answer(requests[1], laptop) else {
             Issue.record("the laptop took a voucher the tablet's join made stale")
             return
         }
         _ = try await phone.engine.sync()
-        guard case .approved(let renewed) = try await SyncEngine.answer(to: requests[1], device: laptop.fixture.device, transport: relay.relay) else {
+        guard case .approved(let renewed) = try await relay.answer(requests[1], laptop) else {
             Issue.record("the phone did not renew its approval")
             return
         }
@@ -113,19 +125,15 @@ struct JoinRequestTests {
     @Test("a declined request stops the device with the member's name; an expired one is neither listed, approved nor waited on")
     func declineAndExpiry() async throws {
         let relay = try CheckingRelay()
-        defer { try? FileManager.default.removeItem(at: relay.directory) }
-        var phone = try Member("phone", seed: 1)
+        let (phone, circle) = try await relay.founder()
         let tablet = try Member("tablet", seed: 2)
-        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
-        let circle = await phone.engine.circle
         let ask = {
-            try await SyncEngine.requestToJoin(
-                circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 60, device: tablet.fixture.device, transport: relay.relay)
+            try await relay.ask(tablet, circle, lifetime: 60)
         }
 
         let first = try await ask()
         #expect(try await phone.engine.decline(code: first.code).map(\.digest) == [first.digest])
-        guard case .declined(let by) = try await SyncEngine.answer(to: first, device: tablet.fixture.device, transport: relay.relay) else {
+        guard case .declined(let by) = try await relay.answer(first, tablet) else {
             Issue.record("the decline was not read")
             return
         }
@@ -137,14 +145,13 @@ struct JoinRequestTests {
         let late = await #expect(throws: CircleError.self) { try await phone.engine.approve(code: second.code) }
         #expect(late?.code == .noSuchRequest)
         tablet.fixture.clock.advance(by: 61)
-        guard case .expired = try await SyncEngine.answer(to: second, device: tablet.fixture.device, transport: relay.relay) else {
+        guard case .expired = try await relay.answer(second, tablet) else {
             Issue.record("the device went on waiting past its request's expiry")
             return
         }
         // The relay lets it go once its own clock has passed it, at the next push.
         relay.advance(by: 61)
-        let third = try await SyncEngine.requestToJoin(
-            circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 600, device: tablet.fixture.device, transport: relay.relay)
+        let third = try await relay.ask(tablet, circle)
         let held = try await relay.records(circle, .joins).map { try JoinRecord(bytes: $0) }
         #expect(held == [.request(third)], "expired requests and their answers are let go: \(held.count) held")
     }
@@ -152,13 +159,9 @@ struct JoinRequestTests {
     @Test("forged approvals, replayed vouchers and strangers' answers are refused by name, and change nothing on any member or the relay")
     func forgeriesAndReplays() async throws {
         let relay = try CheckingRelay()
-        defer { try? FileManager.default.removeItem(at: relay.directory) }
-        var phone = try Member("phone", seed: 1)
+        let (phone, circle) = try await relay.founder()
         let tablet = try Member("tablet", seed: 2)
-        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
-        let circle = await phone.engine.circle
-        let request = try await SyncEngine.requestToJoin(
-            circle: circle, relay: Member.relayURL, name: "tablet", lifetime: 600, device: tablet.fixture.device, transport: relay.relay)
+        let request = try await relay.ask(tablet, circle)
         let stranger = DeviceIdentity(signingSeed: SymmetricKey(), sealingSeed: SymmetricKey())
         let history = await phone.engine.history
         let keys = CircleKeys(circle: circle, epoch: 1)
@@ -179,7 +182,7 @@ struct JoinRequestTests {
 
         // A relay that plants them anyway (it is not trusted) makes the device wait on, not join.
         _ = try await relay.storage.append([strangersVoucher.bytes, strangersDecline.bytes], circle: circle, stream: .joins)
-        guard case .pending = try await SyncEngine.answer(to: request, device: tablet.fixture.device, transport: relay.relay) else {
+        guard case .pending = try await relay.answer(request, tablet) else {
             Issue.record("a stranger's answer was taken")
             return
         }
@@ -218,10 +221,7 @@ struct JoinRequestTests {
     @Test("anyone may ask, and only so much: the relay holds 64 pending requests per circle, and refuses requests from members or of another circle")
     func boundedAsking() async throws {
         let relay = try CheckingRelay()
-        defer { try? FileManager.default.removeItem(at: relay.directory) }
-        var phone = try Member("phone", seed: 1)
-        phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: relay.relay)
-        let circle = await phone.engine.circle
+        let (phone, circle) = try await relay.founder()
         let made = relay.clock.now()
         func request(lifetime: TimeInterval = 60, in circle: UUID = circle, identity: DeviceIdentity? = nil) throws -> JoinRequest {
             try JoinRequest(

@@ -147,15 +147,8 @@ struct MembershipVectorTests {
             keys.circleKey.exportedBytes, keys.classKey(.a).exportedBytes, keys.classKey(.c).exportedBytes, nonces.bytes(24), nonces.bytes(24),
             MembershipVector.share.bytes,
         ]
-        let process = Process()
-        process.executableURL = try OutsideReaders.python()
-        process.arguments = ["-c", Self.independentBuilder] + inputs.map(hex)
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let words = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0 && words.count == 9, "the independent builder failed")
+        let words = try OutsideReaders.pythonWords(Self.independentBuilder, inputs.map(hex))
+        try #require(words.count == 9, "the independent builder printed \(words.count) words")
         let v = MembershipVector.self
         #expect(words[0] == v.circle.uuidString)
         #expect(words[1] == hex(v.create.bytes))
