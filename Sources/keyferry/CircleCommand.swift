@@ -61,7 +61,7 @@ struct CircleCommand: AsyncParsableCommand {
             discussion: """
                 With --circle ID --relay URL, this node asks to join through the relay alone and prints a \
                 six-digit code; on a member (any machine), `circle requests` lists the request with its code \
-                and `circle approve CODE` admits it. This command waits until a member answers or the \
+                and `circle approve DIR CODE` admits it. This command waits until a member answers or the \
                 request expires (--expires-in). Until then the node holds nothing of the circle. \
                 With --voucher FILE, it joins with a voucher a member wrote (`circle vouch --out`). \
                 With --sponsor DIR, a member running on this machine vouches for it at once. \
