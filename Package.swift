@@ -140,7 +140,7 @@ let package = Package(
         .target(
             name: "NodeControl",
             dependencies: [
-                "KeychainModel", "SyncWire", "KeyferryHTTP", "KeyferrySystem",
+                "KeychainModel", "SyncWire", "KeyferryHTTP", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
             ]),
 
@@ -161,7 +161,7 @@ let package = Package(
         // Devices run side by side: fleet files (YAML) and bringing their nodes up and down.
         .target(
             name: "Fleet",
-            dependencies: ["KeychainModel", "KeychainStore", "KeyferryThreads", "Node", "NodeControl", "Relay", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["KeychainModel", "KeychainStore", "Node", "NodeControl", "Relay", .product(name: "Yams", package: "Yams")]),
 
         // Scenario files: what must survive, stated in YAML and checked on real nodes.
         .target(

@@ -1,7 +1,6 @@
 import Foundation
 import KeychainModel
 import KeychainStore
-import KeyferryThreads
 import Node
 import NodeControl
 import Relay
@@ -250,7 +249,7 @@ package struct FleetRunner: Sendable {
         _ circle: UUID, relay address: RelayAddress, asking: @Sendable (Asking) -> Void
     ) async throws -> (circle: UUID, relay: URL, relayStarted: Bool, joined: Set<String>) {
         var failures: [(String, any Error)] = []
-        var waiting: [(member: String, client: NodeClient)] = []
+        var waiting: [(member: String, client: NodeClient, asked: NodeAPI.CircleRequested)] = []
         for member in fleet.members {
             let client = NodeClient(directory: directory(of: member))
             do {
@@ -260,25 +259,21 @@ package struct FleetRunner: Sendable {
                 if let other = own.circle { throw NodeError(.conflict, "it is in another circle (\(other)) than the fleet's (\(circle))") }
                 let asked = try await client.call(.circleRequest, NodeAPI.CircleRequest(relay: address.url.absoluteString, circle: circle, name: member.id))
                 asking(Asking(member: member.id, circle: circle, code: asked.code, expires: asked.expires))
-                waiting.append((member.id, client))
+                waiting.append((member.id, client, asked))
             } catch {
                 failures.append((member.id, error))
             }
         }
+        // One member after another: an approval stays on the relay until its device reads it,
+        // so waiting for each in turn loses no time.
         var joined: Set<String> = []
-        var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
-        while !waiting.isEmpty {
-            try await Task.sleep(for: backoff.next())
-            var still: [(member: String, client: NodeClient)] = []
-            for (member, client) in waiting {
-                do {
-                    let answer = try await client.call(.circleRequestAnswer, NodeAPI.Empty())
-                    if answer.joined != nil { joined.insert(member) } else { still.append((member, client)) }
-                } catch {
-                    failures.append((member, error))
-                }
+        for (member, client, asked) in waiting {
+            do {
+                _ = try await client.joinedCircle(asked)
+                joined.insert(member)
+            } catch {
+                failures.append((member, error))
             }
-            waiting = still
         }
         if !failures.isEmpty { throw FleetError(failures: failures) }
         return (circle, address.url, false, joined)

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import KeychainModel
 import KeyferryHTTP
+import KeyferryThreads
 import NIOCore
 
 /// Calls a running node's control API over its socket. A failure comes back as the error the
@@ -69,6 +70,19 @@ public struct NodeClient: Sendable {
 }
 
 extension NodeClient {
+    /// Waits until this node's request to join (`circle/request`) is answered: the circle once
+    /// a member's voucher was checked and the entry published; a decline or an expiry throws.
+    /// The node reads the relay each time it is asked, at intervals growing from 0.2 s to 2 s.
+    public func joinedCircle(_ requested: NodeAPI.CircleRequested) async throws -> NodeAPI.CircleStatus {
+        var requested = requested
+        var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
+        while true {
+            if let joined = requested.joined { return joined }
+            try await Task.sleep(for: backoff.next())
+            requested = try await call(.circleRequestAnswer, NodeAPI.Empty())
+        }
+    }
+
     /// Brings this node into the circle of `sponsor`'s node. This node first says whether it
     /// can join at all (its identity is refused when it is in a circle, or before first
     /// unlock); the sponsor then signs an entry admitting it and seals it a share of the keys,

@@ -114,7 +114,7 @@ struct CircleCommand: AsyncParsableCommand {
         /// Publishes the request, shows its code, and waits for a member's answer.
         private func ask(_ circle: UUID, _ relay: RelayAddress) async throws -> NodeAPI.CircleStatus {
             let client = device.client
-            var requested = try await client.call(
+            let requested = try await client.call(
                 .circleRequest, NodeAPI.CircleRequest(relay: relay.url.absoluteString, circle: circle, name: name, lifetime: Double(expiresIn * 60)))
             // The code is for the person at the member: shown even with --json, on stderr.
             let line =
@@ -122,12 +122,7 @@ struct CircleCommand: AsyncParsableCommand {
                 + "`keyferry circle requests DIR` and `keyferry circle approve DIR \(requested.code.filter(\.isNumber))` "
                 + "(waiting until \(requested.expires.formatted(date: .omitted, time: .standard)))"
             if Verbosity.current >= .normal { say(line) } else { printError(line) }
-            var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
-            while true {
-                if let joined = requested.joined { return joined }
-                try await Task.sleep(for: backoff.next())
-                requested = try await client.call(.circleRequestAnswer, NodeAPI.Empty())
-            }
+            return try await client.joinedCircle(requested)
         }
     }
 

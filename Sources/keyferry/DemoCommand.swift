@@ -359,7 +359,7 @@ struct DemoCommand: AsyncParsableCommand {
                 continue
             }
             // As from another machine: through the relay alone, approved by comparing a code.
-            var asked: NodeAPI.CircleRequested = try await client.call(
+            let asked: NodeAPI.CircleRequested = try await client.call(
                 .circleRequest, NodeAPI.CircleRequest(relay: "http://127.0.0.1:\(own)", circle: id))
             tour.say("\(member.deviceName) asks to join through 127.0.0.1:\(own) alone, as from another machine, and shows code \(asked.code)")
             let pending: NodeAPI.PendingJoins = try await phone.get(.circleRequests)
@@ -368,14 +368,10 @@ struct DemoCommand: AsyncParsableCommand {
                 let _: NodeAPI.PendingJoin = try await phone.call(.circleApprove, NodeAPI.CircleAnswer(code: "000 000"))
             }
             let _: NodeAPI.PendingJoin = try await phone.call(.circleApprove, NodeAPI.CircleAnswer(code: asked.code))
-            var backoff = Backoff(initial: .milliseconds(50), maximum: .seconds(1))
-            while asked.joined == nil {
-                asked = try await client.call(.circleRequestAnswer, NodeAPI.Empty())
-                if asked.joined == nil { try await Task.sleep(for: backoff.next()) }
-            }
+            let joined = try await client.joinedCircle(asked)
             tour.say(
                 "the phone approves \(asked.code); \(member.deviceName) checks the voucher against the relay and joins: "
-                    + "\(asked.joined?.members.count ?? 0) members")
+                    + "\(joined.members.count) members")
         }
         for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
         let status: NodeAPI.SyncStatus = try await phone.get(.syncStatus)
