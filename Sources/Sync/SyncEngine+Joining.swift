@@ -24,9 +24,7 @@ extension SyncEngine {
         circle: UUID, relay: URL, name: String, lifetime: TimeInterval, device: Device, transport: any RelayTransport
     ) async throws -> JoinRequest {
         try requireNoCircle(device)
-        let log = try await transport.pull(circle: circle, stream: .membership, after: 0, limit: 10_000)
-        guard !log.isEmpty else { throw CircleError(.unknownCircle, "the relay at \(relay.absoluteString) knows no circle \(circle)") }
-        let (history, _) = try CircleHistory.reading(log.map(\.body), circle: circle)
+        let (history, _) = try await relayHistory(circle, at: relay, transport)
         let identity = try SyncSecrets.identity(of: device)
         guard !history.isMember(identity.signingKey.publicKey) else {
             throw CircleError(
@@ -53,8 +51,7 @@ extension SyncEngine {
             }
         }
         guard !answers.isEmpty else { return .pending }
-        let log = try await transport.pull(circle: request.circle, stream: .membership, after: 0, limit: 10_000)
-        let (history, _) = try CircleHistory.reading(log.map(\.body), circle: request.circle)
+        let (history, _) = try await relayHistory(request.circle, at: nil, transport)
         for answer in answers {
             switch answer {
             // One made stale by another change meanwhile is renewed by its sponsor (`renewApprovals`).
@@ -148,6 +145,17 @@ extension SyncEngine {
         let pending = try await joinRequests()
         let listing = pending.isEmpty ? "none is pending" : "pending: " + pending.map { "\($0.code) (\($0.peer.name))" }.joined(separator: ", ")
         return CircleError(.noSuchRequest, "no pending join request of circle \(circle) shows code \(code); \(listing)")
+    }
+
+    /// The circle's membership as the relay at `relay` shows it, verified from its first entry,
+    /// and the cursor of its last entry: what a device outside the circle checks before it
+    /// trusts anything else the relay says of it.
+    static func relayHistory(_ circle: UUID, at relay: URL?, _ transport: any RelayTransport) async throws -> (CircleHistory, UInt64) {
+        let log = try await transport.pull(circle: circle, stream: .membership, after: 0, limit: 10_000)
+        guard let last = log.last else {
+            throw CircleError(.unknownCircle, "the relay\(relay.map { " at \($0.absoluteString)" } ?? "") knows no circle \(circle)")
+        }
+        return (try CircleHistory.reading(log.map(\.body), circle: circle).history, last.cursor)
     }
 
     /// Every join record the relay holds for the circle; what does not parse is passed over.

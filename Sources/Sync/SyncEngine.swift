@@ -144,11 +144,7 @@ package actor SyncEngine {
         if let entry = voucher.entry, entry.kind != .join || entry.subject.signing != me {
             throw CircleError(.notVouched, "the voucher's membership entry does not admit \(device.info.name) to circle \(voucher.circle)")
         }
-        let log = try await transport.pull(circle: voucher.circle, stream: .membership, after: 0, limit: 10_000)
-        guard let lastCursor = log.last?.cursor else {
-            throw CircleError(.unknownCircle, "the relay at \(voucher.relay.absoluteString) knows no circle \(voucher.circle)")
-        }
-        let (current, _) = try CircleHistory.reading(log.map(\.body), circle: voucher.circle)
+        let (current, lastCursor) = try await relayHistory(voucher.circle, at: voucher.relay, transport)
         guard current.entries.contains(where: { ContentDigest.of($0.bytes) == voucher.head }) else {
             throw CircleError(
                 .invalidHistory,
