@@ -224,10 +224,8 @@ struct CircleCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            guard let data = FileManager.default.contents(atPath: identity) else {
-                throw CommandFailure(.notFound, "--for \(identity) cannot be read; it is the joining device's `circle identity --out` file.")
-            }
-            guard let peer = try? NodeAPI.decoder.decode(NodeAPI.Peer.self, from: data) else {
+            let data = try readInput(identity, what: "the identity file", limit: joinFileBytes)
+            guard data.count <= joinFileBytes, let peer = try? NodeAPI.decoder.decode(NodeAPI.Peer.self, from: data) else {
                 throw CommandFailure(.invalidInput, "--for \(identity) is not an identity file (JSON with name, signingKey and encryptionKey).")
             }
             let code = try identityCode(peer)
@@ -350,17 +348,18 @@ private func writeNew(_ data: Data, to path: String) throws {
     }
 }
 
+/// The most an identity file or a voucher holds (a join record is at most 4 KiB): a larger
+/// file is neither, and is not read past that.
+private let joinFileBytes = 4_096
+
 private func readVoucher(_ path: String) throws -> Data {
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw CommandFailure(.notFound, "--voucher \(path) cannot be read; it is the file a member's `circle vouch --out` wrote.")
-    }
-    return data
+    try readInput(path, what: "the voucher", limit: joinFileBytes)
 }
 
 /// The circle and relay a voucher file names, read before the node is asked, so a file that is
 /// no voucher is named as such.
 private func voucherDestination(_ data: Data, file: String) throws -> (UUID, String) {
-    guard let voucher = try? Voucher(bytes: [UInt8](data)) else {
+    guard data.count <= joinFileBytes, let voucher = try? Voucher(bytes: [UInt8](data)) else {
         throw CommandFailure(.invalidInput, "--voucher \(file) is not a voucher (a file `circle vouch --out` writes)")
     }
     return (voucher.circle, voucher.relay.absoluteString)
