@@ -55,9 +55,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
-        // Where blocking and CPU-bound work runs (threads and queues beside the cooperative pool),
-        // and the one lock every module uses (`Locked`).
-        .target(name: "KeyferryThreads"),
+        // Where blocking and CPU-bound work runs (NIO's thread pools beside the cooperative pool,
+        // all cores for a map), how long to wait before trying again, and the one lock every
+        // module uses (`Locked`).
+        .target(name: "KeyferryThreads", dependencies: [.product(name: "NIOPosix", package: "swift-nio")]),
 
         // Pure values: what a keychain item, a query and a status are.
         .target(name: "KeychainModel"),
@@ -97,22 +98,27 @@ let package = Package(
         // Sync: the engine that pushes a device's items to its circle and applies what arrives.
         .target(name: "Sync", dependencies: ["SyncWire", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads"]),
 
-        // The HTTP client of every call Keyferry makes (relays, nodes), and why a call got no answer.
+        // HTTP/1.1 over a Unix socket (how a node's callers reach it), and why a call got no answer.
         .target(
             name: "KeyferryHTTP",
             dependencies: [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
 
-        // The untrusted relay between members: logs of records per circle on embedded SQLite,
-        // served over HTTP, and the client members push and pull with.
+        // The untrusted relay between members, without a network: logs of records per circle
+        // kept by the keeper's rules, on embedded SQLite or any storage, and a relay in process.
         .target(
             name: "Relay",
+            dependencies: ["SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferryThreads", .product(name: "GRDB", package: "GRDB.swift")]),
+
+        // The relay on the network: its HTTP server (Hummingbird, TLS) and the client members
+        // push and pull with. Apart from Relay so that what runs a circle in process (a user's
+        // tests, the survival matrix) compiles no server and no TLS stack.
+        .target(
+            name: "RelayHTTP",
             dependencies: [
-                "SyncWire", "KeychainModel", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads", "KeyferryHTTP",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "Relay", "SyncWire", "KeychainModel", "KeyferrySystem", "KeyferryThreads", "KeyferryHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -141,7 +147,7 @@ let package = Package(
             name: "NodeControl",
             dependencies: [
                 "KeychainModel", "SyncWire", "KeyferryHTTP", "KeyferrySystem", "KeyferryThreads",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]),
 
         // A powered-on device as a process: the server of the control API, its sync loop, the
@@ -151,7 +157,7 @@ let package = Package(
             name: "Node",
             dependencies: [
                 "NodeControl", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads", "Backup", "PhoneBackup", "Sync",
-                "SyncWire", "Relay", "Survival",
+                "SyncWire", "Relay", "RelayHTTP", "Survival",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -208,7 +214,8 @@ let package = Package(
         .executableTarget(
             name: "keyferry",
             dependencies: [
-                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "PhoneBackup", "Relay", "RelayPostgres", "Sync", "SyncWire",
+                "KeychainStore", "KeychainModel", "Node", "NodeControl", "Fleet", "Backup", "PhoneBackup", "Relay", "RelayHTTP", "RelayPostgres", "Sync",
+                "SyncWire",
                 "KeyferrySystem",
                 "KeyferryThreads", "Survival",
                 "Scenario", "KeyferrySecurity", "KeyferryCrypto",
@@ -233,7 +240,7 @@ let package = Package(
             name: "keyferry-bench",
             dependencies: [
                 "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySecurity", "Backup", "PhoneBackup", "AppleFormats", "SyncWire",
-                "Sync", "Relay", "RelayPostgres", "NodeControl", "Node", "Survival", "KeyferrySystem", "KeyferryThreads",
+                "Sync", "Relay", "RelayHTTP", "RelayPostgres", "NodeControl", "Node", "Survival", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -286,7 +293,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting", "KeyferryThreads",
+                "Relay", "RelayHTTP", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting", "KeyferryThreads",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
@@ -298,7 +305,8 @@ let package = Package(
         .testTarget(
             name: "NodeTests",
             dependencies: [
-                "Node", "NodeControl", "Relay", "Sync", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto", "KeychainTesting",
+                "Node", "NodeControl", "Relay", "RelayHTTP", "Sync", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto",
+                "KeychainTesting",
                 "KeyferryThreads",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -308,7 +316,8 @@ let package = Package(
         .testTarget(
             name: "KeyferryCLITests",
             dependencies: [
-                "keyferry", "keyferry-lint", "Node", "NodeControl", "Relay", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity", "KeyferryCrypto",
+                "keyferry", "keyferry-lint", "Node", "NodeControl", "Relay", "RelayHTTP", "SyncWire", "KeychainModel", "KeychainStore", "KeyferrySecurity",
+                "KeyferryCrypto",
                 "KeyferrySystem", "KeyferryThreads", "KeychainTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Crypto", package: "swift-crypto"),
             ],

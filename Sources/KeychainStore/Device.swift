@@ -29,6 +29,8 @@ public final class Device: Sendable {
     let appCache = Locked(AppCache())
     /// Passcode attempts made inside another transaction (access control), written once it ends.
     private let unsavedAttempts = Locked<PasscodeAttempts?>(nil)
+    /// The threads of this device's long jobs, started by the first (`Device+Work.swift`).
+    let longJobs = Locked<BlockingPool?>(nil)
 
     public var directory: URL { layout.root }
 
@@ -288,8 +290,11 @@ public final class Device: Sendable {
     /// Every class key leaves memory, and the directory is let go (when this device took it).
     public func powerOff() {
         dropPower()
+        stopLongJobs()
         ownedHold?.release()
     }
+
+    deinit { stopLongJobs() }
 
     private func dropPower() {
         power.withLock { $0 = nil }

@@ -81,23 +81,36 @@ extension NodeClient {
 
     /// Runs `work` on the powered-off device itself (held meanwhile, so no node starts),
     /// powered on in this process and unlocked with `passcode`, which counts as any unlock
-    /// does: a backup, which the device remembers making. On a thread of its own; `work`'s
-    /// `checkCancellation` stops it at its next step.
+    /// does: a backup, which the device remembers making. A long job of the device's;
+    /// `work`'s `checkCancellation` stops it at its next step.
     package func atRest<Answer: Sendable>(
         passcode: String?, _ work: @escaping @Sendable (Device, _ checkCancellation: () throws -> Void) throws -> Answer
     ) async throws -> Answer {
         let directory = paths.directory
-        return try await onThreadOfItsOwn { checkCancellation in
+        let (hold, device) = try await BlockingPool.shared.run { _ in
             let hold = try DeviceHold.take(directory)
-            defer { hold.release() }
-            let device = try Device.powerOn(holding: hold)
-            defer { device.powerOff() }
-            if try device.passcodeIsSet() {
-                guard let passcode else { throw Self.passcodeNeeded(directory, flag: "--passcode-file F") }
-                try device.unlock(passcode: passcode)
+            do {
+                let device = try Device.powerOn(holding: hold)
+                do {
+                    if try device.passcodeIsSet() {
+                        guard let passcode else { throw Self.passcodeNeeded(directory, flag: "--passcode-file F") }
+                        try device.unlock(passcode: passcode)
+                    }
+                    return (hold, device)
+                } catch {
+                    device.powerOff()
+                    throw error
+                }
+            } catch {
+                hold.release()
+                throw error
             }
-            return try work(device, checkCancellation)
         }
+        defer {
+            device.powerOff()
+            hold.release()
+        }
+        return try await device.longJob(work)
     }
 
     /// Runs `work` on a copy of the powered-off device (held meanwhile, so no node starts), made
@@ -106,29 +119,51 @@ extension NodeClient {
     /// on the device itself, where it counts and waits as any unlock does; the right one leaves
     /// the device byte for byte as it was.
     private func offline<Answer>(passcode: String?, _ work: (Device, URL) async throws -> Answer) async throws -> Answer {
-        let hold = try DeviceHold.take(paths.directory)
-        defer { hold.release() }
-        let scratch = Survival.scratch(of: paths.directory)
-        Survival.removeScratch(of: paths.directory)
-        defer { Survival.removeScratch(of: paths.directory) }
+        let directory = paths.directory
+        let scratch = Survival.scratch(of: directory)
+        let (hold, device) = try await BlockingPool.shared.run { _ in
+            let hold = try DeviceHold.take(directory)
+            do {
+                return (hold, try Self.copyAtRest(hold, into: scratch, passcode: passcode))
+            } catch {
+                Survival.removeScratch(of: directory)
+                hold.release()
+                throw error
+            }
+        }
+        defer {
+            device.powerOff()
+            Survival.removeScratch(of: directory)
+            hold.release()
+        }
+        return try await work(device, scratch)
+    }
+
+    /// The copy `offline` works on, powered on and unlocked.
+    private static func copyAtRest(_ hold: DeviceHold, into scratch: URL, passcode: String?) throws -> Device {
+        Survival.removeScratch(of: hold.directory)
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let copy = scratch.appendingPathComponent("at-rest")
         try Device.copyAtRest(hold, to: copy)
         let device = try Device.powerOn(at: copy)
-        defer { device.powerOff() }
-        if try device.passcodeIsSet() {
-            guard let passcode else { throw Self.passcodeNeeded(paths.directory, flag: "--passcode") }
-            let earlierFailures = try device.status().failedPasscodeAttempts
-            do {
-                try device.unlock(passcode: passcode)
-            } catch let refusal as KeychainError where refusal.status == .authFailed {
-                try Self.check(passcode, on: hold)
-                throw refusal
+        do {
+            if try device.passcodeIsSet() {
+                guard let passcode else { throw Self.passcodeNeeded(hold.directory, flag: "--passcode") }
+                let earlierFailures = try device.status().failedPasscodeAttempts
+                do {
+                    try device.unlock(passcode: passcode)
+                } catch let refusal as KeychainError where refusal.status == .authFailed {
+                    try Self.check(passcode, on: hold)
+                    throw refusal
+                }
+                // The right passcode after wrong ones clears the device's count, as it would there.
+                if earlierFailures > 0 { try Self.check(passcode, on: hold) }
             }
-            // The right passcode after wrong ones clears the device's count, as it would there.
-            if earlierFailures > 0 { try Self.check(passcode, on: hold) }
+            return device
+        } catch {
+            device.powerOff()
+            throw error
         }
-        return try await work(device, scratch)
     }
 
     /// Why a powered-off device with a passcode cannot be opened without it, naming the

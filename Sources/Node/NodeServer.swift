@@ -7,7 +7,6 @@ import KeyferrySystem
 import KeyferryThreads
 import Logging
 import NIOCore
-import NIOPosix
 import NodeControl
 import PhoneBackup
 import ServiceLifecycle
@@ -71,20 +70,19 @@ package enum NodeServer {
 
     private static func routes(_ router: Router<NodeRequestContext>, device: Device, sync: NodeSync, logger: Logger) {
         typealias API = NodeAPI
-        let calls = DeviceCalls()
-        // A route whose work is a call of the device's: it runs on the device's queues.
+        // A route whose work is a call of the device's, through its door for calls.
         func call<Body, Answer>(_ route: API.Route<Body, Answer>, _ work: @escaping @Sendable (Body) throws -> Answer) {
-            post(router, route, logger) { request in try await calls.run { try work(request) } }
+            post(router, route, logger) { request in try await device.run { _ in try work(request) } }
         }
         // How far a backup in progress has come, for `status` to report while it runs.
         let backupProgress = Locked<API.Progress?>(nil)
         get(router, .status, logger) {
             API.NodeStatus(
-                pid: ProcessInfo.processInfo.processIdentifier, device: try await calls.run { try device.status() },
+                pid: ProcessInfo.processInfo.processIdentifier, device: try await device.run { try $0.status() },
                 backupProgress: backupProgress.withLock { $0 })
         }
         post(router, .reboot, logger) { _ in
-            try await calls.run { try device.reboot() }
+            try await device.run { try $0.reboot() }
             // What the member unsealed leaves memory with the class keys.
             await sync.seal()
             logger.info("rebooted: before first unlock")
@@ -121,7 +119,7 @@ package enum NodeServer {
             }
             return API.Empty()
         }
-        get(router, .apps, logger) { try await calls.run { try device.installedApps() } }
+        get(router, .apps, logger) { try await device.run { try $0.installedApps() } }
         call(.install) {
             try device.install($0)
             return API.Empty()
@@ -194,7 +192,7 @@ package enum NodeServer {
             guard request.path.hasPrefix("/") else { throw NodeError.invalidRequest("the archive path must be absolute.") }
             let mode: ArchiveWriter.Mode = request.password.map { .encrypted(password: Data($0.utf8)) } ?? .unencrypted
             defer { backupProgress.withLock { $0 = nil } }
-            let manifest = try await onThreadOfItsOwn { checkCancellation in
+            let manifest = try await device.longJob { device, checkCancellation in
                 try DeviceBackup.create(from: device, to: URL(fileURLWithPath: request.path), mode: mode) { done, total in
                     try checkCancellation()
                     backupProgress.withLock { $0 = API.Progress(done: done, total: total) }
@@ -207,7 +205,7 @@ package enum NodeServer {
             guard request.path.hasPrefix("/") else { throw NodeError.invalidRequest("the backup path must be absolute.") }
             let options = PhoneBackupWriter.Options(password: request.password.map { Data($0.utf8) }, dataProtectionRounds: request.rounds ?? 10_000_000)
             defer { backupProgress.withLock { $0 = nil } }
-            let summary = try await onThreadOfItsOwn { checkCancellation in
+            let summary = try await device.longJob { device, checkCancellation in
                 try PhoneBackupWriter.create(from: device, to: URL(fileURLWithPath: request.path), options: options) { step in
                     try checkCancellation()
                     backupProgress.withLock {
@@ -226,7 +224,7 @@ package enum NodeServer {
             guard request.target.hasPrefix("/") else { throw NodeError.invalidRequest("the target path must be absolute.") }
             let target = URL(fileURLWithPath: request.target)
             try DeviceTransfer.requireAnotherDevice(target, than: device)
-            let report = try await onThreadOfItsOwn { checkCancellation in
+            let report = try await device.longJob { device, checkCancellation in
                 try DeviceTransfer.transfer(from: device, to: target, passcode: request.passcode) { _, _, _ in try checkCancellation() }
             }
             logger.info("transferred", metadata: ["items": "\(report.restoredCount)"])
@@ -333,16 +331,6 @@ package enum NodeServer {
             }
         let body = (try? NodeAPI.encoder.encode(failure)) ?? Data()
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
-    }
-}
-
-/// Where the device's blocking calls (SQLite, Argon2id, sealing) run: NIO's shared thread pool,
-/// a thread per core, never the cooperative pool, which serves the socket and would stall whole
-/// while a passcode is hashed. (A backup, a transfer and the survival matrix run on threads of
-/// their own, so the device answers meanwhile.)
-struct DeviceCalls: Sendable {
-    func run<Result: Sendable>(_ call: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await NIOThreadPool.singleton.runIfActive(call)
     }
 }
 

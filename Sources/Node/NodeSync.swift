@@ -6,6 +6,7 @@ import KeyferryThreads
 import Logging
 import NodeControl
 import Relay
+import RelayHTTP
 import Sync
 import SyncWire
 
@@ -92,7 +93,7 @@ final class NodeSync: Sendable {
         }
         if let unreadable { throw unreadable }
         try SyncEngine.requireICloudKeychain(device)
-        return Self.peer(try SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
+        return Self.peer(try await SyncEngine.peerIdentity(of: device, name: device.info.name), isThisDevice: true)
     }
 
     func vouch(_ request: NodeAPI.Vouch) async throws -> NodeAPI.Voucher {

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import KeychainModel
 import KeyferryHTTP
@@ -42,30 +41,21 @@ public struct NodeClient: Sendable {
     }
 
     private func call<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, get: Bool, body: Body?) async throws -> Answer {
-        let url = try url(of: route)
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
         guard NodeLock.isHeld(paths) else {
             try DeviceLayout(root: paths.directory).requireDevice()
             throw NodeError.notRunning(paths.directory)
         }
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.method = get ? .GET : .POST
-        // Not put back in the pool: the node watches such a connection until it closes.
-        if route.cancelledWhenCallerLeaves { request.headers.add(name: "Connection", value: "close") }
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: try NodeAPI.encoder.encode(body)))
-        }
-        let response: HTTPClientResponse
+        let request = try request(route, get: get, body: body.map { try NodeAPI.encoder.encode($0) })
+        let response: UnixSocketHTTP.Response
         do {
-            response = try await HTTPClient.keyferry.execute(request, timeout: timeout)
+            response = try await UnixSocketHTTP.exchange(socketPath: paths.socket.path, request)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw unanswered(error)
         }
-        let bytes = Data(try await response.body.collect(upTo: 64 << 20).readableBytesView)
-        return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
+        return try answer(to: route, response)
     }
 }
 
@@ -109,8 +99,8 @@ extension NodeClient {
 
 extension NodeClient {
     /// One POST, waiting on the calling thread: for synchronous APIs such as Keychain Services,
-    /// which block their caller as `securityd` does on a device. The request runs on the HTTP
-    /// client's event loops, never on Swift's cooperative pool, so a caller blocked here cannot
+    /// which block their caller as `securityd` does on a device. The request runs on NIO's
+    /// event loops, never on Swift's cooperative pool, so a caller blocked here cannot
     /// starve the work it waits for.
     public func callSynchronously<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, _ body: Body) throws -> Answer {
         try callSynchronously(route, body: try NodeAPI.encoder.encode(body))
@@ -122,42 +112,36 @@ extension NodeClient {
     }
 
     private func callSynchronously<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, body: Data?) throws -> Answer {
-        var request = try HTTPClient.Request(url: try url(of: route), method: body == nil ? .GET : .POST)
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(body)
-        }
-        let response: HTTPClient.Response
+        let request = try request(route, get: body == nil, body: body)
+        let response: UnixSocketHTTP.Response
         do {
-            response = try HTTPClient.keyferry.execute(request: request, deadline: .now() + timeout).wait()
+            response = try UnixSocketHTTP.exchangeWaiting(socketPath: paths.socket.path, request)
         } catch {
             guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
             throw unanswered(error)
         }
-        let bytes = response.body.map { Data($0.readableBytesView) } ?? Data()
-        return try Self.answer(Answer.self, ok: response.status == .ok, status: "\(response.status)", bytes: bytes, route: route, paths: paths)
+        return try answer(to: route, response)
     }
 
-    /// The route's address on the node's socket.
-    private func url(of route: NodeAPI.Route<some Any, some Any>) throws -> URL {
-        guard let url = URL(httpURLWithSocketPath: paths.socket.path, uri: "/\(NodeAPI.version)/\(route.path)") else {
-            throw NodeError(.unusablePath, "the socket path \(paths.socket.path) cannot be addressed.")
-        }
-        return url
+    /// The exchange that calls `route`: an answer may be as large as a listing of many items.
+    private func request(_ route: NodeAPI.Route<some Any, some Any>, get: Bool, body: Data?) throws -> UnixSocketHTTP.Request {
+        try paths.requireSocketPathFits()
+        return UnixSocketHTTP.Request(
+            method: get ? .GET : .POST, uri: "/\(NodeAPI.version)/\(route.path)", body: body.map { [UInt8]($0) }, timeout: timeout,
+            maximumResponseBytes: 64 << 20)
     }
 
     private func unanswered(_ error: any Error) -> NodeError {
-        NodeError(.unanswered, "the node for \(paths.directory.path) did not answer (\(ConnectionFailure.reason(error))); its log is \(paths.log.path).")
+        let why = ConnectionFailure.reason(error) ?? "\(error)"
+        return NodeError(.unanswered, "the node for \(paths.directory.path) did not answer (\(why)); its log is \(paths.log.path).")
     }
 
     /// The answer of a 200, or the failure the node sent back, typed.
-    private static func answer<Body, Answer>(
-        _ type: Answer.Type, ok: Bool, status: String, bytes: Data, route: NodeAPI.Route<Body, Answer>,
-        paths: NodePaths
-    ) throws -> Answer {
-        guard ok else {
+    private func answer<Body, Answer>(to route: NodeAPI.Route<Body, Answer>, _ response: UnixSocketHTTP.Response) throws -> Answer {
+        let bytes = Data(response.body)
+        guard response.status == .ok else {
             guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
-                throw NodeError(.unanswered, "the node answered \(status) without an explanation; its log is \(paths.log.path).")
+                throw NodeError(.unanswered, "the node answered \(response.status) without an explanation; its log is \(paths.log.path).")
             }
             throw failure.error
         }

@@ -24,6 +24,11 @@ package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible
     package var kind: Kind
     package var reason: String
 
+    package init(kind: Kind, reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+
     package var description: String { reason }
 }
 
@@ -33,15 +38,13 @@ package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible
 /// history, and `keys` and `envelopes` records only from a member (a push signed by one,
 /// `PushProof`), so a stranger cannot write to a circle at all, and each circle's bytes stay
 /// within the relay's `RelayLimits`.
+///
+/// Signature checks and history verification are CPU work: they run on the process's pool for
+/// blocking work (`BlockingPool`), so a burst of pushes does not hold up its other tasks.
 package actor RelayKeeper {
-    /// Signature checks and history verification are CPU work: they run on a queue of the
-    /// keeper's own, so a burst of pushes does not hold up the process's other tasks.
-    private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.relay.keeper")
-    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
     /// A circle's membership as read from storage, up to `cursor`: a cache, brought up to date
     /// on every push, since other relays may share the storage.
-    private struct KnownCircle {
+    private struct KnownCircle: Sendable {
         var history: CircleHistory
         /// The membership log is read up to here.
         var cursor: UInt64
@@ -88,10 +91,12 @@ package actor RelayKeeper {
             switch stream {
             case .membership:
                 if known == nil { try admission.check(token, circle: circle) }
-                known = try admitEntries(bodies, circle: circle, known: known)
+                known = try await BlockingPool.shared.run { [known] _ in try Self.admitEntries(bodies, circle: circle, known: known) }
             case .keys, .envelopes:
                 guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
-                facts = try checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
+                facts = try await BlockingPool.shared.run { _ in
+                    try Self.checkSigned(bodies, circle: circle, stream: stream, proof: proof, history: known.history)
+                }
             case .joins:
                 guard let known else { throw RelayRefusal(kind: .forbidden, reason: "there is no circle \(circle) on this relay") }
                 try await checkJoins(bodies, circle: circle, proof: proof, history: known.history)
@@ -178,12 +183,16 @@ package actor RelayKeeper {
             guard let last = page.last else { break }
             cursor = last.cursor
         }
-        if var held = known {
-            _ = held.history.extend(with: read)
-            held.cursor = cursor
-            known = held
-        } else if !read.isEmpty, let (history, _) = try? CircleHistory.reading(read, circle: circle) {
-            known = KnownCircle(history: history, cursor: cursor)
+        if !read.isEmpty {
+            known = try await BlockingPool.shared.run { [known, read, cursor] _ in
+                if var held = known {
+                    _ = held.history.extend(with: read)
+                    held.cursor = cursor
+                    return held
+                }
+                guard let (history, _) = try? CircleHistory.reading(read, circle: circle) else { return nil }
+                return KnownCircle(history: history, cursor: cursor)
+            }
         }
         // Another push may have moved the cache further meanwhile: the newest read wins.
         if let known, known.cursor >= circles[circle]?.known.cursor ?? 0 { remember(circle, known) }
@@ -200,7 +209,7 @@ package actor RelayKeeper {
 
     /// Every entry must extend the history (or be one it holds already); the first of a new
     /// circle must create it, under the id its creator's key makes.
-    private func admitEntries(_ bodies: [[UInt8]], circle: UUID, known: KnownCircle?) throws -> KnownCircle? {
+    private static func admitEntries(_ bodies: [[UInt8]], circle: UUID, known: KnownCircle?) throws -> KnownCircle? {
         var history = known?.history
         for body in bodies {
             do {
@@ -225,7 +234,7 @@ package actor RelayKeeper {
     /// also the author of the current generation, who may have just left), every key record by
     /// its generation's author, every batch by the pusher. Returns, for batches, what
     /// compaction reads of their headers.
-    private func checkSigned(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, history: CircleHistory) throws
+    private static func checkSigned(_ bodies: [[UInt8]], circle: UUID, stream: RelayStream, proof: PushProof?, history: CircleHistory) throws
         -> [BatchFacts]?
     {
         guard let proof else {

@@ -186,7 +186,7 @@ actor RunState {
             if spec.secureEnclave { attributes[.tokenID] = .string(NeverExported.secureEnclaveToken) }
             let made = attributes
             // An RSA key takes seconds to find: off the cooperative pool.
-            let key = try await onThreadOfItsOwn { _ in try SecKey.random(rsa: spec.rsa, bits: spec.bits, attributes: made) }
+            let key = try await BlockingPool.shared.run { _ in try SecKey.random(rsa: spec.rsa, bits: spec.bits, attributes: made) }
             var new = key.newItem
             (new.accessGroup, new.protection, new.accessControl) = (item.group, accessible, accessControl)
             (new.synchronizable, new.useDataProtectionKeychain) = (item.synchronizable == .yes, item.useDataProtectionKeychain)

@@ -41,7 +41,7 @@ package enum Survival {
 
     /// The matrix of `device`, which must be powered on and unlocked, or locked with its
     /// passcode given: the matrix then starts from a copy unlocked with it, and the device
-    /// stays locked. Paths run side by side, each on a thread of its own.
+    /// stays locked. Paths run side by side, as long jobs of the device's copy.
     package static func matrix(of device: Device, options: Options) async throws -> SurvivalMatrix {
         let passcode = try device.passcodeIsSet() ? options.passcode : nil
         let locked = device.lockState != .unlocked
@@ -52,12 +52,12 @@ package enum Survival {
         }
         if let app = options.app { _ = try device.app(app) }
         // Guesses count here, on the device, never only on its copies.
-        if let passcode, !locked { try await onThreadOfItsOwn { _ in try device.checkPasscode(passcode) } }
+        if let passcode, !locked { try await device.run { try $0.checkPasscode(passcode) } }
         let work = options.scratch.appendingPathComponent("survival-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: work) }
 
-        let (now, (secrets, damaged), status) = try await onThreadOfItsOwn { _ in
+        let (now, (secrets, damaged), status) = try await device.longJob { device, _ in
             let directory = work.appendingPathComponent("now")
             let now = try locked ? device.fork(to: directory, unlockingWith: passcode!) : device.fork(to: directory)
             return (now, try Secret.all(on: now, app: options.app, passcode: passcode), try now.status())
@@ -112,10 +112,10 @@ struct PathRunner: Sendable {
         case .iCloudKeychain: return try await iCloudKeychain()
         case .encryptedBackupNewDevice, .unencryptedBackupNewDevice, .encryptedBackupSameDevice, .unencryptedBackupSameDevice, .quickStart:
             if let reason = now.info.profile.withoutIphoneMigration { return .notRun(reason) }
-            return try await onThreadOfItsOwn { _ in try onThread(path) }
+            return try await now.longJob { _, _ in try onThread(path) }
         case .passcodeRemoved where !passcodeSet: return .notRun("the device has no passcode to remove")
         case .biometryReenrolled where !biometryEnrolled: return .notRun("no biometry is enrolled on the device")
-        default: return try await onThreadOfItsOwn { _ in try onThread(path) }
+        default: return try await now.longJob { _, _ in try onThread(path) }
         }
     }
 
@@ -181,7 +181,7 @@ struct PathRunner: Sendable {
     /// both sync until nothing moves.
     private func iCloudKeychain() async throws -> PathResult {
         let path = SurvivalPath.iCloudKeychain
-        let (source, target, transport) = try await onThreadOfItsOwn { _ in
+        let (source, target, transport) = try await now.longJob { _, _ in
             let source = try fork(path, name: "\(path.rawValue)-this-device")
             let target = try newDevice(path)
             // The user installs the same apps on the new phone; their data does not come along.
@@ -198,7 +198,7 @@ struct PathRunner: Sendable {
             let applied = try await joiner.sync().applied
             if pushed == 0 && applied == 0 { break }
         }
-        return .cells(try await onThreadOfItsOwn { _ in read(path, on: target) })
+        return .cells(try await now.longJob { _, _ in read(path, on: target) })
     }
 
     // MARK: Scratch devices

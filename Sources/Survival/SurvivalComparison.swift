@@ -55,7 +55,7 @@ extension Survival {
         let directory = options.scratch.appendingPathComponent("simulator-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: options.scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let passcode = try device.passcodeIsSet() && device.lockState != .unlocked ? options.passcode : nil
-        let twin = try await onThreadOfItsOwn { _ in try device.simulatorTwin(at: directory, unlockingWith: passcode) }
+        let twin = try await device.longJob { device, _ in try device.simulatorTwin(at: directory, unlockingWith: passcode) }
         defer {
             twin.powerOff()
             try? FileManager.default.removeItem(at: directory)

@@ -23,9 +23,9 @@ extension SyncEngine {
     package static func requestToJoin(
         circle: UUID, relay: URL, name: String, lifetime: TimeInterval, device: Device, transport: any RelayTransport
     ) async throws -> JoinRequest {
-        try requireNoCircle(device)
+        try await requireNoCircle(device)
         let (history, _) = try await relayHistory(circle, at: relay, transport)
-        let identity = try SyncSecrets.identity(of: device)
+        let identity = try await device.run { try SyncSecrets.identity(of: $0) }
         guard !history.isMember(identity.signingKey.publicKey) else {
             throw CircleError(
                 .alreadyInCircle,
@@ -66,7 +66,11 @@ extension SyncEngine {
     /// The requests a member may answer: unexpired by this device's clock, from devices that
     /// are not members, not answered yet; the newest of each device's.
     package func joinRequests() async throws -> [JoinRequest] {
-        let identity = try identity()
+        try await exclusively { try await pendingRequests() }
+    }
+
+    private func pendingRequests() async throws -> [JoinRequest] {
+        let identity = try await identity()
         try await pullMembership()
         try requireMembership(identity)
         let records = try await Self.joinRecords(circle, transport)
@@ -92,7 +96,11 @@ extension SyncEngine {
     /// the `joins` stream. The device joins when it reads it. A code two devices' requests
     /// share is refused (a stranger may have made keys to match it): decline both.
     package func approve(code: JoinCode) async throws -> JoinRequest {
-        let matching = try await joinRequests().filter { $0.code == code }
+        try await exclusively { try await approveRequest(code) }
+    }
+
+    private func approveRequest(_ code: JoinCode) async throws -> JoinRequest {
+        let matching = try await pendingRequests().filter { $0.code == code }
         guard let request = matching.first else { throw try await noSuchRequest(code) }
         guard matching.count == 1 else {
             throw CircleError(
@@ -100,18 +108,21 @@ extension SyncEngine {
                 "\(matching.count) devices' pending requests show code \(code) (\(matching.map(\.peer.name).joined(separator: ", "))): "
                     + "one may be a stranger's made to match; decline them, and ask the device to request again")
         }
-        let voucher = try await vouch(for: request.peer, answering: request)
-        try await push([voucher.bytes], to: .joins, as: try identity())
+        let voucher = try await makeVoucher(for: request.peer, answering: request)
+        try await push([voucher.bytes], to: .joins, as: try await identity())
         return request
     }
 
     /// Declines the pending requests whose device shows `code` (every one, when two share it).
     package func decline(code: JoinCode) async throws -> [JoinRequest] {
-        let identity = try identity()
-        let requests = try await joinRequests().filter { $0.code == code }
-        guard !requests.isEmpty else { throw try await noSuchRequest(code) }
-        try await push(requests.map { JoinDecline(circle: circle, request: $0.digest, signer: identity.signingKey).bytes }, to: .joins, as: identity)
-        return requests
+        try await exclusively {
+            let identity = try await identity()
+            let requests = try await pendingRequests().filter { $0.code == code }
+            guard !requests.isEmpty else { throw try await noSuchRequest(code) }
+            try await push(
+                requests.map { JoinDecline(circle: circle, request: $0.digest, signer: identity.signingKey).bytes }, to: .joins, as: identity)
+            return requests
+        }
     }
 
     /// Whether `voucher` admits into the circle as it is now: its entry takes the next place
@@ -136,13 +147,13 @@ extension SyncEngine {
         for case .request(let request) in records where !request.hasExpired(at: now) && !history.isMember(request.peer.signing) {
             let answers = vouchers[request.digest] ?? []
             guard answers.contains(where: { $0.sponsor == me }), !answers.contains(where: { Self.isCurrent($0, in: history) }) else { continue }
-            renewed.append(try await vouch(for: request.peer, answering: request).bytes)
+            renewed.append(try await makeVoucher(for: request.peer, answering: request).bytes)
         }
         if !renewed.isEmpty { try await push(renewed, to: .joins, as: identity) }
     }
 
     private func noSuchRequest(_ code: JoinCode) async throws -> CircleError {
-        let pending = try await joinRequests()
+        let pending = try await pendingRequests()
         let listing = pending.isEmpty ? "none is pending" : "pending: " + pending.map { "\($0.code) (\($0.peer.name))" }.joined(separator: ", ")
         return CircleError(.noSuchRequest, "no pending join request of circle \(circle) shows code \(code); \(listing)")
     }

@@ -9,12 +9,11 @@ import SyncWire
 /// envelopes and pushes them, and pulls what other members wrote, keeping of each item the
 /// version the merge rule prefers. Its secrets live in the device's keychain, sealed until the
 /// device's first unlock, and the rest in `sync.json` beside it. See Protocol/sync.md.
+///
+/// What blocks (the keychain, `sync.json`) goes through the device's door for calls
+/// (`Device.run`), and sealing and signature checks to the same pool, never the cooperative
+/// pool that serves a node's socket. One operation runs at a time (`exclusively`).
 package actor SyncEngine {
-    /// The engine's work blocks (the keychain's SQLite, sealing, signatures): it runs on a
-    /// queue of the engine's own, never on the cooperative pool that serves the node's socket.
-    private nonisolated let executor = BlockingSerialExecutor(label: "keyferry.sync.engine")
-    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
     let device: Device
     let transport: any RelayTransport
     package let relay: URL
@@ -49,6 +48,10 @@ package actor SyncEngine {
     /// The circle changed since this member last renewed its approvals (`renewApprovals`).
     private var approvalsToRenew = true
 
+    /// An operation (a pass, a vouch, a removal) is under way; the next ones wait their turn.
+    private var busy = false
+    private var turns: [CheckedContinuation<Void, Never>] = []
+
     /// Records one pass reads from the envelopes stream, at most: a pass always returns, even
     /// from a relay that answers every pull with one more record.
     static let maximumRecordsPerPass = 2_048
@@ -68,9 +71,11 @@ package actor SyncEngine {
     /// What `sync status` lists: eligible local writes not pushed yet, and the synchronizable
     /// items that stay here because they are ThisDeviceOnly (named account @ service; those
     /// sealed in this lock state are counted, not named).
-    package func localStatus() throws -> (pending: Int, deviceBound: [String]) {
-        let feed = try device.deviceKeychain.availableChanges(since: 0)
-        let ownWrites = try ownWrites(through: .max)
+    package func localStatus() async throws -> (pending: Int, deviceBound: [String]) {
+        let pushedThrough = pushedThrough
+        let (feed, ownWrites) = try await device.run { device in
+            (try device.deviceKeychain.availableChanges(since: 0), try Self.ownWrites(on: device, after: pushedThrough, through: .max))
+        }
         var pending = feed.sealed.filter { isPending($0.changeSequence, ownWrites) && replicates($0) }.count
         var deviceBound: [String] = []
         for change in feed.open {
@@ -100,16 +105,16 @@ package actor SyncEngine {
     }
 
     /// How a device appears to the members who vouch for it. Makes its identity on first use.
-    package static func peerIdentity(of device: Device, name: String) throws -> PeerIdentity {
-        try SyncSecrets.identity(of: device).peer(named: name)
+    package static func peerIdentity(of device: Device, name: String) async throws -> PeerIdentity {
+        try await device.run { try SyncSecrets.identity(of: $0).peer(named: name) }
     }
 
     /// Creates a circle with this device as its only member, and publishes its membership and
     /// first key generation.
     package static func create(device: Device, name: String, relay: URL, transport: any RelayTransport) async throws -> SyncEngine {
         try PeerIdentity.check(name: name)
-        try requireNoCircle(device)
-        let identity = try SyncSecrets.identity(of: device)
+        try await requireNoCircle(device)
+        let identity = try await device.run { try SyncSecrets.identity(of: $0) }
         let history = CircleHistory(creator: identity, name: name)
         let engine = SyncEngine(device: device, identity: identity, name: name, history: history, relay: relay, transport: transport)
         let keys = CircleKeys(circle: history.circle, epoch: history.epoch)
@@ -121,7 +126,7 @@ package actor SyncEngine {
                 KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes,
             ],
             to: .keys, as: identity)
-        try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: keys.circle, epoch: keys.epoch)
+        try await device.run { try SyncSecrets.storeCircleKey(keys.circleKey, $0, circle: keys.circle, epoch: keys.epoch) }
         try await engine.adopt(keys, wrapped: wrapped)
         return engine
     }
@@ -132,8 +137,8 @@ package actor SyncEngine {
     /// Only then is the entry published, so a refusal leaves the circle and the device as they were.
     /// `relay` is where this member syncs: the voucher's, or another relay of the same database.
     package static func join(_ voucher: Voucher, through relay: URL? = nil, device: Device, transport: any RelayTransport) async throws -> SyncEngine {
-        try requireNoCircle(device)
-        let identity = try SyncSecrets.identity(of: device)
+        try await requireNoCircle(device)
+        let identity = try await device.run { try SyncSecrets.identity(of: $0) }
         let me = identity.signingKey.publicKey
         guard voucher.isSignedBySponsor else {
             throw CircleError(.forged, "the voucher's signature does not hold: it was edited, or not made by the member it names; nothing was changed")
@@ -178,9 +183,11 @@ package actor SyncEngine {
         await engine.setCursor(.membership, lastCursor)
         let generation = try await engine.openGeneration(admitted.epoch, circleKey: circleKey, author: admitted.generationAuthors[admitted.epoch]!)
         if let entry = voucher.entry, !current.isMember(me) { try await engine.publish(entry) }
-        try SyncSecrets.storeCircleKey(circleKey, device, circle: voucher.circle, epoch: admitted.epoch)
         // The earlier generations open at the first pass, with their class keys read here.
-        for (epoch, key) in earlier where epoch < admitted.epoch { try SyncSecrets.storeCircleKey(key, device, circle: voucher.circle, epoch: epoch) }
+        let keys = [(admitted.epoch, circleKey)] + earlier.filter { $0.0 < admitted.epoch }
+        try await device.run { device in
+            for (epoch, key) in keys { try SyncSecrets.storeCircleKey(key, device, circle: voucher.circle, epoch: epoch) }
+        }
         try await engine.adopt(generation.keys, wrapped: generation.wrapped)
         return engine
     }
@@ -189,8 +196,11 @@ package actor SyncEngine {
     /// no secret: before first unlock the member starts sealed and opens at its first pass
     /// after unlock.
     package static func open(device: Device, transport: (URL) -> any RelayTransport) async throws -> SyncEngine? {
-        guard let state = try SyncState.load(from: device.directory) else { return nil }
-        let history = try CircleHistory(verifying: state.membership.map { try MembershipEntry(bytes: [UInt8]($0)) })
+        let read = try await device.run { device -> (SyncState, CircleHistory)? in
+            guard let state = try SyncState.load(from: device.directory) else { return nil }
+            return (state, try CircleHistory(verifying: state.membership.map { try MembershipEntry(bytes: [UInt8]($0)) }))
+        }
+        guard let (state, history) = read else { return nil }
         let engine = SyncEngine(
             device: device, identity: nil, name: state.name, history: history, relay: state.relay,
             transport: transport(state.relay))
@@ -209,19 +219,26 @@ package actor SyncEngine {
     }
 
     /// Refuses a device in a circle; of one it left, forgets what a leave cut short kept.
-    static func requireNoCircle(_ device: Device) throws {
+    static func requireNoCircle(_ device: Device) async throws {
         try requireICloudKeychain(device)
-        guard try SyncState.load(from: device.directory) == nil else {
-            throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle.")
+        try await device.run { device in
+            guard try SyncState.load(from: device.directory) == nil else {
+                throw CircleError(.alreadyInCircle, "\(device.info.name) is already in a circle.")
+            }
+            try device.deviceKeychain.forgetReplicaVersions()
         }
-        try device.deviceKeychain.forgetReplicaVersions()
     }
 
     /// Vouches for `peer`: a signed entry admitting it and its share of the current keys, for
     /// the joiner to check and publish (`join`), answering `request` when it asked on the relay.
     /// Nothing changes until the joiner publishes.
-    package func vouch(for peer: PeerIdentity, answering request: JoinRequest? = nil) async throws -> Voucher {
-        let identity = try identity()
+    package func vouch(for peer: PeerIdentity) async throws -> Voucher {
+        try await exclusively { try await makeVoucher(for: peer) }
+    }
+
+    /// `vouch`, answering `request` when the device asked on the relay.
+    func makeVoucher(for peer: PeerIdentity, answering request: JoinRequest? = nil) async throws -> Voucher {
+        let identity = try await identity()
         try await pullMembership()
         try requireMembership(identity)
         try PeerIdentity.check(name: peer.name)
@@ -230,7 +247,7 @@ package actor SyncEngine {
             var refused = SyncReport()
             try await pullKeys(identity, &refused)
             unreported.absorb(refused)
-            try save()
+            try await save()
         }
         guard generations[history.epoch] != nil else { throw CircleError(.keysUnavailable, "this member does not hold the circle's current keys") }
         let entry = history.isMember(peer.signing) ? nil : MembershipEntry(.join, subject: peer, after: history, signer: identity.signingKey)
@@ -248,7 +265,11 @@ package actor SyncEngine {
     /// `peer` is a member's name or the start of its signing key in hex (8 digits or more, an
     /// ellipsis pasted with it allowed), for when two devices share a name.
     package func remove(_ peer: String) async throws {
-        let identity = try identity()
+        try await exclusively { try await removeMember(named: peer) }
+    }
+
+    private func removeMember(named peer: String) async throws {
+        let identity = try await identity()
         try await pullMembership()
         try requireMembership(identity)
         let typed = peer.hasSuffix("…") ? String(peer.dropLast()) : peer
@@ -278,17 +299,21 @@ package actor SyncEngine {
     /// even when the relay cannot be reached: the others then keep sharing keys with this
     /// device until one of them removes it.
     package func leave(force: Bool) async throws {
-        do {
-            let identity = try identity()
-            try await pullMembership()
-            if history.isMember(identity.signingKey.publicKey) {
-                try await removeMember(history.members[identity.signingKey.publicKey]!, identity)
+        try await exclusively {
+            do {
+                let identity = try await identity()
+                try await pullMembership()
+                if history.isMember(identity.signingKey.publicKey) {
+                    try await removeMember(history.members[identity.signingKey.publicKey]!, identity)
+                }
+            } catch  where force {}
+            try await device.run { device in
+                try SyncState.remove(from: device.directory)
+                try device.deviceKeychain.forgetReplicaVersions()
+                try? SyncSecrets.forgetCircleKeys(device)
             }
-        } catch  where force {}
-        try SyncState.remove(from: device.directory)
-        try device.deviceKeychain.forgetReplicaVersions()
-        try? SyncSecrets.forgetCircleKeys(device)
-        generations = [:]
+            generations = [:]
+        }
     }
 
     private func removeMember(_ subject: PeerIdentity, _ identity: DeviceIdentity) async throws {
@@ -300,14 +325,19 @@ package actor SyncEngine {
             [KeyRecord.classKeys(PublishedClassKeys(keys, wrapped: wrapped, signer: identity.signingKey)).bytes] + shares,
             to: .keys, as: identity)
         guard afterRemoval.isMember(identity.signingKey.publicKey) else { return }
-        try SyncSecrets.storeCircleKey(keys.circleKey, device, circle: circle, epoch: keys.epoch)
-        try adopt(keys, wrapped: wrapped)
+        let circle = circle
+        try await device.run { try SyncSecrets.storeCircleKey(keys.circleKey, $0, circle: circle, epoch: keys.epoch) }
+        try await adopt(keys, wrapped: wrapped)
     }
 
     /// Pushes the device's own writes and pulls everyone else's until this member is current,
     /// as far as the class keys in memory allow: what is sealed in this lock state waits.
     package func sync() async throws -> SyncReport {
-        let identity = try identity()
+        try await exclusively { try await pass() }
+    }
+
+    private func pass() async throws -> SyncReport {
+        let identity = try await identity()
         let before = position
         try await pullMembership()
         var report = unreported
@@ -323,7 +353,7 @@ package actor SyncEngine {
         try await push(&report, as: identity)
         try await pull(&report, identity)
         // An idle node passes every second: it rewrites its state only when the pass moved it.
-        if position != before { try save() }
+        if position != before { try await save() }
         await acknowledge(identity)
         return report
     }
@@ -373,11 +403,11 @@ package actor SyncEngine {
 
     /// The device identity, unsealed on first need with the circle keys held. Before first
     /// unlock their class key is not in memory: the member waits, and says so.
-    func identity() throws -> DeviceIdentity {
+    func identity() async throws -> DeviceIdentity {
         if let unsealedIdentity { return unsealedIdentity }
         do {
-            let identity = try SyncSecrets.identity(of: device)
-            unreported.reject(try openGenerations())
+            let identity = try await device.run { try SyncSecrets.identity(of: $0) }
+            unreported.reject(try await openGenerations())
             unsealedIdentity = identity
             return identity
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
@@ -399,10 +429,10 @@ package actor SyncEngine {
 
     private func setCursor(_ stream: RelayStream, _ cursor: UInt64) { cursors[stream] = cursor }
 
-    private func adopt(_ keys: CircleKeys, wrapped: [UInt8]) throws {
+    private func adopt(_ keys: CircleKeys, wrapped: [UInt8]) async throws {
         generations[keys.epoch] = keys
         publishedClassKeys[keys.epoch] = wrapped
-        try save()
+        try await save()
     }
 
     /// Reads the keys stream for generation `epoch`'s class keys, signed by `author`, and opens
@@ -512,22 +542,29 @@ package actor SyncEngine {
                     report.reject(Self.refusal(error))
                     continue
                 }
-                guard try SyncSecrets.storeCircleKey(key, device, circle: circle, epoch: epoch) else {
+                let circle = circle
+                guard try await device.run({ try SyncSecrets.storeCircleKey(key, $0, circle: circle, epoch: epoch) }) else {
                     report.reject(.conflictingKeys, "a second, different circle key for generation \(epoch) was refused; the first stays")
                     continue
                 }
             }
         }
         if let last = records.last { cursors[.keys] = last.cursor }
-        report.reject(try openGenerations())
+        report.reject(try await openGenerations())
     }
 
     /// Opens every generation whose circle key this device holds and whose class keys are
     /// published; returns why any did not open.
-    private func openGenerations() throws -> [Refusal] {
+    private func openGenerations() async throws -> [Refusal] {
+        let closed = publishedClassKeys.filter { generations[$0.key] == nil }
+        guard !closed.isEmpty else { return [] }
+        let circle = circle
+        let keys = try await device.run { device in
+            try closed.keys.compactMap { epoch in try SyncSecrets.circleKey(device, circle: circle, epoch: epoch).map { (epoch, $0) } }
+        }
         var refused: [Refusal] = []
-        for (epoch, wrapped) in publishedClassKeys where generations[epoch] == nil {
-            guard let key = try SyncSecrets.circleKey(device, circle: circle, epoch: epoch) else { continue }
+        for (epoch, key) in keys {
+            let wrapped = closed[epoch]!
             do {
                 generations[epoch] = try CircleKeys(circle: circle, epoch: epoch, circleKey: key, wrappedClassKeys: wrapped)
             } catch {
@@ -554,7 +591,7 @@ package actor SyncEngine {
     }
 
     /// The changes after `pushedThrough`, through `last`, that wrote a version this member holds.
-    private func ownWrites(through last: Int64) throws -> Set<Int64> {
+    private static func ownWrites(on device: Device, after pushedThrough: Int64, through last: Int64) throws -> Set<Int64> {
         guard last > pushedThrough else { return [] }
         return try device.deviceKeychain.replicaWrites(in: (pushedThrough + 1)...last)
     }
@@ -579,7 +616,8 @@ package actor SyncEngine {
         report.waitingToPush = 0
         while true {
             // What the engine wrote itself (versions received) stays out, unopened.
-            let page = try device.deviceKeychain.changesToPush(since: after, limit: pushPage)
+            let (since, limit) = (after, pushPage)
+            let page = try await device.run { try $0.deviceKeychain.changesToPush(since: since, limit: limit) }
             guard page.through > after else { break }
             after = page.through
             let sealed = page.sealed.filter(replicates)
@@ -607,7 +645,7 @@ package actor SyncEngine {
             case .notSynchronizable, .accessControlled: return false
             }
         }
-        let held = try device.deviceKeychain.heldVersions(of: replicating.map(\.change.record.uuid))
+        let held = try await device.run { [replicating] in try $0.deviceKeychain.heldVersions(of: replicating.map(\.change.record.uuid)) }
         let items = replicating.map { sealed in
             let (change, record) = (sealed.change, sealed.change.record)
             let item = KeyedItem(
@@ -619,14 +657,18 @@ package actor SyncEngine {
         // A batch at a time, so the others start on the first while the rest is sealed.
         for start in stride(from: 0, to: items.count, by: EnvelopeBatch.maximumCount) {
             let page = items[start..<min(start + EnvelopeBatch.maximumCount, items.count)]
-            let sealedPage = try ParallelMap.map(Array(page)) { item in
-                (envelope: try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey), stamp: item.item.stamp)
+            let sealedPage = try await BlockingPool.shared.run { [page] _ in
+                try ParallelMap.map(Array(page)) { item in
+                    (envelope: try SealedEnvelope.seal(item.item, keys: keys, author: author.publicKey), stamp: item.item.stamp)
+                }
             }
             let batches = EnvelopeBatch.batches(of: sealedPage.map(\.envelope), circle: circle, author: author, after: ownChain)
             try await push(batches.map(\.bytes), to: .envelopes, as: identity)
             ownChain = batches.last?.link ?? ownChain
-            try device.deviceKeychain.recordReplicaVersions(
-                Dictionary(zip(page, sealedPage).map { ($0.item.uuid, HeldVersion(stamp: $1.stamp, changeSequence: $0.changeSequence).replica) }) { $1 })
+            let versions = Dictionary(zip(page, sealedPage).map { ($0.item.uuid, HeldVersion(stamp: $1.stamp, changeSequence: $0.changeSequence).replica) }) {
+                $1
+            }
+            try await device.run { try $0.deviceKeychain.recordReplicaVersions(versions) }
             report.pushed += page.count
         }
     }
@@ -650,7 +692,7 @@ package actor SyncEngine {
     private func pull(_ report: inout SyncReport, _ identity: DeviceIdentity) async throws {
         let retry = waiting
         waiting = []
-        try apply(retry, &report)
+        try await apply(retry, &report)
         var read = 0
         while read < Self.maximumRecordsPerPass {
             let records: [RelayRecord]
@@ -660,7 +702,7 @@ package actor SyncEngine {
                 return try await resync(&report, identity)
             }
             guard let last = records.last else { return }
-            for record in records { try receive(record, identity, &report) }
+            for record in records { try await receive(record, identity, &report) }
             cursors[.envelopes] = last.cursor
             read += records.count
         }
@@ -669,7 +711,7 @@ package actor SyncEngine {
 
     /// Takes one record of the envelopes stream: a batch is verified and applied, a compaction
     /// note explains gaps.
-    private func receive(_ record: RelayRecord, _ identity: DeviceIdentity, _ report: inout SyncReport) throws {
+    private func receive(_ record: RelayRecord, _ identity: DeviceIdentity, _ report: inout SyncReport) async throws {
         do {
             // The relay's word on batches it compacted: gaps it explains, nothing to apply.
             if CompactedBatches.isNote(record.body) {
@@ -682,9 +724,10 @@ package actor SyncEngine {
             if batch.envelopes.contains(where: \.header.isTombstone) { deletionsRead = true }
             // This member's own batches come back too.
             guard batch.author != identity.signingKey.publicKey else { return }
-            let envelopes = try batch.verified(members: Set(history.members.keys))
+            let members = Set(history.members.keys)
+            let envelopes = try await BlockingPool.shared.run { _ in try batch.verified(members: members) }
             received.receive(BatchLink(sequence: batch.sequence, digest: ContentDigest.of(record.body)), from: batch.author)
-            try apply(envelopes, &report)
+            try await apply(envelopes, &report)
         } catch let error as EnvelopeError {
             report.reject(Refusal(error))
         }
@@ -701,7 +744,7 @@ package actor SyncEngine {
         while true {
             let records = try await transport.pull(circle: circle, stream: .envelopes, after: cursor, limit: 64)
             guard let last = records.last else { break }
-            for record in records { try receive(record, identity, &report) }
+            for record in records { try await receive(record, identity, &report) }
             cursor = last.cursor
         }
         cursors[.envelopes] = cursor
@@ -709,10 +752,12 @@ package actor SyncEngine {
         while true {
             let page = try await transport.forgottenDeletions(circle: circle, after: after, limit: 1_000)
             guard let last = page.last else { break }
-            let held = try device.deviceKeychain.heldVersions(of: page.map(\.item))
-            let deleted = page.filter { deletion in held[deletion.item].map { $0.stamp.timestamp <= deletion.version } ?? false }
-            report.forgottenInResync +=
-                try device.deviceKeychain.forgetReplicas(Set(deleted.map(\.item)), unchangedSince: pushedThrough, at: device.now).count
+            let pushedThrough = pushedThrough
+            report.forgottenInResync += try await device.run { device in
+                let held = try device.deviceKeychain.heldVersions(of: page.map(\.item))
+                let deleted = page.filter { deletion in held[deletion.item].map { $0.stamp.timestamp <= deletion.version } ?? false }
+                return try device.deviceKeychain.forgetReplicas(Set(deleted.map(\.item)), unchangedSince: pushedThrough, at: device.now).count
+            }
             after = last.item
         }
     }
@@ -720,24 +765,26 @@ package actor SyncEngine {
     /// Opens a batch's envelopes on every core, keeps the versions the merge rule prefers, and
     /// writes them in one transaction. The envelopes' signature has been checked: on arrival,
     /// or before they were kept waiting for unlock.
-    private func apply(_ envelopes: [SealedEnvelope], _ report: inout SyncReport) throws {
+    private func apply(_ envelopes: [SealedEnvelope], _ report: inout SyncReport) async throws {
         let generations = generations
-        let now = device.now
-        let opened = try ParallelMap.map(envelopes) { envelope in
-            Result { () throws(EnvelopeError) -> Received in
-                guard let keys = generations[envelope.header.epoch] else {
-                    throw .cannotDecrypt(
-                        "item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
+        let (opened, held) = try await device.run { device in
+            let now = device.now
+            let opened = try ParallelMap.map(envelopes) { envelope in
+                Result { () throws(EnvelopeError) -> Received in
+                    guard let keys = generations[envelope.header.epoch] else {
+                        throw .cannotDecrypt(
+                            "item \(envelope.header.item) is sealed under key generation \(envelope.header.epoch), which this member does not hold")
+                    }
+                    let received: Received
+                    do {
+                        received = try Received(try envelope.open(with: keys))
+                    } catch let error as EnvelopeError { throw error } catch { throw .malformed("\(error)") }
+                    try received.item.checkReceived(now: now)
+                    return received
                 }
-                let received: Received
-                do {
-                    received = try Received(try envelope.open(with: keys))
-                } catch let error as EnvelopeError { throw error } catch { throw .malformed("\(error)") }
-                try received.item.checkReceived(now: now)
-                return received
             }
+            return (opened, try device.deviceKeychain.heldVersions(of: opened.compactMap { try? $0.get().item.record.uuid }))
         }
-        let held = try device.deviceKeychain.heldVersions(of: opened.compactMap { try? $0.get().item.record.uuid })
         var chosen: [(envelope: SealedEnvelope, received: Received)] = []
         var positions: [UUID: Int] = [:]
         var newest = HybridTimestamp.zero
@@ -763,8 +810,7 @@ package actor SyncEngine {
             }
         }
         // Whatever is written here, a local change made after it is stamped after what was seen.
-        defer { clock.observe(newest, at: device.deviceKeychain.latestChangeSequence) }
-        guard !chosen.isEmpty else { return }
+        guard !chosen.isEmpty else { return try await observe(newest) }
         let versions = chosen.map { choice in
             let item = choice.received.item
             return Keychain.ReplicatedVersion(
@@ -772,12 +818,16 @@ package actor SyncEngine {
                 tombstoneDate: item.isTombstone ? Date(timeIntervalSince1970: Double(item.version.milliseconds) / 1000) : nil,
                 version: choice.received.stamp.stored, seal: choice.received.seal)
         }
+        let stamps = chosen.map(\.received.stamp)
         do {
             // Two items added apart under one primary key: the preferred one stays everywhere.
-            let outcomes = try device.deviceKeychain.applyReplicated(versions) { index, holder in
-                guard let other = holder.flatMap(HeldVersion.init) else { return true }
-                return MergeRule.prefers(chosen[index].received.stamp, over: other.stamp)
+            let outcomes = try await device.run { device in
+                try device.deviceKeychain.applyReplicated(versions) { index, holder in
+                    guard let other = holder.flatMap(HeldVersion.init) else { return true }
+                    return MergeRule.prefers(stamps[index], over: other.stamp)
+                }
             }
+            try await observe(newest)
             for outcome in outcomes {
                 switch outcome {
                 case .written:
@@ -796,19 +846,39 @@ package actor SyncEngine {
             guard !later.isEmpty, !now.isEmpty else {
                 waiting += chosen.map(\.envelope)
                 report.waitingForUnlock += chosen.count
-                return
+                return try await observe(newest)
             }
             waiting += later.map(\.envelope)
             report.waitingForUnlock += later.count
-            try apply(now.map(\.envelope), &report)
+            try await apply(now.map(\.envelope), &report)
+            try await observe(newest)
         } catch {
             for choice in chosen { report.reject(.unwritable, "item \(choice.received.item.record.uuid): \(error)") }
+            try await observe(newest)
         }
+    }
+
+    /// Folds the newest version seen into the clock, at the keychain's latest change.
+    private func observe(_ newest: HybridTimestamp) async throws {
+        clock.observe(newest, at: try await device.run { $0.deviceKeychain.latestChangeSequence })
     }
 
     // MARK: State
 
-    private func save() throws {
+    /// Runs `operation` when no other is under way. Each operation reads the member's state,
+    /// awaits the relay and the device, and moves the state on: a second one interleaved at
+    /// those awaits would push the same changes twice, or fork this member's chain of batches.
+    func exclusively<Result>(_ operation: () async throws -> Result) async throws -> Result {
+        while busy { await withCheckedContinuation { turns.append($0) } }
+        busy = true
+        defer {
+            busy = false
+            if !turns.isEmpty { turns.removeFirst().resume() }
+        }
+        return try await operation()
+    }
+
+    private func save() async throws {
         let state = SyncState(
             name: name, member: signingKey.map { Data($0.bytes) }, relay: relay, membership: history.entries.map { Data($0.bytes) },
             classKeys: publishedClassKeys.mapValues { Data($0) },
@@ -816,10 +886,10 @@ package actor SyncEngine {
             pushedThrough: pushedThrough, clock: clock.latest,
             clockReadings: clock.readings,
             waiting: waiting.map { Data($0.bytes) }, ownChain: ownChain, received: received)
-        try state.save(in: device.directory)
+        try await device.run { try state.save(in: $0.directory) }
     }
 
-    private func restore(_ state: SyncState) throws {
+    private func restore(_ state: SyncState) async throws {
         recordedMemberKey = try state.member.map { try SigningPublicKey(bytes: [UInt8]($0)) }
         publishedClassKeys = state.classKeys.mapValues { [UInt8]($0) }
         cursors = Dictionary(uniqueKeysWithValues: state.cursors.compactMap { key, value in RelayStream(rawValue: key).map { ($0, value) } })
@@ -831,14 +901,14 @@ package actor SyncEngine {
         if let held = state.held, !held.isEmpty {
             // Kept in sync.json before format 2: into the keychain, where a crash before the
             // state is saved again leaves them to be copied once more (a version held stays).
-            try device.deviceKeychain.recordReplicaVersions(
-                held.mapValues {
-                    HeldVersion(
-                        stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
-                        changeSequence: $0.changeSequence
-                    ).replica
-                }, replacing: false)
-            try save()
+            let versions = held.mapValues {
+                HeldVersion(
+                    stamp: VersionStamp(timestamp: HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter), digest: [UInt8]($0.digest)),
+                    changeSequence: $0.changeSequence
+                ).replica
+            }
+            try await device.run { try $0.deviceKeychain.recordReplicaVersions(versions, replacing: false) }
+            try await save()
         }
     }
 }

@@ -104,7 +104,7 @@ struct CompactionBench: AsyncParsableCommand {
             let device = try Device.create(at: directory.appendingPathComponent(deviceName), options: DeviceOptions(name: deviceName, passcode: "123456"))
             try device.install(app)
             devices.append(device)
-            let peer = try SyncEngine.peerIdentity(of: device, name: deviceName)
+            let peer = try await SyncEngine.peerIdentity(of: device, name: deviceName)
             let entry = MembershipEntry(.join, subject: peer, after: history, signer: creator.signingKey)
             let voucher = Voucher(
                 circle: circle, relay: relayURL, head: ContentDigest.of(history.entries.last!.bytes), request: nil, entry: entry,

@@ -6,6 +6,7 @@ import KeyferryCrypto
 import KeyferrySystem
 import KeyferryThreads
 import Relay
+import RelayHTTP
 import Sync
 import SyncWire
 

@@ -4,6 +4,7 @@ import KeychainModel
 import KeychainStore
 import Logging
 import Relay
+import RelayHTTP
 import Sync
 import SyncWire
 

@@ -13,6 +13,7 @@ import Node
 import NodeControl
 import PhoneBackup
 import Relay
+import RelayHTTP
 import RelayPostgres
 import Scenario
 import SyncWire
@@ -194,12 +195,12 @@ struct DemoCommand: AsyncParsableCommand {
         await tour.attempt("read vault-key with the passcode") { try await phone.read(Self.mail, "vault-key", .responding(.passcode(passcode))) }
         tour.heading("The mail app's own Swift code calls SecItemAdd, as on iOS (KeyferrySecurity), and `keyferry audit` reads the traps")
         let directory = runner.directory(of: member)
-        let report = try await onThreadOfItsOwn { _ in try DemoAppCode.run(device: directory, app: Self.mail) { tour.say($0) } }
+        let report = try await BlockingPool.shared.run { _ in try DemoAppCode.run(device: directory, app: Self.mail) { tour.say($0) } }
         for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) {
             tour.say(String(line))
         }
         let root = runner.directory(of: member).deletingLastPathComponent()
-        try await onThreadOfItsOwn { _ in try lintNextVersion(in: root, tour: tour) }
+        try await BlockingPool.shared.run { _ in try lintNextVersion(in: root, tour: tour) }
         try await newPhone(from: phone, at: directory, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")
@@ -538,14 +539,14 @@ struct DemoCommand: AsyncParsableCommand {
                 + (survey.missing.isEmpty ? "nothing missing" : "missing \(survey.missing.joined(separator: ", "))"))
         let python = URL(fileURLWithPath: ".build/ios-readers/tools/bin/python")
         if FileManager.default.isExecutableFile(atPath: python.path) {
-            let opened = try await onThreadOfItsOwn { _ in try Self.openWithIphoneBackupDecrypt(python, folder: folder, password: password) }
+            let opened = try await BlockingPool.shared.run { _ in try Self.openWithIphoneBackupDecrypt(python, folder: folder, password: password) }
             tour.say("iphone-backup-decrypt (a tool for real iPhones' backups) opens it: \(opened)")
         } else {
             tour.say("(scripts/ios-readers installs iphone-backup-decrypt, mvt and others, which open this folder as a phone's)")
         }
         let target = runner.root.appendingPathComponent("new-phone-ios")
         try Device.initialize(at: target, options: DeviceOptions(name: "Alice's new iPhone", passcode: "654321"))
-        let report = try await onThreadOfItsOwn { _ in
+        let report = try await BlockingPool.shared.run { _ in
             try PhoneRestore.restore(folder, password: Data(password.utf8), to: target, passcode: "654321")
         }
         tour.say(

@@ -101,7 +101,7 @@ struct ItemCommand: AsyncParsableCommand {
             // Key derivation may take a while for a file that asks for many iterations: off the cooperative pool.
             let found: [(identity: SecIdentity, chain: [SecCertificate], bag: PKCS12.Bag)]
             do {
-                found = try await onThreadOfItsOwn { _ in try SecIdentity.identities(in: try PKCS12(data, password: password)) }
+                found = try await BlockingPool.shared.run { _ in try SecIdentity.identities(in: try PKCS12(data, password: password)) }
             } catch let error as KeychainError where error.status == .authFailed && passwordFile == nil {
                 throw KeychainError(.authFailed, "\(path) is protected by a password; give it with --password-file F (its first line).")
             }

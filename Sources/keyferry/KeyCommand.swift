@@ -69,7 +69,7 @@ struct KeyCommand: ParsableCommand {
             let attributes = given
             let (rsa, bits) = (type == .rsa, bits ?? (type == .rsa ? 2048 : 256))
             // An RSA key takes seconds to find: off the cooperative pool.
-            let key = try await onThreadOfItsOwn { _ in try SecKey.random(rsa: rsa, bits: bits, attributes: attributes) }
+            let key = try await BlockingPool.shared.run { _ in try SecKey.random(rsa: rsa, bits: bits, attributes: attributes) }
             var item = key.newItem
             item.accessGroup = group
             item.returning = .attributes

@@ -4,6 +4,7 @@ import Logging
 import Node
 import NodeControl
 import Relay
+import RelayHTTP
 import RelayPostgres
 import SyncWire
 

@@ -5,6 +5,7 @@ import KeyferrySystem
 import Node
 import NodeControl
 import Relay
+import RelayHTTP
 import SyncWire
 import Synchronization
 import Testing

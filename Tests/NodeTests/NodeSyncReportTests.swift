@@ -5,6 +5,7 @@ import KeyferryCrypto
 import Logging
 import NodeControl
 import Relay
+import RelayHTTP
 import SyncWire
 import Testing
 

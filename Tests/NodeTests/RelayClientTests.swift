@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import Relay
+import RelayHTTP
 import SyncWire
 import Synchronization
 import Testing

@@ -8,6 +8,7 @@ import SyncWire
 import Testing
 
 @testable import Relay
+@testable import RelayHTTP
 
 /// The relay's real routes on a temporary SQLite store, called in process: each refusal's status
 /// and reason, and that nothing of a refused request is kept.

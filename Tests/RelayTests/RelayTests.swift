@@ -4,6 +4,7 @@ import KeychainTesting
 import KeyferryCrypto
 import Logging
 import Relay
+import RelayHTTP
 import SyncWire
 import Testing
 

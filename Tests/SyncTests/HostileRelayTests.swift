@@ -72,7 +72,7 @@ struct HostileRelayTests {
         let tablet = try Member("tablet", seed: 2)
         phone.engine = try await SyncEngine.create(device: phone.fixture.device, name: "phone", relay: Member.relayURL, transport: real)
         let circle = await phone.engine.circle
-        let tabletPeer = try SyncEngine.peerIdentity(of: tablet.fixture.device, name: "tablet")
+        let tabletPeer = try await SyncEngine.peerIdentity(of: tablet.fixture.device, name: "tablet")
         let voucher = try await phone.engine.vouch(for: tabletPeer)
 
         // The attacker makes a history under the real id, with its own key as the creator, and
@@ -119,7 +119,7 @@ struct HostileRelayTests {
         let planted = CircleKeys(circle: circle, epoch: 2)
         var records = [KeyRecord.classKeys(PublishedClassKeys(planted, wrapped: planted.wrappedClassKeys(), signer: laptopID.signingKey)).bytes]
         for member in [phone, tablet] {
-            let peer = try SyncEngine.peerIdentity(of: member.fixture.device, name: member.name)
+            let peer = try await SyncEngine.peerIdentity(of: member.fixture.device, name: member.name)
             records.append(KeyRecord.share(CircleKeyShare(planted, to: peer.sealing, from: laptopID.signingKey)).bytes)
         }
         try await relay.push(records, circle: circle, stream: .keys)
@@ -154,7 +154,7 @@ struct HostileRelayTests {
         let (phone, tablet) = (members[0], members[1])
         let circle = await phone.engine.circle
         let phoneID = try SyncSecrets.identity(of: phone.fixture.device)
-        let tabletPeer = try SyncEngine.peerIdentity(of: tablet.fixture.device, name: "tablet")
+        let tabletPeer = try await SyncEngine.peerIdentity(of: tablet.fixture.device, name: "tablet")
         let other = CircleKeys(circle: circle, epoch: 1)
         try await relay.push(
             [

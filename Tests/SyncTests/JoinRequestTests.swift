@@ -70,7 +70,7 @@ struct JoinRequestTests {
 
         let pending = try await phone.engine.joinRequests()
         #expect(pending.map(\.peer.name) == ["tablet"] && pending.first?.code == request.code)
-        #expect(request.code == JoinCode(try SyncEngine.peerIdentity(of: tablet.fixture.device, name: "any name")), "the code is the keys'")
+        #expect(request.code == JoinCode(try await SyncEngine.peerIdentity(of: tablet.fixture.device, name: "any name")), "the code is the keys'")
         let approved = try await phone.engine.approve(code: JoinCode(typed: "\(request.code.digits.prefix(3))-\(request.code.digits.suffix(3))")!)
         #expect(approved == request)
         #expect(try await phone.engine.joinRequests().isEmpty, "an answered request is no longer pending")
@@ -193,7 +193,7 @@ struct JoinRequestTests {
         #expect(planted?.code == .forged)
 
         // An edited voucher, from a real member, is forged too: every byte is signed.
-        let real = try await phone.engine.vouch(for: request.peer, answering: request)
+        let real = try await phone.engine.makeVoucher(for: request.peer, answering: request)
         var edited = real.bytes
         edited[30] ^= 1
         if let tampered = try? Voucher(bytes: edited) {

@@ -310,9 +310,9 @@ struct SyncEngineTests {
         let modified = { try FileManager.default.attributesOfItem(atPath: state)[.modificationDate] as? Date }
         _ = try await members[1].engine.sync()
         #expect(try modified() == long)
-        let before = try SyncEngine.peerIdentity(of: tablet, name: "tablet")
+        let before = try await SyncEngine.peerIdentity(of: tablet, name: "tablet")
         members[1].engine = try #require(try await SyncEngine.open(device: tablet, transport: { _ in relay }))
-        #expect(try SyncEngine.peerIdentity(of: tablet, name: "tablet") == before)
+        #expect(try await SyncEngine.peerIdentity(of: tablet, name: "tablet") == before)
         #expect(await members[1].engine.circle == members[0].engine.circle)
 
         _ = try members[0].keychain.add(.password(account: "after", synchronizable: true))
@@ -350,7 +350,7 @@ struct SyncEngineTests {
 
         let after = relay.records(circle, .envelopes).dropFirst(batchesBefore).flatMap { try! EnvelopeBatch(bytes: $0).envelopes }
         #expect(!after.isEmpty && after.allSatisfy { $0.header.epoch == 2 })
-        let laptopKey = try SyncEngine.peerIdentity(of: laptop.fixture.device, name: "laptop").sealing
+        let laptopKey = try await SyncEngine.peerIdentity(of: laptop.fixture.device, name: "laptop").sealing
         let sharesOfTwo = relay.records(circle, .keys).compactMap { try? KeyRecord(bytes: $0) }.compactMap { record -> CircleKeyShare? in
             if case .share(let share) = record, share.epoch == 2 { share } else { nil }
         }
@@ -536,7 +536,7 @@ struct SyncEngineTests {
         let relay = MemoryRelay()
         let members = try await circleOfThree(relay)
         let other = try Member("phone", seed: 4)
-        let otherPeer = try SyncEngine.peerIdentity(of: other.fixture.device, name: "phone")
+        let otherPeer = try await SyncEngine.peerIdentity(of: other.fixture.device, name: "phone")
         _ = try await join(other, sponsor: members[0], relay)
         let otherKey = Hex.encode(otherPeer.signing.bytes)
         let engine = members[1].engine!

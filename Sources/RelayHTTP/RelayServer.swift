@@ -5,6 +5,7 @@ import KeyferrySystem
 import Logging
 import NIOCore
 import NIOSSL
+import Relay
 import SyncWire
 
 /// The untrusted store-and-forward service: members push records to a circle's logs and pull

@@ -1,11 +1,10 @@
 import AsyncHTTPClient
 import Foundation
 import KeychainModel
-import KeyferryHTTP
 import KeyferryThreads
 import NIOCore
 import NIOHTTP1
-import NIOSSL
+import Relay
 import SyncWire
 
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
@@ -93,12 +92,12 @@ package struct RelayClient: RelayTransport {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await HTTPClient.keyferry.execute(request, timeout: TimeAmount(timeout))
+            response = try await HTTPClient.relay.execute(request, timeout: TimeAmount(timeout))
             bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
         } catch {
             let refused = (error as? IOError)?.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue
             throw RelayError.unreachable(
-                "\(base.absoluteString): \(ConnectionFailure.reason(error))"
+                "\(base.absoluteString): \(Self.unanswered(error))"
                     + (refused ? " (is a relay serving there?)" : ""))
         }
         guard response.status == .ok else {
