@@ -307,7 +307,7 @@ let package = Package(
             dependencies: [
                 "Node", "NodeControl", "Relay", "RelayHTTP", "Sync", "SyncWire", "Backup", "KeychainStore", "KeychainModel", "KeyferryCrypto",
                 "KeychainTesting",
-                "KeyferryThreads",
+                "KeyferryThreads", "KeyferryHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -7,17 +7,21 @@ import NIOPosix
 /// that leaves tells the node (which then drops a backup it was writing for it). Plain NIO, so
 /// that a user's package that only calls nodes compiles no TLS stack.
 package enum UnixSocketHTTP {
+    package enum Method: Sendable {
+        case get, post
+    }
+
     package struct Request: Sendable {
-        package var method: HTTPMethod
+        package var method: Method
         /// The path and query, such as `/v1/status`.
         package var uri: String
         /// Sent as `application/json`.
         package var body: [UInt8]?
         /// The whole exchange's, connecting included.
-        package var timeout: TimeAmount
+        package var timeout: Duration
         package var maximumResponseBytes: Int
 
-        package init(method: HTTPMethod, uri: String, body: [UInt8]?, timeout: TimeAmount, maximumResponseBytes: Int) {
+        package init(method: Method, uri: String, body: [UInt8]?, timeout: Duration, maximumResponseBytes: Int) {
             self.method = method
             self.uri = uri
             self.body = body
@@ -27,7 +31,10 @@ package enum UnixSocketHTTP {
     }
 
     package struct Response: Sendable {
-        package let status: HTTPResponseStatus
+        /// The status code, such as 200.
+        package let status: Int
+        /// The status line's words, such as `200 OK`.
+        package let statusLine: String
         package let body: [UInt8]
     }
 
@@ -60,11 +67,12 @@ package enum UnixSocketHTTP {
         let promise = eventLoop.makePromise(of: Response.self)
         // Whatever ends the exchange first wins: a promise ignores the later outcomes, and its
         // end closes the connection.
-        let deadline = eventLoop.scheduleTask(in: request.timeout) { promise.fail(Failure.timedOut) }
+        let timeout = TimeAmount(request.timeout)
+        let deadline = eventLoop.scheduleTask(in: timeout) { promise.fail(Failure.timedOut) }
         promise.futureResult.whenComplete { _ in deadline.cancel() }
         let limit = request.maximumResponseBytes
         ClientBootstrap(group: eventLoop)
-            .connectTimeout(request.timeout)
+            .connectTimeout(timeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
@@ -86,10 +94,10 @@ package enum UnixSocketHTTP {
     }
 
     private static func send(_ request: Request, on channel: any Channel) -> EventLoopFuture<Void> {
-        var head = HTTPRequestHead(version: .http1_1, method: request.method, uri: request.uri)
+        var head = HTTPRequestHead(version: .http1_1, method: request.method == .get ? .GET : .POST, uri: request.uri)
         head.headers.add(name: "Host", value: "localhost")
         head.headers.add(name: "Connection", value: "close")
-        if request.method != .GET {
+        if request.method == .post {
             head.headers.add(name: "Content-Length", value: "\(request.body?.count ?? 0)")
             if request.body != nil { head.headers.add(name: "Content-Type", value: "application/json") }
         }
@@ -113,7 +121,10 @@ package enum UnixSocketHTTP {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let response = unwrapInboundIn(data)
-            promise.succeed(Response(status: response.head.status, body: response.body.map { Array(buffer: $0) } ?? []))
+            promise.succeed(
+                Response(
+                    status: Int(response.head.status.code), statusLine: "\(response.head.status.code) \(response.head.status.reasonPhrase)",
+                    body: response.body.map { Array(buffer: $0) } ?? []))
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -2,7 +2,6 @@ import Foundation
 import KeychainModel
 import KeyferryHTTP
 import KeyferryThreads
-import NIOCore
 
 /// Calls a running node's control API over its socket. A failure comes back as the error the
 /// node threw (`KeychainError` with Apple's status, `DeviceError`, `CircleError`, `ArchiveError`,
@@ -10,11 +9,11 @@ import NIOCore
 public struct NodeClient: Sendable {
     public let paths: NodePaths
     /// How long one call may take before the node counts as not answering.
-    private let timeout: TimeAmount
+    private let timeout: Duration
 
     public init(directory: URL, timeout: Duration = .seconds(60)) {
         paths = NodePaths(directory: directory)
-        self.timeout = TimeAmount(timeout)
+        self.timeout = timeout
     }
 
     public func status() async throws -> NodeAPI.NodeStatus {
@@ -127,7 +126,7 @@ extension NodeClient {
     private func request(_ route: NodeAPI.Route<some Any, some Any>, get: Bool, body: Data?) throws -> UnixSocketHTTP.Request {
         try paths.requireSocketPathFits()
         return UnixSocketHTTP.Request(
-            method: get ? .GET : .POST, uri: "/\(NodeAPI.version)/\(route.path)", body: body.map { [UInt8]($0) }, timeout: timeout,
+            method: get ? .get : .post, uri: "/\(NodeAPI.version)/\(route.path)", body: body.map { [UInt8]($0) }, timeout: timeout,
             maximumResponseBytes: 64 << 20)
     }
 
@@ -139,9 +138,9 @@ extension NodeClient {
     /// The answer of a 200, or the failure the node sent back, typed.
     private func answer<Body, Answer>(to route: NodeAPI.Route<Body, Answer>, _ response: UnixSocketHTTP.Response) throws -> Answer {
         let bytes = Data(response.body)
-        guard response.status == .ok else {
+        guard response.status == 200 else {
             guard let failure = try? NodeAPI.decoder.decode(NodeAPI.Failure.self, from: bytes) else {
-                throw NodeError(.unanswered, "the node answered \(response.status) without an explanation; its log is \(paths.log.path).")
+                throw NodeError(.unanswered, "the node answered \(response.statusLine) without an explanation; its log is \(paths.log.path).")
             }
             throw failure.error
         }
