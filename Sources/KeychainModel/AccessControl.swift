@@ -109,7 +109,8 @@ public struct AccessControl: Hashable, Sendable, Codable, CustomStringConvertibl
         guard context.interactionAllowed, !context.responses.isEmpty else {
             return KeychainError(
                 .interactionNotAllowed,
-                "the item needs user authentication (\(expression)) and no prompt may be shown; read it in the foreground with an authentication response.")
+                "the item needs user authentication (\(expression)) and no prompt may be shown; read it in the foreground with an authentication response.",
+                reason: .userAuthenticationNeeded)
         }
         if context.responses.contains(.cancel) {
             return KeychainError(.userCanceled, "the user cancelled the authentication prompt.")

@@ -117,15 +117,28 @@ public struct KeychainError: CodedError, Hashable {
     public static let domain = "keychain"
     public let status: KeychainStatus
     public let message: String
+    /// Which of the status's several causes, where a caller acts on it (the command line names
+    /// the option that answers a prompt); nil for most.
+    public let reason: Reason?
+
+    /// Open: more may come.
+    public struct Reason: RawRepresentable, Hashable, Sendable, Codable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The item's access control needs the user, and no prompt may be shown.
+        public static let userAuthenticationNeeded = Reason(rawValue: "userAuthenticationNeeded")
+    }
 
     public var code: KeychainStatus { status }
     /// errSecAuthFailed is a wrong or missing passcode, password or biometry wherever it comes
     /// from; every other status is the keychain's answer.
     public var kind: ProblemKind { status == .authFailed ? .authentication : .keychain }
 
-    public init(_ status: KeychainStatus, _ message: String) {
+    public init(_ status: KeychainStatus, _ message: String, reason: Reason? = nil) {
         self.status = status
         self.message = message
+        self.reason = reason
     }
 
     /// `errSecName (-NNNNN): sentence`, the form the command line prints.

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import Relay
 import Sync
 import SyncWire
@@ -46,9 +47,9 @@ public final class SyncCircle: Sendable {
     }
 }
 
-extension CircleError.Code {
+extension CodedFailure.Code where Domain == CircleErrorDomain {
     /// A `SyncCircle` of no devices.
-    public static let noDevices = Self(rawValue: "noDevices")
-    /// `settle()` gave up: the members still exchanged items after 100 rounds.
-    public static let didNotSettle = Self(rawValue: "didNotSettle")
+    public static var noDevices: Self { Self(rawValue: "noDevices") }
+    /// `sync()` gave up: the members still exchanged items after 100 rounds.
+    public static var didNotSettle: Self { Self(rawValue: "didNotSettle") }
 }

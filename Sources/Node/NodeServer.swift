@@ -320,8 +320,13 @@ package enum NodeServer {
 
     private static func failure(_ logger: Logger, _ route: String, _ error: any Error) -> Response {
         let failure = NodeAPI.Failure(error)
-        // The code only: messages may name an account or a service.
-        logger.info("\(route): \(failure.error.domain) \(failure.error.codeName)")
+        // The code only: messages may name an account or a service. A failure Keyferry did not
+        // foresee is logged whole, its cause with it, since its answer holds none of it.
+        if let failure = failure.error as? DeviceError, failure.code == .internal {
+            logger.error("\(route): \(failure.detailedDescription)")
+        } else {
+            logger.info("\(route): \(failure.error.domain) \(failure.error.codeName)")
+        }
         let status: HTTPResponse.Status =
             switch failure.error {
             case is KeychainError: .conflict

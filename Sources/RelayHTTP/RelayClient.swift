@@ -95,10 +95,7 @@ package struct RelayClient: RelayTransport {
             response = try await HTTPClient.relay.execute(request, timeout: TimeAmount(timeout))
             bytes = try await response.body.collect(upTo: RelayWire.maximumPullBytes + RelayWire.maximumRecordBytes + 12 * RelayWire.maximumPullRecords)
         } catch {
-            let refused = (error as? IOError)?.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue
-            throw RelayError.unreachable(
-                "\(base.absoluteString): \(Self.unanswered(error))"
-                    + (refused ? " (is a relay serving there?)" : ""))
+            throw Self.failure(error, at: base)
         }
         guard response.status == .ok else {
             // A relay always says why; a server that does not is something else.

@@ -3,6 +3,7 @@ import Foundation
 import KeyferryHTTP
 import NIOCore
 import NIOSSL
+import SyncWire
 
 extension HTTPClient {
     /// The client of every call a member makes to a relay, one per process. A refused
@@ -31,16 +32,27 @@ extension RelayClient {
     /// The environment variable naming a PEM file of extra certificate authorities for relays.
     package static let authorityVariable = "KEYFERRY_RELAY_CA"
 
+    /// The call's failure as the relay's error: TLS apart, since trying again changes nothing.
+    static func failure(_ error: any Error, at base: URL) -> RelayError {
+        switch error {
+        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
+            .tlsFailed(
+                "\(base.absoluteString): \(tlsReason(error)): is the relay's certificate for this host, and signed by an authority this machine "
+                    + "trusts (the system's, or the PEM file \(authorityVariable) names)?")
+        case let error as IOError where error.errnoCode == POSIXErrorCode.ECONNREFUSED.rawValue:
+            .unreachable("\(base.absoluteString): \(unanswered(error)) (is a relay serving there?)")
+        default:
+            .unreachable("\(base.absoluteString): \(unanswered(error))")
+        }
+    }
+
     /// Why a call to the relay got no answer, in words.
-    static func unanswered(_ error: any Error) -> String {
+    private static func unanswered(_ error: any Error) -> String {
         switch error {
         case let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout:
             "no answer in time"
         case let error as HTTPClientError where error == .remoteConnectionClosed:
             "the other side closed the connection"
-        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
-            "TLS failed (\(tlsReason(error))): is the relay's certificate for this host, and signed by an authority this machine trusts "
-                + "(the system's, or the PEM file \(authorityVariable) names)?"
         case is HTTPClientError:
             "the connection failed"
         default:

@@ -2,67 +2,12 @@ import KeychainModel
 
 /// Why a circle operation failed: a code to branch on (retry a lost race, give up on a removal)
 /// and a sentence that names the fix.
-public struct CircleError: CodedError, Hashable {
-    public static let domain = "circle"
+public typealias CircleError = CodedFailure<CircleErrorDomain>
 
-    /// Open, like `DeviceError.Code`: a layer above may add codes of its own.
-    public struct Code: RawRepresentable, Hashable, Sendable, Codable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+public enum CircleErrorDomain: FailureDomain {
+    public static let name = "circle"
 
-        /// A membership history or entry that does not verify: forged, reordered, truncated.
-        public static let invalidHistory = Code(rawValue: "invalidHistory")
-        /// The relay holds no such circle.
-        public static let unknownCircle = Code(rawValue: "unknownCircle")
-        public static let alreadyInCircle = Code(rawValue: "alreadyInCircle")
-        public static let notInCircle = Code(rawValue: "notInCircle")
-        /// A voucher made for another device or circle, or one no member signed.
-        public static let notVouched = Code(rawValue: "notVouched")
-        /// This device was removed from its circle; it no longer syncs.
-        public static let removed = Code(rawValue: "removed")
-        /// Another member changed the circle first; nothing was changed, and running the
-        /// same command again may succeed.
-        public static let concurrentChange = Code(rawValue: "concurrentChange")
-        public static let noSuchMember = Code(rawValue: "noSuchMember")
-        public static let ambiguousMember = Code(rawValue: "ambiguousMember")
-        /// A member asked to remove itself (`circle leave` does that).
-        public static let cannotRemoveSelf = Code(rawValue: "cannotRemoveSelf")
-        public static let invalidName = Code(rawValue: "invalidName")
-        /// A key generation this member cannot open, or that the relay does not hold.
-        public static let keysUnavailable = Code(rawValue: "keysUnavailable")
-        /// The relay did not answer, so the other members cannot be told; nothing was changed.
-        public static let relayUnreachable = Code(rawValue: "relayUnreachable")
-        /// What the member remembers of its circle (`sync.json`) cannot be read.
-        public static let unreadableState = Code(rawValue: "unreadableState")
-        /// The device has no iCloud Keychain (the iOS Simulator).
-        public static let noICloudKeychain = Code(rawValue: "noICloudKeychain")
-        /// A join request that cannot be made: a lifetime out of range, a circle the relay
-        /// does not hold.
-        public static let invalidRequest = Code(rawValue: "invalidRequest")
-        /// No pending join request shows that code.
-        public static let noSuchRequest = Code(rawValue: "noSuchRequest")
-        /// Two pending requests from different devices show that code: neither is approved.
-        public static let ambiguousRequest = Code(rawValue: "ambiguousRequest")
-        /// A member declined this device's join request.
-        public static let declined = Code(rawValue: "declined")
-        /// The join request expired before a member answered it.
-        public static let requestExpired = Code(rawValue: "requestExpired")
-        /// A voucher the circle has moved past (its entry's place is taken, or its keys are an
-        /// earlier generation's): used once already, or made before another change.
-        public static let staleVoucher = Code(rawValue: "staleVoucher")
-        /// A voucher, approval or decline whose signature does not hold, or that no member made.
-        public static let forged = Code(rawValue: "forged")
-    }
-
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var kind: ProblemKind {
+    public static func kind(of code: CircleError.Code) -> ProblemKind {
         switch code {
         case .concurrentChange, .relayUnreachable, .keysUnavailable: .unavailable
         case .unknownCircle, .noSuchMember, .notInCircle, .noSuchRequest: .notFound
@@ -73,6 +18,52 @@ public struct CircleError: CodedError, Hashable {
         }
     }
 
-    /// Whether the same call may succeed later, unchanged.
-    public var isRetryable: Bool { code == .concurrentChange || code == .relayUnreachable }
+    /// Keys that are not there yet may never come: only a lost race and an unreachable relay
+    /// are worth the same call again.
+    public static func isRetryable(_ code: CircleError.Code) -> Bool { code == .concurrentChange || code == .relayUnreachable }
+}
+
+extension CodedFailure.Code where Domain == CircleErrorDomain {
+    /// A membership history or entry that does not verify: forged, reordered, truncated.
+    public static var invalidHistory: Self { Self(rawValue: "invalidHistory") }
+    /// The relay holds no such circle.
+    public static var unknownCircle: Self { Self(rawValue: "unknownCircle") }
+    public static var alreadyInCircle: Self { Self(rawValue: "alreadyInCircle") }
+    public static var notInCircle: Self { Self(rawValue: "notInCircle") }
+    /// A voucher made for another device or circle, or one no member signed.
+    public static var notVouched: Self { Self(rawValue: "notVouched") }
+    /// This device was removed from its circle; it no longer syncs.
+    public static var removed: Self { Self(rawValue: "removed") }
+    /// Another member changed the circle first; nothing was changed, and running the
+    /// same command again may succeed.
+    public static var concurrentChange: Self { Self(rawValue: "concurrentChange") }
+    public static var noSuchMember: Self { Self(rawValue: "noSuchMember") }
+    public static var ambiguousMember: Self { Self(rawValue: "ambiguousMember") }
+    /// A member asked to remove itself (`circle leave` does that).
+    public static var cannotRemoveSelf: Self { Self(rawValue: "cannotRemoveSelf") }
+    public static var invalidName: Self { Self(rawValue: "invalidName") }
+    /// A key generation this member cannot open, or that the relay does not hold.
+    public static var keysUnavailable: Self { Self(rawValue: "keysUnavailable") }
+    /// The relay did not answer, so the other members cannot be told; nothing was changed.
+    public static var relayUnreachable: Self { Self(rawValue: "relayUnreachable") }
+    /// What the member remembers of its circle (`sync.json`) cannot be read.
+    public static var unreadableState: Self { Self(rawValue: "unreadableState") }
+    /// The device has no iCloud Keychain (the iOS Simulator).
+    public static var noICloudKeychain: Self { Self(rawValue: "noICloudKeychain") }
+    /// A join request that cannot be made: a lifetime out of range, a circle the relay
+    /// does not hold.
+    public static var invalidRequest: Self { Self(rawValue: "invalidRequest") }
+    /// No pending join request shows that code.
+    public static var noSuchRequest: Self { Self(rawValue: "noSuchRequest") }
+    /// Two pending requests from different devices show that code: neither is approved.
+    public static var ambiguousRequest: Self { Self(rawValue: "ambiguousRequest") }
+    /// A member declined this device's join request.
+    public static var declined: Self { Self(rawValue: "declined") }
+    /// The join request expired before a member answered it.
+    public static var requestExpired: Self { Self(rawValue: "requestExpired") }
+    /// A voucher the circle has moved past (its entry's place is taken, or its keys are an
+    /// earlier generation's): used once already, or made before another change.
+    public static var staleVoucher: Self { Self(rawValue: "staleVoucher") }
+    /// A voucher, approval or decline whose signature does not hold, or that no member made.
+    public static var forged: Self { Self(rawValue: "forged") }
 }

@@ -147,9 +147,12 @@ public enum RelayError: CodedError, Equatable {
     /// acknowledged (it was away longer than the relay keeps them): it reads the stream again
     /// from the start (Protocol/relay.md, "Compaction").
     case resyncNeeded(String)
+    /// TLS with the relay failed: most often its certificate is for another host, or signed by
+    /// an authority this machine does not trust. Trying again changes nothing.
+    case tlsFailed(String)
 
     public enum Code: String, Sendable {
-        case unreachable, refused, cannotListen, resyncNeeded
+        case unreachable, refused, cannotListen, resyncNeeded, tlsFailed
     }
 
     public var code: Code {
@@ -158,6 +161,7 @@ public enum RelayError: CodedError, Equatable {
         case .refused: .refused
         case .cannotListen: .cannotListen
         case .resyncNeeded: .resyncNeeded
+        case .tlsFailed: .tlsFailed
         }
     }
 
@@ -165,6 +169,9 @@ public enum RelayError: CodedError, Equatable {
         switch self {
         case .unreachable: .unavailable
         case .refused, .resyncNeeded: .failure
+        // Not retried (nothing changes until the certificate or the trust does), but as a
+        // relay that cannot be reached: what would serve the request is not there.
+        case .tlsFailed: .unavailable
         case .cannotListen: .unavailable
         }
     }
@@ -177,6 +184,7 @@ public enum RelayError: CodedError, Equatable {
         case .refused(let why): "the relay refused the request: \(why)"
         case .cannotListen(let why): "the relay cannot listen on \(why)"
         case .resyncNeeded(let why): "the relay asks for a resync: \(why)"
+        case .tlsFailed(let why): "TLS with the relay failed: \(why)"
         }
     }
 }

@@ -46,10 +46,10 @@ enum Remedy {
                 return "run the same command again once the relay answers, or `keyferry circle leave --force` to forget the circle here anyway"
             default: return nil
             }
-        case let error as KeychainError where error.status == .interactionNotAllowed && error.message.contains("needs user authentication"):
+        case let error as KeychainError where error.reason == .userAuthenticationNeeded:
             return
                 "on the command line, answer with --auth match or --auth passcode:CODE, or leave such items out of a search with --auth skip"
-        case let error where error.message.contains("TLS failed") && ProcessInfo.processInfo.environment["KEYFERRY_RELAY_CA"] != nil:
+        case let error as RelayError where error.code == .tlsFailed && ProcessInfo.processInfo.environment["KEYFERRY_RELAY_CA"] != nil:
             // The node makes the call, and read the variable when it started.
             return "KEYFERRY_RELAY_CA is set here, but a node reads it when it starts: stop the node and start it again with the variable set"
         default:

@@ -170,7 +170,7 @@ struct RelayCLITests {
         try cli.ok(["node", "start", dir])
         let untrusted = try cli.run(["circle", "create", dir, "--relay", url])
         #expect(
-            untrusted.status != 0 && untrusted.stderr.contains("TLS failed") && untrusted.stderr.contains("KEYFERRY_RELAY_CA"),
+            untrusted.status != 0 && untrusted.stderr.contains("TLS with the relay failed") && untrusted.stderr.contains("KEYFERRY_RELAY_CA"),
             "\(untrusted.stderr)")
         #expect(untrusted.stderr.contains("CERTIFICATE_VERIFY_FAILED") && !untrusted.stderr.contains(".cc:"), "the reason, not BoringSSL's stack")
         // The variable set for the command but not for the node: the error says which reads it.
