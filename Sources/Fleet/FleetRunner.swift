@@ -198,8 +198,7 @@ package struct FleetRunner: Sendable {
         if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
             if let relayPort, relayPort != 0, relayPort != known.port {
                 throw NodeError(
-                    .conflict, "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort). Leave --relay-port out."
-                )
+                    .conflict, "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort), and stays on \(known.port).")
             }
             address = known
         }
@@ -444,7 +443,7 @@ package struct FleetRunner: Sendable {
     private func checkDirectories() throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-            throw NodeError(.unusablePath, "the fleet's root \(root.path) is a file; give --root a directory.")
+            throw NodeError(.unusablePath, "the fleet's root \(root.path) is a file, not a directory.", subject: root.path)
         }
         var failures: [(String, any Error)] = []
         for member in fleet.members {

@@ -106,7 +106,7 @@ extension Device {
         let (generation, known) = appCache.withLock { ($0.generation, $0.manifests[bundleID]) }
         if let known { return known }
         guard let row = try database.unsafeRead({ try Row.fetchOne($0, sql: "SELECT * FROM app WHERE bundle_id = ?", arguments: [bundleID]) }) else {
-            throw DeviceError(.appNotInstalled, "\(bundleID) is not installed on \(info.name); install it first (keyferry app install).")
+            throw DeviceError(.appNotInstalled, "\(bundleID) is not installed on \(info.name).", subject: directory.path)
         }
         let manifest = try Self.manifest(row)
         appCache.withLock { if $0.generation == generation { $0.manifests[bundleID] = manifest } }

@@ -99,9 +99,7 @@ public final class Device: Sendable {
         if let contents = try? files.contentsOfDirectory(atPath: directory.path), !contents.isEmpty {
             if let existing = try? status(at: directory) {
                 throw DeviceError(
-                    .alreadyExists,
-                    "\(directory.path) is already a device (\(existing.name)); `keyferry node start \(directory.path)` powers it on, or choose a new directory."
-                )
+                    .alreadyExists, "\(directory.path) is already a device (\(existing.name)).", subject: directory.path)
             }
             throw DeviceError(.alreadyExists, "\(directory.path) already exists and is not empty; choose a new directory for the device.")
         }
@@ -314,7 +312,7 @@ public final class Device: Sendable {
         let now = clock.now()
         return try power.withLock { machine in
             guard var current = machine else {
-                throw KeychainError(.notAvailable, "the device is powered off; power it on first (keyferry node start).")
+                throw KeychainError(.notAvailable, "the device is powered off; power it on first.")
             }
             current.settle(at: now)
             defer { machine = current }

@@ -24,7 +24,7 @@ package enum RelayLauncher {
         }
         guard let lock = held else {
             let who = RelayAnnouncement.read(from: data).map { " (\($0.url), pid \($0.pid))" } ?? ""
-            throw NodeError(.alreadyRunning, "a relay already serves \(data.path)\(who); stop it first, or give another --data.")
+            throw NodeError(.alreadyRunning, "a relay already serves \(data.path)\(who); stop it first, or serve another data directory.")
         }
         return lock
     }

@@ -83,7 +83,7 @@ extension NodeClient {
         var peer: NodeAPI.Peer = try await get(.circleIdentity)
         if let name {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw NodeError(.invalidRequest, "a member needs a name the others can read; leave --name out to use the device's.")
+                throw NodeError(.invalidRequest, "a member needs a name the others can read; without one, it goes by the device's.")
             }
             peer.name = name
         }

@@ -277,7 +277,7 @@ struct StepParser {
             let onSimulator =
                 try fields["on"].map { field in
                     guard try field.text() == "simulator" else {
-                        throw field.failure("`on:` is simulator: the same secrets on the device's iOS Simulator twin (survival --compare simulator).")
+                        throw field.failure("`on:` is simulator: the same secrets on the device's iOS Simulator twin, as the survival matrix compares them.")
                     }
                     return true
                 } ?? false

@@ -22,6 +22,12 @@ enum Remedy {
             case .alreadyRunning: return error.subject.map { "stop it first with `keyferry node stop \($0)`" }
             default: return nil
             }
+        case let error as DeviceError where error.code == .appNotInstalled:
+            return error.subject.map { "install it first with `keyferry app install \($0) --app BUNDLE-ID --team TEAM-ID`" }
+        case let error as DeviceError where error.code == .alreadyExists:
+            // Only a directory that holds a device is worth powering on.
+            guard let directory = error.subject, (try? DeviceLayout(root: URL(fileURLWithPath: directory)).requireDevice()) != nil else { return nil }
+            return "`keyferry node start \(directory)` powers it on, or choose a new directory"
         case let error as DeviceError where error.code == .inUse:
             return error.subject.map { "if its node runs, stop it first with `keyferry node stop \($0)`" }
         case let error as DeviceError where error.code == .notADevice:
