@@ -198,7 +198,8 @@ package struct FleetRunner: Sendable {
         if circle.circle != nil, let known = circle.relay.flatMap(RelayAddress.init) {
             if let relayPort, relayPort != 0, relayPort != known.port {
                 throw NodeError(
-                    .conflict, "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort), and stays on \(known.port).")
+                    .conflict,
+                    "the fleet's circle syncs through \(known), which its members know; it cannot move to port \(relayPort), and stays on \(known.port).")
             }
             address = known
         }
