@@ -260,8 +260,15 @@ package enum NodeServer {
         post(router, .circleRemove, logger) { try await sync.remove($0) }
         post(router, .circleLeave, logger) { try await sync.leave($0) }
         get(router, .circleStatus, logger) { try await sync.circleStatus() }
-        post(router, .syncNow, logger) { _ in try await sync.syncNow() }
+        post(router, .syncNow, logger) { try await sync.syncNow(waitingUpTo: try Self.duration(seconds: $0.timeout)) }
         get(router, .syncStatus, logger) { try await sync.syncStatus() }
+    }
+
+    /// A request's number of seconds as a duration: positive, at most a day.
+    private static func duration(seconds: Double?) throws -> Duration? {
+        guard let seconds else { return nil }
+        guard seconds > 0, seconds <= 86_400 else { throw NodeError.invalidRequest("a timeout is a number of seconds above 0, a day at most.") }
+        return .milliseconds(Int64(seconds * 1000))
     }
 
     private static func path(_ route: NodeAPI.Route<some Any, some Any>) -> RouterPath { RouterPath("/\(NodeAPI.version)/\(route.path)") }

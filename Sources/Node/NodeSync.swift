@@ -266,10 +266,12 @@ final class NodeSync: Sendable {
     func seal() async { await engine?.seal() }
 
     /// One exchange now, whatever the loop is doing; reports it with everything the node's
-    /// own passes did since the last report (what was refused, above all).
-    func syncNow() async throws -> SyncReport {
+    /// own passes did since the last report (what was refused, above all). With `limit`, a
+    /// relay that cannot be reached is asked again (sooner at first) until it answers or
+    /// `limit` has passed, and the failure then says how long it was given.
+    func syncNow(waitingUpTo limit: Duration? = nil) async throws -> SyncReport {
         let engine = try member()
-        _ = try await exchange(engine)
+        if let limit { try await exchangeWhileUnreachable(engine, upTo: limit) } else { _ = try await exchange(engine) }
         return progress.withLock { p in
             defer { p.unreported = SyncReport() }
             return p.unreported
@@ -307,6 +309,41 @@ final class NodeSync: Sendable {
                 delay = backoff.next()
             }
         }
+    }
+
+    private func exchangeWhileUnreachable(_ engine: SyncEngine, upTo limit: Duration) async throws {
+        let lastFailure = LastFailure()
+        let clock = clock
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(2))
+                while true {
+                    do {
+                        _ = try await self.exchange(engine)
+                        return
+                    } catch RelayError.unreachable(let why) {
+                        lastFailure.why.withLock { $0 = why }
+                        try await clock.sleep(for: backoff.next())
+                    }
+                }
+            }
+            group.addTask {
+                try await clock.sleep(for: limit)
+                let why = lastFailure.why.withLock { $0 }.map { " (\($0))" } ?? ""
+                let seconds = Int((Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18).rounded(.up))
+                throw CircleError(
+                    .relayUnreachable,
+                    "the relay at \(await engine.relay.absoluteString) did not answer within \(seconds) s\(why); "
+                        + "the node keeps its writes and syncs once it is back.")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Why the relay last could not be reached, for the failure that gives up on it.
+    private final class LastFailure: Sendable {
+        let why = Locked<String?>(nil)
     }
 
     private func exchange(_ engine: SyncEngine) async throws -> SyncReport {

@@ -366,6 +366,17 @@ public enum NodeAPI {
         public init() {}
     }
 
+    /// `sync/now`: how long the node keeps asking a relay it cannot reach before it gives up;
+    /// none, one pass.
+    public struct SyncNow: Codable, Sendable {
+        /// In seconds.
+        public var timeout: Double?
+
+        public init(timeout: Duration? = nil) {
+            self.timeout = timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+        }
+    }
+
     /// How many items an update or a delete touched.
     public struct Changed: Codable, Sendable {
         public var count: Int
@@ -814,8 +825,9 @@ extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.CircleSta
     public static var circleStatus: Self { Self("circle/status", get: true) }
 }
 
-extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == SyncReport {
-    public static var syncNow: Self { Self("sync/now") }
+extension NodeAPI.Route where Body == NodeAPI.SyncNow, Answer == SyncReport {
+    /// Its caller leaving (a Ctrl-C) ends the node's wait for the relay.
+    public static var syncNow: Self { Self("sync/now", cancelledWhenCallerLeaves: true) }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.Empty, Answer == NodeAPI.SyncStatus {

@@ -91,7 +91,7 @@ extension NodeClient {
         if let relay { voucher.relay = relay }
         let joined: NodeAPI.CircleStatus = try await call(.circleJoin, voucher)
         // The joiner published its entry; the sponsor reads it now rather than at its next pass.
-        _ = try? await sponsor.call(.syncNow, NodeAPI.Empty())
+        _ = try? await sponsor.call(.syncNow, NodeAPI.SyncNow())
         return joined
     }
 }

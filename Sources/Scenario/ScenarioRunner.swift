@@ -214,7 +214,7 @@ actor RunState {
         case .sync(let devices):
             // Around twice: what one pushes, the others pull on the next round.
             for _ in 0..<2 {
-                for device in devices { let _: SyncReport = try await client(device).call(.syncNow, NodeAPI.Empty()) }
+                for device in devices { let _: SyncReport = try await client(device).call(.syncNow, NodeAPI.SyncNow()) }
             }
         case .backup(let device, let name, let encrypted, let phone):
             // The parser allows plain file names only; the archive goes nowhere else, and an

@@ -374,7 +374,7 @@ struct DemoCommand: AsyncParsableCommand {
                 "the phone approves \(asked.code); \(member.deviceName) checks the voucher against the relay and joins: "
                     + "\(joined.members.count) members")
         }
-        for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
+        for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.SyncNow()) as SyncReport }
         let status: NodeAPI.SyncStatus = try await phone.get(.syncStatus)
         for item in status.skippedDeviceBound { tour.say("the phone keeps \(item) to itself: synchronizable but ThisDeviceOnly") }
         let imap = ItemQuery(
@@ -407,7 +407,7 @@ struct DemoCommand: AsyncParsableCommand {
                 let changed: NodeAPI.Changed = try await phone.call(
                     .update, NodeAPI.Update(app: Self.mail, query: imap, changes: ItemChanges(data: Data("imap-secret-\(round)".utf8))))
                 _ = changed
-                for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.Empty()) as SyncReport }
+                for client in [phone] + clients { _ = try await client.call(.syncNow, NodeAPI.SyncNow()) as SyncReport }
             }
             let after = try await storage.records(circle: circle, stream: .envelopes, after: 0, limit: 10_000)
             let kept = after.filter { !CompactedBatches.isNote($0.body) }.count
@@ -464,13 +464,13 @@ struct DemoCommand: AsyncParsableCommand {
                 NewItem(
                     .genericPassword, attributes: [.account: .string("calendar-token")], data: Data("calendar-secret".utf8),
                     protection: .afterFirstUnlock, synchronizable: true))
-            let _: SyncReport = try await phone.call(.syncNow, NodeAPI.Empty())
+            let _: SyncReport = try await phone.call(.syncNow, NodeAPI.SyncNow())
         }
         let sealed: NodeAPI.CircleStatus = try await client.get(.circleStatus)
         tour.say("before first unlock, \(member.deviceName) is still one of \(sealed.members.count) members; its sync keys stay sealed")
-        await tour.attempt("on \(member.deviceName), sync now") { let _: SyncReport = try await client.call(.syncNow, NodeAPI.Empty()) }
+        await tour.attempt("on \(member.deviceName), sync now") { let _: SyncReport = try await client.call(.syncNow, NodeAPI.SyncNow()) }
         try await client.send(.unlock, NodeAPI.Unlock(passcode: member.passcode))
-        let _: SyncReport = try await client.call(.syncNow, NodeAPI.Empty())
+        let _: SyncReport = try await client.call(.syncNow, NodeAPI.SyncNow())
         await tour.attempt("unlocked and synced, mail on \(member.deviceName) reads calendar-token") {
             try await client.read(Self.mail, "calendar-token", synchronizable: .yes)
         }

@@ -30,41 +30,24 @@ struct SyncCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let client = device.client
-            let relay = (try await client.get(.circleStatus) as NodeAPI.CircleStatus).relay ?? "the relay"
             let limit = timeout
-            let lastFailure = LastFailure()
+            // The node asks the relay again until --timeout; this waits a little longer for its answer.
+            let client = NodeClient(directory: device.url, timeout: .seconds(limit + 15))
             // Ctrl-C stops the wait and says so; the node keeps its writes either way.
             let report = try await interruptibly {
                 try await withThrowingTaskGroup(of: SyncReport?.self) { group in
-                    group.addTask {
-                        // A relay that is down (or still starting) is asked again, sooner at first.
-                        var backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(2))
-                        while true {
-                            do {
-                                return try await client.call(.syncNow, NodeAPI.Empty())
-                            } catch let error as RelayError {
-                                guard case .unreachable = error else { throw error }
-                                lastFailure.message.withLock { $0 = error.description }
-                                try await Task.sleep(for: backoff.next())
-                            }
-                        }
-                    }
+                    group.addTask { try await client.call(.syncNow, NodeAPI.SyncNow(timeout: .seconds(limit))) }
                     group.addTask {
                         // A pass takes well under a second while the relay answers: say what a longer wait is for.
                         try await Task.sleep(for: .seconds(min(2, limit)))
-                        printError("waiting for the relay at \(relay) (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
-                        try await Task.sleep(for: .seconds(max(0, limit - 2)))
-                        let why = lastFailure.message.withLock { $0 }.map { " (\($0))" } ?? ""
-                        // Unavailable now (6): the one case a retry loop keys on.
-                        throw CommandFailure(
-                            .unavailable,
-                            "the relay at \(relay) did not answer within \(Int(limit.rounded(.up))) s\(why); the node keeps its writes and syncs once it is back."
-                        )
+                        printError("waiting for the relay (up to \(Int(limit.rounded(.up))) s; --timeout changes it) ...")
+                        return nil
                     }
                     defer { group.cancelAll() }
-                    guard let first = try await group.next(), let report = first else { throw CancellationError() }
-                    return report
+                    while let answer = try await group.next() {
+                        if let report = answer { return report }
+                    }
+                    throw CancellationError()
                 }
             }
             if output.json { return try printJSON(encodable: report) }
@@ -84,10 +67,6 @@ struct SyncCommand: AsyncParsableCommand {
         }
     }
 
-    /// Why the relay last failed to answer, for the message that gives up on it.
-    private final class LastFailure: Sendable {
-        let message = Locked<String?>(nil)
-    }
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

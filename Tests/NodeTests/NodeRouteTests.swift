@@ -62,7 +62,7 @@ struct NodeRouteTests {
             for response in [
                 try await client.execute(uri: "/\(NodeAPI.version)/\(NodeAPI.Route<NodeAPI.Empty, NodeAPI.CircleStatus>.circleStatus.path)", method: .get),
                 try await client.execute(uri: "/\(NodeAPI.version)/\(NodeAPI.Route<NodeAPI.Empty, NodeAPI.SyncStatus>.syncStatus.path)", method: .get),
-                try await post(client, .syncNow, NodeAPI.Empty()),
+                try await post(client, .syncNow, NodeAPI.SyncNow()),
             ] {
                 #expect(response.status == .unprocessableContent)
                 let error = try #require(try decode(NodeAPI.Failure.self, response).error as? CircleError)
