@@ -66,17 +66,10 @@ struct DemoCommand: AsyncParsableCommand {
         let runner = FleetRunner(fleet: file, root: rootURL)
         let removeRoot = root == nil
         defer { if removeRoot { try? FileManager.default.removeItem(at: rootURL) } }
-        // Ctrl-C brings the fleet down first: no node outlives the demo.
-        let interrupt = ProcessControl.onInterrupt {
-            Task {
-                _ = try? await runner.down()
-                if removeRoot { try? FileManager.default.removeItem(at: rootURL) }
-                Foundation.exit(130)
-            }
-        }
-        defer { withExtendedLifetime(interrupt) {} }
+        // Ctrl-C stops the tour at its next step and brings the fleet down: no node outlives the
+        // demo, which then exits 130 as every command stopped so does.
         do {
-            try await tour(runner)
+            try await interruptibly { try await self.tour(runner) }
         } catch {
             _ = try? await runner.down()
             throw error

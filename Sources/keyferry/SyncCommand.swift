@@ -67,7 +67,6 @@ struct SyncCommand: AsyncParsableCommand {
         }
     }
 
-
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",

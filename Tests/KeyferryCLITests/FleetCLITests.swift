@@ -299,6 +299,23 @@ struct DemoCLITests {
         #expect(statuses.count == 3)
         #expect(statuses.allSatisfy { ($0["device"] as? [String: Any])?["poweredOn"] as? Bool == false })
     }
+
+    @Test("Ctrl-C in the demo: exit 130 through the one exit path, its fleet brought down")
+    func interrupted() throws {
+        let cli = try CLI()
+        let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/family.yaml")
+        let root = cli.root.appendingPathComponent("demo")
+        let (process, firstLine) = try cli.start(["demo", "--fleet", peers.path, "--root", root.path])
+        defer { _ = try? cli.run(["fleet", "down", peers.path, "--root", root.path]) }
+        #expect(firstLine.hasPrefix("== "), "\(firstLine)")
+        ProcessControl.send(.interrupt, to: process.processIdentifier)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130 && process.terminationReason == .exit)
+        let overview = try cli.ok(["fleet", "status", peers.path, "--root", root.path, "--json"]).object()
+        let statuses = try #require(overview["members"] as? [[String: Any]])
+        #expect(statuses.allSatisfy { ($0["device"] as? [String: Any])?["poweredOn"] as? Bool != true }, "\(statuses)")
+    }
 }
 
 @Suite("the README's quick start", .blocking)
