@@ -244,12 +244,15 @@ final class NodeSync: Sendable {
     func circleStatus() async throws -> NodeAPI.CircleStatus {
         if let unreadable = progress.withLock({ $0.engine == nil ? $0.unreadable : nil }) { throw unreadable }
         guard let engine else { return NodeAPI.CircleStatus(members: []) }
-        let me = await engine.signingKey
-        return NodeAPI.CircleStatus(
-            circle: await engine.circle, removed: await engine.isMember ? nil : true,
+        return circleStatus(await engine.snapshot)
+    }
+
+    private func circleStatus(_ member: SyncEngine.Snapshot) -> NodeAPI.CircleStatus {
+        NodeAPI.CircleStatus(
+            circle: member.circle, removed: member.isMember ? nil : true,
             sealedUntilUnlock: device.lockState == .beforeFirstUnlock ? true : nil,
-            relay: await engine.relay.absoluteString, name: await engine.name, epoch: await engine.epoch,
-            members: await engine.members.map { peer in Self.peer(peer, isThisDevice: me.map { peer.signing == $0 }) })
+            relay: member.relay.absoluteString, name: member.name, epoch: member.epoch,
+            members: member.members.map { peer in Self.peer(peer, isThisDevice: member.signingKey.map { peer.signing == $0 }) })
     }
 
     /// Fails with a sentence naming the fix while the device is before first unlock, when its
@@ -279,10 +282,12 @@ final class NodeSync: Sendable {
     }
 
     func syncStatus() async throws -> NodeAPI.SyncStatus {
-        let circle = try await circleStatus()
+        if let unreadable = progress.withLock({ $0.engine == nil ? $0.unreadable : nil }) { throw unreadable }
+        let member = await engine?.snapshot
+        let circle = member.map(circleStatus) ?? NodeAPI.CircleStatus(members: [])
         let local = try await engine?.localStatus() ?? (pending: 0, deviceBound: [])
-        let waiting = await engine?.waitingCount ?? 0
-        let received = Self.received(await engine?.received ?? AuthorChains(), members: circle.members)
+        let waiting = member?.waitingCount ?? 0
+        let received = Self.received(member?.received ?? AuthorChains(), members: circle.members)
         // sync.json is rewritten only by a pass that moved something.
         let lastChange = try? FileManager.default.attributesOfItem(atPath: DeviceLayout(root: device.directory).syncState.path)[.modificationDate] as? Date
         return progress.withLock { p in
