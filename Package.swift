@@ -60,7 +60,9 @@ let package = Package(
         // module uses (`Locked`).
         .target(name: "KeyferryThreads", dependencies: [.product(name: "NIOPosix", package: "swift-nio")]),
 
-        // Pure values: what a keychain item, a query and a status are.
+        // Pure values that the device, its clients and its archives share: keychain items,
+        // queries, access control and statuses; the device's directory, profile, apps and
+        // status; the coded errors.
         .target(name: "KeychainModel"),
 
         // What Apple's iOS backups are made of that no library provides, written once, with

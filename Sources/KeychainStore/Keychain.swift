@@ -180,7 +180,8 @@ public struct Keychain: Sendable {
         defer { try? device.saveAttempts() }
         if query.itemClass == .identity { return try identities(query).map(\.identity) }
         if query.returning.contains(.ref) {
-            throw KeychainError(.unimplemented, "kSecReturnRef: Keyferry has no SecKey or SecCertificate objects; ask for data or attributes.")
+            throw KeychainError(
+                .unimplemented, "kSecReturnRef: the store returns no objects; ask for data or attributes (KeyferrySecurity makes SecKey and SecCertificate refs of them).")
         }
         let limit = query.matchLimit ?? .one
         let keys = try device.availableKeys()

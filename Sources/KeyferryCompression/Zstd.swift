@@ -2,16 +2,16 @@ internal import CZstd
 import Foundation
 
 /// Why a zstd frame could not be made or read.
-public struct CompressionError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let description: String
+package struct CompressionError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let description: String
 }
 
 /// zstd frames, the only code that calls libzstd. Frames carry their decompressed size, so
 /// readers can refuse one that claims more than they are willing to allocate.
-public enum Zstd {
-    public static let defaultLevel: Int32 = 3
+package enum Zstd {
+    package static let defaultLevel: Int32 = 3
 
-    public static func compress(_ input: some ContiguousBytes, level: Int32 = defaultLevel) throws -> Data {
+    package static func compress(_ input: some ContiguousBytes, level: Int32 = defaultLevel) throws -> Data {
         try input.withUnsafeBytes { source in
             let bound = ZSTD_compressBound(source.count)
             var out = Data(count: bound)
@@ -25,7 +25,7 @@ public enum Zstd {
     }
 
     /// Decompresses one frame; `limit` caps the size the frame may claim.
-    public static func decompress(_ frame: some ContiguousBytes, limit: Int) throws -> Data {
+    package static func decompress(_ frame: some ContiguousBytes, limit: Int) throws -> Data {
         try frame.withUnsafeBytes { source in
             let size = ZSTD_getFrameContentSize(source.baseAddress, source.count)
             guard size != ZSTD_CONTENTSIZE_ERROR, size != ZSTD_CONTENTSIZE_UNKNOWN else {

@@ -15,7 +15,7 @@ extension ProcessControl {
     /// Not a dispatch signal source: through one, a busy process (every core restoring, say)
     /// was seen to miss Ctrl-C on Linux. Here a plain handler, on whichever thread the signal
     /// lands, writes one byte to a pipe, and a thread of its own reads it and runs the handlers.
-    public static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> AnyObject {
+    package static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> AnyObject {
         Interrupts.shared.register(handler)
     }
 }
@@ -90,7 +90,7 @@ extension ProcessControl {
     /// Runs `services` (a server, the loops beside it) until SIGINT or SIGTERM, then shuts them
     /// down gracefully: the one way every Keyferry process takes those signals (the handler
     /// above, not a dispatch signal source), for a node and a relay as for a command.
-    public static func runUntilInterrupted(_ services: [any Service], logger: Logger) async throws {
+    package static func runUntilInterrupted(_ services: [any Service], logger: Logger) async throws {
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [], logger: logger))
         let interrupts = onInterrupt { Task { await group.triggerGracefulShutdown() } }
         defer { withExtendedLifetime(interrupts) {} }

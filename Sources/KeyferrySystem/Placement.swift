@@ -6,17 +6,17 @@ import Foundation
 
 /// Putting a finished file or directory where it belongs without ever replacing what is
 /// there: of several writers racing for one path, exactly one wins and the others are told.
-public enum Placement {
+package enum Placement {
     /// Moves a directory to `destination`, which may be missing or an empty directory. rename(2)
     /// fails on a non-empty one; `isOccupied` on the error says that is why.
-    public static func moveDirectory(_ source: URL, to destination: URL) throws(SystemError) {
+    package static func moveDirectory(_ source: URL, to destination: URL) throws(SystemError) {
         guard rename(source.path, destination.path) == 0 else { throw .last() }
     }
 
     /// Moves a file to `destination`, which must be missing. link(2), unlike rename(2), fails
     /// when anything is there; a file system without hard links gets a rename after one more
     /// look. `isOccupied` on the error says something appeared there.
-    public static func moveFile(_ source: URL, to destination: URL) throws(SystemError) {
+    package static func moveFile(_ source: URL, to destination: URL) throws(SystemError) {
         if link(source.path, destination.path) == 0 {
             unlink(source.path)
             return

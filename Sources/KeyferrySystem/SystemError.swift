@@ -3,12 +3,12 @@
 #endif
 
 /// A call into the C library that failed: its `errno`, and what it was doing.
-public struct SystemError: Error, Sendable, CustomStringConvertible {
-    public let code: Int32
+package struct SystemError: Error, Sendable, CustomStringConvertible {
+    package let code: Int32
     /// What failed, as the start of a sentence ("cannot open /x/node.lock"); nil alone.
-    public let action: String?
+    package let action: String?
 
-    public init(code: Int32, action: String? = nil) {
+    package init(code: Int32, action: String? = nil) {
         self.code = code
         self.action = action
     }
@@ -17,15 +17,15 @@ public struct SystemError: Error, Sendable, CustomStringConvertible {
     static func last(_ action: String? = nil) -> SystemError { SystemError(code: errno, action: action) }
 
     /// The system's words for the code, lowercased to sit inside a sentence ("permission denied").
-    public var reason: String { Self.reason(code) }
+    package var reason: String { Self.reason(code) }
 
-    public var description: String { action.map { "\($0): \(reason)" } ?? reason }
+    package var description: String { action.map { "\($0): \(reason)" } ?? reason }
 
     /// The system's words for an `errno` value, lowercased to sit inside a sentence.
-    public static func reason(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
+    package static func reason(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
 
     /// Something is already where the call would have put a file or directory.
-    public var isOccupied: Bool { code == EEXIST || code == ENOTEMPTY }
+    package var isOccupied: Bool { code == EEXIST || code == ENOTEMPTY }
     /// A listening socket's address is taken by another.
-    public var isAddressInUse: Bool { code == EADDRINUSE }
+    package var isAddressInUse: Bool { code == EADDRINUSE }
 }

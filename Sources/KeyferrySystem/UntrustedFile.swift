@@ -7,8 +7,8 @@ import Foundation
 /// Files laid out by someone else (a backup folder): read only when they are regular files,
 /// never through a symbolic link, and never waiting on a FIFO or a device. The checks are
 /// made on the open descriptor, so nothing swapped in between a check and the read gets read.
-public enum UntrustedFile {
-    public enum Failure: Error, Sendable, Equatable {
+package enum UntrustedFile {
+    package enum Failure: Error, Sendable, Equatable {
         case missing
         case symbolicLink
         /// A FIFO, socket, device or folder, by its kind's name.
@@ -18,7 +18,7 @@ public enum UntrustedFile {
     }
 
     /// The whole file at `path`, at most `limit` bytes.
-    public static func read(_ path: String, limit: Int) throws(Failure) -> Data {
+    package static func read(_ path: String, limit: Int) throws(Failure) -> Data {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
             switch errno {

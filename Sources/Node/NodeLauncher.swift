@@ -10,7 +10,7 @@ package enum NodeLauncher {
     package static func start(directory: URL, executable: URL = currentExecutable, timeout: Duration = .seconds(20)) async throws -> NodeAPI.NodeStatus {
         let paths = NodePaths(directory: directory)
         try DeviceLayout(root: paths.directory).requireDevice()
-        if NodeLock.isHeld(paths) {
+        if paths.isHeld {
             // Held by a node, or by a command that restores or reads the device.
             throw (try? await NodeClient(directory: directory).status()) != nil ? NodeError.alreadyRunning(paths.directory) : DeviceError.inUse(paths.directory)
         }
@@ -30,9 +30,9 @@ package enum NodeLauncher {
     package static func stop(directory: URL, timeout: Duration = .seconds(10)) async throws -> Bool {
         let paths = NodePaths(directory: directory)
         try DeviceLayout(root: paths.directory).requireDevice()
-        guard NodeLock.isHeld(paths) else { return false }
+        guard paths.isHeld else { return false }
         let pid = try await NodeClient(directory: directory).status().pid
-        try await Daemon.stop(pid, timeout: timeout) { NodeLock.isHeld(paths) }
+        try await Daemon.stop(pid, timeout: timeout) { paths.isHeld }
         return true
     }
 

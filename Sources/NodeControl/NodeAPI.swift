@@ -9,7 +9,6 @@ import SyncWire
 public enum NodeAPI {
     public static let version = "v1"
 
-    /// Paths, relative to `/v1/`.
     /// A route of the control API, typed by what it takes and what it answers: the client and
     /// the server name the same constant, so a call with the wrong body or answer does not
     /// compile. The routes are below; those that answer with an engine's values (a backup's

@@ -42,7 +42,7 @@ public struct NodeClient: Sendable {
     private func call<Body, Answer>(_ route: NodeAPI.Route<Body, Answer>, get: Bool, body: Body?) async throws -> Answer {
         // A dead node leaves its socket behind; without this check the client would retry it
         // until the timeout.
-        guard NodeLock.isHeld(paths) else {
+        guard paths.isHeld else {
             try DeviceLayout(root: paths.directory).requireDevice()
             throw NodeError.notRunning(paths.directory)
         }
@@ -116,7 +116,7 @@ extension NodeClient {
         do {
             response = try UnixSocketHTTP.exchangeWaiting(socketPath: paths.socket.path, request)
         } catch {
-            guard NodeLock.isHeld(paths) else { throw NodeError.notRunning(paths.directory) }
+            guard paths.isHeld else { throw NodeError.notRunning(paths.directory) }
             throw unanswered(error)
         }
         return try answer(to: route, response)

@@ -1,7 +1,8 @@
 import Foundation
 import KeychainModel
 
-/// The files a node keeps beside the device, inside its directory.
+/// The files a node keeps beside the device, inside its directory: `DeviceLayout`'s, as a
+/// client names them (the directory standardized, the socket's length checked).
 public struct NodePaths: Sendable {
     public let directory: URL
     public init(directory: URL) { self.directory = directory.standardizedFileURL }
