@@ -181,7 +181,8 @@ public struct Keychain: Sendable {
         if query.itemClass == .identity { return try identities(query).map(\.identity) }
         if query.returning.contains(.ref) {
             throw KeychainError(
-                .unimplemented, "kSecReturnRef: the store returns no objects; ask for data or attributes (KeyferrySecurity makes SecKey and SecCertificate refs of them).")
+                .unimplemented,
+                "kSecReturnRef: the store returns no objects; ask for data or attributes (KeyferrySecurity makes SecKey and SecCertificate refs of them).")
         }
         let limit = query.matchLimit ?? .one
         let keys = try device.availableKeys()
