@@ -89,7 +89,7 @@ let package = Package(
         .target(
             name: "PhoneBackup",
             dependencies: [
-                "AppleFormats", "Backup", "KeychainModel", "KeychainStore", "KeyferrySystem", "KeyferryThreads",
+                "AppleFormats", "Backup", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
@@ -120,6 +120,7 @@ let package = Package(
         .target(
             name: "RelayHTTP",
             dependencies: [
+                "KeyferryCrypto",
                 "Relay", "SyncWire", "KeychainModel", "KeyferrySystem", "KeyferryThreads", "KeyferryHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -141,7 +142,8 @@ let package = Package(
             ]),
 
         // The survival matrix: every path a device's secrets can take, run on scratch copies.
-        .target(name: "Survival", dependencies: ["KeychainModel", "KeychainStore", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
+        .target(
+            name: "Survival", dependencies: ["KeyferryCrypto", "KeychainModel", "KeychainStore", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
 
         // The control API a node answers on the socket in its directory: its routes and values,
         // and the client that calls them. It never opens a device.
@@ -175,6 +177,7 @@ let package = Package(
         .target(
             name: "Scenario",
             dependencies: [
+                .product(name: "Yams", package: "Yams"),
                 "KeychainModel", "KeychainStore", "Backup", "PhoneBackup", "Sync", "SyncWire", "Survival", "Node", "NodeControl", "Fleet",
                 "KeyferrySecurity", "KeyferryThreads",
             ]),
@@ -282,7 +285,7 @@ let package = Package(
             dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // Written as a user's own test suite would be: only KeyferryTesting, and app code that
         // compiles unchanged for Apple's platforms (Samples/).
-        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeyferryTesting", "KeyferrySecurity", "LocalAuthentication"]),
+        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeychainModel", "Backup", "KeyferryTesting", "KeyferrySecurity", "LocalAuthentication"]),
         // The seeds' app code that calls UserDefaults.standard, FileManager.default and
         // Data.write, unchanged but for the one file a user's module adds (DeviceFoundation.swift);
         // in Swift 5 mode, as the seeds' code is written.
@@ -298,8 +301,8 @@ let package = Package(
                 "Relay", "RelayHTTP", "RelayPostgres", "SyncWire", "KeychainModel", "KeyferryCrypto", "KeychainTesting", "KeyferryThreads",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "FleetTests", dependencies: ["Fleet", "KeychainStore", "Relay"]),
-        .testTarget(name: "SurvivalTests", dependencies: ["Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
+        .testTarget(name: "FleetTests", dependencies: ["KeychainModel", "KeyferryCrypto", "Fleet", "KeychainStore", "Relay"]),
+        .testTarget(name: "SurvivalTests", dependencies: ["KeyferryCrypto", "Survival", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         .testTarget(
             name: "BackupTests", dependencies: ["Backup", "KeyferryCrypto", "KeyferryThreads", "KeychainStore", "KeychainModel", "KeychainTesting"],
             exclude: ["Format1"]),
@@ -327,3 +330,11 @@ let package = Package(
             exclude: ["IOSReaders"]),
     ]
 )
+
+// What the compiler checks of every module's imports, as Hummingbird does: a file imports each
+// module whose members it uses (no member reaches it through another's import), and an import
+// is internal unless the file says it is part of its public (or package) face.
+for target in package.targets where target.type != .system {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility"), .enableUpcomingFeature("InternalImportsByDefault")]
+}

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// An item's access control as Apple keeps it (the `accc` attribute): what
 /// `SecAccessControlCopyData` writes, a DER property list of the protection class (`prot`) and

@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+package import Crypto
+package import Foundation
 import _CryptoExtras
 
 /// How an iOS backup names and seals its files (`IOS-BACKUP.md`, sections 1, 4 and 7).

@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+package import Crypto
+package import Foundation
 import _CryptoExtras
 
 /// The keybag of an encrypted iOS backup (`Manifest.plist`'s `BackupKeyBag`): TLVs of a 4-byte

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Apple's binary property lists (`bplist00`), as CoreFoundation lays them out
 /// (swift-corelibs-foundation, `CFBinaryPList.c`): a header, the objects, an offset table, and a

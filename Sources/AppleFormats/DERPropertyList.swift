@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The DER encoding of property lists that Apple's Security framework uses for keychain items in
 /// a backup (`der_plist.c` and its siblings in Security/OSX/utilities). DER, with Apple's own

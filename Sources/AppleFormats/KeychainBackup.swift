@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+package import Crypto
+package import Foundation
 
 /// One keychain item as `keychain-backup.plist` carries it, sealed in version 3 (`IOS-BACKUP.md`,
 /// section 9): little-endian version, class and wrapped-key length, the item key wrapped under

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A property-list value as Apple's formats carry it: the binary plists of an iOS backup (with
 /// the UIDs of keyed archives) and the DER plists of its keychain. A pure value: encoders and

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Apple's XML property lists, written only: a backup's `Info.plist` is one. Keys sorted, so the
 /// same value always gives the same bytes; text escaped as XML requires.

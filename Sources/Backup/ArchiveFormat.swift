@@ -1,5 +1,5 @@
-import Foundation
-import KeyferryCrypto
+public import Foundation
+public import KeyferryCrypto
 
 /// The fixed facts of a backup archive. The bytes are specified in Protocol/backup.md:
 ///

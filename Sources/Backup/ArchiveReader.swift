@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeychainStore
+public import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
 

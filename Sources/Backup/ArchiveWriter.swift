@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeychainStore
+public import KeychainStore
 import KeyferryCompression
-import KeyferryCrypto
+public import KeyferryCrypto
 import KeyferrySystem
 import KeyferryThreads
 

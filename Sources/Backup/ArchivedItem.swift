@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+public import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 

@@ -1,7 +1,7 @@
-import Foundation
-import KeychainModel
-import KeychainStore
-import KeyferryCrypto
+public import Foundation
+package import KeychainModel
+public import KeychainStore
+public import KeyferryCrypto
 
 /// Makes a backup of a powered-on, unlocked device: its apps, every exportable keychain item
 /// wrapped by the migration rules, and the apps' sandboxes.

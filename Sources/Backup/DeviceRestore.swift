@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import KeychainStore
+public import Foundation
+public import KeychainModel
+package import KeychainStore
 import KeyferryCrypto
 import KeyferryThreads
 

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeychainStore
+public import KeychainStore
 
 /// Quick Start, the device-to-device transfer of a new iPhone: the apps, their sandboxes and
 /// every keychain item allowed to leave the device move onto another one; ThisDeviceOnly items

@@ -1,7 +1,7 @@
-import Foundation
-import KeychainModel
-import KeychainStore
-import Relay
+package import Foundation
+package import KeychainModel
+package import KeychainStore
+package import Relay
 
 /// What a fleet file describes: devices to run side by side on one machine, and the apps
 /// installed on each. Pure values; `FleetRunner` brings them to life.

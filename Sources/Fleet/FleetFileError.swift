@@ -1,4 +1,4 @@
-import KeychainModel
+package import KeychainModel
 
 /// A fleet file that cannot be used, located the way a compiler locates an error:
 /// `Peers/family.yaml:12:15: devices.phone.biometry: expected true or false, found "often".`

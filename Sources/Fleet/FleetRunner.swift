@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+package import Foundation
+package import KeychainModel
 import KeychainStore
 import Node
 import NodeControl

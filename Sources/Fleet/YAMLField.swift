@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 import KeychainModel
 import KeychainStore
-import Yams
+package import Yams
 
 /// A node of a parsed YAML document together with where it is: its dotted field path and its
 /// line, so that every complaint about it can name both.

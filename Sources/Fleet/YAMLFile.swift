@@ -1,4 +1,5 @@
-import Foundation
+package import Foundation
+import Yams
 
 /// Reading a fleet or scenario file a user names: bounded in size, UTF-8, and never quoted back
 /// (a file named by mistake, a token or a credential, must not end up in an error or a CI log).

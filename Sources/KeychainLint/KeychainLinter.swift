@@ -1,4 +1,4 @@
-import KeychainModel
+public import KeychainModel
 import SwiftOperators
 import SwiftParser
 import SwiftSyntax

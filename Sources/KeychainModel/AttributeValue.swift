@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The value of one attribute.
 public enum AttributeValue: Hashable, Sendable, CustomStringConvertible {

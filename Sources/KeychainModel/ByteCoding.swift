@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Builds the length-prefixed binary encodings of Keyferry's formats (see `Protocol/`).
 /// Integers are little-endian; variable-length fields carry a 32-bit length.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An item the store holds but cannot open: its row fails authentication, damaged or edited.
 /// Reads of many items (a list, a search for all, a backup, sync) skip it and name it here, as

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A failure of the simulated device itself rather than of a keychain call: a directory that
 /// is not a device, an app that is not installed, a sandbox file that is protected right now.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where a device keeps each thing inside its directory: one list of its files, for the store
 /// that owns them and for the clients that only look.

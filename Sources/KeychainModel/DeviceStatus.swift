@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where the device is in its power and lock cycle.
 public enum LockState: String, Sendable, Codable {

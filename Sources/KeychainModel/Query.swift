@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Which items a query sees by their synchronizable flag. Apple's default is `.no`: a query
 /// without `kSecAttrSynchronizable` never sees synced items.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Stolen Device Protection (iOS 17.3 and later, on by default from iOS 26.4): away from
 /// familiar locations, or always when the user chooses, changing the passcode, adding or

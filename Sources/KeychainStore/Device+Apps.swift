@@ -1,6 +1,7 @@
-import Foundation
+public import Foundation
 import GRDB
-import KeychainModel
+public import KeychainModel
+import KeyferryThreads
 
 extension Device {
     /// Installs an app, or updates an installed one (an update keeps the sandbox). Installing

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KeychainModel
 
 /// Swapping a whole device directory for one built beside it (what a restore does), so that a

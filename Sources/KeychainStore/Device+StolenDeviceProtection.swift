@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import KeychainModel
+public import KeychainModel
 
 /// Stolen Device Protection: the setting, where the device is, and the Security Delay that
 /// holds a passcode or Face ID change (`SecuritySettings`).

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import GRDB
-import KeychainModel
-import KeyferryCrypto
+public import KeychainModel
+public import KeyferryCrypto
 import KeyferrySystem
 import KeyferryThreads
 

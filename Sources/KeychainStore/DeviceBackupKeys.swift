@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeyferryCrypto
+public import KeyferryCrypto
 
 /// The keys that bind a device's backups to it, derived from its hardware UID: no other device
 /// can derive them, and they never leave the device.

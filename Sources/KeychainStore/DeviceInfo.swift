@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import KeyferryCrypto
+public import Foundation
+public import KeychainModel
+public import KeyferryCrypto
 
 /// The public facts of a device, kept in `device.json`. Nothing here is secret.
 public struct DeviceInfo: Codable, Sendable, Equatable {

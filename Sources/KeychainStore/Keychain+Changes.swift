@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import KeychainModel
+public import KeychainModel
 import KeyferryThreads
 
 /// A live item as the system exports it for a backup: its attributes left in the byte coding

@@ -1,4 +1,5 @@
-import KeychainModel
+import FoundationEssentials
+public import KeychainModel
 
 extension Keychain {
     /// Lists every live item (but the device's own), class by class and protection class by

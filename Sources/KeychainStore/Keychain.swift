@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import KeychainModel
+public import KeychainModel
 import KeyferryCrypto
 import KeyferryThreads
 

@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import KeyferryCrypto
+public import Foundation
+package import KeychainModel
+public import KeyferryCrypto
 
 /// What a row's metadata blob holds once opened: everything about an item but its secret.
 struct ItemMetadata: Equatable, Sendable {

@@ -1,5 +1,5 @@
 internal import CZstd
-import Foundation
+package import Foundation
 
 /// Why a zstd frame could not be made or read.
 package struct CompressionError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 internal import CSodium
-import Foundation
+public import Foundation
 
 /// XChaCha20-Poly1305 (IETF). The 24-byte nonce is random per message, so it is safe to draw
 /// it from the entropy source without a counter. A sealed box is `nonce || ciphertext || tag`.

@@ -1,5 +1,5 @@
 internal import CSodium
-import Foundation
+public import Foundation
 
 /// Keyed BLAKE2b: the keyed hashes behind primary-key lookups and key tangling.
 public enum KeyedHash {

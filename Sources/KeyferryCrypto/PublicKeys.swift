@@ -1,5 +1,5 @@
 internal import CSodium
-import Foundation
+public import Foundation
 
 /// An Ed25519 key pair: the half of a device's identity that vouches for what it writes.
 /// Made from a 32-byte seed, which is all a device needs to keep.

@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+public import KeychainModel
 
 /// The traps, named and explained in KeychainModel so that `keyferry lint` words them as the
 /// audit does.

@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+public import KeychainModel
 import KeyferrySystem
 
 /// The traps recorded on one device: `audit.jsonl` in its directory, one JSON record per line.

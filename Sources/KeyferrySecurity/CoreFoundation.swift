@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 @_exported import SecConstantObjects
 @_exported import SecConstants
 

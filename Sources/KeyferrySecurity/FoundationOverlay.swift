@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // App code that calls `UserDefaults.standard`, `FileManager.default` and
 // `Data.write(to:options:)` reaches the host, not the device. Swift lets no imported module

@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
-import KeychainModel
+package import Foundation
+package import KeychainModel
 import SwiftASN1
 import _CryptoExtras
 

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainModel
+public import KeychainModel
 
 /// `kSecAttrAccessControl`'s value: the accessibility plus what the user must prove.
 public typealias SecAccessControl = AccessControl

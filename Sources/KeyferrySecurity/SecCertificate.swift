@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
-import KeychainModel
+public import Foundation
+package import KeychainModel
 import SwiftASN1
 import X509
 import _CryptoExtras

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainModel
+package import KeychainModel
 
 /// Translates Keychain Services dictionaries (`[kSecClass: kSecClassGenericPassword, ...]`)
 /// into typed calls and typed results back into what `SecItemCopyMatching` returns.

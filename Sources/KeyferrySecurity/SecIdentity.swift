@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+package import KeychainModel
 
 /// A certificate and its private key, as `SecPKCS12Import` and `kSecReturnRef` on
 /// `kSecClassIdentity` hand them back.

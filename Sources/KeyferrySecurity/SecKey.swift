@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+package import KeychainModel
 
 /// A key, as `SecKeyCreateRandomKey`, `SecKeyCreateWithData` and `kSecReturnRef` hand it back.
 public final class SecKey: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What keychain code reads of UIKit's `UIApplication`, on Linux where UIKit is absent: whether
 /// protected data is available, and the two notifications of its changes. A file that imports

@@ -1,7 +1,7 @@
 import Foundation
 import KeyferryThreads
-import Logging
-import ServiceLifecycle
+package import Logging
+package import ServiceLifecycle
 
 #if canImport(Glibc)
     import Glibc

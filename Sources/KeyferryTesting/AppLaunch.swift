@@ -1,5 +1,5 @@
 import Foundation
-import KeyferrySecurity
+public import KeyferrySecurity
 import KeyferryThreads
 
 /// What became of one launch of an app's code.

@@ -1,7 +1,7 @@
-import Backup
-import Foundation
-import KeychainModel
-import KeychainStore
+public import Backup
+public import Foundation
+public import KeychainModel
+public import KeychainStore
 import KeyferryCrypto
 @_exported import KeyferrySecurity
 import KeyferryThreads

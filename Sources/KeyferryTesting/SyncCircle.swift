@@ -1,8 +1,9 @@
 import Foundation
-import KeychainModel
+public import KeychainModel
+import KeychainStore  // a device's info, named by no type here
 import Relay
 import Sync
-import SyncWire
+public import SyncWire
 
 /// Simulated devices in one iCloud Keychain circle, through a relay in this process: only
 /// synchronizable, non-ThisDeviceOnly items without access control travel, as on iOS.

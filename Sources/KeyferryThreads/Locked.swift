@@ -1,4 +1,4 @@
-import Synchronization
+package import Synchronization
 
 /// A value behind a lock, safe to use from async code in an optimized build: the lock
 /// every module of Keyferry uses, in place of `Synchronization.Mutex`.

@@ -1,8 +1,8 @@
-import Foundation
+package import Foundation
 import KeychainModel
 import KeyferrySystem
 import KeyferryThreads
-import Logging
+package import Logging
 
 /// Appends one line per message to a log file (a node's, the relay's): timestamp, level,
 /// message, metadata. Control characters are escaped, so that text from outside (a relay's

@@ -1,9 +1,9 @@
 import Foundation
-import KeychainModel
-import KeychainStore
+package import KeychainModel
+package import KeychainStore
 import KeyferryThreads
-import NodeControl
-import Survival
+package import NodeControl
+package import Survival
 import Sync
 import SyncWire
 

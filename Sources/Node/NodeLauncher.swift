@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 import KeychainModel
 import KeyferrySystem
-import NodeControl
+package import NodeControl
 
 /// Starts and stops node processes: `keyferry node start|stop DIR`.
 package enum NodeLauncher {

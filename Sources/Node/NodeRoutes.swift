@@ -1,7 +1,7 @@
-import Backup
-import NodeControl
-import PhoneBackup
-import Survival
+package import Backup
+package import NodeControl
+package import PhoneBackup
+package import Survival
 
 // The control API's routes that answer with an engine's values, typed where those values are
 // known: the node serves them and the command line calls them by these same constants.

@@ -1,6 +1,6 @@
 import Backup
-import Foundation
-import Hummingbird
+package import Foundation
+package import Hummingbird
 import KeychainModel
 import KeychainStore
 import KeyferrySystem

@@ -1,7 +1,8 @@
-import Foundation
-import KeyferrySystem
+package import Foundation
+import KeychainModel
+package import KeyferrySystem
 import NodeControl
-import Relay
+package import Relay
 
 /// Starts and stops a relay in the background (`keyferry relay serve --detach`), as a fleet
 /// that syncs needs one. The relay says where it listens in `DATA/relay.json`.

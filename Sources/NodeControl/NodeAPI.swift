@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import SyncWire
+public import Foundation
+public import KeychainModel
+public import SyncWire
 
 /// The control API a node serves on `DIR/node.sock`: JSON over HTTP/1.1, one POST per
 /// operation (GET for reads without a body). Every failure is a `NodeAPI.Failure` body with a

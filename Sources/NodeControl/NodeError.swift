@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+public import KeychainModel
 
 /// Failures of the node machinery itself (not of the device or the keychain): a code to branch
 /// on, and a sentence that names the fix.

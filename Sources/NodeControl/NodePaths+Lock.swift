@@ -1,5 +1,6 @@
 import Foundation
-import KeyferrySystem
+import KeychainModel
+package import KeyferrySystem
 
 extension NodePaths {
     /// Whether something holds the device (its lock, `DeviceLayout.lock`): its node, or a

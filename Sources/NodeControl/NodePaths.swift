@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KeychainModel
 
 /// The files a node keeps beside the device, inside its directory: `DeviceLayout`'s, as a

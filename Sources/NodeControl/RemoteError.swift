@@ -1,4 +1,4 @@
-import KeychainModel
+public import KeychainModel
 
 /// An error a node reported in a domain this client does not rebuild (a newer node's, or one
 /// of a layer the client does not link): its domain, code, kind and sentence, as they came.

@@ -1,5 +1,5 @@
 import AppleFormats
-import Foundation
+package import Foundation
 import GRDB
 import KeychainModel
 import KeyferrySystem

@@ -1,7 +1,7 @@
 import AppleFormats
 import Crypto
 import Foundation
-import KeychainModel
+package import KeychainModel
 
 /// What a Keyferry device says it is in the backups it writes as a phone: a modern iPhone, so
 /// that readers take the iOS 10.2+ code path (`IOS-BACKUP.md`, section 2).

@@ -1,8 +1,9 @@
 import AppleFormats
 import Crypto
-import Foundation
-import KeychainModel
-import KeychainStore
+package import Foundation
+package import KeychainModel
+package import KeychainStore
+import KeyferryCrypto
 import KeyferrySystem
 import KeyferryThreads
 
@@ -61,8 +62,8 @@ package struct PhoneBackupReader: Sendable {
     /// tied to the device that made it when it is that device. `checkpoint` is called between
     /// rows of `Manifest.db` and throws to stop the read (an interrupt).
     package func open(password: Data?, device: DeviceBackupKeys?, checkpoint: () throws -> Void = {}) throws -> OpenedPhoneBackup {
-        let deviceKey = device.flatMap { wasWritten(by: $0.deviceID) ? $0.phoneDeviceKey.withUnsafeBytes { SymmetricKey(data: $0) } : nil }
-        var passwordKey: SymmetricKey?
+        let deviceKey = device.flatMap { wasWritten(by: $0.deviceID) ? $0.phoneDeviceKey.withUnsafeBytes { Crypto.SymmetricKey(data: $0) } : nil }
+        var passwordKey: Crypto.SymmetricKey?
         if manifest.encrypted {
             guard let password, !password.isEmpty else { throw PhoneBackupError.needsPassword }
             do {
@@ -71,7 +72,7 @@ package struct PhoneBackupReader: Sendable {
                 throw PhoneBackupError.malformed("its keybag's key derivation failed: \(error)")
             }
         }
-        let classKeys: [UInt32: SymmetricKey]
+        let classKeys: [UInt32: Crypto.SymmetricKey]
         do {
             classKeys = try manifest.keybag.classKeys(with: passwordKey, deviceKey: deviceKey)
         } catch BackupKeybagError.wrongPassword {
@@ -96,7 +97,7 @@ package struct PhoneBackupReader: Sendable {
 
     /// `Manifest.db`'s plaintext. iOS 10.0 and 10.1 encrypted a backup's files but not
     /// `Manifest.db`, and wrote no `ManifestKey`.
-    private func manifestDatabase(_ classKeys: [UInt32: SymmetricKey]) throws -> Data {
+    private func manifestDatabase(_ classKeys: [UInt32: Crypto.SymmetricKey]) throws -> Data {
         let sealed = try Self.contents(of: folder.manifestDatabase, "Manifest.db", limit: Self.maximumFileBytes, in: folder.root)
         guard manifest.encrypted else { return sealed }
         guard let manifestKey = manifest.manifestKey else {
@@ -145,7 +146,7 @@ package struct PhoneBackupReader: Sendable {
 package struct OpenedPhoneBackup: Sendable {
     let folder: PhoneBackupFolder
     let manifest: PhoneManifest
-    let classKeys: [UInt32: SymmetricKey]
+    let classKeys: [UInt32: Crypto.SymmetricKey]
     let rows: [ManifestRow]
     /// Rows of `Manifest.db` whose record does not decode, by name: never restored.
     let unreadableRecords: [String]

@@ -1,5 +1,5 @@
 import AppleFormats
-import Foundation
+package import Foundation
 import KeychainModel
 
 /// What a folder of a phone's backup holds, read without a password and without stopping at

@@ -1,9 +1,10 @@
 import AppleFormats
 import Backup
 import Crypto
-import Foundation
+package import Foundation
 import KeychainModel
-import KeychainStore
+package import KeychainStore
+import KeyferryCrypto
 import KeyferrySystem
 import KeyferryThreads
 
@@ -60,7 +61,7 @@ package enum PhoneBackupWriter {
         var placed = false
         defer { if !placed { try? FileManager.default.removeItem(at: staging) } }
 
-        let deviceKey = device.backupKeys.phoneDeviceKey.withUnsafeBytes { SymmetricKey(data: $0) }
+        let deviceKey = device.backupKeys.phoneDeviceKey.withUnsafeBytes { Crypto.SymmetricKey(data: $0) }
         if options.password != nil { try progress(.derivingKey(rounds: options.dataProtectionRounds)) }
         let keys = try WritingKeys(password: options.password, dataProtectionRounds: options.dataProtectionRounds, deviceKey: deviceKey)
         var writer = BlobWriter(folder: PhoneBackupFolder(root: staging), keys: keys)
@@ -206,19 +207,19 @@ package enum PhoneBackupWriter {
 struct WritingKeys: Sendable {
     let keybag: BackupKeybag
     /// By class number; nil for an unencrypted backup's file classes (files are in plain).
-    let classKeys: [UInt32: SymmetricKey]
+    let classKeys: [UInt32: Crypto.SymmetricKey]
     var encrypted: Bool { classKeys[1] != nil }
 
-    init(password: Data?, dataProtectionRounds: UInt32, deviceKey: SymmetricKey) throws {
-        func random(_ count: Int) -> [UInt8] { Array(SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.prefix(count)) }
+    init(password: Data?, dataProtectionRounds: UInt32, deviceKey: Crypto.SymmetricKey) throws {
+        func random(_ count: Int) -> [UInt8] { Array(Crypto.SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.prefix(count)) }
         var keybag = BackupKeybag(
             uuid: random(16), hmacKey: random(32) + random(8), salt: random(20), iterations: PhoneIdentity.rounds,
             dataProtectionIterations: dataProtectionRounds, dataProtectionSalt: random(20), classes: [])
-        var keys: [UInt32: SymmetricKey] = [:]
+        var keys: [UInt32: Crypto.SymmetricKey] = [:]
         if let password {
             let passwordKey = try keybag.passwordKey(password)
             for number in PhoneClass.fileClasses + PhoneClass.keychainClasses {
-                let key = SymmetricKey(size: .bits256)
+                let key = Crypto.SymmetricKey(size: .bits256)
                 // Class 5 and the ThisDeviceOnly classes are tied to the device, then wrapped.
                 let tied = number == 5 || PhoneClass.thisDeviceOnly.contains(number)
                 let stored = tied ? try BackupKeybag.tangled(key, deviceKey: deviceKey) : key
@@ -234,7 +235,7 @@ struct WritingKeys: Sendable {
             keybag.dataProtectionIterations = 1
             keybag.iterations = 1
             for number in PhoneClass.keychainClasses {
-                let key = SymmetricKey(size: .bits256)
+                let key = Crypto.SymmetricKey(size: .bits256)
                 keybag.classes.append(
                     .init(
                         uuid: random(16), protectionClass: number, wrap: BackupKeybag.ClassKey.deviceWrap,
@@ -267,10 +268,10 @@ private struct FreshKeys {
     private let bytes: [UInt8]
 
     init(count: Int) {
-        bytes = count == 0 ? [] : SymmetricKey(size: SymmetricKeySize(bitCount: 256 * count)).withUnsafeBytes { Array($0) }
+        bytes = count == 0 ? [] : Crypto.SymmetricKey(size: SymmetricKeySize(bitCount: 256 * count)).withUnsafeBytes { Array($0) }
     }
 
-    subscript(index: Int) -> SymmetricKey { SymmetricKey(data: bytes[index * 32..<(index + 1) * 32]) }
+    subscript(index: Int) -> Crypto.SymmetricKey { Crypto.SymmetricKey(data: bytes[index * 32..<(index + 1) * 32]) }
 }
 
 /// One exported item as the backup carries it, or why it is left out.
@@ -278,7 +279,7 @@ private enum KeychainEntry: Sendable {
     case sealed(table: String, Data)
     case leftOut(String)
 
-    init(item: ExportedItem, keys: WritingKeys, itemKey: SymmetricKey) throws {
+    init(item: ExportedItem, keys: WritingKeys, itemKey: Crypto.SymmetricKey) throws {
         let name = "\(item.itemClass.name).\(item.protection.name)"
         if let reason = item.neverExported {
             self = .leftOut("\(item.itemClass.name).\(reason.rawValue)")
@@ -309,7 +310,7 @@ private struct BlobSealer: Sendable {
         var key: ClassWrappedKey?
         var blob = contents
         if let classKey = keys.classKeys[fileClass] {
-            let fileKey = SymmetricKey(size: .bits256)
+            let fileKey = Crypto.SymmetricKey(size: .bits256)
             key = try ClassWrappedKey(wrapping: fileKey, protectionClass: fileClass, under: classKey)
             blob = try BackupFileCrypto.seal(contents, key: fileKey)
         }
@@ -379,7 +380,7 @@ private struct BlobWriter {
         try ManifestDatabase.write(rows.values.sorted { ($0.domain, $0.relativePath) < ($1.domain, $1.relativePath) }, to: plain)
         let contents = try Data(contentsOf: plain)
         if let classKey = keys.classKeys[4] {
-            let databaseKey = SymmetricKey(size: .bits256)
+            let databaseKey = Crypto.SymmetricKey(size: .bits256)
             manifestKey = try ClassWrappedKey(wrapping: databaseKey, protectionClass: 4, under: classKey)
             try BackupFileCrypto.seal(contents, key: databaseKey).write(to: folder.manifestDatabase)
         } else {

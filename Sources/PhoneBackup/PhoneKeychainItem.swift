@@ -1,7 +1,7 @@
-import AppleFormats
+package import AppleFormats
 import Crypto
-import Foundation
-import KeychainModel
+package import Foundation
+package import KeychainModel
 
 /// How an iOS backup names Keyferry's protection classes: keychain classes 6–11 (`akpu`, 12,
 /// never leaves a phone) and file classes 1 to 4 (`IOS-BACKUP.md`, sections 3 and 9).

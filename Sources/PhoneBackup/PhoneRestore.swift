@@ -1,6 +1,6 @@
 import AppleFormats
-import Backup
-import Foundation
+package import Backup
+package import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferryThreads

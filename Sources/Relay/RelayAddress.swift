@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Where a relay listens, written either way a user meets it, everywhere one is asked for:
 /// `HOST:PORT` (as `relay serve --listen` and fleet files take it), `http://HOST:PORT` (as

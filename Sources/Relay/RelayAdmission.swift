@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import KeyferryCrypto
 
 /// Who may create a circle on a relay: anyone (`open`, the default of a relay on loopback), or

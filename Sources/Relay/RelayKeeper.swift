@@ -1,6 +1,8 @@
-import Foundation
+package import Foundation
+import KeychainModel
+import KeyferryCrypto
 import KeyferryThreads
-import SyncWire
+package import SyncWire
 
 /// Why a relay refused a push, with the HTTP status that says it.
 package struct RelayRefusal: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import KeyferryCrypto
-import SyncWire
+package import SyncWire
 
 /// Where a relay keeps what members push: logs per circle and stream, appended to and
 /// compacted (Protocol/relay.md, "Compaction"), never rewritten in place. Embedded

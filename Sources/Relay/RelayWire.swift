@@ -1,7 +1,7 @@
 import Foundation
 import KeychainModel
 import KeyferryCrypto
-import SyncWire
+package import SyncWire
 
 /// The bytes of the relay's HTTP bodies (Protocol/relay.md): a push is a list of
 /// records, a pull answers records with their cursors.

@@ -1,8 +1,8 @@
-import Foundation
+package import Foundation
 import GRDB
 import KeychainModel
 import KeyferryCrypto
-import SyncWire
+package import SyncWire
 
 /// The relay's embedded storage: one SQLite file in WAL mode. A record's cursor is its row id;
 /// a digest of its bytes keeps a retried push from being stored twice. SQLite calls block: GRDB's

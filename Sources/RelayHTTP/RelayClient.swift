@@ -1,11 +1,12 @@
 import AsyncHTTPClient
-import Foundation
+package import Foundation
 import KeychainModel
+import KeyferryCrypto
 import KeyferryThreads
 import NIOCore
 import NIOHTTP1
 import Relay
-import SyncWire
+package import SyncWire
 
 /// A member's side of the relay: push records to a circle's stream, pull them by cursor.
 package struct RelayClient: RelayTransport {

@@ -1,11 +1,11 @@
-import Foundation
+package import Foundation
 import Hummingbird
 import HummingbirdTLS
 import KeyferrySystem
-import Logging
+package import Logging
 import NIOCore
 import NIOSSL
-import Relay
+package import Relay
 import SyncWire
 
 /// The untrusted store-and-forward service: members push records to a circle's logs and pull

@@ -1,10 +1,10 @@
-import Foundation
+package import Foundation
 import KeychainModel
 import KeyferryCrypto
-import Logging
+package import Logging
 import PostgresNIO
-import Relay
-import SyncWire
+package import Relay
+package import SyncWire
 
 /// A relay's storage on PostgreSQL, which several relays share: everything a relay decides by
 /// (the logs, each stream's newest cursor, each circle's size) is in the database.

@@ -1,7 +1,8 @@
-import Fleet
-import Foundation
-import KeychainModel
-import Survival
+package import Fleet
+package import Foundation
+package import KeychainModel
+package import Survival
+import Yams
 
 /// A scenario file: devices and apps (inline, as in a fleet file, or a fleet file by path), the
 /// items to seed, then steps and expectations. Protocol/scenario.md specifies it. Everything is

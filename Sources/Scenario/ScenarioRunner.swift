@@ -1,6 +1,6 @@
 import Backup
 import Fleet
-import Foundation
+package import Foundation
 import KeychainModel
 import KeyferrySecurity
 import KeyferryThreads

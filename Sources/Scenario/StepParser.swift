@@ -2,6 +2,7 @@ import Fleet
 import Foundation
 import KeychainModel
 import Survival
+import Yams
 
 /// Reads steps one by one, checking every name against what the scenario declares: devices and
 /// apps from its fleet, archives made by earlier backups, items added somewhere in it.

@@ -9,7 +9,7 @@
 // those of the modules it imports, and both must stay visible side by side. A test checks that
 // every constant has its object.
 
-import Foundation
+public import Foundation
 internal import SecConstants
 
 @_disfavoredOverload public let kCFBooleanTrue: NSNumber! = NSNumber(value: true)

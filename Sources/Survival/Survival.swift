@@ -1,7 +1,8 @@
 import Backup
-import Foundation
+package import Foundation
 import KeychainModel
-import KeychainStore
+package import KeychainStore
+import KeyferryCrypto
 import KeyferryThreads
 import Relay
 import Sync

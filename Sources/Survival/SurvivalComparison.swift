@@ -1,6 +1,6 @@
 import Foundation
 import KeychainModel
-import KeychainStore
+package import KeychainStore
 import KeyferryThreads
 
 /// The same secrets on the device and on the iOS Simulator: every cell where the Simulator keeps

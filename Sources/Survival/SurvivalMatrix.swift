@@ -1,5 +1,5 @@
 import Foundation
-import KeychainModel
+package import KeychainModel
 
 /// For every secret on a device, what each path does to it: the answer to "which of my app's
 /// secrets survive a new phone, a restore, a passcode removal, a new Face ID, an app transfer?"

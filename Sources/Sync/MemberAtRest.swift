@@ -1,6 +1,7 @@
-import Foundation
-import KeyferryCrypto
-import SyncWire
+package import Foundation
+import KeychainModel
+package import KeyferryCrypto
+package import SyncWire
 
 /// What a member's directory says of its circle while no node runs: read from the state it
 /// remembers (`sync.json`), whose membership is signed and verified here. Nothing secret is

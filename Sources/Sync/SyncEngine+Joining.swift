@@ -1,8 +1,8 @@
-import Foundation
+package import Foundation
 import KeychainModel
-import KeychainStore
+package import KeychainStore
 import KeyferryCrypto
-import SyncWire
+package import SyncWire
 
 /// What a device that asked to join has heard back.
 package enum JoinAnswer: Sendable {

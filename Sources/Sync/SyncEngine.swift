@@ -1,9 +1,9 @@
-import Foundation
+package import Foundation
 import KeychainModel
-import KeychainStore
-import KeyferryCrypto
+package import KeychainStore
+package import KeyferryCrypto
 import KeyferryThreads
-import SyncWire
+package import SyncWire
 
 /// One member's side of sync: it seals the device's own writes of eligible items into
 /// envelopes and pushes them, and pulls what other members wrote, keeping of each item the

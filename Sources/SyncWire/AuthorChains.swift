@@ -1,6 +1,6 @@
 import Foundation
 import KeychainModel
-import KeyferryCrypto
+public import KeyferryCrypto
 
 /// What a member has received of each other member's chain of batches: the head (the highest
 /// sequence, and that batch's digest) and the sequences below it that never arrived. An author

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeyferryCrypto
+public import KeyferryCrypto
 
 /// A device's identity in a circle: the public halves of its keys, and a name for people.
 public struct PeerIdentity: Hashable, Sendable {

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeyferryCrypto
+public import KeyferryCrypto
 
 /// One generation of a circle's keys: the circle key, and the class keys A and C it wraps.
 /// Removing a peer starts a new generation (epoch), so the removed peer cannot read anything

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeyferryCrypto
+public import KeyferryCrypto
 
 /// A relay's note, in a circle's `envelopes` stream, of the batches of one author it dropped
 /// because every version in them was superseded (Protocol/relay.md, "Compaction"). The relay

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KeychainModel
-import KeyferryCrypto
+public import KeyferryCrypto
 
 /// A device's request to join a circle, published on the circle's `joins` stream and signed by
 /// the device itself: what a member sees in `circle requests`, with the short code both sides

@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import KeyferryCrypto
+public import Foundation
+public import KeychainModel
+public import KeyferryCrypto
 
 /// The logs a relay keeps for each circle, each read by cursor. The relay learns from them only
 /// what an envelope's header says; see Protocol/relay.md.

@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import KeyferryCrypto
+public import Foundation
+public import KeychainModel
+public import KeyferryCrypto
 
 /// Why an envelope, a share or a class-key set was refused. Every case names what was wrong;
 /// none is ever applied.

@@ -1,5 +1,5 @@
-import Foundation
-import KeychainModel
+public import Foundation
+public import KeychainModel
 import KeyferryCrypto
 
 /// Whether an item leaves its device through sync, and if not, why.

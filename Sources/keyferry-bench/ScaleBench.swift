@@ -1,8 +1,10 @@
 import ArgumentParser
 import Backup
 import Foundation
+import GRDB
 import KeychainModel
 import KeychainStore
+import KeyferryCrypto
 
 /// How cost grows with the size of a device: each operation at each size, as time per item and
 /// the peak memory it added.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryCrypto
 import KeyferrySecurity
 import Node
 import NodeControl

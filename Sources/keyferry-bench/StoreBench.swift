@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import KeychainModel
 import KeychainStore
+import KeyferryCrypto
 
 /// The keychain engine against plain SQLite single-row transactions, measured in one run on the
 /// same disk so the ratios hold however noisy the machine is.

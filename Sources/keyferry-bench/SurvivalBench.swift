@@ -1,6 +1,7 @@
 import ArgumentParser
 import Backup
 import Foundation
+import KeychainStore  // members of a Device (its info, its calls), named by no type here
 import Node
 import NodeControl
 import Survival

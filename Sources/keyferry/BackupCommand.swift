@@ -3,6 +3,7 @@ import Backup
 import Foundation
 import KeychainModel
 import KeychainStore
+import KeyferryCrypto
 import Node
 import NodeControl
 import PhoneBackup

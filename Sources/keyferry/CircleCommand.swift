@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeyferryCrypto
 import KeyferryThreads
+import Node
 import NodeControl
 import Relay
 import SyncWire

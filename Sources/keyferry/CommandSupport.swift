@@ -1,6 +1,6 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
-import KeychainModel
+public import KeychainModel
 import KeychainStore
 import KeyferrySystem
 import KeyferryThreads

@@ -1,10 +1,10 @@
-import ArgumentParser
+public import ArgumentParser
 import Backup
 import Foundation
-import KeychainModel
+public import KeychainModel
 import KeychainStore
 import Node
-import NodeControl
+public import NodeControl
 
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

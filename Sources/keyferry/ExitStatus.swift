@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import KeychainModel
 
 /// Every command's exit status, by kind of problem, the same in every command: what

@@ -1,6 +1,6 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
-import KeychainModel
+public import KeychainModel
 import NodeControl
 
 /// The class and attribute flags shared by every item command, named as Apple names the

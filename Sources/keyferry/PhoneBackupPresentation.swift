@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainModel
 import KeychainStore
 import PhoneBackup
 

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import KeychainModel
+import KeyferrySystem  // ProcessLock.release, named by no type here
 import Logging
 import Node
 import NodeControl

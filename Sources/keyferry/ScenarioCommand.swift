@@ -1,6 +1,7 @@
 import ArgumentParser
 import Fleet
 import Foundation
+import KeychainModel
 import KeyferryThreads
 import NodeControl
 import Scenario

@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeyferryThreads
+import Node
 import NodeControl
 import SyncWire
 

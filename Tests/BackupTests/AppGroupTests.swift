@@ -3,6 +3,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import Testing
 
 /// App groups: a shared container (files and a UserDefaults suite) that an app and its

@@ -1,6 +1,8 @@
 import Foundation
+import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import Testing
 
 @testable import Backup

@@ -1,6 +1,8 @@
 import Fleet
 import Foundation
+import KeychainModel
 import KeychainStore
+import KeyferryCrypto
 import Relay
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import Testing
 
 @Suite("Device profiles")

@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import Testing
 
 /// A Mac's two keychains, as Apple's SecItem shim routes calls between them (Protocol/profiles.md).

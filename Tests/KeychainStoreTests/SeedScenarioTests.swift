@@ -1,5 +1,6 @@
 import Foundation
 import KeychainModel
+import KeychainStore  // a Device's calls, named by no type here
 import KeychainTesting
 import Testing
 

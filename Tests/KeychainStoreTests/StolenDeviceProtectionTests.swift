@@ -2,6 +2,7 @@ import Foundation
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import Testing
 
 /// Stolen Device Protection, by iOS version (Protocol/profiles.md).

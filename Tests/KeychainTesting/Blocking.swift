@@ -1,5 +1,5 @@
 import Dispatch
-import Testing
+public import Testing
 
 /// For a suite whose tests block their thread: waiting for the processes they start, reading
 /// their pipes, sleeping. Its tests run on threads beside the cooperative pool, which has one

@@ -1,8 +1,8 @@
 import Foundation
 import KeychainModel
 import KeychainStore
-import KeyferryCrypto
-import SyncWire
+package import KeyferryCrypto
+package import SyncWire
 
 extension SealedEnvelope {
     /// `item` as a member's keychain sends it (format 2): sealed under a fresh item key as its

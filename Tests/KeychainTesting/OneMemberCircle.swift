@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 import KeychainModel
-import KeyferryCrypto
-import SyncWire
+package import KeyferryCrypto
+package import SyncWire
 
 /// A circle of one on a relay: its creator, its history, and the creator's signature on pushes.
 package struct OneMemberCircle {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Testing
 
 /// The programs nobody here wrote that check what Keyferry writes for outside readers: the

@@ -1,6 +1,6 @@
-import Foundation
-import KeychainModel
-import KeychainStore
+public import Foundation
+public import KeychainModel
+public import KeychainStore
 
 /// A plaintext model of the keychain rules, small enough to check by eye: a list of generic
 /// passwords in insertion order and the lock state. The engine must agree with it on every

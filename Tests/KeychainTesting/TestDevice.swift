@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import GRDB
-import KeychainModel
-import KeychainStore
+public import KeychainModel
+public import KeychainStore
 import KeyferryCrypto
 
 /// A device in a fresh temporary directory with a manual clock, seeded randomness and the

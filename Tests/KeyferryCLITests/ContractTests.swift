@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import Testing
 
 /// The contract a script relies on, as one table: every command, on each kind of problem it can

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTesting
 import Testing
 
 /// `keyferry lint` as a CI job runs it: the installed binary and keyferry-lint beside it.

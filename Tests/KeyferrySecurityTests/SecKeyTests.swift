@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainTesting
 import KeyferrySecurity
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeyferrySecurity
 import KeyferryTesting
 import Testing

@@ -1,4 +1,6 @@
+import Backup
 import Foundation
+import KeychainModel
 import KeyferryTesting
 import Testing
 

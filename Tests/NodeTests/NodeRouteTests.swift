@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import KeychainModel
+import KeychainStore
 import KeychainTesting
 import Logging
 import NIOCore

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import KeychainModel
 import KeychainStore
 import KeychainTesting
+import KeyferryCrypto
 import KeyferryThreads
 import Logging
 import NIOCore

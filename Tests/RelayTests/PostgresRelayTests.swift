@@ -2,6 +2,7 @@ import Foundation
 import KeychainTesting
 import KeyferryCrypto
 import Relay
+import RelayHTTP
 import RelayPostgres
 import SyncWire
 import Testing

@@ -9,6 +9,7 @@ import KeyferrySecurity
 import LocalAuthentication
 #endif
 import Foundation
+import KeychainModel
 
 enum CredentialStoreError: Error, Equatable {
     case notFound

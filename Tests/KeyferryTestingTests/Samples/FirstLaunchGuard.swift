@@ -10,6 +10,7 @@ import os.log
 import KeyferrySecurity
 #endif
 import Foundation
+import KeychainModel
 
 actor FirstLaunchGuard {
     private let hasRunKey = "com.myapp.hasCompletedFirstLaunch"
