@@ -14,6 +14,8 @@ package import SyncWire
 /// (`Device.run`), and sealing and signature checks to the same pool, never the cooperative
 /// pool that serves a node's socket. One operation runs at a time (`exclusively`).
 package actor SyncEngine {
+    // The state below is internal rather than private: SyncEngine+Items.swift and
+    // SyncEngine+Joining.swift work on it too.
     let device: Device
     let transport: any RelayTransport
     package let relay: URL
@@ -49,8 +51,8 @@ package actor SyncEngine {
     var approvalsToRenew = true
 
     /// An operation (a pass, a vouch, a removal) is under way; the next ones wait their turn.
-    var busy = false
-    var turns: [CheckedContinuation<Void, Never>] = []
+    private var busy = false
+    private var turns: [CheckedContinuation<Void, Never>] = []
 
     /// Records one pass reads from the envelopes stream, at most: a pass always returns, even
     /// from a relay that answers every pull with one more record.

@@ -205,7 +205,7 @@ struct KeychainLinterTests {
         // The wrappers' patterns (AppleTypesTests): the Always class stored through a function
         // value, which the audit can only call "(a call through a function value)", is named by
         // its line; the [String: AnyObject] and NSDictionary shapes read clean.
-        #expect(try lintSample("KeyferrySecurityTests/AppleTypesTests.swift") == ["32:deprecatedAlways"])
+        #expect(try lintSample("KeyferrySecurityTests/AppleTypesTests.swift") == ["33:deprecatedAlways"])
         // The field reports' migration that deletes before it writes.
         #expect(try lintSample("KeyferryTestingTests/Samples/LegacyMigration.swift") == ["66:noAccessibilityOnAdd", "66:unhandledDuplicate"])
     }

@@ -7,9 +7,9 @@
 // that holds Mutex's owner ID right after the call returns, on the actor's thread, and uses
 // it after the hop back to the pool, on another thread.
 import Dispatch
-import Synchronization
+package import Synchronization
 
-/// An actor whose jobs run on a dispatch queue of their own, as Keyferry's blocking actors do.
+/// An actor whose jobs run on a dispatch queue of their own: any hop between executors shows it.
 actor Engine {
     private nonisolated let executor = QueueExecutor()
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
