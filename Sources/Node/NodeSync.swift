@@ -316,6 +316,8 @@ final class NodeSync: Sendable {
         }
     }
 
+    /// Passes until one reaches the relay, waiting longer between them (0.1 s to 2 s, on the
+    /// node's clock); fails with `relayUnreachable` once `limit` has passed.
     private func exchangeWhileUnreachable(_ engine: SyncEngine, upTo limit: Duration) async throws {
         let lastFailure = LastFailure()
         let clock = clock
@@ -335,7 +337,7 @@ final class NodeSync: Sendable {
             group.addTask {
                 try await clock.sleep(for: limit)
                 let why = lastFailure.why.withLock { $0 }.map { " (\($0))" } ?? ""
-                let seconds = Int((Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18).rounded(.up))
+                let seconds = Int((limit / .seconds(1)).rounded(.up))
                 throw CircleError(
                     .relayUnreachable,
                     "the relay at \(await engine.relay.absoluteString) did not answer within \(seconds) s\(why); "

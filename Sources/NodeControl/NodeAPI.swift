@@ -372,7 +372,7 @@ public enum NodeAPI {
         public var timeout: Double?
 
         public init(timeout: Duration? = nil) {
-            self.timeout = timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+            self.timeout = timeout.map { $0 / .seconds(1) }
         }
     }
 
