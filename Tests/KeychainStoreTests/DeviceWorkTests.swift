@@ -16,17 +16,6 @@ struct DeviceWorkTests {
         func add() { value.add(1, ordering: .relaxed) }
     }
 
-    /// Waits, without blocking a thread, until `condition` holds; false after two minutes, a
-    /// bound only a stuck pool reaches.
-    static func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
-    }
-
     @Test("with as many long jobs as the device runs at once blocked, its calls are answered and a further job waits its turn")
     func callsAreAnsweredDuringLongJobs() async throws {
         let fixture = try TestDevice()
@@ -41,7 +30,7 @@ struct DeviceWorkTests {
                 }
             }
         }
-        #expect(await Self.eventually { started.count == 2 }, "both long jobs started")
+        #expect(await eventually { started.count == 2 }, "both long jobs started")
         let third = Task { try await device.longJob { _, _ in started.add() } }
 
         // The calls' pool is not the long jobs': the device answers meanwhile.
@@ -113,7 +102,7 @@ struct DeviceWorkTests {
                 _ = release.wait(timeout: .now() + 120)
             }
         }
-        #expect(await Self.eventually { started.count == 2 })
+        #expect(await eventually { started.count == 2 })
         let ran = Counter()
         let queued = Task { try await device.longJob { _, _ in ran.add() } }
         queued.cancel()

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import KeychainTesting
 import KeyferryHTTP
 import KeyferryThreads
 import Logging
@@ -57,16 +58,6 @@ struct UnixSocketHTTPTests {
         UnixSocketHTTP.Request(method: method, uri: uri, body: body, timeout: timeout, maximumResponseBytes: limit)
     }
 
-    /// Waits without blocking a thread until `condition` holds; false after two minutes.
-    static func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
-    }
-
     @Test("a POST's body goes and the answer comes back whole, status and body, waiting or async")
     func exchange() async throws {
         try await Self.withServer { socket, _ in
@@ -100,7 +91,7 @@ struct UnixSocketHTTPTests {
             }
             #expect(failure == .timedOut)
             #expect(ConnectionFailure.reason(UnixSocketHTTP.Failure.timedOut) == "no answer in time")
-            #expect(await Self.eventually { seen.closed.withLock { $0 } == 1 }, "the server's handler was cancelled")
+            #expect(await eventually { seen.closed.withLock { $0 } == 1 }, "the server's handler was cancelled")
         }
     }
 
@@ -108,10 +99,10 @@ struct UnixSocketHTTPTests {
     func cancelled() async throws {
         try await Self.withServer { socket, seen in
             let call = Task { try await UnixSocketHTTP.exchange(socketPath: socket, Self.request(.post, "/wait")) }
-            #expect(await Self.eventually { seen.arrived.withLock { $0 } == 1 })
+            #expect(await eventually { seen.arrived.withLock { $0 } == 1 })
             call.cancel()
             await #expect(throws: CancellationError.self) { try await call.value }
-            #expect(await Self.eventually { seen.closed.withLock { $0 } == 1 })
+            #expect(await eventually { seen.closed.withLock { $0 } == 1 })
         }
     }
 
