@@ -62,7 +62,8 @@ let package = Package(
 
         // Pure values that the device, its clients and its archives share: keychain items,
         // queries, access control and statuses; the device's directory, profile, apps and
-        // status; the coded errors.
+        // status; what a restore and a sync pass report; the coded errors. What a product
+        // answers with lives here, so the engines behind it (Backup, SyncWire) stay `package`.
         .target(name: "KeychainModel"),
 
         // What Apple's iOS backups are made of that no library provides, written once, with
@@ -150,7 +151,7 @@ let package = Package(
         .target(
             name: "NodeControl",
             dependencies: [
-                "KeychainModel", "SyncWire", "KeyferryHTTP", "KeyferrySystem", "KeyferryThreads",
+                "KeychainModel", "KeyferryHTTP", "KeyferrySystem", "KeyferryThreads",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]),
 
@@ -204,7 +205,7 @@ let package = Package(
         // the user's answers, faults, app kills, backups onto a new device, a sync circle.
         .target(
             name: "KeyferryTesting",
-            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "Backup", "Sync", "SyncWire", "Relay"]),
+            dependencies: ["KeyferrySecurity", "KeychainModel", "KeychainStore", "KeyferryCrypto", "KeyferryThreads", "Backup", "Sync", "Relay"]),
 
         // Keychain traps found in Swift sources before they run (`keyferry lint`): the rules
         // are KeychainModel's values, the reading of the source is swift-syntax's.
@@ -285,7 +286,7 @@ let package = Package(
             dependencies: ["KeyferrySecurity", "KeychainStore", "KeychainModel", "KeychainTesting"]),
         // Written as a user's own test suite would be: only KeyferryTesting, and app code that
         // compiles unchanged for Apple's platforms (Samples/).
-        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeychainModel", "Backup", "KeyferryTesting", "KeyferrySecurity", "LocalAuthentication"]),
+        .testTarget(name: "KeyferryTestingTests", dependencies: ["KeychainModel", "KeyferryTesting", "KeyferrySecurity", "LocalAuthentication"]),
         // The seeds' app code that calls UserDefaults.standard, FileManager.default and
         // Data.write, unchanged but for the one file a user's module adds (DeviceFoundation.swift);
         // in Swift 5 mode, as the seeds' code is written.

@@ -1,5 +1,6 @@
-public import Foundation
-public import KeyferryCrypto
+package import Foundation
+package import KeychainModel
+package import KeyferryCrypto
 
 /// The fixed facts of a backup archive. The bytes are specified in Protocol/backup.md:
 ///
@@ -10,17 +11,17 @@ public import KeyferryCrypto
 /// Every integer is big-endian. A section's body is zstd-compressed content, either sealed
 /// (XChaCha20-Poly1305) or followed by keyed BLAKE2b digests; all are bound to the header
 /// digest, the section's kind and its index, so an edited, swapped or foreign section fails.
-public enum ArchiveFormat {
-    public static let magic = Array("KFBACKUP".utf8)
+package enum ArchiveFormat {
+    package static let magic = Array("KFBACKUP".utf8)
     /// The newest format this build reads and the one it writes. Format 2 binds an unencrypted
     /// archive's sections to the device that wrote it, and every item to its archive.
-    public static let version: UInt16 = 3
+    package static let version: UInt16 = 3
     /// The oldest format this build still reads: format 1's unencrypted archives are checked
     /// for damage only, wherever they are read.
-    public static let oldestReadableVersion: UInt16 = 1
+    package static let oldestReadableVersion: UInt16 = 1
     /// The most content one section holds; larger content spans several sections of one kind,
     /// so neither writer nor reader holds more than this at once.
-    public static let maximumSectionBytes = 4 << 20
+    package static let maximumSectionBytes = 4 << 20
 
     /// The most bytes an archive's sections may hold once decompressed: 4,096 times the file's
     /// size, and at least 256 MiB. Items and files compress a few times over; a crafted file of
@@ -45,7 +46,7 @@ public enum ArchiveFormat {
 }
 
 /// What a section holds.
-public enum SectionKind: UInt8, Codable, Sendable, CaseIterable, CustomStringConvertible {
+package enum SectionKind: UInt8, Codable, Sendable, CaseIterable, CustomStringConvertible {
     /// The installed apps: bundle ID, team, access groups.
     case apps = 1
     /// Keychain items, in batches.
@@ -56,7 +57,7 @@ public enum SectionKind: UInt8, Codable, Sendable, CaseIterable, CustomStringCon
     /// `backup inspect` reads it without the password.
     case manifest = 0xFF
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .apps: "apps"
         case .keychain: "keychain"
@@ -66,68 +67,44 @@ public enum SectionKind: UInt8, Codable, Sendable, CaseIterable, CustomStringCon
     }
 }
 
-public enum ArchiveMode: String, Codable, Sendable {
-    /// Sections sealed under a key that only the backup password opens.
-    case encrypted
-    /// Sections in plain (compressed), each with a keyed digest.
-    case unencrypted
-}
-
 /// The public facts at the front of an archive, readable without the password.
-public struct ArchiveHeader: Codable, Equatable, Sendable {
-    public var mode: ArchiveMode
+package struct ArchiveHeader: Codable, Equatable, Sendable {
+    package var mode: ArchiveMode
     /// 16 random bytes naming this archive; bound into the sealed archive key and (format 2)
     /// into every item's seal.
-    public var archiveID: Data
-    public var created: Date
-    public var deviceID: UUID
-    public var deviceName: String
+    package var archiveID: Data
+    package var created: Date
+    package var deviceID: UUID
+    package var deviceName: String
     /// Encrypted archives: how the password becomes the key that opens `sealedKey`.
-    public var passwordHashing: PasswordHashing?
+    package var passwordHashing: PasswordHashing?
     /// Encrypted archives: the archive key, sealed under the password's key.
-    public var sealedKey: Data?
+    package var sealedKey: Data?
 
-    public struct PasswordHashing: Codable, Equatable, Sendable {
-        public var algorithm = Self.argon2id
+    package struct PasswordHashing: Codable, Equatable, Sendable {
+        package var algorithm = Self.argon2id
         /// libsodium's Argon2id, version 1.3: the only one Keyferry writes or reads.
         static let argon2id = "argon2id13"
-        public var salt: Data
-        public var parameters: PasswordHashParameters
+        package var salt: Data
+        package var parameters: PasswordHashParameters
     }
 }
 
 /// The last section: counts for `backup inspect`, and the number of sections before it, so a
 /// reader knows it has seen them all.
-public struct ArchiveManifest: Codable, Equatable, Sendable {
+package struct ArchiveManifest: Codable, Equatable, Sendable {
     /// Sections before the manifest.
-    public var sectionCount: Int
+    package var sectionCount: Int
     /// Free-form counts by name (`items.genp.ak`, `apps`, `sandboxFiles` ...).
-    public var counts: [String: Int]
+    package var counts: [String: Int]
     /// What a reader of this archive should know (a plaintext secret in a sandbox ...).
-    public var warnings: [String]
+    package var warnings: [String]
 
-    public init(sectionCount: Int = 0, counts: [String: Int] = [:], warnings: [String] = []) {
+    package init(sectionCount: Int = 0, counts: [String: Int] = [:], warnings: [String] = []) {
         self.sectionCount = sectionCount
         self.counts = counts
         self.warnings = warnings
     }
-}
-
-/// What proves that an archive's sections are the ones its writer wrote.
-public enum ArchiveAuthenticity: String, Codable, Sendable {
-    /// Encrypted: sealed under a key that only its password opens.
-    case password
-    /// Unencrypted, read with the keys of the device that wrote it, whose digests no one else
-    /// can compute.
-    case device
-    /// Unencrypted, read away from the device that wrote it (or of format 1): its checksums
-    /// detect damage, not forgery, since anyone can compute them.
-    case checksums
-    /// An encrypted iOS backup: its keychain items are authenticated (AES-GCM) under keys only
-    /// the password opens; its files are encrypted too, but carry no MAC (AES-CBC).
-    case keychainItems
-    /// An unencrypted iOS backup: nothing in it is authenticated.
-    case unauthenticated
 }
 
 /// The keys a header leads to. Encrypted: the archive key, opened with the password.

@@ -1,15 +1,15 @@
-public import Foundation
-import KeychainModel
-public import KeychainStore
+package import Foundation
+package import KeychainModel
+package import KeychainStore
 import KeyferryCompression
 import KeyferryCrypto
 
 /// Reads an archive front to back, one section in memory at a time, authenticating each before
 /// handing it out. Every kind of damage is its own `ArchiveError`.
-public struct ArchiveReader {
-    public let header: ArchiveHeader
+package struct ArchiveReader {
+    package let header: ArchiveHeader
     /// The format it was written in (`ArchiveFormat.oldestReadableVersion` or later).
-    public let version: UInt16
+    package let version: UInt16
     private let headerDigest: [UInt8]
     /// Where the first section starts.
     private let sectionsOffset: UInt64
@@ -18,13 +18,13 @@ public struct ArchiveReader {
     private let source: ArchiveSource
 
     /// Reads and checks the header; sections are read by `read` or `unverifiedManifest`.
-    public init(contentsOf url: URL) throws {
+    package init(contentsOf url: URL) throws {
         try self.init(.file(url))
     }
 
     /// An archive held in memory, with every check a file gets: for readers of millions of
     /// inputs (the fuzzer), which a file each would slow a hundredfold.
-    public init(bytes: Data) throws {
+    package init(bytes: Data) throws {
         try self.init(.bytes(bytes))
     }
 
@@ -59,7 +59,7 @@ public struct ArchiveReader {
     /// when `device` is the device that wrote it, and checked for damage only otherwise
     /// (`authenticity(device:)` says which).
     @discardableResult
-    public func read(
+    package func read(
         password: Data?, device: DeviceBackupKeys? = nil,
         _ section: (SectionKind, Data) throws -> Void = { _, _ in }
     ) throws -> ArchiveManifest {
@@ -67,7 +67,7 @@ public struct ArchiveReader {
     }
 
     /// What reading this archive with `device`'s keys proves about it.
-    public func authenticity(device: DeviceBackupKeys?) -> ArchiveAuthenticity {
+    package func authenticity(device: DeviceBackupKeys?) -> ArchiveAuthenticity {
         if header.mode == .encrypted { return .password }
         return deviceSectionKey(device) == nil ? .checksums : .device
     }
@@ -111,7 +111,7 @@ public struct ArchiveReader {
     /// The manifest, read without the password: sections are skipped, not opened. For an
     /// unencrypted archive its checksum is checked (damage, not forgery); for an encrypted one
     /// its digest needs the password, so it is as recorded.
-    public func unverifiedManifest() throws -> ArchiveManifest {
+    package func unverifiedManifest() throws -> ArchiveManifest {
         let file = try ArchiveFile(source)
         defer { file.close() }
         try file.seek(to: sectionsOffset)

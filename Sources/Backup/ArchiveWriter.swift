@@ -1,22 +1,22 @@
-public import Foundation
+package import Foundation
 import KeychainModel
-public import KeychainStore
+package import KeychainStore
 import KeyferryCompression
-public import KeyferryCrypto
+package import KeyferryCrypto
 import KeyferrySystem
 import KeyferryThreads
 
 /// Writes one archive: the header at once, sections as they come, the manifest last. Everything
 /// goes to a hidden file beside the destination, renamed into place only by `finish`, so an
 /// interrupted backup never leaves a half archive under the real name.
-public final class ArchiveWriter {
-    public enum Mode: Sendable {
+package final class ArchiveWriter {
+    package enum Mode: Sendable {
         case encrypted(password: Data, parameters: PasswordHashParameters = .interactive)
         case unencrypted
     }
 
-    public let header: ArchiveHeader
-    public let destination: URL
+    package let header: ArchiveHeader
+    package let destination: URL
     private let temporary: URL
     private let headerDigest: [UInt8]
     private let keys: SectionKeys
@@ -25,7 +25,7 @@ public final class ArchiveWriter {
     private var sectionCount: UInt32 = 0
 
     /// An archive of `device` (whose keys bind an unencrypted archive's sections to it).
-    public init(
+    package init(
         to destination: URL, mode: Mode, device: DeviceBackupKeys, deviceName: String, created: Date = Date(),
         entropy: any EntropySource = SystemEntropy()
     ) throws {
@@ -77,7 +77,7 @@ public final class ArchiveWriter {
     deinit { abandon() }
 
     /// Whether a writer is still at work on `destination`: its partial file stands beside it.
-    public static func isWriting(_ destination: URL) -> Bool {
+    package static func isWriting(_ destination: URL) -> Bool {
         let prefix = partialPrefix(of: destination)
         let beside = (try? FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)) ?? []
         return beside.contains { $0.hasPrefix(prefix) }
@@ -92,13 +92,13 @@ public final class ArchiveWriter {
 
     /// Appends one section. Content above `ArchiveFormat.maximumSectionBytes` is refused:
     /// callers write large content as several sections.
-    public func append(_ kind: SectionKind, _ content: Data) throws {
+    package func append(_ kind: SectionKind, _ content: Data) throws {
         try append(try CompressedSection(kind, content))
     }
 
     /// Appends a section compressed beforehand, perhaps on another core: compression is most
     /// of a section's cost, and it needs neither the keys nor the section's place.
-    public func append(_ section: CompressedSection) throws {
+    package func append(_ section: CompressedSection) throws {
         precondition(section.kind != .manifest, "the manifest is written by finish")
         try appendSection(section)
     }
@@ -106,7 +106,7 @@ public final class ArchiveWriter {
     /// Writes the manifest (with the section count filled in), flushes to disk and renames the
     /// archive into place.
     @discardableResult
-    public func finish(_ manifest: ArchiveManifest) throws -> ArchiveManifest {
+    package func finish(_ manifest: ArchiveManifest) throws -> ArchiveManifest {
         var manifest = manifest
         manifest.sectionCount = Int(sectionCount)
         try appendSection(try CompressedSection(.manifest, try JSONEncoder.archive.encode(manifest)))
@@ -131,7 +131,7 @@ public final class ArchiveWriter {
     }
 
     /// Drops the unfinished archive (also what happens when the writer is released unfinished).
-    public func abandon() {
+    package func abandon() {
         guard let handle else { return }
         try? handle.close()
         self.handle = nil
@@ -168,12 +168,12 @@ public final class ArchiveWriter {
 }
 
 /// A section's content compressed, not yet sealed or placed.
-public struct CompressedSection: Sendable {
-    public let kind: SectionKind
+package struct CompressedSection: Sendable {
+    package let kind: SectionKind
     let compressed: Data
 
     /// Content above `ArchiveFormat.maximumSectionBytes` is refused.
-    public init(_ kind: SectionKind, _ content: Data) throws {
+    package init(_ kind: SectionKind, _ content: Data) throws {
         guard content.count <= ArchiveFormat.maximumSectionBytes else {
             throw ArchiveError.inconsistent("a \(kind) section of \(content.count) bytes exceeds the \(ArchiveFormat.maximumSectionBytes)-byte limit")
         }

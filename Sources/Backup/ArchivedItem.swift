@@ -1,27 +1,27 @@
-public import Foundation
-public import KeychainModel
+package import Foundation
+package import KeychainModel
 import KeychainStore
 import KeyferryCrypto
 
 /// One keychain item as a backup carries it: in view, what a restore report needs to name the
 /// item; sealed, the whole item, under a key that decides where it can come back.
-public struct ArchivedItem: Sendable, Equatable {
-    public var uuid: UUID
-    public var itemClass: ItemClass
-    public var protection: ProtectionClass
-    public var synchronizable: Bool
-    public var accessGroup: String
-    public var wrapping: Wrapping
+package struct ArchivedItem: Sendable, Equatable {
+    package var uuid: UUID
+    package var itemClass: ItemClass
+    package var protection: ProtectionClass
+    package var synchronizable: Bool
+    package var accessGroup: String
+    package var wrapping: Wrapping
     /// How a person would name the item (`alice @ imap.example.com`), so that a report can say
     /// which item was lost. Only in encrypted archives, whose sections are sealed; an
     /// unencrypted archive shows no attribute of any item.
-    public var name: String?
+    package var name: String?
     /// Format 3: `lp(item key wrapped under the archive's key) ‖ lp(sealed metadata) ‖
     /// lp(sealed secret)`, the two ciphertexts as the store holds them (`ItemSeal`).
     /// Formats 1 and 2: XChaCha20-Poly1305 of the whole item, its data included.
-    public var sealed: Data
+    package var sealed: Data
 
-    public enum Wrapping: String, Sendable {
+    package enum Wrapping: String, Sendable {
         /// Under the source device's UID-derived backup key: comes back on that device only.
         case device
         /// Under the encrypted archive's backup keybag: comes back on any device.
@@ -147,13 +147,13 @@ struct ItemBinding: Sendable {
 
 /// One file of an app's sandbox, or a piece of one: files larger than a section are carried in
 /// pieces at increasing offsets.
-public struct SandboxEntry: Sendable, Equatable {
-    public var bundleID: String
+package struct SandboxEntry: Sendable, Equatable {
+    package var bundleID: String
     /// `Library/Preferences/BUNDLE.plist` for UserDefaults, `Documents/NAME` for files.
-    public var path: String
-    public var protection: String
-    public var offset: Int
-    public var contents: Data
+    package var path: String
+    package var protection: String
+    package var offset: Int
+    package var contents: Data
 
     /// Pieces of a file arrive in order, so an offset is the size of the file so far: 1 TiB is
     /// past any sandbox, and keeps offset + length within an Int.

@@ -1,17 +1,17 @@
-public import Foundation
+package import Foundation
 package import KeychainModel
-public import KeychainStore
-public import KeyferryCrypto
+package import KeychainStore
+package import KeyferryCrypto
 
 /// Makes a backup of a powered-on, unlocked device: its apps, every exportable keychain item
 /// wrapped by the migration rules, and the apps' sandboxes.
-public enum DeviceBackup {
+package enum DeviceBackup {
     /// Writes the archive to `destination` (complete, or not at all) and returns its manifest.
     /// `progress` hears the items and files written so far, and their total, and once more
     /// just before the archive is put in place; it may throw to stop the backup, which then
     /// leaves no file behind.
     @discardableResult
-    public static func create(
+    package static func create(
         from device: Device, to destination: URL, mode: ArchiveWriter.Mode, entropy: any EntropySource = SystemEntropy(),
         progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> ArchiveManifest {

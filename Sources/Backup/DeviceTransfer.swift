@@ -1,14 +1,14 @@
-public import Foundation
-import KeychainModel
-public import KeychainStore
+package import Foundation
+package import KeychainModel
+package import KeychainStore
 
 /// Quick Start, the device-to-device transfer of a new iPhone: the apps, their sandboxes and
 /// every keychain item allowed to leave the device move onto another one; ThisDeviceOnly items
 /// stay behind, as from an encrypted backup restored elsewhere. In transit the items are sealed:
 /// an encrypted archive under a one-time random key that exists only in memory, removed as
 /// soon as it is read.
-public enum DeviceTransfer {
-    public enum Stage: String, Sendable {
+package enum DeviceTransfer {
+    package enum Stage: String, Sendable {
         /// The source seals what it sends.
         case sending
         /// The target opens and stores it.
@@ -18,7 +18,7 @@ public enum DeviceTransfer {
     /// Transfers from a powered-on, unlocked `source` onto the powered-off device at `target`,
     /// which must be another device (`passcode` is the target's own). The target is rebuilt aside
     /// and swapped in only when complete, as a restore is. `progress` may throw to stop.
-    public static func transfer(
+    package static func transfer(
         from source: Device, to target: URL, passcode: String?,
         progress: (_ stage: Stage, _ done: Int, _ total: Int) throws -> Void = { _, _, _ in }
     ) throws -> RestoreReport {
@@ -30,7 +30,7 @@ public enum DeviceTransfer {
 
     /// Fails unless `target` holds a device other than `source`: the first check of a transfer,
     /// made before anything is held or touched.
-    public static func requireAnotherDevice(_ target: URL, than source: Device) throws {
+    package static func requireAnotherDevice(_ target: URL, than source: Device) throws {
         guard try Device.info(at: target).id != source.info.id else {
             throw DeviceError(.invalidArgument, "\(target.path) is \(source.info.name) itself; Quick Start moves a device onto another one.")
         }

@@ -1,4 +1,4 @@
-public import KeychainModel
+package import KeychainModel
 import SwiftOperators
 import SwiftParser
 import SwiftSyntax
@@ -7,9 +7,9 @@ import SwiftSyntax
 /// with the dictionaries they are given, where the dictionary is written in the same function
 /// (a literal, and the keys assigned to it after). A dictionary that comes from elsewhere
 /// (a parameter, a merge) is not guessed at: the audit finds those calls when they run.
-public enum KeychainLinter {
+package enum KeychainLinter {
     /// The findings in one source file, in order of place. `file` is how reports name it.
-    public static func lint(source: String, file: String) -> [LintFinding] {
+    package static func lint(source: String, file: String) -> [LintFinding] {
         // Folded, `query as CFDictionary` and `item[key] = value` are the expressions they read
         // as, not flat sequences; an operator the table does not know is left unfolded.
         let tree = OperatorTable.standardOperators.foldAll(Parser.parse(source: source)) { _ in }

@@ -1,19 +1,19 @@
 public import Foundation
 import KeychainModel
-public import KeyferryCrypto
+package import KeyferryCrypto
 
 /// The keys that bind a device's backups to it, derived from its hardware UID: no other device
 /// can derive them, and they never leave the device.
-public struct DeviceBackupKeys: Sendable {
+package struct DeviceBackupKeys: Sendable {
     /// The device that can derive these keys.
-    public let deviceID: UUID
+    package let deviceID: UUID
     /// Wraps the items that may come back only on this device.
-    public let items: SymmetricKey
+    package let items: SymmetricKey
     /// Keys the digests that prove an unencrypted archive's sections came from this device.
-    public let sections: SymmetricKey
+    package let sections: SymmetricKey
     /// Stands in for a phone's UID-derived key 0x835 in the iOS backups it writes: what ties
     /// the ThisDeviceOnly class keys (and, unencrypted, every keychain class key) to this device.
-    public let phoneDeviceKey: SymmetricKey
+    package let phoneDeviceKey: SymmetricKey
 
     package init(deviceID: UUID, hardwareUID: SymmetricKey) {
         self.deviceID = deviceID

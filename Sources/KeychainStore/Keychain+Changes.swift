@@ -5,7 +5,7 @@ import KeyferryThreads
 
 /// A live item as the system exports it for a backup: its attributes left in the byte coding
 /// the row holds them in, and its secret opened or still sealed, as the export asked.
-public struct ExportedItem: Sendable {
+package struct ExportedItem: Sendable {
     public var uuid: UUID
     public var itemClass: ItemClass
     public var protection: ProtectionClass

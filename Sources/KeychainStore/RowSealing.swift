@@ -1,6 +1,6 @@
-public import Foundation
+package import Foundation
 package import KeychainModel
-public import KeyferryCrypto
+package import KeyferryCrypto
 
 /// What a row's metadata blob holds once opened: everything about an item but its secret.
 struct ItemMetadata: Equatable, Sendable {
@@ -107,12 +107,12 @@ struct RowHeader: Equatable, Sendable {
 /// the secret, each its own ciphertext under that key. A row keeps the key wrapped under its
 /// class key; an archive under its backup keys. Moving an item re-wraps 32 bytes and carries the
 /// two ciphertexts as they are.
-public struct ItemSeal: Sendable {
-    public let key: SymmetricKey
+package struct ItemSeal: Sendable {
+    package let key: SymmetricKey
     /// `AEAD(key, metadata, ad = Tier.metadata.associatedData(uuid, class))`.
-    public let metadata: Data
+    package let metadata: Data
     /// `AEAD(key, secret, ad = Tier.secret.associatedData(uuid, class))`.
-    public let secret: Data
+    package let secret: Data
 
     package init(key: SymmetricKey, metadata: Data, secret: Data) {
         self.key = key

@@ -1,19 +1,19 @@
 internal import CSodium
-public import Foundation
+package import Foundation
 
 /// XChaCha20-Poly1305 (IETF). The 24-byte nonce is random per message, so it is safe to draw
 /// it from the entropy source without a counter. A sealed box is `nonce || ciphertext || tag`.
 ///
 /// The generic entry points are inlinable so each caller gets a specialized copy; the work
 /// happens in the raw-buffer functions below, the only ones that touch libsodium.
-public enum AEAD {
-    public static let nonceByteCount = 24
-    public static let tagByteCount = 16
+package enum AEAD {
+    package static let nonceByteCount = 24
+    package static let tagByteCount = 16
     /// Bytes a sealed box adds to its plaintext.
-    public static let overhead = nonceByteCount + tagByteCount
+    package static let overhead = nonceByteCount + tagByteCount
 
     @inlinable
-    public static func seal(
+    package static func seal(
         _ plaintext: some ContiguousBytes, key: SymmetricKey, associatedData: some ContiguousBytes,
         entropy: any EntropySource = SystemEntropy()
     ) -> Data {
@@ -22,7 +22,7 @@ public enum AEAD {
 
     /// Sealing with a caller-chosen nonce, for test vectors. Never reuse a nonce under one key.
     @inlinable
-    public static func seal(
+    package static func seal(
         _ plaintext: some ContiguousBytes, key: SymmetricKey, nonce: [UInt8], associatedData: some ContiguousBytes
     ) -> Data {
         plaintext.withUnsafeBytes { message in
@@ -35,7 +35,7 @@ public enum AEAD {
     /// Opens a sealed box; any edit to the box, the associated data or a wrong key throws
     /// `CryptoError.authenticationFailed`.
     @inlinable
-    public static func open(
+    package static func open(
         _ box: some ContiguousBytes, key: SymmetricKey, associatedData: some ContiguousBytes
     ) throws -> Data {
         try box.withUnsafeBytes { sealed in
@@ -86,7 +86,7 @@ public enum AEAD {
 // cipher and back, never through an ordinary array.
 extension AEAD {
     /// Seals `key` under `wrappingKey` with a fresh nonce.
-    public static func wrap(
+    package static func wrap(
         _ key: SymmetricKey, under wrappingKey: SymmetricKey, associatedData: some ContiguousBytes,
         entropy: any EntropySource = SystemEntropy()
     ) -> Data {
@@ -94,7 +94,7 @@ extension AEAD {
     }
 
     /// Seals `key` with a caller-chosen nonce, for rows sealed from one draw of randomness.
-    public static func wrap(_ key: SymmetricKey, under wrappingKey: SymmetricKey, nonce: [UInt8], associatedData: some ContiguousBytes) -> Data {
+    package static func wrap(_ key: SymmetricKey, under wrappingKey: SymmetricKey, nonce: [UInt8], associatedData: some ContiguousBytes) -> Data {
         key.withUnsafeBytes { bytes in
             associatedData.withUnsafeBytes { ad in
                 nonce.withUnsafeBytes { sealRaw(bytes, key: wrappingKey, nonce: $0, associatedData: ad) }
@@ -103,7 +103,7 @@ extension AEAD {
     }
 
     /// Opens a key sealed by `wrap`; fails like `open` on any tampering or the wrong key.
-    public static func unwrap(_ box: some ContiguousBytes, under wrappingKey: SymmetricKey, associatedData: some ContiguousBytes) throws -> SymmetricKey {
+    package static func unwrap(_ box: some ContiguousBytes, under wrappingKey: SymmetricKey, associatedData: some ContiguousBytes) throws -> SymmetricKey {
         _ = Sodium.ready
         return try box.withUnsafeBytes { sealed in
             guard sealed.count == overhead + SymmetricKey.byteCount else { throw CryptoError.authenticationFailed }

@@ -1,6 +1,6 @@
 /// Why a cryptographic operation failed. Deliberately vague about *which* check failed:
 /// an authentication failure says nothing about the key or the data.
-public enum CryptoError: Error, Equatable, Sendable {
+package enum CryptoError: Error, Equatable, Sendable {
     /// The ciphertext, its associated data or the key do not match (forged, edited or wrong key).
     case authenticationFailed
     /// A key, nonce or salt had the wrong length for the algorithm.

@@ -1,10 +1,10 @@
 internal import CSodium
-public import Foundation
+package import Foundation
 
 /// Keyed BLAKE2b: the keyed hashes behind primary-key lookups and key tangling.
-public enum KeyedHash {
+package enum KeyedHash {
     @inlinable
-    public static func digest(of message: some ContiguousBytes, key: SymmetricKey, length: Int = 32) -> [UInt8] {
+    package static func digest(of message: some ContiguousBytes, key: SymmetricKey, length: Int = 32) -> [UInt8] {
         message.withUnsafeBytes { m in key.withUnsafeBytes { digestRaw(m, keyBytes: $0, length: length) } }
     }
 
@@ -25,7 +25,7 @@ public enum KeyedHash {
 extension SymmetricKey {
     /// A subkey for one purpose (libsodium's `crypto_kdf`, BLAKE2b-based). `context` names the
     /// purpose in exactly eight ASCII characters; `id` separates subkeys within it.
-    public func derive(context: StaticString, id: UInt64 = 1) -> SymmetricKey {
+    package func derive(context: StaticString, id: UInt64 = 1) -> SymmetricKey {
         _ = Sodium.ready
         precondition(context.utf8CodeUnitCount == Int(crypto_kdf_CONTEXTBYTES), "KDF contexts are 8 bytes")
         let sub = SecureBytes(count: SymmetricKey.byteCount)
@@ -44,7 +44,7 @@ extension SymmetricKey {
 
     /// A key bound to both this key and `material` (keyed BLAKE2b of the material). Tangles a
     /// passcode-derived key with the device's UID so neither alone opens the keybag.
-    public func tangled(with material: SymmetricKey) -> SymmetricKey {
+    package func tangled(with material: SymmetricKey) -> SymmetricKey {
         var bytes = material.withUnsafeBytes { KeyedHash.digest(of: $0, key: self, length: SymmetricKey.byteCount) }
         defer { SymmetricKey.wipe(&bytes) }
         return try! SymmetricKey(bytes: bytes)
@@ -69,12 +69,12 @@ public struct PasswordHashParameters: Codable, Equatable, Sendable {
     public static let minimum = PasswordHashParameters(
         operations: UInt64(crypto_pwhash_OPSLIMIT_MIN), memoryBytes: UInt64(crypto_pwhash_MEMLIMIT_MIN))
 
-    public static let saltByteCount = Int(crypto_pwhash_SALTBYTES)
+    package static let saltByteCount = Int(crypto_pwhash_SALTBYTES)
 }
 
-public enum PasswordHash {
+package enum PasswordHash {
     /// Argon2id (v1.3) of `password` into a 32-byte key.
-    public static func argon2id(
+    package static func argon2id(
         password: some ContiguousBytes, salt: [UInt8], parameters: PasswordHashParameters
     ) throws -> SymmetricKey {
         _ = Sodium.ready
@@ -95,7 +95,7 @@ public enum PasswordHash {
 }
 
 /// Constant-time comparison of two byte strings of equal length.
-public func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousBytes) -> Bool {
+package func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousBytes) -> Bool {
     _ = Sodium.ready
     return a.withUnsafeBytes { x in
         b.withUnsafeBytes { y in x.count == y.count && sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
@@ -104,8 +104,8 @@ public func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousByt
 
 /// Unkeyed BLAKE2b-256: a content digest that every node computes alike, such as the tie-break
 /// between two versions of an item.
-public enum ContentDigest {
-    public static func of(_ message: some ContiguousBytes) -> [UInt8] {
+package enum ContentDigest {
+    package static func of(_ message: some ContiguousBytes) -> [UInt8] {
         message.withUnsafeBytes { KeyedHash.digestRaw($0, keyBytes: UnsafeRawBufferPointer(start: nil, count: 0), length: 32) }
     }
 }

@@ -1,15 +1,15 @@
 internal import CSodium
-public import Foundation
+package import Foundation
 
 /// An Ed25519 key pair: the half of a device's identity that vouches for what it writes.
 /// Made from a 32-byte seed, which is all a device needs to keep.
-public struct SigningKey: Sendable {
-    public static let signatureByteCount = Int(crypto_sign_BYTES)
+package struct SigningKey: Sendable {
+    package static let signatureByteCount = Int(crypto_sign_BYTES)
     /// libsodium's 64-byte secret key (seed and public key).
     private let secret: SecureBytes
-    public let publicKey: SigningPublicKey
+    package let publicKey: SigningPublicKey
 
-    public init(seed: SymmetricKey) {
+    package init(seed: SymmetricKey) {
         _ = Sodium.ready
         let secret = SecureBytes(count: Int(crypto_sign_SECRETKEYBYTES))
         var publicBytes = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
@@ -21,7 +21,7 @@ public struct SigningKey: Sendable {
     }
 
     /// The detached signature of `message`; deterministic, as Ed25519 is.
-    public func signature(for message: some ContiguousBytes) -> [UInt8] {
+    package func signature(for message: some ContiguousBytes) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Self.signatureByteCount)
         message.withUnsafeBytes { m in
             Sodium.check(crypto_sign_detached(&signature, nil, m.sodiumBase, UInt64(m.count), secret.buffer.sodiumBase), "crypto_sign_detached")
@@ -31,18 +31,18 @@ public struct SigningKey: Sendable {
 }
 
 /// The public half of a `SigningKey`: 32 bytes that anyone may hold.
-public struct SigningPublicKey: Sendable, Hashable, Comparable {
-    public static let byteCount = Int(crypto_sign_PUBLICKEYBYTES)
-    public let bytes: [UInt8]
+package struct SigningPublicKey: Sendable, Hashable, Comparable {
+    package static let byteCount = Int(crypto_sign_PUBLICKEYBYTES)
+    package let bytes: [UInt8]
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         guard bytes.count == Self.byteCount else { throw CryptoError.invalidLength(expected: Self.byteCount, actual: bytes.count) }
         self.bytes = bytes
     }
 
     fileprivate init(checkedBytes: [UInt8]) { bytes = checkedBytes }
 
-    public func isValidSignature(_ signature: some ContiguousBytes, for message: some ContiguousBytes) -> Bool {
+    package func isValidSignature(_ signature: some ContiguousBytes, for message: some ContiguousBytes) -> Bool {
         _ = Sodium.ready
         return signature.withUnsafeBytes { s in
             guard s.count == SigningKey.signatureByteCount else { return false }
@@ -52,17 +52,17 @@ public struct SigningPublicKey: Sendable, Hashable, Comparable {
         }
     }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
 }
 
 /// An X25519 key pair for sealed boxes (libsodium's `crypto_box_seal`): anyone can seal a key
 /// to the public half, only the holder of this half opens it, and the box says nothing about
 /// who sealed it (a signature over the box does). Made from a 32-byte seed.
-public struct SealingKey: Sendable {
+package struct SealingKey: Sendable {
     private let secret: SecureBytes
-    public let publicKey: SealingPublicKey
+    package let publicKey: SealingPublicKey
 
-    public init(seed: SymmetricKey) {
+    package init(seed: SymmetricKey) {
         _ = Sodium.ready
         let secret = SecureBytes(count: Int(crypto_box_SECRETKEYBYTES))
         var publicBytes = [UInt8](repeating: 0, count: Int(crypto_box_PUBLICKEYBYTES))
@@ -75,7 +75,7 @@ public struct SealingKey: Sendable {
 
     /// Opens a key sealed by `SealingPublicKey.wrap`; anything else, or a box for another key,
     /// fails with `CryptoError.authenticationFailed`.
-    public func unwrap(_ box: some ContiguousBytes) throws -> SymmetricKey {
+    package func unwrap(_ box: some ContiguousBytes) throws -> SymmetricKey {
         try box.withUnsafeBytes { b in
             guard b.count == SealingPublicKey.wrappedKeyByteCount else { throw CryptoError.authenticationFailed }
             let out = SecureBytes(count: SymmetricKey.byteCount)
@@ -89,13 +89,13 @@ public struct SealingKey: Sendable {
 }
 
 /// The public half of a `SealingKey`.
-public struct SealingPublicKey: Sendable, Hashable {
-    public static let byteCount = Int(crypto_box_PUBLICKEYBYTES)
+package struct SealingPublicKey: Sendable, Hashable {
+    package static let byteCount = Int(crypto_box_PUBLICKEYBYTES)
     /// A sealed key: an ephemeral public key, the key, and a tag.
-    public static let wrappedKeyByteCount = SymmetricKey.byteCount + crypto_box_sealbytes()
-    public let bytes: [UInt8]
+    package static let wrappedKeyByteCount = SymmetricKey.byteCount + crypto_box_sealbytes()
+    package let bytes: [UInt8]
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         guard bytes.count == Self.byteCount else { throw CryptoError.invalidLength(expected: Self.byteCount, actual: bytes.count) }
         self.bytes = bytes
     }
@@ -104,7 +104,7 @@ public struct SealingPublicKey: Sendable, Hashable {
 
     /// Seals `key` so that only this key's holder can open it. The ephemeral key pair comes
     /// from the system's CSPRNG inside libsodium, so the bytes differ on every call.
-    public func wrap(_ key: SymmetricKey) -> [UInt8] {
+    package func wrap(_ key: SymmetricKey) -> [UInt8] {
         _ = Sodium.ready
         var box = [UInt8](repeating: 0, count: Self.wrappedKeyByteCount)
         key.withUnsafeBytes { k in

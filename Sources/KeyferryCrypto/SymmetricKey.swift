@@ -2,19 +2,19 @@ internal import CSodium
 import Foundation
 
 /// A 256-bit secret key, zeroed in memory when released. Equality is constant-time.
-public struct SymmetricKey: Sendable, Equatable {
-    public static let byteCount = 32
+package struct SymmetricKey: Sendable, Equatable {
+    package static let byteCount = 32
     let storage: SecureBytes
 
     /// A fresh key from the given entropy source.
-    public init(randomFrom entropy: any EntropySource = SystemEntropy()) {
+    package init(randomFrom entropy: any EntropySource = SystemEntropy()) {
         var bytes = entropy.bytes(Self.byteCount)
         storage = SecureBytes(copying: bytes)
         Self.wipe(&bytes)
     }
 
     /// A key from existing bytes (an unwrapped class key, a test vector).
-    public init<Bytes: Collection>(bytes: Bytes) throws where Bytes.Element == UInt8 {
+    package init<Bytes: Collection>(bytes: Bytes) throws where Bytes.Element == UInt8 {
         guard bytes.count == Self.byteCount else {
             throw CryptoError.invalidLength(expected: Self.byteCount, actual: bytes.count)
         }
@@ -24,21 +24,21 @@ public struct SymmetricKey: Sendable, Equatable {
     init(storage: SecureBytes) { self.storage = storage }
 
     /// Runs `body` with the raw key bytes. The bytes must not escape the closure.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(storage.buffer))
     }
 
     /// The key in an ordinary array, for published test vectors. To store a key, wrap it with
     /// `AEAD.wrap` instead, which never copies it out of zeroed memory.
-    public var exportedBytes: [UInt8] { Array(UnsafeRawBufferPointer(storage.buffer)) }
+    package var exportedBytes: [UInt8] { Array(UnsafeRawBufferPointer(storage.buffer)) }
 
-    public static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool {
+    package static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool {
         lhs.storage.count == rhs.storage.count
             && sodium_memcmp(lhs.storage.buffer.baseAddress, rhs.storage.buffer.baseAddress, lhs.storage.count) == 0
     }
 
     /// Overwrites a plain byte array that held secret material.
-    public static func wipe(_ bytes: inout [UInt8]) {
+    package static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
     }
 }

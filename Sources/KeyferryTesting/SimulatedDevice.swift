@@ -1,4 +1,4 @@
-public import Backup
+import Backup
 public import Foundation
 public import KeychainModel
 public import KeychainStore

@@ -3,7 +3,6 @@ public import KeychainModel
 import KeychainStore  // a device's info, named by no type here
 import Relay
 import Sync
-public import SyncWire
 
 /// Simulated devices in one iCloud Keychain circle, through a relay in this process: only
 /// synchronizable, non-ThisDeviceOnly items without access control travel, as on iOS.

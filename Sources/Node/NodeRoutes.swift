@@ -14,10 +14,6 @@ extension NodeAPI.Route where Body == NodeAPI.PhoneBackup, Answer == PhoneBackup
     package static var phoneBackup: Self { Self("backup/ios", cancelledWhenCallerLeaves: true) }
 }
 
-extension NodeAPI.Route where Body == NodeAPI.Transfer, Answer == RestoreReport {
-    package static var transfer: Self { Self("transfer", cancelledWhenCallerLeaves: true) }
-}
-
 extension NodeAPI.Route where Body == NodeAPI.SurvivalOptions, Answer == SurvivalMatrix {
     package static var survival: Self { Self("survival", cancelledWhenCallerLeaves: true) }
 }

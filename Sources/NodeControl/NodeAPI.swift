@@ -1,6 +1,5 @@
 public import Foundation
 public import KeychainModel
-public import SyncWire
 
 /// The control API a node serves on `DIR/node.sock`: JSON over HTTP/1.1, one POST per
 /// operation (GET for reads without a body). Every failure is a `NodeAPI.Failure` body with a
@@ -770,6 +769,10 @@ extension NodeAPI.Route where Body == NodeAPI.Search, Answer == NodeAPI.Changed 
 
 extension NodeAPI.Route where Body == NodeAPI.List, Answer == ItemListing {
     public static var list: Self { Self("list") }
+}
+
+extension NodeAPI.Route where Body == NodeAPI.Transfer, Answer == RestoreReport {
+    public static var transfer: Self { Self("transfer", cancelledWhenCallerLeaves: true) }
 }
 
 extension NodeAPI.Route where Body == NodeAPI.Clock, Answer == NodeAPI.ClockState {

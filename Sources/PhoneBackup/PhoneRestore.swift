@@ -1,7 +1,7 @@
 import AppleFormats
-package import Backup
+import Backup
 package import Foundation
-import KeychainModel
+package import KeychainModel
 import KeychainStore
 import KeyferryThreads
 

@@ -1,4 +1,5 @@
 package import Foundation
+import KeychainModel
 import KeyferryCrypto
 package import SyncWire
 

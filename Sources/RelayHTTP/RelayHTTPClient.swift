@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import KeychainModel
 import KeyferryHTTP
 import NIOCore
 import NIOSSL

@@ -1,6 +1,7 @@
 package import Foundation
 import Hummingbird
 import HummingbirdTLS
+import KeychainModel
 import KeyferrySystem
 package import Logging
 import NIOCore

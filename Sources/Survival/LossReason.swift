@@ -1,4 +1,3 @@
-import Backup
 import KeychainModel
 
 /// Why a path lost a secret or left it unreadable, in one sentence. The outcome itself was

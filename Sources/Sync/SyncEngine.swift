@@ -1,5 +1,5 @@
 package import Foundation
-import KeychainModel
+package import KeychainModel
 package import KeychainStore
 package import KeyferryCrypto
 import KeyferryThreads

@@ -1,30 +1,30 @@
 import Foundation
 import KeychainModel
-public import KeyferryCrypto
+package import KeyferryCrypto
 
 /// What a member has received of each other member's chain of batches: the head (the highest
 /// sequence, and that batch's digest) and the sequences below it that never arrived. An author
 /// pushes its batches in order and the relay serves them in push order, so a sequence skipped
 /// is a batch withheld from this member (or lost): `sync status` shows it. Two members that
 /// show different heads for one author see different logs.
-public struct AuthorChains: Codable, Equatable, Sendable {
-    public struct Chain: Codable, Equatable, Sendable {
-        public var head: BatchLink
+package struct AuthorChains: Codable, Equatable, Sendable {
+    package struct Chain: Codable, Equatable, Sendable {
+        package var head: BatchLink
         /// Sequences below the head not received, oldest first.
-        public var missing: [ClosedRange<UInt64>]
+        package var missing: [ClosedRange<UInt64>]
     }
 
     /// By the author's signing key, in hex.
-    public private(set) var chains: [String: Chain] = [:]
+    package private(set) var chains: [String: Chain] = [:]
 
     /// Gaps kept per author; past it the oldest two are merged, overstating rather than
     /// forgetting (a relay cannot make a member's state grow without bound).
     static let maximumGaps = 32
 
-    public init() {}
+    package init() {}
 
     /// Notes a verified batch of `author` at `link`.
-    public mutating func receive(_ link: BatchLink, from author: SigningPublicKey) {
+    package mutating func receive(_ link: BatchLink, from author: SigningPublicKey) {
         let key = Hex.encode(author.bytes)
         var chain = chains[key] ?? Chain(head: .start, missing: [])
         if link.sequence > chain.head.sequence {
@@ -49,7 +49,7 @@ public struct AuthorChains: Codable, Equatable, Sendable {
 
     /// Notes the relay's word that it dropped `sequences` of `author`'s chain, every version in
     /// them superseded (`CompactedBatches`): those gaps are no longer counted as missing.
-    public mutating func compacted(_ sequences: [ClosedRange<UInt64>], of author: SigningPublicKey) {
+    package mutating func compacted(_ sequences: [ClosedRange<UInt64>], of author: SigningPublicKey) {
         let key = Hex.encode(author.bytes)
         guard var chain = chains[key] else { return }
         chain.missing = chain.missing.flatMap { gap in
@@ -67,5 +67,5 @@ public struct AuthorChains: Codable, Equatable, Sendable {
     }
 
     /// The chain of `author`, if any of its batches arrived.
-    public func chain(of author: SigningPublicKey) -> Chain? { chains[Hex.encode(author.bytes)] }
+    package func chain(of author: SigningPublicKey) -> Chain? { chains[Hex.encode(author.bytes)] }
 }

@@ -1,14 +1,14 @@
-public import Foundation
-import KeychainModel
-public import KeyferryCrypto
+package import Foundation
+package import KeychainModel
+package import KeyferryCrypto
 
 /// A device's identity in a circle: the public halves of its keys, and a name for people.
-public struct PeerIdentity: Hashable, Sendable {
-    public var name: String
-    public var signing: SigningPublicKey
-    public var sealing: SealingPublicKey
+package struct PeerIdentity: Hashable, Sendable {
+    package var name: String
+    package var signing: SigningPublicKey
+    package var sealing: SealingPublicKey
 
-    public init(name: String, signing: SigningPublicKey, sealing: SealingPublicKey) {
+    package init(name: String, signing: SigningPublicKey, sealing: SealingPublicKey) {
         self.name = name
         self.signing = signing
         self.sealing = sealing
@@ -16,10 +16,10 @@ public struct PeerIdentity: Hashable, Sendable {
 
     /// The longest name a member may have, in UTF-8 bytes: every member and the relay keep
     /// every name, so a name is no place for megabytes.
-    public static let maximumNameBytes = 64
+    package static let maximumNameBytes = 64
 
     /// A name others can read: not empty, at most `maximumNameBytes`.
-    public static func check(name: String) throws {
+    package static func check(name: String) throws {
         guard !name.isEmpty else { throw CircleError(.invalidName, "a member needs a name the others can read") }
         guard name.utf8.count <= maximumNameBytes else {
             throw CircleError(.invalidName, "a member's name is at most \(maximumNameBytes) bytes; this one is \(name.utf8.count)")
@@ -29,23 +29,23 @@ public struct PeerIdentity: Hashable, Sendable {
 
 /// The private side of a device identity, made from two 32-byte seeds that the device keeps
 /// as device-bound keychain items.
-public struct DeviceIdentity: Sendable {
-    public let signingKey: SigningKey
-    public let sealingKey: SealingKey
+package struct DeviceIdentity: Sendable {
+    package let signingKey: SigningKey
+    package let sealingKey: SealingKey
 
-    public init(signingSeed: SymmetricKey, sealingSeed: SymmetricKey) {
+    package init(signingSeed: SymmetricKey, sealingSeed: SymmetricKey) {
         signingKey = SigningKey(seed: signingSeed)
         sealingKey = SealingKey(seed: sealingSeed)
     }
 
-    public func peer(named name: String) -> PeerIdentity {
+    package func peer(named name: String) -> PeerIdentity {
         PeerIdentity(name: name, signing: signingKey.publicKey, sealing: sealingKey.publicKey)
     }
 }
 
 /// One signed step of a circle's membership. See Protocol/sync.md, "Membership".
-public struct MembershipEntry: Hashable, Sendable {
-    public enum Kind: UInt8, Sendable {
+package struct MembershipEntry: Hashable, Sendable {
+    package enum Kind: UInt8, Sendable {
         /// The first entry: the creator vouches for itself.
         case create = 1
         /// A member (the sponsor) vouches for a new device.
@@ -54,21 +54,21 @@ public struct MembershipEntry: Hashable, Sendable {
         case remove = 3
     }
 
-    public var circle: UUID
-    public var sequence: UInt32
+    package var circle: UUID
+    package var sequence: UInt32
     /// BLAKE2b-256 of the previous entry's bytes; for the first, 32 random bytes from which,
     /// with the creator's key, the circle's id is made.
-    public var previous: [UInt8]
-    public var kind: Kind
-    public var subject: PeerIdentity
-    public var signer: SigningPublicKey
+    package var previous: [UInt8]
+    package var kind: Kind
+    package var subject: PeerIdentity
+    package var signer: SigningPublicKey
     var signature: [UInt8]
 
     /// 2 since circles are named after their creator (format 1 took any id).
     static let formatVersion: UInt8 = 2
 
     /// The next entry after `history`, signed by `signer`.
-    public init(_ kind: Kind, subject: PeerIdentity, after history: CircleHistory, signer: SigningKey) {
+    package init(_ kind: Kind, subject: PeerIdentity, after history: CircleHistory, signer: SigningKey) {
         self.init(
             kind, circle: history.circle, sequence: UInt32(history.entries.count),
             previous: ContentDigest.of(history.entries.last!.bytes), subject: subject, signer: signer)
@@ -76,7 +76,7 @@ public struct MembershipEntry: Hashable, Sendable {
 
     /// The first entry of a new circle: `creator` vouches for itself, and the circle's id
     /// comes from its key and fresh random bytes (`CircleHistory.circleID`).
-    public static func creating(_ creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) -> MembershipEntry {
+    package static func creating(_ creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) -> MembershipEntry {
         let nonce = entropy.bytes(32)
         return MembershipEntry(
             .create, circle: CircleHistory.circleID(creator: creator.signingKey.publicKey, nonce: nonce), sequence: 0,
@@ -95,9 +95,9 @@ public struct MembershipEntry: Hashable, Sendable {
         signature = signer.signature(for: signedBytes)
     }
 
-    public var bytes: [UInt8] { signedBytes + signature }
+    package var bytes: [UInt8] { signedBytes + signature }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             let format = try r.uint8()
@@ -144,33 +144,33 @@ public struct MembershipEntry: Hashable, Sendable {
     }
 
     /// Whether the signature holds: all a relay can check, knowing no keys.
-    public var isSignedBySigner: Bool { signer.isValidSignature(signature, for: signedBytes) }
+    package var isSignedBySigner: Bool { signer.isValidSignature(signature, for: signedBytes) }
 }
 
 /// A circle's membership as a signed, hash-chained history that every node verifies whole:
 /// the creator vouches for itself, each join is vouched for by a member, each removal is made
 /// by a member. Nobody, the relay included, can add a member without a member's key, or
 /// drop or reorder an entry unnoticed.
-public struct CircleHistory: Hashable, Sendable {
-    public let circle: UUID
-    public private(set) var entries: [MembershipEntry]
+package struct CircleHistory: Hashable, Sendable {
+    package let circle: UUID
+    package private(set) var entries: [MembershipEntry]
     /// The members after the last entry, by signing key.
-    public private(set) var members: [SigningPublicKey: PeerIdentity]
+    package private(set) var members: [SigningPublicKey: PeerIdentity]
     /// The current key generation: 1, plus one per removal.
-    public private(set) var epoch: UInt32
+    package private(set) var epoch: UInt32
     /// Who makes each generation: the creator the first, the remover each next. Only its
     /// author's shares of a generation are taken, so no other member can plant one.
-    public private(set) var generationAuthors: [UInt32: SigningPublicKey] = [:]
+    package private(set) var generationAuthors: [UInt32: SigningPublicKey] = [:]
 
     /// A new circle with `creator` as its only member.
-    public init(creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) {
+    package init(creator: DeviceIdentity, name: String, entropy: any EntropySource = SystemEntropy()) {
         try! self.init(verifying: [MembershipEntry.creating(creator, name: name, entropy: entropy)])
     }
 
     /// A circle's id: the first 16 bytes of BLAKE2b-256 of its creator's signing key and the
     /// random bytes of its first entry, as a UUID (version 8). Nobody without the creator's key
     /// can make a first entry for a circle that exists, so a forged history cannot take its id.
-    public static func circleID(creator: SigningPublicKey, nonce: [UInt8]) -> UUID {
+    package static func circleID(creator: SigningPublicKey, nonce: [UInt8]) -> UUID {
         var w = ByteWriter()
         w.raw("keyferry.sync.circle.v2".utf8)
         w.raw(creator.bytes)
@@ -186,7 +186,7 @@ public struct CircleHistory: Hashable, Sendable {
     }
 
     /// Checks every entry in order; throws at the first that breaks a rule.
-    public init(verifying entries: [MembershipEntry]) throws {
+    package init(verifying entries: [MembershipEntry]) throws {
         guard let first = entries.first else { throw CircleError(.invalidHistory, "a membership history has at least its creation") }
         circle = first.circle
         self.entries = []
@@ -198,7 +198,7 @@ public struct CircleHistory: Hashable, Sendable {
     /// Reads a relay's log of records in its order, from the start: the first must create the
     /// circle `circle`; after it, see `extend(with:)`. Returns the history and what was passed
     /// over, with why.
-    public static func reading(_ log: [[UInt8]], circle: UUID) throws -> (history: CircleHistory, refused: [Refusal]) {
+    package static func reading(_ log: [[UInt8]], circle: UUID) throws -> (history: CircleHistory, refused: [Refusal]) {
         guard let first = log.first else { throw CircleError(.unknownCircle, "the relay knows no circle \(circle)") }
         var history = try CircleHistory(verifying: [MembershipEntry(bytes: first)])
         guard history.circle == circle else { throw CircleError(.invalidHistory, "the relay's history of circle \(circle) starts with another circle") }
@@ -212,7 +212,7 @@ public struct CircleHistory: Hashable, Sendable {
     /// extend the history (what a stranger or a broken relay put there) is passed over too, and
     /// why is returned. Every member reading the same log passes over the same records, so one
     /// bad record cannot stop a circle.
-    public mutating func extend(with log: some Sequence<[UInt8]>) -> [Refusal] {
+    package mutating func extend(with log: some Sequence<[UInt8]>) -> [Refusal] {
         var refused: [Refusal] = []
         for bytes in log {
             do {
@@ -228,7 +228,7 @@ public struct CircleHistory: Hashable, Sendable {
     }
 
     /// Adds one entry after checking it against the history so far.
-    public mutating func append(_ entry: MembershipEntry) throws {
+    package mutating func append(_ entry: MembershipEntry) throws {
         let position = entries.count
         func refuse(_ why: String) -> CircleError {
             CircleError(.invalidHistory, "membership entry \(position) (\(entry.kind), \(entry.subject.name)): \(why)")
@@ -262,5 +262,5 @@ public struct CircleHistory: Hashable, Sendable {
     }
 
     /// Whether the device with this signing key is a member now.
-    public func isMember(_ signing: SigningPublicKey) -> Bool { members[signing] != nil }
+    package func isMember(_ signing: SigningPublicKey) -> Bool { members[signing] != nil }
 }

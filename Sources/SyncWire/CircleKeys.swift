@@ -1,18 +1,18 @@
-public import Foundation
+package import Foundation
 import KeychainModel
-public import KeyferryCrypto
+package import KeyferryCrypto
 
 /// One generation of a circle's keys: the circle key, and the class keys A and C it wraps.
 /// Removing a peer starts a new generation (epoch), so the removed peer cannot read anything
 /// written after its removal.
-public struct CircleKeys: Sendable {
-    public let circle: UUID
-    public let epoch: UInt32
+package struct CircleKeys: Sendable {
+    package let circle: UUID
+    package let epoch: UInt32
     package let circleKey: SymmetricKey
     private let classKeys: [SyncClass: SymmetricKey]
 
     /// A fresh generation.
-    public init(circle: UUID, epoch: UInt32, entropy: any EntropySource = SystemEntropy()) {
+    package init(circle: UUID, epoch: UInt32, entropy: any EntropySource = SystemEntropy()) {
         self.circle = circle
         self.epoch = epoch
         circleKey = SymmetricKey(randomFrom: entropy)
@@ -20,7 +20,7 @@ public struct CircleKeys: Sendable {
     }
 
     /// A generation opened from its circle key (from a share) and its published class keys.
-    public init(circle: UUID, epoch: UInt32, circleKey: SymmetricKey, wrappedClassKeys: [UInt8]) throws {
+    package init(circle: UUID, epoch: UInt32, circleKey: SymmetricKey, wrappedClassKeys: [UInt8]) throws {
         self.circle = circle
         self.epoch = epoch
         self.circleKey = circleKey
@@ -37,11 +37,11 @@ public struct CircleKeys: Sendable {
         classKeys = keys
     }
 
-    public func classKey(_ syncClass: SyncClass) -> SymmetricKey { classKeys[syncClass]! }
+    package func classKey(_ syncClass: SyncClass) -> SymmetricKey { classKeys[syncClass]! }
 
     /// The class keys sealed under the circle key, in `SyncClass.allCases` order: what a
     /// generation publishes beside its shares.
-    public func wrappedClassKeys(entropy: any EntropySource = SystemEntropy()) -> [UInt8] {
+    package func wrappedClassKeys(entropy: any EntropySource = SystemEntropy()) -> [UInt8] {
         SyncClass.allCases.flatMap { syncClass in
             AEAD.wrap(classKey(syncClass), under: circleKey, associatedData: Self.classKeyAD(circle, epoch, syncClass), entropy: entropy)
         }
@@ -60,17 +60,17 @@ public struct CircleKeys: Sendable {
 /// A generation's class keys, sealed under its circle key and signed by the member who made
 /// the generation: only that member can publish them, and a second, different set for a
 /// generation is refused rather than read.
-public struct PublishedClassKeys: Hashable, Sendable {
-    public var circle: UUID
-    public var epoch: UInt32
+package struct PublishedClassKeys: Hashable, Sendable {
+    package var circle: UUID
+    package var epoch: UInt32
     /// `wrapped A (72) | wrapped C (72)`: `CircleKeys.wrappedClassKeys`.
-    public var wrapped: [UInt8]
-    public var signer: SigningPublicKey
+    package var wrapped: [UInt8]
+    package var signer: SigningPublicKey
     var signature: [UInt8]
 
     static let label = Array("keyferry.sync.classkeys.v2".utf8)
 
-    public init(_ keys: CircleKeys, wrapped: [UInt8], signer: SigningKey) {
+    package init(_ keys: CircleKeys, wrapped: [UInt8], signer: SigningKey) {
         circle = keys.circle
         epoch = keys.epoch
         self.wrapped = wrapped
@@ -80,14 +80,14 @@ public struct PublishedClassKeys: Hashable, Sendable {
     }
 
     /// Whether `author` signed them, for this circle.
-    public func isSigned(by author: SigningPublicKey, circle: UUID) -> Bool {
+    package func isSigned(by author: SigningPublicKey, circle: UUID) -> Bool {
         signer == author && self.circle == circle && signer.isValidSignature(signature, for: signedBytes)
     }
 
     /// `signed bytes | signature`.
-    public var bytes: [UInt8] { signedBytes + signature }
+    package var bytes: [UInt8] { signedBytes + signature }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             guard Array(try r.raw(Self.label.count)) == Self.label else { throw EnvelopeError.malformed("not a generation's class keys") }
@@ -117,15 +117,15 @@ public struct PublishedClassKeys: Hashable, Sendable {
 
 /// A generation's circle key sealed to one member and signed by the member who made it:
 /// the relay can neither read it nor pass off a key of its own.
-public struct CircleKeyShare: Hashable, Sendable {
-    public var circle: UUID
-    public var epoch: UInt32
-    public var recipient: SealingPublicKey
-    public var sender: SigningPublicKey
+package struct CircleKeyShare: Hashable, Sendable {
+    package var circle: UUID
+    package var epoch: UInt32
+    package var recipient: SealingPublicKey
+    package var sender: SigningPublicKey
     var sealedKey: [UInt8]
     var signature: [UInt8]
 
-    public init(_ keys: CircleKeys, to recipient: SealingPublicKey, from sender: SigningKey) {
+    package init(_ keys: CircleKeys, to recipient: SealingPublicKey, from sender: SigningKey) {
         circle = keys.circle
         epoch = keys.epoch
         self.recipient = recipient
@@ -136,7 +136,7 @@ public struct CircleKeyShare: Hashable, Sendable {
     }
 
     /// The circle key, once the signature checks out against a sender the caller trusts.
-    public func open(with recipientKey: SealingKey, trusting senders: Set<SigningPublicKey>) throws -> SymmetricKey {
+    package func open(with recipientKey: SealingKey, trusting senders: Set<SigningPublicKey>) throws -> SymmetricKey {
         guard senders.contains(sender) else { throw EnvelopeError.notAMember("the share of generation \(epoch) comes from a device outside the circle") }
         guard sender.isValidSignature(signature, for: signedBytes) else { throw EnvelopeError.forged("the share of generation \(epoch) has a bad signature") }
         guard recipientKey.publicKey == recipient, let key = try? recipientKey.unwrap(sealedKey) else {
@@ -146,14 +146,14 @@ public struct CircleKeyShare: Hashable, Sendable {
     }
 
     /// Whether `author` signed it, for this circle: what a relay can check without the key.
-    public func isSigned(by author: SigningPublicKey, circle: UUID) -> Bool {
+    package func isSigned(by author: SigningPublicKey, circle: UUID) -> Bool {
         sender == author && self.circle == circle && sender.isValidSignature(signature, for: signedBytes)
     }
 
     /// `signed bytes | signature`.
-    public var bytes: [UInt8] { signedBytes + signature }
+    package var bytes: [UInt8] { signedBytes + signature }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             guard Array(try r.raw(22)) == Array("keyferry.sync.share.v1".utf8) else { throw EnvelopeError.malformed("not a key share") }

@@ -1,24 +1,24 @@
-public import Foundation
+package import Foundation
 import KeychainModel
-public import KeyferryCrypto
+package import KeyferryCrypto
 
 /// A relay's note, in a circle's `envelopes` stream, of the batches of one author it dropped
 /// because every version in them was superseded (Protocol/relay.md, "Compaction"). The relay
 /// writes it, so nothing signs it: it tells a member that the gaps it names in the author's
 /// chain are compaction, not withholding, which a relay could do anyway by serving nothing.
 /// One note per author; the relay appends it again, at the stream's end, whenever it grows.
-public struct CompactedBatches: Equatable, Sendable {
-    public let circle: UUID
-    public let author: SigningPublicKey
+package struct CompactedBatches: Equatable, Sendable {
+    package let circle: UUID
+    package let author: SigningPublicKey
     /// The dropped sequences, ascending, disjoint and not adjacent.
-    public private(set) var sequences: [ClosedRange<UInt64>]
+    package private(set) var sequences: [ClosedRange<UInt64>]
 
     static let magic = Array("KFSC".utf8)
     static let formatVersion: UInt8 = 1
     /// Ranges in one note; a relay that would need more keeps the batches instead.
-    public static let maximumRanges = 4_096
+    package static let maximumRanges = 4_096
 
-    public init(circle: UUID, author: SigningPublicKey, sequences: [ClosedRange<UInt64>] = []) {
+    package init(circle: UUID, author: SigningPublicKey, sequences: [ClosedRange<UInt64>] = []) {
         self.circle = circle
         self.author = author
         self.sequences = []
@@ -26,9 +26,9 @@ public struct CompactedBatches: Equatable, Sendable {
     }
 
     /// Whether `bytes` are a note rather than a batch (`KFSB`).
-    public static func isNote(_ bytes: [UInt8]) -> Bool { bytes.starts(with: magic) }
+    package static func isNote(_ bytes: [UInt8]) -> Bool { bytes.starts(with: magic) }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         do {
             guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("no KFSC magic") }
@@ -56,7 +56,7 @@ public struct CompactedBatches: Equatable, Sendable {
         guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after a compaction note") }
     }
 
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var w = ByteWriter(capacity: 4 + 1 + 16 + 32 + 4 + 16 * sequences.count)
         w.raw(Self.magic)
         w.uint8(Self.formatVersion)
@@ -71,7 +71,7 @@ public struct CompactedBatches: Equatable, Sendable {
     }
 
     /// Adds `range`, merging it with the ranges it touches.
-    public mutating func insert(_ range: ClosedRange<UInt64>) {
+    package mutating func insert(_ range: ClosedRange<UInt64>) {
         var merged = range
         var kept: [ClosedRange<UInt64>] = []
         for held in sequences {

@@ -2,28 +2,28 @@
 /// within one millisecond or while this node's wall clock is behind a time it has already
 /// seen. Every node orders versions by it alike, so a write made after seeing another is
 /// always the newer one, whatever the clocks of the two nodes say.
-public struct HybridTimestamp: Comparable, Hashable, Sendable, CustomStringConvertible {
-    public var milliseconds: UInt64
-    public var counter: UInt32
+package struct HybridTimestamp: Comparable, Hashable, Sendable, CustomStringConvertible {
+    package var milliseconds: UInt64
+    package var counter: UInt32
 
-    public init(milliseconds: UInt64, counter: UInt32 = 0) {
+    package init(milliseconds: UInt64, counter: UInt32 = 0) {
         self.milliseconds = milliseconds
         self.counter = counter
     }
 
-    public static let zero = HybridTimestamp(milliseconds: 0)
+    package static let zero = HybridTimestamp(milliseconds: 0)
 
-    public static func < (lhs: Self, rhs: Self) -> Bool {
+    package static func < (lhs: Self, rhs: Self) -> Bool {
         (lhs.milliseconds, lhs.counter) < (rhs.milliseconds, rhs.counter)
     }
 
     /// The next reading after this one; the last possible reading stays where it is.
-    public var successor: HybridTimestamp {
+    package var successor: HybridTimestamp {
         if counter < .max { return HybridTimestamp(milliseconds: milliseconds, counter: counter + 1) }
         return milliseconds < .max ? HybridTimestamp(milliseconds: milliseconds + 1) : self
     }
 
-    public var description: String { "\(milliseconds).\(counter)" }
+    package var description: String { "\(milliseconds).\(counter)" }
 }
 
 /// A member's hybrid clock, read at the time of each change rather than at its upload.
@@ -34,36 +34,36 @@ public struct HybridTimestamp: Comparable, Hashable, Sendable, CustomStringConve
 /// later. So an edit made before a lock and uploaded after unlock keeps its own time, and loses
 /// to a later edit made elsewhere meanwhile; and a write made after seeing another still wins,
 /// whatever the two wall clocks say.
-public struct HybridClock: Sendable, Equatable {
+package struct HybridClock: Sendable, Equatable {
     /// `sync.json` keeps these as they are.
-    public struct Reading: Sendable, Equatable, Codable {
-        public var sequence: Int64
-        public var time: HybridTimestamp
+    package struct Reading: Sendable, Equatable, Codable {
+        package var sequence: Int64
+        package var time: HybridTimestamp
 
-        public init(sequence: Int64, time: HybridTimestamp) {
+        package init(sequence: Int64, time: HybridTimestamp) {
             self.sequence = sequence
             self.time = time
         }
     }
 
     /// In change-sequence order, each time later than the ones before it.
-    public private(set) var readings: [Reading]
+    package private(set) var readings: [Reading]
 
-    public init(readings: [Reading] = []) {
+    package init(readings: [Reading] = []) {
         self.readings = []
         for reading in readings { record(reading.time, at: reading.sequence) }
     }
 
     /// The latest time issued or observed.
-    public var latest: HybridTimestamp { readings.last?.time ?? .zero }
+    package var latest: HybridTimestamp { readings.last?.time ?? .zero }
 
     /// What the clock read just before the change at `sequence` was made.
-    public func reading(before sequence: Int64) -> HybridTimestamp {
+    package func reading(before sequence: Int64) -> HybridTimestamp {
         readings.last { $0.sequence < sequence }?.time ?? .zero
     }
 
     /// The version of a local change: the change at `sequence`, made at `wallMilliseconds`.
-    public mutating func stamp(changeAt sequence: Int64, wallMilliseconds: UInt64) -> HybridTimestamp {
+    package mutating func stamp(changeAt sequence: Int64, wallMilliseconds: UInt64) -> HybridTimestamp {
         let before = reading(before: sequence)
         let stamp = wallMilliseconds > before.milliseconds ? HybridTimestamp(milliseconds: wallMilliseconds) : before.successor
         record(stamp, at: sequence)
@@ -72,12 +72,12 @@ public struct HybridClock: Sendable, Equatable {
 
     /// Takes in a version written elsewhere, seen once the feed had reached `sequence`: every
     /// local change made after that comes after it.
-    public mutating func observe(_ remote: HybridTimestamp, at sequence: Int64) {
+    package mutating func observe(_ remote: HybridTimestamp, at sequence: Int64) {
         record(remote, at: sequence)
     }
 
     /// Folds the readings up to `sequence` into one: every change still to stamp was made after it.
-    public mutating func forget(through sequence: Int64) {
+    package mutating func forget(through sequence: Int64) {
         guard let last = readings.lastIndex(where: { $0.sequence <= sequence }), last > 0 else { return }
         readings.removeFirst(last)
     }
@@ -98,12 +98,12 @@ public struct HybridClock: Sendable, Equatable {
 
 /// `[milliseconds, counter]`, as `sync.json` keeps it.
 extension HybridTimestamp: Codable {
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         var container = try decoder.unkeyedContainer()
         self.init(milliseconds: try container.decode(UInt64.self), counter: try container.decode(UInt32.self))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.unkeyedContainer()
         try container.encode(milliseconds)
         try container.encode(counter)

@@ -1,29 +1,29 @@
-public import Foundation
+package import Foundation
 import KeychainModel
-public import KeyferryCrypto
+package import KeyferryCrypto
 
 /// A device's request to join a circle, published on the circle's `joins` stream and signed by
 /// the device itself: what a member sees in `circle requests`, with the short code both sides
 /// print. It grants nothing: only a member's voucher admits the device. See Protocol/sync.md,
 /// "Joining from another machine".
-public struct JoinRequest: Hashable, Sendable {
-    public var circle: UUID
-    public var peer: PeerIdentity
+package struct JoinRequest: Hashable, Sendable {
+    package var circle: UUID
+    package var peer: PeerIdentity
     /// When the device made the request and when it stops waiting, by its own clock, in
     /// milliseconds since 1970 as the record holds them.
     var madeMilliseconds: UInt64
     var expiresMilliseconds: UInt64
     var signature: [UInt8]
 
-    public var made: Date { Self.date(milliseconds: madeMilliseconds) }
-    public var expires: Date { Self.date(milliseconds: expiresMilliseconds) }
+    package var made: Date { Self.date(milliseconds: madeMilliseconds) }
+    package var expires: Date { Self.date(milliseconds: expiresMilliseconds) }
 
     static let magic = Array("KFJR".utf8)
     static let format: UInt8 = 1
     /// The longest a request may wait: a member answers while its device shows the code.
-    public static let longestLifetime: TimeInterval = 3_600
+    package static let longestLifetime: TimeInterval = 3_600
 
-    public init(circle: UUID, name: String, identity: DeviceIdentity, made: Date, lifetime: TimeInterval) throws {
+    package init(circle: UUID, name: String, identity: DeviceIdentity, made: Date, lifetime: TimeInterval) throws {
         try PeerIdentity.check(name: name)
         guard lifetime > 0, lifetime <= Self.longestLifetime else {
             throw CircleError(.invalidRequest, "a join request waits between a second and \(Int(Self.longestLifetime / 60)) minutes")
@@ -37,17 +37,17 @@ public struct JoinRequest: Hashable, Sendable {
     }
 
     /// What names this request in a member's voucher or decline: BLAKE2b-256 of its bytes.
-    public var digest: [UInt8] { ContentDigest.of(bytes) }
+    package var digest: [UInt8] { ContentDigest.of(bytes) }
     /// The code the device and the members print, to compare before a member approves.
-    public var code: JoinCode { JoinCode(peer) }
+    package var code: JoinCode { JoinCode(peer) }
 
-    public func hasExpired(at now: Date) -> Bool { Self.milliseconds(now) >= expiresMilliseconds }
+    package func hasExpired(at now: Date) -> Bool { Self.milliseconds(now) >= expiresMilliseconds }
 
-    public var bytes: [UInt8] { signedBytes + signature }
+    package var bytes: [UInt8] { signedBytes + signature }
 
     /// Reads a request and checks its own signature and lifetime: anything that parses here
     /// was made by the device whose keys it names.
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("not a join request") }
@@ -108,10 +108,10 @@ public struct JoinRequest: Hashable, Sendable {
 /// approves the request whose code the device shows, so a stranger's request under the same
 /// name is not taken for it. A stranger who makes keys until the code matches is caught by the
 /// other side of the rule: a code two pending requests share is approved for neither.
-public struct JoinCode: Hashable, Sendable, CustomStringConvertible {
-    public let digits: String
+package struct JoinCode: Hashable, Sendable, CustomStringConvertible {
+    package let digits: String
 
-    public init(_ peer: PeerIdentity) {
+    package init(_ peer: PeerIdentity) {
         var w = ByteWriter(capacity: 85)
         w.raw("keyferry.sync.code.v1".utf8)
         w.raw(peer.signing.bytes)
@@ -122,14 +122,14 @@ public struct JoinCode: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A code as a person types it: six digits, spaces and dashes allowed between.
-    public init?(typed: String) {
+    package init?(typed: String) {
         let digits = typed.filter { $0 != " " && $0 != "-" }
         guard digits.count == 6, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         self.digits = digits
     }
 
     /// `123 456`.
-    public var description: String { "\(digits.prefix(3)) \(digits.suffix(3))" }
+    package var description: String { "\(digits.prefix(3)) \(digits.suffix(3))" }
 }
 
 /// A member's admission of a device: everything the device checks before anything changes
@@ -137,32 +137,32 @@ public struct JoinCode: Hashable, Sendable, CustomStringConvertible {
 /// publish it; the device publishes it once it has verified the circle and opened the keys, so
 /// a join that fails leaves the circle as it was. It travels on the circle's `joins` stream (an
 /// approved request) or as a file (`circle vouch --out`).
-public struct Voucher: Hashable, Sendable {
-    public var circle: UUID
-    public var relay: URL
+package struct Voucher: Hashable, Sendable {
+    package var circle: UUID
+    package var relay: URL
     /// BLAKE2b-256 of the last membership entry the sponsor saw: the joiner accepts only a
     /// history from the relay that holds it, so a relay cannot pass off a circle of its own.
-    public var head: [UInt8]
+    package var head: [UInt8]
     /// The digest of the request it answers; 32 zero bytes for a voucher handed over as a file.
-    public var request: [UInt8]
+    package var request: [UInt8]
     /// The sponsor's signed entry admitting the joiner; nil when the joiner is a member
     /// already (an earlier join reached the relay, and the device did not finish).
-    public var entry: MembershipEntry?
+    package var entry: MembershipEntry?
     /// The circle key of every generation the sponsor holds, the current one last, each sealed
     /// to the joiner and signed by the sponsor: a joiner opens the versions last written under
     /// an earlier generation too (a removal starts a new one, and items untouched since stay
     /// sealed under the old).
-    public var shares: [CircleKeyShare]
-    public var sponsor: SigningPublicKey
+    package var shares: [CircleKeyShare]
+    package var sponsor: SigningPublicKey
     var signature: [UInt8]
 
     static let magic = Array("KFVO".utf8)
     static let format: UInt8 = 1
-    public static let noRequest = [UInt8](repeating: 0, count: 32)
+    package static let noRequest = [UInt8](repeating: 0, count: 32)
     /// Generations a voucher carries at most: it fits in a join record (4 KiB).
-    public static let maximumShares: UInt32 = 16
+    package static let maximumShares: UInt32 = 16
 
-    public init(
+    package init(
         circle: UUID, relay: URL, head: [UInt8], request: [UInt8]?, entry: MembershipEntry?, shares: [CircleKeyShare], sponsor: SigningKey
     ) {
         self.circle = circle
@@ -177,20 +177,20 @@ public struct Voucher: Hashable, Sendable {
     }
 
     /// The current generation's share: the last.
-    public var share: CircleKeyShare { shares.last! }
+    package var share: CircleKeyShare { shares.last! }
 
     /// Whether the sponsor signed all of it: the voucher, the entry and every share, one per
     /// generation, all to one recipient.
-    public var isSignedBySponsor: Bool {
+    package var isSignedBySponsor: Bool {
         sponsor.isValidSignature(signature, for: signedBytes)
             && shares.allSatisfy { $0.sender == sponsor && $0.circle == circle && $0.recipient == share.recipient }
             && zip(shares, shares.dropFirst()).allSatisfy { $0.epoch < $1.epoch }
             && (entry.map { $0.signer == sponsor && $0.circle == circle } ?? true)
     }
 
-    public var bytes: [UInt8] { signedBytes + signature }
+    package var bytes: [UInt8] { signedBytes + signature }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("not a voucher") }
@@ -241,16 +241,16 @@ public struct Voucher: Hashable, Sendable {
 }
 
 /// A member's refusal of a join request, so the waiting device stops at once.
-public struct JoinDecline: Hashable, Sendable {
-    public var circle: UUID
-    public var request: [UInt8]
-    public var signer: SigningPublicKey
+package struct JoinDecline: Hashable, Sendable {
+    package var circle: UUID
+    package var request: [UInt8]
+    package var signer: SigningPublicKey
     var signature: [UInt8]
 
     static let magic = Array("KFJD".utf8)
     static let format: UInt8 = 1
 
-    public init(circle: UUID, request: [UInt8], signer: SigningKey) {
+    package init(circle: UUID, request: [UInt8], signer: SigningKey) {
         self.circle = circle
         self.request = request
         self.signer = signer.publicKey
@@ -258,11 +258,11 @@ public struct JoinDecline: Hashable, Sendable {
         signature = signer.signature(for: signedBytes)
     }
 
-    public var isSigned: Bool { signer.isValidSignature(signature, for: signedBytes) }
+    package var isSigned: Bool { signer.isValidSignature(signature, for: signedBytes) }
 
-    public var bytes: [UInt8] { signedBytes + signature }
+    package var bytes: [UInt8] { signedBytes + signature }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("not a decline") }
@@ -293,12 +293,12 @@ public struct JoinDecline: Hashable, Sendable {
 }
 
 /// A record of a circle's `joins` stream, told apart by its first four bytes.
-public enum JoinRecord: Hashable, Sendable {
+package enum JoinRecord: Hashable, Sendable {
     case request(JoinRequest)
     case voucher(Voucher)
     case decline(JoinDecline)
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         switch Array(bytes.prefix(4)) {
         case JoinRequest.magic: self = .request(try JoinRequest(bytes: bytes))
         case Voucher.magic: self = .voucher(try Voucher(bytes: bytes))
@@ -307,7 +307,7 @@ public enum JoinRecord: Hashable, Sendable {
         }
     }
 
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         switch self {
         case .request(let request): request.bytes
         case .voucher(let voucher): voucher.bytes
@@ -315,7 +315,7 @@ public enum JoinRecord: Hashable, Sendable {
         }
     }
 
-    public var circle: UUID {
+    package var circle: UUID {
         switch self {
         case .request(let request): request.circle
         case .voucher(let voucher): voucher.circle

@@ -5,18 +5,18 @@ import KeyferryCrypto
 /// A record of a circle's `keys` stream: a generation's class keys (sealed under its circle
 /// key, so only members open them) or one member's share of a circle key, each signed by the
 /// member who made the generation.
-public enum KeyRecord: Sendable {
+package enum KeyRecord: Sendable {
     case classKeys(PublishedClassKeys)
     case share(CircleKeyShare)
 
-    public var epoch: UInt32 {
+    package var epoch: UInt32 {
         switch self {
         case .classKeys(let keys): keys.epoch
         case .share(let share): share.epoch
         }
     }
 
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var w = ByteWriter()
         switch self {
         case .classKeys(let keys):
@@ -29,7 +29,7 @@ public enum KeyRecord: Sendable {
         return w.bytes
     }
 
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         do {
             var r = ByteReader(bytes)
             switch try r.uint8() {

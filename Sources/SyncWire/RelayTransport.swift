@@ -1,10 +1,10 @@
-public import Foundation
-public import KeychainModel
-public import KeyferryCrypto
+package import Foundation
+import KeychainModel
+package import KeyferryCrypto
 
 /// The logs a relay keeps for each circle, each read by cursor. The relay learns from them only
 /// what an envelope's header says; see Protocol/relay.md.
-public enum RelayStream: String, Sendable, CaseIterable {
+package enum RelayStream: String, Sendable, CaseIterable {
     /// Signed membership entries, in the order members pushed them.
     case membership
     /// Key generations: class keys wrapped under the circle key, and signed shares.
@@ -17,11 +17,11 @@ public enum RelayStream: String, Sendable, CaseIterable {
 }
 
 /// One record of a log: its cursor (increasing, never reused) and its bytes.
-public struct RelayRecord: Hashable, Sendable {
-    public var cursor: UInt64
-    public var body: [UInt8]
+package struct RelayRecord: Hashable, Sendable {
+    package var cursor: UInt64
+    package var body: [UInt8]
 
-    public init(cursor: UInt64, body: [UInt8]) {
+    package init(cursor: UInt64, body: [UInt8]) {
         self.cursor = cursor
         self.body = body
     }
@@ -30,32 +30,32 @@ public struct RelayRecord: Hashable, Sendable {
 /// A member's signature over one push: the relay keeps `keys` and `envelopes` records only
 /// from a member of the circle (a membership entry is its own credential), so strangers and
 /// removed members cannot write there. A push replayed stores nothing new.
-public struct PushProof: Hashable, Sendable {
-    public var signer: SigningPublicKey
-    public var signature: [UInt8]
+package struct PushProof: Hashable, Sendable {
+    package var signer: SigningPublicKey
+    package var signature: [UInt8]
 
-    public init(signing bodies: [[UInt8]], circle: UUID, stream: RelayStream, key: SigningKey) {
+    package init(signing bodies: [[UInt8]], circle: UUID, stream: RelayStream, key: SigningKey) {
         signer = key.publicKey
         signature = key.signature(for: Self.signedBytes(bodies, circle, stream))
     }
 
-    public init(signer: SigningPublicKey, signature: [UInt8]) {
+    package init(signer: SigningPublicKey, signature: [UInt8]) {
         self.signer = signer
         self.signature = signature
     }
 
-    public func holds(for bodies: [[UInt8]], circle: UUID, stream: RelayStream) -> Bool {
+    package func holds(for bodies: [[UInt8]], circle: UUID, stream: RelayStream) -> Bool {
         signer.isValidSignature(signature, for: Self.signedBytes(bodies, circle, stream))
     }
 
     /// A member's word that it has applied the circle's envelopes through `cursor`, so that
     /// the relay may drop deletions every member has seen (Protocol/relay.md, "Compaction").
-    public init(acknowledging cursor: UInt64, circle: UUID, key: SigningKey) {
+    package init(acknowledging cursor: UInt64, circle: UUID, key: SigningKey) {
         signer = key.publicKey
         signature = key.signature(for: Self.acknowledgedBytes(cursor, circle))
     }
 
-    public func holds(acknowledging cursor: UInt64, circle: UUID) -> Bool {
+    package func holds(acknowledging cursor: UInt64, circle: UUID) -> Bool {
         signer.isValidSignature(signature, for: Self.acknowledgedBytes(cursor, circle))
     }
 
@@ -82,7 +82,7 @@ public struct PushProof: Hashable, Sendable {
 
 /// How a member reaches the relay: push records to a circle's stream, pull them by cursor.
 /// `RelayClient` speaks it over HTTP; tests may hold a relay in memory.
-public protocol RelayTransport: Sendable {
+package protocol RelayTransport: Sendable {
     /// Returns how many of `bodies` the relay did not hold yet. `proof` is required on the
     /// `keys` and `envelopes` streams.
     @discardableResult
@@ -97,24 +97,24 @@ public protocol RelayTransport: Sendable {
 
 extension RelayTransport {
     /// A relay that keeps every version (a test's, in memory) has no use for acknowledgements.
-    public func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {}
+    package func acknowledge(circle: UUID, through cursor: UInt64, proof: PushProof) async throws {}
     /// Nor does it forget a deletion.
-    public func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] { [] }
+    package func forgottenDeletions(circle: UUID, after item: UUID?, limit: Int) async throws -> [ForgottenDeletion] { [] }
 }
 
 /// A deletion a relay let go of once its members had seen it (Protocol/relay.md,
 /// "Compaction"): the item and the version that deleted it, as its envelope's header said.
-public struct ForgottenDeletion: Equatable, Sendable {
-    public var item: UUID
-    public var version: HybridTimestamp
+package struct ForgottenDeletion: Equatable, Sendable {
+    package var item: UUID
+    package var version: HybridTimestamp
 
-    public init(item: UUID, version: HybridTimestamp) {
+    package init(item: UUID, version: HybridTimestamp) {
         self.item = item
         self.version = version
     }
 
     /// `(item uuid | milliseconds u64 | counter u32)*`, 28 bytes each.
-    public static func encode(_ deletions: [ForgottenDeletion]) -> [UInt8] {
+    package static func encode(_ deletions: [ForgottenDeletion]) -> [UInt8] {
         var w = ByteWriter(capacity: 28 * deletions.count)
         for deletion in deletions {
             w.uuid(deletion.item)
@@ -124,67 +124,12 @@ public struct ForgottenDeletion: Equatable, Sendable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> [ForgottenDeletion] {
+    package static func decode(_ bytes: [UInt8]) throws -> [ForgottenDeletion] {
         var r = ByteReader(bytes)
         var deletions: [ForgottenDeletion] = []
         while !r.isAtEnd {
             deletions.append(ForgottenDeletion(item: try r.uuid(), version: HybridTimestamp(milliseconds: try r.uint64(), counter: try r.uint32())))
         }
         return deletions
-    }
-}
-
-/// Why a relay call failed: no answer (worth asking again later), a refusal, or a relay that
-/// cannot serve.
-public enum RelayError: CodedError, Equatable {
-    public static let domain = "relay"
-
-    case unreachable(String)
-    case refused(String)
-    /// The relay itself could not bind its address.
-    case cannotListen(String)
-    /// The relay forgot deletions after the cursor a member asked from, which it had not
-    /// acknowledged (it was away longer than the relay keeps them): it reads the stream again
-    /// from the start (Protocol/relay.md, "Compaction").
-    case resyncNeeded(String)
-    /// TLS with the relay failed: most often its certificate is for another host, or signed by
-    /// an authority this machine does not trust. Trying again changes nothing.
-    case tlsFailed(String)
-
-    public enum Code: String, Sendable {
-        case unreachable, refused, cannotListen, resyncNeeded, tlsFailed
-    }
-
-    public var code: Code {
-        switch self {
-        case .unreachable: .unreachable
-        case .refused: .refused
-        case .cannotListen: .cannotListen
-        case .resyncNeeded: .resyncNeeded
-        case .tlsFailed: .tlsFailed
-        }
-    }
-
-    public var kind: ProblemKind {
-        switch self {
-        case .unreachable: .unavailable
-        case .refused, .resyncNeeded: .failure
-        // Not retried (nothing changes until the certificate or the trust does), but as a
-        // relay that cannot be reached: what would serve the request is not there.
-        case .tlsFailed: .unavailable
-        case .cannotListen: .unavailable
-        }
-    }
-
-    public var message: String { description }
-
-    public var description: String {
-        switch self {
-        case .unreachable(let why): "the relay cannot be reached: \(why)"
-        case .refused(let why): "the relay refused the request: \(why)"
-        case .cannotListen(let why): "the relay cannot listen on \(why)"
-        case .resyncNeeded(let why): "the relay asks for a resync: \(why)"
-        case .tlsFailed(let why): "TLS with the relay failed: \(why)"
-        }
     }
 }

@@ -1,10 +1,10 @@
-public import Foundation
-public import KeychainModel
-public import KeyferryCrypto
+package import Foundation
+package import KeychainModel
+package import KeyferryCrypto
 
 /// Why an envelope, a share or a class-key set was refused. Every case names what was wrong;
 /// none is ever applied.
-public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Not an envelope: short, bad framing, an unknown class.
     case malformed(String)
     /// A format version this build does not read.
@@ -18,7 +18,7 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The sealed item disagrees with the envelope's signed header.
     case inconsistent(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let what): "malformed envelope (\(what))"
         case .unsupportedFormat(let version):
@@ -30,17 +30,17 @@ public enum EnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// The header of an envelope: what the relay may see, bound into its seals and the batch's
 /// signature. See Protocol/sync.md, "Envelope".
-public struct EnvelopeHeader: Hashable, Sendable {
+package struct EnvelopeHeader: Hashable, Sendable {
     /// 2 for an item that travels as its keychain stores it (`KeyedItem`); 1 for the whole
     /// item sealed afresh, as builds before item keys wrote it.
-    public var format: UInt8
-    public var circle: UUID
-    public var epoch: UInt32
-    public var author: SigningPublicKey
-    public var item: UUID
-    public var version: HybridTimestamp
-    public var syncClass: SyncClass
-    public var isTombstone: Bool
+    package var format: UInt8
+    package var circle: UUID
+    package var epoch: UInt32
+    package var author: SigningPublicKey
+    package var item: UUID
+    package var version: HybridTimestamp
+    package var syncClass: SyncClass
+    package var isTombstone: Bool
 
     static let magic = Array("KFSE".utf8)
     /// The format this build writes.
@@ -99,17 +99,17 @@ public struct EnvelopeHeader: Hashable, Sendable {
 /// of its own, and the item's metadata and secret each sealed under that key. Format 2
 /// envelopes carry the key re-wrapped and the two ciphertexts as they are, so neither the
 /// author nor a receiver seals the item again. `secret` is empty for a tombstone.
-public struct KeyedItem: Sendable {
-    public var uuid: UUID
-    public var itemClass: ItemClass
-    public var protection: ProtectionClass
-    public var version: HybridTimestamp
-    public var isTombstone: Bool
-    public var key: SymmetricKey
-    public var metadata: Data
-    public var secret: Data
+package struct KeyedItem: Sendable {
+    package var uuid: UUID
+    package var itemClass: ItemClass
+    package var protection: ProtectionClass
+    package var version: HybridTimestamp
+    package var isTombstone: Bool
+    package var key: SymmetricKey
+    package var metadata: Data
+    package var secret: Data
 
-    public init(
+    package init(
         uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, version: HybridTimestamp, isTombstone: Bool,
         key: SymmetricKey, metadata: Data, secret: Data
     ) {
@@ -126,7 +126,7 @@ public struct KeyedItem: Sendable {
     /// What the merge rule compares: the version, and BLAKE2b-256 of the version's identity and
     /// its two ciphertexts. Every member computes it from the same envelope; sealed under a
     /// random key, the ciphertexts tell nothing of the secret, so the digest is safe to keep.
-    public var stamp: VersionStamp {
+    package var stamp: VersionStamp {
         var w = ByteWriter(capacity: 96 + metadata.count + secret.count)
         w.raw("keyferry.sync.version.v2".utf8)
         w.uuid(uuid)
@@ -145,8 +145,8 @@ public struct KeyedItem: Sendable {
 /// of the circle's current generation. Envelopes travel in batches signed by their author
 /// (`EnvelopeBatch`). The relay sees the header only; it can neither read, edit nor forge an
 /// envelope, and a stale one it replays is recognised by its version.
-public struct SealedEnvelope: Hashable, Sendable {
-    public let header: EnvelopeHeader
+package struct SealedEnvelope: Hashable, Sendable {
+    package let header: EnvelopeHeader
     private let body: Body
 
     private enum Body: Hashable, Sendable {
@@ -157,14 +157,14 @@ public struct SealedEnvelope: Hashable, Sendable {
     }
 
     /// Random bytes a format 2 sealing consumes: the key block's nonce.
-    public static let entropyPerEnvelope = AEAD.nonceByteCount
+    package static let entropyPerEnvelope = AEAD.nonceByteCount
     /// Random bytes a format 1 sealing consumes: the item key and two nonces.
-    public static let entropyPerPayloadEnvelope = SymmetricKey.byteCount + 2 * AEAD.nonceByteCount
+    package static let entropyPerPayloadEnvelope = SymmetricKey.byteCount + 2 * AEAD.nonceByteCount
 
     /// Seals `item` for the circle, written by `author`: its key, class and protection in a key
     /// block under the class key, its ciphertexts as they are. `random`
     /// (`entropyPerEnvelope` bytes) fixes the nonce, for test vectors; nil draws it.
-    public static func seal(_ item: KeyedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
+    package static func seal(_ item: KeyedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
         guard let syncClass = SyncClass(item.protection) else { throw EnvelopeError.inconsistent("\(item.protection.name) items do not sync") }
         guard item.isTombstone == item.secret.isEmpty else { throw EnvelopeError.inconsistent("a tombstone carries no secret, and an item always one") }
         let random = random ?? SystemEntropy().bytes(entropyPerEnvelope)
@@ -186,7 +186,7 @@ public struct SealedEnvelope: Hashable, Sendable {
     /// Seals the whole `item` in format 1, as builds before item keys did: what the tests of
     /// those builds' batches, still on relays and still read, are made with. `random`
     /// (`entropyPerPayloadEnvelope` bytes) fixes the item key and nonces.
-    public static func sealPayload(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
+    package static func sealPayload(_ item: SyncedItem, keys: CircleKeys, author: SigningPublicKey, random: [UInt8]? = nil) throws -> SealedEnvelope {
         guard let syncClass = SyncClass(item.record.protection), SyncEligibility(item.record) == .replicates else {
             throw EnvelopeError.inconsistent("\(item.record.protection.name) items do not sync")
         }
@@ -212,7 +212,7 @@ public struct SealedEnvelope: Hashable, Sendable {
 
     /// Reads the framing only; nothing is trusted until its batch's signature is checked and
     /// it opens.
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         try self.init(reading: &r)
         guard r.isAtEnd else { throw EnvelopeError.malformed("bytes after the sealed item") }
@@ -233,7 +233,7 @@ public struct SealedEnvelope: Hashable, Sendable {
         }
     }
 
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var w = ByteWriter(capacity: byteCount)
         write(to: &w)
         return w.bytes
@@ -261,11 +261,11 @@ public struct SealedEnvelope: Hashable, Sendable {
 
     /// What an envelope holds once open: the whole item (format 1), or the item as its
     /// author's keychain sealed it (format 2), whose metadata the keychain opens.
-    public enum Contents: Sendable {
+    package enum Contents: Sendable {
         case whole(SyncedItem)
         case keyed(KeyedItem)
 
-        public var stamp: VersionStamp {
+        package var stamp: VersionStamp {
             switch self {
             case .whole(let item): item.stamp
             case .keyed(let item): item.stamp
@@ -277,7 +277,7 @@ public struct SealedEnvelope: Hashable, Sendable {
     /// header names. Only for an envelope whose batch's signature has been checked
     /// (`EnvelopeBatch.verified(members:)`): the seals prove a member of the circle wrote it,
     /// the signature which one.
-    public func open(with keys: CircleKeys) throws -> Contents {
+    package func open(with keys: CircleKeys) throws -> Contents {
         guard header.circle == keys.circle else { throw EnvelopeError.cannotDecrypt("the envelope is for another circle") }
         guard header.epoch == keys.epoch else {
             throw EnvelopeError.cannotDecrypt("item \(header.item) is sealed under key generation \(header.epoch), not \(keys.epoch)")
@@ -322,27 +322,27 @@ public struct SealedEnvelope: Hashable, Sendable {
 /// Ed25519 signatures was most of a receiver's work; every envelope is still covered by its
 /// author's signature, and none is opened before that signature holds. See Protocol/sync.md,
 /// "Batch".
-public struct EnvelopeBatch: Sendable {
-    public let circle: UUID
-    public let author: SigningPublicKey
+package struct EnvelopeBatch: Sendable {
+    package let circle: UUID
+    package let author: SigningPublicKey
     /// Where the batch stands in its author's chain: its sequence (1 for the author's first)
     /// and the digest of the batch before it (32 zero bytes for the first). A reader that sees
     /// a sequence skipped knows a batch was withheld from it.
-    public let sequence: UInt64
-    public let previous: [UInt8]
-    public let envelopes: [SealedEnvelope]
+    package let sequence: UInt64
+    package let previous: [UInt8]
+    package let envelopes: [SealedEnvelope]
     private let signature: [UInt8]
 
     static let magic = Array("KFSB".utf8)
     /// 2 since batches are chained per author.
     static let formatVersion: UInt8 = 2
     /// Envelopes in one batch: a receiver writes a batch in one transaction.
-    public static let maximumCount = 1_000
+    package static let maximumCount = 1_000
     /// Envelope bytes in one batch (but always one envelope), well inside a relay record.
-    public static let maximumBytes = 1 << 20
+    package static let maximumBytes = 1 << 20
 
     /// Signs `envelopes`, which `author` sealed for `circle`, as the next batch of its chain.
-    public init(_ envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink = .start) {
+    package init(_ envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink = .start) {
         precondition(envelopes.allSatisfy { $0.header.circle == circle && $0.header.author == author.publicKey })
         self.circle = circle
         self.author = author.publicKey
@@ -353,11 +353,11 @@ public struct EnvelopeBatch: Sendable {
     }
 
     /// This batch as the head of its author's chain.
-    public var link: BatchLink { BatchLink(sequence: sequence, digest: ContentDigest.of(bytes)) }
+    package var link: BatchLink { BatchLink(sequence: sequence, digest: ContentDigest.of(bytes)) }
 
     /// `envelopes` cut into batches of at most `maximumCount` envelopes and `maximumBytes`, in
     /// order, chained after `link`.
-    public static func batches(of envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink) -> [EnvelopeBatch] {
+    package static func batches(of envelopes: [SealedEnvelope], circle: UUID, author: SigningKey, after link: BatchLink) -> [EnvelopeBatch] {
         var batches: [EnvelopeBatch] = []
         var current: [SealedEnvelope] = []
         var bytes = 0
@@ -376,7 +376,7 @@ public struct EnvelopeBatch: Sendable {
 
     /// Reads the framing, and checks that every envelope names the batch's circle and author;
     /// nothing is trusted until `verified(members:)`.
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         do {
             guard Array(try r.raw(4)) == Self.magic else { throw EnvelopeError.malformed("no KFSB magic") }
@@ -410,10 +410,10 @@ public struct EnvelopeBatch: Sendable {
         }
     }
 
-    public var bytes: [UInt8] { Self.signedBytes(circle, author, sequence, previous, envelopes) + signature }
+    package var bytes: [UInt8] { Self.signedBytes(circle, author, sequence, previous, envelopes) + signature }
 
     /// The envelopes, once their author is a member and the signature holds.
-    public func verified(members: Set<SigningPublicKey>) throws -> [SealedEnvelope] {
+    package func verified(members: Set<SigningPublicKey>) throws -> [SealedEnvelope] {
         guard members.contains(author) else {
             throw EnvelopeError.notAMember("\(description) signed by a device outside the circle")
         }
@@ -446,14 +446,14 @@ public struct EnvelopeBatch: Sendable {
 }
 
 /// The head of an author's chain of batches: its last batch's sequence and digest.
-public struct BatchLink: Hashable, Sendable, Codable {
-    public var sequence: UInt64
-    public var digest: [UInt8]
+package struct BatchLink: Hashable, Sendable, Codable {
+    package var sequence: UInt64
+    package var digest: [UInt8]
 
     /// Before an author's first batch.
-    public static let start = BatchLink(sequence: 0, digest: [UInt8](repeating: 0, count: 32))
+    package static let start = BatchLink(sequence: 0, digest: [UInt8](repeating: 0, count: 32))
 
-    public init(sequence: UInt64, digest: [UInt8]) {
+    package init(sequence: UInt64, digest: [UInt8]) {
         self.sequence = sequence
         self.digest = digest
     }

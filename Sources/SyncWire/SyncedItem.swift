@@ -1,9 +1,9 @@
-public import Foundation
-public import KeychainModel
+package import Foundation
+package import KeychainModel
 import KeyferryCrypto
 
 /// Whether an item leaves its device through sync, and if not, why.
-public enum SyncEligibility: String, Sendable, Codable {
+package enum SyncEligibility: String, Sendable, Codable {
     case replicates
     /// Not `kSecAttrSynchronizable`: stays on its device, as any local item.
     case notSynchronizable
@@ -14,7 +14,7 @@ public enum SyncEligibility: String, Sendable, Codable {
     /// place (errSecParam); listed for completeness.
     case accessControlled
 
-    public init(_ record: ItemRecord) {
+    package init(_ record: ItemRecord) {
         self =
             if !record.synchronizable { .notSynchronizable } else if record.protection.isThisDeviceOnly { .deviceBound } else if record.accessControl != nil {
                 .accessControlled
@@ -24,12 +24,12 @@ public enum SyncEligibility: String, Sendable, Codable {
 
 /// The class key an item travels under: A for `whenUnlocked`, C for `afterFirstUnlock` and
 /// `always`, as in iCloud Keychain. A receiver that is locked cannot open class A.
-public enum SyncClass: UInt8, Sendable, CaseIterable {
+package enum SyncClass: UInt8, Sendable, CaseIterable {
     case a = 0x41
     case c = 0x43
 
     /// nil for the ThisDeviceOnly classes, which never travel.
-    public init?(_ protection: ProtectionClass) {
+    package init?(_ protection: ProtectionClass) {
         switch protection {
         case .whenUnlocked: self = .a
         case .afterFirstUnlock, .always: self = .c
@@ -40,12 +40,12 @@ public enum SyncClass: UInt8, Sendable, CaseIterable {
 
 /// One version of a replicated item, as its envelope carries it: the whole item, or the
 /// tombstone a delete leaves (its identity and primary key, no data).
-public struct SyncedItem: Hashable, Sendable {
-    public var version: HybridTimestamp
-    public var isTombstone: Bool
-    public var record: ItemRecord
+package struct SyncedItem: Hashable, Sendable {
+    package var version: HybridTimestamp
+    package var isTombstone: Bool
+    package var record: ItemRecord
 
-    public init(version: HybridTimestamp, isTombstone: Bool, record: ItemRecord) {
+    package init(version: HybridTimestamp, isTombstone: Bool, record: ItemRecord) {
         self.version = version
         self.isTombstone = isTombstone
         self.record = record
@@ -55,12 +55,12 @@ public struct SyncedItem: Hashable, Sendable {
 
     /// How far ahead of this device's clock a version may be: clocks drift, but a version a day
     /// ahead would win every merge for a day (and near the end of the clock's range, stop it).
-    public static let maximumClockLead: TimeInterval = 24 * 3600
+    package static let maximumClockLead: TimeInterval = 24 * 3600
 
     /// Checks a version another member wrote as a local add is checked: the class's attributes
     /// with values of their kinds, finite dates, and a version not from the far future. A
     /// member's bug or a hostile member is refused here, before anything is written.
-    public func checkReceived(now: Date) throws(EnvelopeError) {
+    package func checkReceived(now: Date) throws(EnvelopeError) {
         let item = "item \(record.uuid)"
         do {
             try record.itemClass.validate(record.attributes)
@@ -82,7 +82,7 @@ public struct SyncedItem: Hashable, Sendable {
     }
 
     /// See Protocol/sync.md, "Item payload".
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var w = ByteWriter(capacity: 256 + (record.data?.count ?? 0))
         w.uint8(Self.formatVersion)
         w.uint8(isTombstone ? 1 : 0)
@@ -99,7 +99,7 @@ public struct SyncedItem: Hashable, Sendable {
         return w.bytes
     }
 
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var r = ByteReader(bytes)
         guard try r.uint8() == Self.formatVersion else { throw ByteReader.Malformed() }
         let flag = try r.uint8()
@@ -122,17 +122,17 @@ public struct SyncedItem: Hashable, Sendable {
     }
 
     /// The tie-break between two versions with the same timestamp: BLAKE2b-256 of the payload.
-    public var digest: [UInt8] { ContentDigest.of(encoded) }
+    package var digest: [UInt8] { ContentDigest.of(encoded) }
 
-    public var stamp: VersionStamp { VersionStamp(timestamp: version, digest: digest) }
+    package var stamp: VersionStamp { VersionStamp(timestamp: version, digest: digest) }
 }
 
 /// What the merge rule compares of a version: when it was written, and its payload's digest.
-public struct VersionStamp: Hashable, Sendable {
-    public var timestamp: HybridTimestamp
-    public var digest: [UInt8]
+package struct VersionStamp: Hashable, Sendable {
+    package var timestamp: HybridTimestamp
+    package var digest: [UInt8]
 
-    public init(timestamp: HybridTimestamp, digest: [UInt8]) {
+    package init(timestamp: HybridTimestamp, digest: [UInt8]) {
         self.timestamp = timestamp
         self.digest = digest
     }
@@ -141,13 +141,13 @@ public struct VersionStamp: Hashable, Sendable {
 /// Which of two versions of one item every node keeps: the newer timestamp, and on a tie
 /// the smaller digest (Apple's rule). A delete is a version like any other, so a delete
 /// against a concurrent update resolves the same way.
-public enum MergeRule {
-    public static func prefers(_ candidate: VersionStamp, over current: VersionStamp) -> Bool {
+package enum MergeRule {
+    package static func prefers(_ candidate: VersionStamp, over current: VersionStamp) -> Bool {
         if candidate.timestamp != current.timestamp { return candidate.timestamp > current.timestamp }
         return candidate.digest.lexicographicallyPrecedes(current.digest)
     }
 
-    public static func prefers(_ candidate: SyncedItem, over current: SyncedItem) -> Bool {
+    package static func prefers(_ candidate: SyncedItem, over current: SyncedItem) -> Bool {
         prefers(candidate.stamp, over: current.stamp)
     }
 }

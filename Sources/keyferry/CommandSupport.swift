@@ -4,7 +4,6 @@ public import KeychainModel
 import KeychainStore
 import KeyferrySystem
 import KeyferryThreads
-import Node
 import NodeControl
 
 /// The device directory argument every device, node, app and item command takes.

@@ -1,7 +1,6 @@
 import ArgumentParser
-import Backup
 import Foundation
-import Node
+import KeychainModel
 import NodeControl
 
 struct TransferCommand: AsyncParsableCommand {

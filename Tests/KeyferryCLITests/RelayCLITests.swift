@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeychainTesting
 import KeyferryCrypto
 import KeyferrySystem

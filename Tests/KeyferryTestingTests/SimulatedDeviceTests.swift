@@ -1,4 +1,3 @@
-import Backup
 import Foundation
 import KeychainModel
 import KeyferryTesting

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import KeychainModel
 import RelayHTTP
 import SyncWire
 import Synchronization

@@ -1,5 +1,4 @@
 import AppleFormats
-import Backup
 import Foundation
 import KeychainModel
 import KeychainStore

@@ -1,5 +1,4 @@
 import AppleFormats
-import Backup
 import Foundation
 import GRDB
 import KeychainModel

@@ -1,5 +1,4 @@
 import AppleFormats
-import Backup
 import Crypto
 import Foundation
 import GRDB

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import KeyferryCrypto
 import Testing
 

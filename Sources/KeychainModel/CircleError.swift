@@ -1,5 +1,3 @@
-public import KeychainModel
-
 /// Why a circle operation failed: a code to branch on (retry a lost race, give up on a removal)
 /// and a sentence that names the fix.
 public typealias CircleError = CodedFailure<CircleErrorDomain>

@@ -1,5 +1,4 @@
 import Foundation
-import KeychainModel
 
 extension RestoreReport {
     /// Every item's outcome, packed: about 40 bytes an item where outcomes as values took about

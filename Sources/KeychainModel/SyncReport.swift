@@ -100,20 +100,6 @@ public struct Refusal: Equatable, Hashable, Sendable, Codable, CustomStringConve
         self.detail = detail
     }
 
-    /// An envelope's or a key record's refusal, by its kind.
-    public init(_ error: EnvelopeError) {
-        let reason: Reason =
-            switch error {
-            case .malformed: .malformed
-            case .unsupportedFormat: .unsupportedFormat
-            case .forged: .forged
-            case .notAMember: .notAMember
-            case .cannotDecrypt: .cannotDecrypt
-            case .inconsistent: .inconsistent
-            }
-        self.init(reason, error.description)
-    }
-
     /// `forged: the batch's signature does not verify`.
     public var description: String { "\(reason.rawValue): \(detail)" }
 }
