@@ -192,8 +192,8 @@ struct DemoCommand: AsyncParsableCommand {
         for line in AuditCommand.text(report, device: member.id, cleared: false).split(separator: "\n", omittingEmptySubsequences: false) {
             tour.say(String(line))
         }
-        let root = runner.directory(of: member).deletingLastPathComponent()
-        try await BlockingPool.shared.run { _ in try lintNextVersion(in: root, tour: tour) }
+        let devices = directory.deletingLastPathComponent()
+        try await BlockingPool.shared.run { _ in try lintNextVersion(in: devices, tour: tour) }
         try await newPhone(from: phone, at: directory, runner: runner, tour: tour)
 
         tour.heading("What survives: every path run for real on scratch copies of the phone (`keyferry survival`)")

@@ -294,10 +294,21 @@ struct DemoCLITests {
         #expect(lines.contains { $0.hasSuffix("deletes mac-token: 2 items, one from each keychain") })
         #expect(!lines.contains { $0.contains("keyferry.sync") }, "the device's own sync keys are never the user's items")
         #expect(lines.filter { $0.hasSuffix("stopped") }.count == 3)
+        #expect(lines.contains { $0.contains("The devices stay in \(root.path);") })
         let overview = try cli.ok(["fleet", "status", peers.path, "--root", root.path, "--json"]).object()
         let statuses = try #require(overview["members"] as? [[String: Any]])
         #expect(statuses.count == 3)
         #expect(statuses.allSatisfy { ($0["device"] as? [String: Any])?["poweredOn"] as? Bool == false })
+    }
+
+    @Test("without --root the demo's devices are its own, removed when it ends, and it says nothing of keeping them")
+    func demoInTemporaryDirectory() throws {
+        let cli = try CLI()
+        let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/family.yaml")
+        let text = try cli.ok(["demo", "--fleet", peers.path]).text
+        #expect(text.contains("The fleet goes down"))
+        #expect(!text.contains("stay in"))
     }
 
     @Test("Ctrl-C in the demo: exit 130 through the one exit path, its fleet brought down")
