@@ -82,30 +82,33 @@ package enum DeviceRestore {
     private static func restore(
         _ reader: ArchiveReader, keys: SectionKeys, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void
     ) throws -> RestoreReport {
-        // What the manifest says is there, read first and unopened: for progress only.
-        let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
-        var importer = try Importer(
-            device: device, keys: keys,
-            report: RestoreReport(
-                sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
-                authenticity: reader.authenticity(device: device.backupKeys), archiveCreated: reader.header.created,
-                newerBackupOnDevice: device.lastBackupCreated.flatMap { last in
-                    reader.header.deviceID == device.info.id && last > reader.header.created ? last : nil
-                }))
-        try progress(0, expected)
-        // Whatever stops the restore, no section is still being opened when it returns.
-        defer { importer.abandon() }
-        let manifest = try reader.read(keys: keys) { kind, data in
-            try importer.add(kind, data)
-            try progress(importer.done, max(expected, importer.done))
+        // Every section lands in a store being rebuilt: its unique indexes are built once, at the end.
+        return try device.deviceKeychain.loadingInBulk { load in
+            // What the manifest says is there, read first and unopened: for progress only.
+            let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
+            var importer = try Importer(
+                device: device, keys: keys, load: load,
+                report: RestoreReport(
+                    sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
+                    authenticity: reader.authenticity(device: device.backupKeys), archiveCreated: reader.header.created,
+                    newerBackupOnDevice: device.lastBackupCreated.flatMap { last in
+                        reader.header.deviceID == device.info.id && last > reader.header.created ? last : nil
+                    }))
+            try progress(0, expected)
+            // Whatever stops the restore, no section is still being opened when it returns.
+            defer { importer.abandon() }
+            let manifest = try reader.read(keys: keys) { kind, data in
+                try importer.add(kind, data)
+                try progress(importer.done, max(expected, importer.done))
+            }
+            try importer.finish()
+            var report = importer.report
+            report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
+                .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
+            // The last chance to stop, after the costly import: from here the swap goes through.
+            try progress(importer.done, importer.done)
+            return report
         }
-        try importer.finish()
-        var report = importer.report
-        report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
-            .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
-        // The last chance to stop, after the costly import: from here the swap goes through.
-        try progress(importer.done, importer.done)
-        return report
     }
 
     /// The target's items a restore replaces: live, non-synchronizable, not the device's own.
@@ -142,6 +145,8 @@ package enum DeviceRestore {
     private struct Importer {
         let device: Device
         let keys: SectionKeys
+        /// Keeps the rows unique while the store's unique indexes are set aside.
+        let load: BulkLoad
         var report: RestoreReport
         /// Items and files done, for progress.
         private(set) var done = 0
@@ -166,9 +171,10 @@ package enum DeviceRestore {
             var rows: Keychain.RestoreRows
         }
 
-        init(device: Device, keys: SectionKeys, report: RestoreReport) throws {
+        init(device: Device, keys: SectionKeys, load: BulkLoad, report: RestoreReport) throws {
             self.device = device
             self.keys = keys
+            self.load = load
             self.report = report
             let before = try device.deviceKeychain.changes(since: 0)
             synchronizedOnTarget = before.filter(\.record.synchronizable).reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
@@ -271,7 +277,7 @@ package enum DeviceRestore {
             guard report.items.count + section.outcomes.count <= ArchiveFormat.maximumItems else {
                 throw ArchiveError.inconsistent("it holds more than \(ArchiveFormat.maximumItems) keychain items")
             }
-            let unreadable = Set(try device.deviceKeychain.restore(section.rows).map(\.uuid))
+            let unreadable = Set(try device.deviceKeychain.restore(section.rows, in: load).map(\.uuid))
             report.items += unreadable.isEmpty ? section.outcomes : section.outcomes.map { $0.checked(against: unreadable) }
             restoredVersions.merge(section.versions) { $1 }
             done += section.outcomes.count

@@ -171,6 +171,33 @@ enum ItemTable {
         return db.changesCount > 0
     }
 
+    /// Inserts a row whose UUID and primary key no other holds (a bulk load checked them), and
+    /// returns its id: a plain insert, since the unique indexes an upsert needs are set aside.
+    static func insertUnique(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws -> Int64 {
+        let h = row.header
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        )
+        statement.setUncheckedArguments([
+            h.uuid.bytes, h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
+            Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence,
+        ])
+        try statement.execute()
+        return db.lastInsertedRowID
+    }
+
+    /// The UUID and primary key of the row `id`, for a bulk load that replaces it.
+    static func keys(_ db: Database, id: Int64) throws -> (uuid: UUID, primaryKeyHash: Data)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT uuid, pk_hash FROM item WHERE id = ?"), arguments: [id]) else { return nil }
+        guard let uuid = UUID(storedBytes: row[0] as Data) else {
+            throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
+        }
+        return (uuid, row[1])
+    }
+
     static func replace(_ db: Database, id: Int64, with row: SealedRow, changeSequence: Int64) throws {
         let h = row.header
         try db.cachedStatement(

@@ -97,17 +97,28 @@ extension Keychain {
     /// Writes sealed items in one transaction, as `restore(_ records:)` describes, then reads
     /// each back through the store's own read path (the row's columns, its attributes and its
     /// secret) before the transaction commits: an item that would not open again is removed
-    /// and returned, so no restore ever reports an item it cannot read.
+    /// and returned, so no restore ever reports an item it cannot read. Inside
+    /// `loadingInBulk`, `load` stands in for the unique indexes.
     @discardableResult
-    package func restore(_ sealed: RestoreRows) throws -> [DamagedItem] {
+    package func restore(_ sealed: RestoreRows, in load: BulkLoad? = nil) throws -> [DamagedItem] {
         try requireDeviceScope()
         let keys = try device.availableKeys()
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
             let before = device.database.latestChangeSequence
+            try load?.readHolders(db)
             for row in sealed.rows {
-                try ItemTable.giveWay(db, uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
-                _ = try ItemTable.insert(db, row, changeSequence: device.database.nextChangeSequence())
+                let h = row.header
+                if let load {
+                    for id in load.holders(uuid: h.uuid, primaryKeyHash: h.primaryKeyHash) {
+                        if let held = try ItemTable.keys(db, id: id) { load.forget(uuid: held.uuid, primaryKeyHash: held.primaryKeyHash) }
+                        try ItemTable.delete(db, id: id)
+                    }
+                    load.record(uuid: h.uuid, primaryKeyHash: h.primaryKeyHash, id: try ItemTable.insertUnique(db, row, changeSequence: device.database.nextChangeSequence()))
+                } else {
+                    try ItemTable.giveWay(db, uuid: h.uuid, primaryKeyHash: h.primaryKeyHash)
+                    _ = try ItemTable.insert(db, row, changeSequence: device.database.nextChangeSequence())
+                }
             }
             let written = try Array(ItemTable.changes(db, since: before, accessGroupHashes: nil))
             let readBack = try ParallelMap.map(written) { row in try opening(row) { _ = try open(row, keys: keys, withData: true) } }
@@ -116,6 +127,7 @@ extension Keychain {
                 guard case .failure(let item) = result else { continue }
                 unreadable.append(item)
                 try ItemTable.delete(db, id: row.id)
+                load?.forget(uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
             }
             return unreadable
         }

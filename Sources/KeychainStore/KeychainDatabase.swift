@@ -32,6 +32,9 @@ struct KeychainDatabase: Sendable {
         }
         queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(queue)
+        // A bulk load cut short (a process killed during a restore straight into a device)
+        // left the unique indexes out; the rows it committed are unique, so they build.
+        try queue.writeWithoutTransaction { try $0.execute(sql: Self.uniqueItemIndexes) }
         let start = try queue.read { db in
             max(
                 try Int64.fetchOne(db, sql: "SELECT change_counter FROM keybag") ?? 0,
@@ -134,8 +137,48 @@ struct KeychainDatabase: Sendable {
             // 1 for Mac Catalyst or an iPhone app on a Mac.
             try db.execute(sql: "ALTER TABLE app ADD COLUMN uikit_on_mac INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v8: droppable unique indexes") { db in
+            // The item table's uniqueness as named indexes instead of column constraints, which
+            // SQLite cannot drop: a restore loads its rows without them and builds them once at
+            // the end, from sorted keys (`Keychain.BulkLoad`). The columns keep their order.
+            try db.execute(
+                sql: """
+                    CREATE TABLE item_v8 (
+                        id INTEGER PRIMARY KEY,
+                        uuid BLOB NOT NULL,
+                        class TEXT NOT NULL,
+                        pdmn TEXT NOT NULL,
+                        sync INTEGER NOT NULL,
+                        tomb INTEGER NOT NULL DEFAULT 0,
+                        tomb_date REAL,
+                        agrp_hash BLOB NOT NULL,
+                        pk_hash BLOB NOT NULL,
+                        tokens BLOB NOT NULL,
+                        metadata BLOB NOT NULL,
+                        secret BLOB,
+                        change_seq INTEGER NOT NULL,
+                        wrapped_key BLOB
+                    );
+                    INSERT INTO item_v8
+                        SELECT id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq, wrapped_key
+                        FROM item;
+                    DROP TABLE item;
+                    ALTER TABLE item_v8 RENAME TO item;
+                    CREATE INDEX item_by_change ON item (change_seq);
+                    CREATE INDEX item_format1 ON item (pdmn) WHERE wrapped_key IS NULL;
+                    """ + uniqueItemIndexes)
+        }
         return migrator
     }
+
+    /// No two rows, live or tombstone, share a UUID or a primary key.
+    static let uniqueItemIndexes = """
+        CREATE UNIQUE INDEX IF NOT EXISTS item_by_uuid ON item (uuid);
+        CREATE UNIQUE INDEX IF NOT EXISTS item_by_pk ON item (pk_hash);
+        """
+
+    /// Sets the unique indexes aside for a bulk load, which keeps rows unique itself.
+    static let dropUniqueItemIndexes = "DROP INDEX IF EXISTS item_by_uuid; DROP INDEX IF EXISTS item_by_pk;"
 
     /// Runs `body` alone on the connection, with no transaction: GRDB's `read` also opens one and
     /// toggles `query_only`, re-parsing those statements on every call (most of a lookup's cost).

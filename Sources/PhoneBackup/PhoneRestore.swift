@@ -153,7 +153,9 @@ package enum PhoneRestore {
             _ = try? sealing.result()
             throw error
         }
-        let unreadable = Set(try store.restore(try sealing.result()).map(\.uuid))
+        // Into a store being rebuilt: its unique indexes are built once, after the rows.
+        let rows = try sealing.result()
+        let unreadable = Set(try store.loadingInBulk { load in try store.restore(rows, in: load) }.map(\.uuid))
         report.items += unreadable.isEmpty ? outcomes : outcomes.map { $0.checked(against: unreadable) }
         // The last chance to stop, after the costly import: from here the swap goes through.
         try progress(total, total)

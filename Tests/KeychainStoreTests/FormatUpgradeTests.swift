@@ -40,6 +40,13 @@ struct FormatUpgradeTests {
             }
         }
 
+        /// The item table's indexes, unique or not, by name.
+        func itemIndexes() throws -> [String: Bool] {
+            try DatabaseQueue(path: directory.appendingPathComponent("keychain.db").path).read { db in
+                try Row.fetchAll(db, sql: "PRAGMA index_list(item)").reduce(into: [:]) { $0[$1["name"] as String] = ($1["unique"] as Int) == 1 }
+            }
+        }
+
         func remove() { try? FileManager.default.removeItem(at: directory) }
     }
 
@@ -76,6 +83,10 @@ struct FormatUpgradeTests {
         #expect(try keychain.copy(inet).first?.data == Data("inet-pass".utf8))
         let tombstones = try device.deviceKeychain.changes(since: 0).filter(\.isTombstone)
         #expect(tombstones.map { $0.record.attributes[.account] } == [.string("carol")], "the tombstone still names its item")
+
+        // The table was rebuilt with its uniqueness as indexes a restore can set aside (schema v8).
+        let indexes = try copy.itemIndexes()
+        #expect(indexes == ["item_by_uuid": true, "item_by_pk": true, "item_by_change": false, "item_format1": false], "no column constraint's index left")
 
         // Written again after the upgrade, an item is format 2 like every other.
         try keychain.update(.password(account: "user1", service: "mail"), with: ItemChanges(data: Data("new".utf8)))
