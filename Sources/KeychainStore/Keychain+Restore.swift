@@ -114,7 +114,9 @@ extension Keychain {
                         if let held = try ItemTable.keys(db, id: id) { load.forget(uuid: held.uuid, primaryKeyHash: held.primaryKeyHash) }
                         try ItemTable.delete(db, id: id)
                     }
-                    load.record(uuid: h.uuid, primaryKeyHash: h.primaryKeyHash, id: try ItemTable.insertUnique(db, row, changeSequence: device.database.nextChangeSequence()))
+                    load.record(
+                        uuid: h.uuid, primaryKeyHash: h.primaryKeyHash,
+                        id: try ItemTable.insertUnique(db, row, changeSequence: device.database.nextChangeSequence()))
                 } else {
                     try ItemTable.giveWay(db, uuid: h.uuid, primaryKeyHash: h.primaryKeyHash)
                     _ = try ItemTable.insert(db, row, changeSequence: device.database.nextChangeSequence())
