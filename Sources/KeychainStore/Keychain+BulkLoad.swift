@@ -25,27 +25,12 @@ extension Keychain {
 }
 
 /// Who holds each UUID and primary key of the item table while its unique indexes are set
-/// aside (`Keychain.loadingInBulk`): what the indexes would have found, in memory.
+/// aside (`Keychain.loadingInBulk`): what the indexes would have found, in memory. Keys are
+/// held as 64-bit fingerprints under the process's random hash seed (16 bytes an entry, not
+/// 48), so a fingerprint names candidates, which the caller checks against the row itself.
 package final class BulkLoad {
-    private var byUUID: [UUID: Int64] = [:]
-    private var byPrimaryKey: [RowKey: Int64] = [:]
-
-    /// A primary key's 32-byte hash held inline, with no allocation per row; a row edited to
-    /// another length keeps its bytes.
-    private enum RowKey: Hashable {
-        case digest(UInt64, UInt64, UInt64, UInt64)
-        case other([UInt8])
-
-        init(_ bytes: some Collection<UInt8>) {
-            guard bytes.count == 32 else {
-                self = .other(Array(bytes))
-                return
-            }
-            let words = Array(bytes).withUnsafeBytes { raw in (0..<4).map { raw.loadUnaligned(fromByteOffset: $0 * 8, as: UInt64.self) } }
-            self = .digest(words[0], words[1], words[2], words[3])
-        }
-    }
-
+    private var byUUID = Fingerprints()
+    private var byPrimaryKey = Fingerprints()
     private var loaded = false
 
     fileprivate init(_ database: KeychainDatabase) throws {
@@ -66,18 +51,49 @@ package final class BulkLoad {
         loaded = true
     }
 
-    /// The rows a new item with this UUID and primary key replaces.
-    func holders(uuid: UUID, primaryKeyHash: [UInt8]) -> Set<Int64> {
-        Set([byUUID[uuid], byPrimaryKey[RowKey(primaryKeyHash)]].compactMap { $0 })
+    /// The rows that may hold this UUID or primary key: every one that does, and rarely one
+    /// whose fingerprint merely matches.
+    func candidates(uuid: UUID, primaryKeyHash: some Sequence<UInt8>) -> Set<Int64> {
+        Set(byUUID.ids(uuid.hashValue) + byPrimaryKey.ids(Self.fingerprint(primaryKeyHash)))
     }
 
-    func record(uuid: UUID, primaryKeyHash: some Collection<UInt8>, id: Int64) {
-        byUUID[uuid] = id
-        byPrimaryKey[RowKey(primaryKeyHash)] = id
+    func record(uuid: UUID, primaryKeyHash: some Sequence<UInt8>, id: Int64) {
+        byUUID.insert(uuid.hashValue, id)
+        byPrimaryKey.insert(Self.fingerprint(primaryKeyHash), id)
     }
 
-    func forget(uuid: UUID, primaryKeyHash: some Collection<UInt8>) {
-        byUUID[uuid] = nil
-        byPrimaryKey[RowKey(primaryKeyHash)] = nil
+    func forget(uuid: UUID, primaryKeyHash: some Sequence<UInt8>, id: Int64) {
+        byUUID.remove(uuid.hashValue, id)
+        byPrimaryKey.remove(Self.fingerprint(primaryKeyHash), id)
+    }
+
+    private static func fingerprint(_ bytes: some Sequence<UInt8>) -> Int {
+        var hasher = Hasher()
+        for byte in bytes { hasher.combine(byte) }
+        return hasher.finalize()
+    }
+
+    /// Row ids by fingerprint; the few fingerprints two live rows share keep the second aside.
+    struct Fingerprints {
+        private var first: [Int: Int64] = [:]
+        private var shared: [Int: [Int64]] = [:]
+
+        func ids(_ fingerprint: Int) -> [Int64] {
+            guard let id = first[fingerprint] else { return [] }
+            return [id] + (shared[fingerprint] ?? [])
+        }
+
+        mutating func insert(_ fingerprint: Int, _ id: Int64) {
+            if first[fingerprint] == nil { first[fingerprint] = id } else { shared[fingerprint, default: []].append(id) }
+        }
+
+        mutating func remove(_ fingerprint: Int, _ id: Int64) {
+            if first[fingerprint] == id {
+                first[fingerprint] = shared[fingerprint]?.popLast()
+            } else {
+                shared[fingerprint]?.removeAll { $0 == id }
+            }
+            if shared[fingerprint]?.isEmpty == true { shared[fingerprint] = nil }
+        }
     }
 }

@@ -110,9 +110,12 @@ extension Keychain {
             for row in sealed.rows {
                 let h = row.header
                 if let load {
-                    for id in load.holders(uuid: h.uuid, primaryKeyHash: h.primaryKeyHash) {
-                        if let held = try ItemTable.keys(db, id: id) { load.forget(uuid: held.uuid, primaryKeyHash: held.primaryKeyHash) }
+                    for id in load.candidates(uuid: h.uuid, primaryKeyHash: h.primaryKeyHash) {
+                        guard let held = try ItemTable.keys(db, id: id), held.uuid == h.uuid || held.primaryKeyHash.elementsEqual(h.primaryKeyHash) else {
+                            continue
+                        }
                         try ItemTable.delete(db, id: id)
+                        load.forget(uuid: held.uuid, primaryKeyHash: held.primaryKeyHash, id: id)
                     }
                     load.record(
                         uuid: h.uuid, primaryKeyHash: h.primaryKeyHash,
@@ -129,7 +132,7 @@ extension Keychain {
                 guard case .failure(let item) = result else { continue }
                 unreadable.append(item)
                 try ItemTable.delete(db, id: row.id)
-                load?.forget(uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash)
+                load?.forget(uuid: row.header.uuid, primaryKeyHash: row.header.primaryKeyHash, id: row.id)
             }
             return unreadable
         }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import KeychainModel
-import KeychainStore
+@testable import KeychainStore
 import KeychainTesting
 import Testing
 
@@ -94,5 +94,20 @@ struct BulkLoadTests {
         defer { device.powerOff() }
         let indexes = try Self.itemIndexes(fixture)
         #expect(indexes["item_by_uuid"] == true && indexes["item_by_pk"] == true)
+    }
+
+    @Test("rows whose fingerprints collide are all candidates, and each leaves alone")
+    func sharedFingerprints() {
+        var holders = BulkLoad.Fingerprints()
+        holders.insert(7, 1)
+        holders.insert(7, 2)
+        holders.insert(7, 3)
+        holders.insert(8, 4)
+        #expect(Set(holders.ids(7)) == [1, 2, 3] && holders.ids(8) == [4] && holders.ids(9).isEmpty)
+        holders.remove(7, 1)
+        #expect(Set(holders.ids(7)) == [2, 3])
+        holders.remove(7, 3)
+        holders.remove(7, 2)
+        #expect(holders.ids(7).isEmpty && holders.ids(8) == [4])
     }
 }
