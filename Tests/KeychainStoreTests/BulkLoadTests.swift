@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import KeychainModel
-@testable import KeychainStore
 import KeychainTesting
 import Testing
+
+@testable import KeychainStore
 
 /// A restore's bulk load: the item table's unique indexes set aside while its rows go in, kept
 /// unique in memory, and built again however the load ends.
