@@ -150,43 +150,39 @@ enum ItemTable {
     /// a deleted synchronizable item revives the key as a new item, last in search order).
     /// Returns false, changing nothing, when a live item holds the primary key.
     static func insert(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws -> Bool {
-        let h = row.header
-        let statement = try db.cachedStatement(
-            sql: """
-                INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (pk_hash) DO UPDATE SET
-                    id = (SELECT MAX(id) FROM item) + 1, uuid = excluded.uuid, class = excluded.class, pdmn = excluded.pdmn, sync = excluded.sync,
-                    tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens, wrapped_key = excluded.wrapped_key,
-                    metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
-                WHERE item.tomb = 1
-                """
-        )
-        // Eleven arguments for eleven placeholders, always: GRDB's check of them is skipped.
-        statement.setUncheckedArguments([
-            h.uuid.bytes, h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
-            Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence,
-        ])
-        try statement.execute()
+        try execute(
+            db.cachedStatement(
+                sql: insertRow + """
+                    ON CONFLICT (pk_hash) DO UPDATE SET
+                        id = (SELECT MAX(id) FROM item) + 1, uuid = excluded.uuid, class = excluded.class, pdmn = excluded.pdmn, sync = excluded.sync,
+                        tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens, wrapped_key = excluded.wrapped_key,
+                        metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
+                    WHERE item.tomb = 1
+                    """), row, changeSequence)
         return db.changesCount > 0
     }
 
     /// Inserts a row whose UUID and primary key no other holds (a bulk load checked them), and
     /// returns its id: a plain insert, since the unique indexes an upsert needs are set aside.
     static func insertUnique(_ db: Database, _ row: SealedRow, changeSequence: Int64) throws -> Int64 {
+        try execute(db.cachedStatement(sql: insertRow), row, changeSequence)
+        return db.lastInsertedRowID
+    }
+
+    private static let insertRow = """
+        INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+        """
+
+    private static func execute(_ insert: Statement, _ row: SealedRow, _ changeSequence: Int64) throws {
         let h = row.header
-        let statement = try db.cachedStatement(
-            sql: """
-                INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        )
-        statement.setUncheckedArguments([
+        // Eleven arguments for eleven placeholders, always: GRDB's check of them is skipped.
+        insert.setUncheckedArguments([
             h.uuid.bytes, h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
             Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence,
         ])
-        try statement.execute()
-        return db.lastInsertedRowID
+        try insert.execute()
     }
 
     /// The UUID and primary key of the row `id`, for a bulk load that replaces it.
