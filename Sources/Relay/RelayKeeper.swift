@@ -312,7 +312,7 @@ package actor RelayKeeper {
             case .decline(let decline) where !live.contains(decline.request): expired.append(cursor)
             case .voucher(let voucher): answered.insert(voucher.request)
             case .decline(let decline): answered.insert(decline.request)
-            case .request, .voucher, .decline: continue
+            case .request: continue
             }
         }
         var asking = 0

@@ -148,7 +148,7 @@ package actor SyncEngine {
                 KeyRecord.share(CircleKeyShare(keys, to: identity.sealingKey.publicKey, from: identity.signingKey)).bytes,
             ],
             to: .keys, as: identity)
-        try await device.run { try SyncSecrets.storeCircleKey(keys.circleKey, $0, circle: keys.circle, epoch: keys.epoch) }
+        _ = try await device.run { try SyncSecrets.storeCircleKey(keys.circleKey, $0, circle: keys.circle, epoch: keys.epoch) }
         try await engine.adopt(keys, wrapped: wrapped)
         return engine
     }
@@ -348,7 +348,7 @@ package actor SyncEngine {
             to: .keys, as: identity)
         guard afterRemoval.isMember(identity.signingKey.publicKey) else { return }
         let circle = circle
-        try await device.run { try SyncSecrets.storeCircleKey(keys.circleKey, $0, circle: circle, epoch: keys.epoch) }
+        _ = try await device.run { try SyncSecrets.storeCircleKey(keys.circleKey, $0, circle: circle, epoch: keys.epoch) }
         try await adopt(keys, wrapped: wrapped)
     }
 
