@@ -82,33 +82,34 @@ package enum DeviceRestore {
     private static func restore(
         _ reader: ArchiveReader, keys: SectionKeys, into device: Device, progress: (_ done: Int, _ total: Int) throws -> Void
     ) throws -> RestoreReport {
+        // What the manifest says is there, read first and unopened: for progress only.
+        let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
+        var importer = try Importer(
+            device: device, keys: keys,
+            report: RestoreReport(
+                sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
+                authenticity: reader.authenticity(device: device.backupKeys), archiveCreated: reader.header.created,
+                newerBackupOnDevice: device.lastBackupCreated.flatMap { last in
+                    reader.header.deviceID == device.info.id && last > reader.header.created ? last : nil
+                }))
+        try progress(0, expected)
+        // Whatever stops the restore, no section is still being opened when it returns.
+        defer { importer.abandon() }
         // Every section lands in a store being rebuilt: its unique indexes are built once, at the end.
-        return try device.deviceKeychain.loadingInBulk { load in
-            // What the manifest says is there, read first and unopened: for progress only.
-            let expected = (try? reader.unverifiedManifest()).map(Importer.expectedWork) ?? 0
-            var importer = try Importer(
-                device: device, keys: keys, load: load,
-                report: RestoreReport(
-                    sameDevice: reader.header.deviceID == device.info.id, mode: reader.header.mode,
-                    authenticity: reader.authenticity(device: device.backupKeys), archiveCreated: reader.header.created,
-                    newerBackupOnDevice: device.lastBackupCreated.flatMap { last in
-                        reader.header.deviceID == device.info.id && last > reader.header.created ? last : nil
-                    }))
-            try progress(0, expected)
-            // Whatever stops the restore, no section is still being opened when it returns.
-            defer { importer.abandon() }
+        let manifest = try device.deviceKeychain.loadingInBulk { load in
             let manifest = try reader.read(keys: keys) { kind, data in
-                try importer.add(kind, data)
+                try importer.add(kind, data, into: load)
                 try progress(importer.done, max(expected, importer.done))
             }
-            try importer.finish()
-            var report = importer.report
-            report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
-                .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
-            // The last chance to stop, after the costly import: from here the swap goes through.
-            try progress(importer.done, importer.done)
-            return report
+            try importer.finish(into: load)
+            return manifest
         }
+        var report = importer.report
+        report.neverExported = manifest.counts.filter { $0.key.hasPrefix("notExported.") }
+            .reduce(into: [:]) { $0[String($1.key.dropFirst("notExported.".count))] = $1.value }
+        // The last chance to stop, after the costly import: from here the swap goes through.
+        try progress(importer.done, importer.done)
+        return report
     }
 
     /// The target's items a restore replaces: live, non-synchronizable, not the device's own.
@@ -145,8 +146,6 @@ package enum DeviceRestore {
     private struct Importer {
         let device: Device
         let keys: SectionKeys
-        /// Keeps the rows unique while the store's unique indexes are set aside.
-        let load: BulkLoad
         var report: RestoreReport
         /// Items and files done, for progress.
         private(set) var done = 0
@@ -171,10 +170,9 @@ package enum DeviceRestore {
             var rows: Keychain.RestoreRows
         }
 
-        init(device: Device, keys: SectionKeys, load: BulkLoad, report: RestoreReport) throws {
+        init(device: Device, keys: SectionKeys, report: RestoreReport) throws {
             self.device = device
             self.keys = keys
-            self.load = load
             self.report = report
             let before = try device.deviceKeychain.changes(since: 0)
             synchronizedOnTarget = before.filter(\.record.synchronizable).reduce(into: [:]) { $0[$1.record.primaryKey] = $1 }
@@ -187,7 +185,8 @@ package enum DeviceRestore {
             manifest.counts.filter { $0.key.hasPrefix("items.") }.values.reduce(0, +) + (manifest.counts["sandboxFiles"] ?? 0)
         }
 
-        mutating func add(_ kind: SectionKind, _ data: Data) throws {
+        /// `load` keeps the rows unique while the store's unique indexes are set aside.
+        mutating func add(_ kind: SectionKind, _ data: Data, into load: BulkLoad) throws {
             switch kind {
             case .apps:
                 guard entitledGroups == nil else { throw ArchiveError.inconsistent("its apps come after its items or files") }
@@ -198,7 +197,7 @@ package enum DeviceRestore {
             case .keychain:
                 let previous = opening
                 opening = startOpening(data, groups: try groupsWithAnApp())
-                if let previous { try write(try previous.result()) }
+                if let previous { try write(try previous.result(), into: load) }
             case .sandbox:
                 for entry in try Self.decoded(data, kind, { try SandboxEntry(decoding: $0) }) { try restore(entry) }
             case .manifest:
@@ -208,10 +207,10 @@ package enum DeviceRestore {
 
         /// Writes the last keychain section, once every section is read, and reports what the
         /// target's own items lost to it.
-        mutating func finish() throws {
+        mutating func finish(into load: BulkLoad) throws {
             if let last = opening {
                 opening = nil
-                try write(try last.result())
+                try write(try last.result(), into: load)
             }
             report.localItemsLost += DeviceRestore.lost(localOnTarget, restored: restoredVersions)
         }
@@ -273,7 +272,7 @@ package enum DeviceRestore {
             }
         }
 
-        private mutating func write(_ section: OpenedSection) throws {
+        private mutating func write(_ section: OpenedSection, into load: BulkLoad) throws {
             guard report.items.count + section.outcomes.count <= ArchiveFormat.maximumItems else {
                 throw ArchiveError.inconsistent("it holds more than \(ArchiveFormat.maximumItems) keychain items")
             }

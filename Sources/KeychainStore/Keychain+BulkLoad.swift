@@ -12,14 +12,11 @@ extension Keychain {
     package func loadingInBulk<T>(_ body: (BulkLoad) throws -> T) throws -> T {
         try requireDeviceScope()
         let load = try BulkLoad(device.database)
-        let result: T
-        do {
-            result = try body(load)
-        } catch {
-            try? device.database.write { try $0.execute(sql: KeychainDatabase.uniqueItemIndexes) }
-            throw error
-        }
-        try device.database.write { try $0.execute(sql: KeychainDatabase.uniqueItemIndexes) }
+        let outcome = Result { try body(load) }
+        let rebuilt = Result { try device.database.write { try $0.execute(sql: KeychainDatabase.uniqueItemIndexes) } }
+        // The body's own failure is the one to report; the indexes' comes second.
+        let result = try outcome.get()
+        try rebuilt.get()
         return result
     }
 }
@@ -31,24 +28,19 @@ extension Keychain {
 package final class BulkLoad {
     private var byUUID = Fingerprints()
     private var byPrimaryKey = Fingerprints()
-    private var loaded = false
 
+    /// Sets the indexes aside and reads who holds what, in one transaction.
     fileprivate init(_ database: KeychainDatabase) throws {
-        try database.write { try $0.execute(sql: KeychainDatabase.dropUniqueItemIndexes) }
-    }
-
-    /// Reads who holds what, once, in the first write of the load: after whatever the caller
-    /// removed before it (a restore's local items).
-    func readHolders(_ db: Database) throws {
-        guard !loaded else { return }
-        let rows = try Row.fetchCursor(db, sql: "SELECT id, uuid, pk_hash FROM item")
-        while let row = try rows.next() {
-            guard let uuid = UUID(storedBytes: row[1] as Data) else {
-                throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
+        try database.write { db in
+            try db.execute(sql: KeychainDatabase.dropUniqueItemIndexes)
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, uuid, pk_hash FROM item")
+            while let row = try rows.next() {
+                guard let uuid = UUID(storedBytes: row[1] as Data) else {
+                    throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
+                }
+                record(uuid: uuid, primaryKeyHash: row[2] as Data, id: row[0])
             }
-            record(uuid: uuid, primaryKeyHash: row[2] as Data, id: row[0])
         }
-        loaded = true
     }
 
     /// The rows that may hold this UUID or primary key: every one that does, and rarely one

@@ -106,7 +106,6 @@ extension Keychain {
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
             let before = device.database.latestChangeSequence
-            try load?.readHolders(db)
             for row in sealed.rows {
                 let h = row.header
                 if let load {
