@@ -185,12 +185,18 @@ enum ItemTable {
         try insert.execute()
     }
 
+    /// A row's `uuid` column: 16 bytes, unless the database was edited.
+    static func storedUUID(_ bytes: Data) throws -> UUID {
+        guard let uuid = UUID(storedBytes: bytes) else {
+            throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
+        }
+        return uuid
+    }
+
     /// The UUID and primary key of the row `id`, for a bulk load that replaces it.
     static func keys(_ db: Database, id: Int64) throws -> (uuid: UUID, primaryKeyHash: Data)? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT uuid, pk_hash FROM item WHERE id = ?"), arguments: [id]) else { return nil }
-        guard let uuid = UUID(storedBytes: row[0] as Data) else {
-            throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
-        }
+        let uuid = try storedUUID(row[0])
         return (uuid, row[1])
     }
 
@@ -228,9 +234,7 @@ enum ItemTable {
             let row = try Row.fetchOne(
                 try db.cachedStatement(sql: "SELECT uuid, pdmn, sync, tomb FROM item WHERE pk_hash = ?"), arguments: [Data(primaryKeyHash)])
         else { return nil }
-        guard let uuid = UUID(storedBytes: row[0] as Data) else {
-            throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
-        }
+        let uuid = try storedUUID(row[0])
         return (uuid, ProtectionClass(rawValue: row[1] as String), row[2] != 0, row[3] != 0)
     }
 

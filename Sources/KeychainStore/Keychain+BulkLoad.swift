@@ -35,10 +35,7 @@ package final class BulkLoad {
             try db.execute(sql: KeychainDatabase.dropUniqueItemIndexes)
             let rows = try Row.fetchCursor(db, sql: "SELECT id, uuid, pk_hash FROM item")
             while let row = try rows.next() {
-                guard let uuid = UUID(storedBytes: row[1] as Data) else {
-                    throw KeychainError(.decode, "an item row has an unreadable UUID; the database was edited.")
-                }
-                record(uuid: uuid, primaryKeyHash: row[2] as Data, id: row[0])
+                record(uuid: try ItemTable.storedUUID(row[1]), primaryKeyHash: row[2] as Data, id: row[0])
             }
         }
     }
