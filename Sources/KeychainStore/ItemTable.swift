@@ -14,7 +14,7 @@ struct StoredRow: Sendable {
     var header: RowHeader { sealed.header }
 
     /// The columns `init(_:)` reads, by position: name lookups cost more than the lookup itself.
-    static let columns = "id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq, wrapped_key"
+    static let columns = "id, uuid, class, pdmn, sync, tomb, tomb_date, agrp_hash, pk_hash, tokens, metadata, secret, change_seq, wrapped_key, format"
 
     /// The row a statement selecting `columns` stands on. Columns are read by position through
     /// GRDB's statement-level API: a `Row` would build a table of column names for every query,
@@ -23,9 +23,10 @@ struct StoredRow: Sendable {
         let s = statement.sqliteStatement
         guard let classText = String.fromStatement(s, atUncheckedIndex: 2), let itemClass = ItemClass(rawValue: classText),
             let protectionText = String.fromStatement(s, atUncheckedIndex: 3), let protection = ProtectionClass(rawValue: protectionText),
-            let uuidBytes = Data.fromStatement(s, atUncheckedIndex: 1), let uuid = UUID(storedBytes: uuidBytes)
+            let uuidBytes = Data.fromStatement(s, atUncheckedIndex: 1), let uuid = UUID(storedBytes: uuidBytes),
+            let format = SealedRow.Format(rawValue: Int64(sqliteStatement: s, index: 14))
         else {
-            throw KeychainError(.decode, "item row \(id) has an unreadable class, protection or UUID; the database was edited.")
+            throw KeychainError(.decode, "item row \(id) has an unreadable class, protection, UUID or format; the database was edited.")
         }
         func bytes(_ index: CInt) -> [UInt8] { Data.fromStatement(s, atUncheckedIndex: index).map { [UInt8]($0) } ?? [] }
         self.id = id
@@ -34,7 +35,8 @@ struct StoredRow: Sendable {
             synchronizable: Int64(sqliteStatement: s, index: 4) != 0, accessGroupHash: bytes(7), primaryKeyHash: bytes(8),
             tokens: bytes(9))
         sealed = SealedRow(
-            header: header, wrappedKey: Data.fromStatement(s, atUncheckedIndex: 13), metadata: Data.fromStatement(s, atUncheckedIndex: 10) ?? Data(),
+            header: header, format: format, wrappedKey: Data.fromStatement(s, atUncheckedIndex: 13),
+            metadata: Data.fromStatement(s, atUncheckedIndex: 10) ?? Data(),
             secret: Data.fromStatement(s, atUncheckedIndex: 11))
         isTombstone = Int64(sqliteStatement: s, index: 5) != 0
         tombstoneDate = Double.fromStatement(s, atUncheckedIndex: 6).map(Date.init(timeIntervalSinceReferenceDate:))
@@ -156,7 +158,7 @@ enum ItemTable {
                     ON CONFLICT (pk_hash) DO UPDATE SET
                         id = (SELECT MAX(id) FROM item) + 1, uuid = excluded.uuid, class = excluded.class, pdmn = excluded.pdmn, sync = excluded.sync,
                         tomb = 0, tomb_date = NULL, agrp_hash = excluded.agrp_hash, tokens = excluded.tokens, wrapped_key = excluded.wrapped_key,
-                        metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq
+                        metadata = excluded.metadata, secret = excluded.secret, change_seq = excluded.change_seq, format = excluded.format
                     WHERE item.tomb = 1
                     """), row, changeSequence)
         return db.changesCount > 0
@@ -170,17 +172,18 @@ enum ItemTable {
     }
 
     private static let insertRow = """
-        INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO item (uuid, class, pdmn, sync, agrp_hash, pk_hash, tokens, wrapped_key, metadata, secret, change_seq, format)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
         """
 
     private static func execute(_ insert: Statement, _ row: SealedRow, _ changeSequence: Int64) throws {
         let h = row.header
-        // Eleven arguments for eleven placeholders, always: GRDB's check of them is skipped.
+        // Twelve arguments for twelve placeholders, always: GRDB's check of them is skipped.
         insert.setUncheckedArguments([
             h.uuid.bytes, h.itemClass.rawValue, h.protection.rawValue, h.synchronizable,
             Data(h.accessGroupHash), Data(h.primaryKeyHash), Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence,
+            row.format.rawValue,
         ])
         try insert.execute()
     }
@@ -205,12 +208,12 @@ enum ItemTable {
         try db.cachedStatement(
             sql: """
                 UPDATE item SET pdmn = ?, sync = ?, agrp_hash = ?, pk_hash = ?, tokens = ?, wrapped_key = ?, metadata = ?, secret = ?,
-                    change_seq = ? WHERE id = ?
+                    change_seq = ?, format = ? WHERE id = ?
                 """
         ).execute(
             arguments: [
                 h.protection.rawValue, h.synchronizable, Data(h.accessGroupHash), Data(h.primaryKeyHash),
-                Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence, id,
+                Data(h.tokens), row.wrappedKey, row.metadata, row.secret, changeSequence, row.format.rawValue, id,
             ])
     }
 
@@ -272,19 +275,19 @@ enum ItemTable {
         return try StoredRow.cursor(try db.cachedStatement(sql: sql), arguments)
     }
 
-    /// Format 1 rows of the given classes, live or tombstone (an index holds only those, so
-    /// once every row is upgraded this finds nothing at once).
-    static func formatOneRows(_ db: Database, protections: [ProtectionClass]) throws -> [StoredRow] {
+    /// Rows of the given classes in a format before 3, live or tombstone (an index holds only
+    /// those, so once every row is upgraded this finds nothing at once).
+    static func earlierFormatRows(_ db: Database, protections: [ProtectionClass]) throws -> [StoredRow] {
         var arguments = StatementArguments()
         for protection in protections { arguments += [protection.rawValue] }
-        let sql = "SELECT \(StoredRow.columns) FROM item WHERE wrapped_key IS NULL AND pdmn IN \(placeholders(protections.count)) ORDER BY id"
+        let sql = "SELECT \(StoredRow.columns) FROM item WHERE format < 3 AND pdmn IN \(placeholders(protections.count)) ORDER BY id"
         return try Array(StoredRow.cursor(try db.makeStatement(sql: sql), arguments))
     }
 
-    /// Writes a row's format 2 ciphertexts in place: the same item, the same change sequence.
+    /// Writes a row's format 3 ciphertexts in place: the same item, the same change sequence.
     static func upgrade(_ db: Database, id: Int64, to row: SealedRow) throws {
-        try db.cachedStatement(sql: "UPDATE item SET wrapped_key = ?, metadata = ?, secret = ? WHERE id = ?")
-            .execute(arguments: [row.wrappedKey, row.metadata, row.secret, id])
+        try db.cachedStatement(sql: "UPDATE item SET wrapped_key = ?, metadata = ?, secret = ?, format = ? WHERE id = ?")
+            .execute(arguments: [row.wrappedKey, row.metadata, row.secret, row.format.rawValue, id])
     }
 
     /// Live items outside one access group (the device's own).

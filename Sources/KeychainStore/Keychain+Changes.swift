@@ -97,9 +97,15 @@ extension Keychain {
             return (rows.filter { !replicaWrites.contains($0.changeSequence) }, through)
         }
         let feed = try available(rows) { row, keys in
-            let (metadata, opener) = try openMetadata(row, keys: keys)
-            let seal: ItemSeal
-            do { seal = try opener.seal(entropy: device.entropy, withSecret: !row.isTombstone) } catch { throw corrupt(row, "secret") }
+            guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
+            let (metadata, seal): (ItemMetadata, ItemSeal)
+            do {
+                (metadata, seal) = try row.sealed.opener(classKeys).travelling(
+                    ItemMetadata.init(decoding:), entropy: device.entropy, withSecret: !row.isTombstone)
+            } catch {
+                _ = try openMetadata(row, keys: keys)  // Which tier failed, under the usual message.
+                throw corrupt(row, "secret")
+            }
             return SealedItemChange(
                 change: ItemChange(
                     changeSequence: row.changeSequence, isTombstone: row.isTombstone, tombstoneDate: row.tombstoneDate,
@@ -244,11 +250,13 @@ extension Keychain {
         guard let classKeys = keys[row.header.protection] else { throw unavailable(row.header.protection) }
         do {
             let opener = try row.sealed.opener(classKeys)
-            let metadata = try opener.metadata(ItemMetadata.Fields<EncodedAttributes>.init(decoding:))
-            let secret: ExportedItem.Secret
+            let decode = ItemMetadata.Fields<EncodedAttributes>.init(decoding:)
+            let (metadata, secret): (ItemMetadata.Fields<EncodedAttributes>, ExportedItem.Secret)
             switch secrets {
-            case .opened: secret = .data(try opener.secret())
-            case .sealed: secret = .sealed(try opener.seal(entropy: device.entropy))
+            case .opened: (metadata, secret) = (try opener.metadata(decode), .data(try opener.secret()))
+            case .sealed:
+                let (fields, seal) = try opener.travelling(decode, entropy: device.entropy)
+                (metadata, secret) = (fields, .sealed(seal))
             }
             return ExportedItem(
                 uuid: row.header.uuid, itemClass: row.header.itemClass, protection: row.header.protection,

@@ -70,14 +70,11 @@ extension Keychain {
             }
             guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
             guard let seal = version.seal else { return sealedRow(for: record, keys: classKeys) }
-            // Stored as it came, unless its metadata lacks what an add would have written.
-            guard record.itemClass.withPrimaryKeyDefaults(record.attributes) == record.attributes else {
-                return sealedRow(for: record, keys: classKeys, secret: version.tombstoneDate == nil ? try seal.secret(of: record) : nil)
-            }
-            let header = header(
-                uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true,
-                accessGroup: record.accessGroup, attributes: record.attributes)
-            return SealedRow.wrapping(seal, header: header, classKey: classKeys.classKey, nonce: device.entropy.bytes(AEAD.nonceByteCount))
+            // The secret stored as it came; the metadata, with what an add would have written.
+            let metadata = Self.metadata(of: record)
+            let header = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true, metadata: metadata)
+            return SealedRow.wrapping(
+                seal, metadata: metadata, header: header, keys: classKeys, nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
         }
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
@@ -178,12 +175,12 @@ extension Keychain {
             uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
             synchronizable: record.synchronizable, metadata: metadata)
         return SealedRow.seal(
-            header: header, metadata: metadata, secret: secret ?? record.data ?? Data(), classKey: keys.classKey,
+            header: header, metadata: metadata, secret: secret ?? record.data ?? Data(), keys: keys,
             random: device.entropy.bytes(SealedRow.entropyPerRow))
     }
 
     /// A record's metadata as written on arrival: biometry bindings never travel.
-    private static func metadata(of record: ItemRecord) -> ItemMetadata {
+    static func metadata(of record: ItemRecord) -> ItemMetadata {
         ItemMetadata(
             accessGroup: record.accessGroup, accessControl: record.accessControl, biometryBinding: [],
             creationDate: record.creationDate, modificationDate: record.modificationDate,

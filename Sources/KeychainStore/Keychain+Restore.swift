@@ -60,15 +60,17 @@ extension Keychain {
         try sealedForRestore(records.map(RestoredItem.whole))
     }
 
-    /// As `sealedForRestore(_ records:)`; an item that arrives sealed stays sealed as it came,
-    /// its key wrapped under this device's class key. Only the metadata of an item bound to a
-    /// biometry enrollment is sealed again, without the binding (enrollments never travel).
+    /// As `sealedForRestore(_ records:)`; an item that arrives sealed keeps its secret sealed as
+    /// it came, its key wrapped under this device's class key, and has its metadata sealed under
+    /// this device's metadata key (without a biometry binding: enrollments never travel).
     package func sealedForRestore(_ items: [RestoredItem]) throws -> RestoreRows {
         try requireDeviceScope()
         let keys = try device.availableKeys()
         let rows = try ParallelMap.mapChunks(items) { chunk in
-            // The wraps' nonces in one draw per piece: a draw is a system call.
-            let nonces = device.entropy.bytes(chunk.count * AEAD.nonceByteCount)
+            // Each item's two nonces (its key's wrap, its metadata) in one draw per piece: a draw
+            // is a system call.
+            let perItem = 2 * AEAD.nonceByteCount
+            let nonces = device.entropy.bytes(chunk.count * perItem)
             return try chunk.enumerated().map { index, item -> SealedRow in
                 let record = item.record
                 // Every import path decides this before it gets here; the store refuses it anyway.
@@ -80,14 +82,13 @@ extension Keychain {
                 switch item {
                 case .whole(let record):
                     return sealedRow(for: record, keys: classKeys)
-                case .sealed(let opened) where opened.biometryBound:
-                    return sealedRow(for: record, keys: classKeys, secret: try opened.seal.secret(of: record))
                 case .sealed(let opened):
+                    let metadata = Self.metadata(of: record)
                     let header = header(
                         uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                        synchronizable: record.synchronizable, accessGroup: record.accessGroup, attributes: record.attributes)
-                    let nonce = Array(nonces[(index * AEAD.nonceByteCount)..<((index + 1) * AEAD.nonceByteCount)])
-                    return SealedRow.wrapping(opened.seal, header: header, classKey: classKeys.classKey, nonce: nonce)
+                        synchronizable: record.synchronizable, metadata: metadata)
+                    return SealedRow.wrapping(
+                        opened.seal, metadata: metadata, header: header, keys: classKeys, nonces: nonces[(index * perItem)..<((index + 1) * perItem)])
                 }
             }
         }

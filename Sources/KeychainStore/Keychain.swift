@@ -134,7 +134,7 @@ public struct Keychain: Sendable {
         let header = header(
             uuid: UUIDBytes.uuid(Array(random[0..<16])), itemClass: item.itemClass, protection: protection,
             synchronizable: item.synchronizable, metadata: metadata)
-        let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, classKey: classKeys.classKey, random: Array(random[16...]))
+        let sealed = SealedRow.seal(header: header, metadata: metadata, secret: item.data, keys: classKeys, random: Array(random[16...]))
         return PreparedRow(sealed: sealed, record: record(header, metadata, data: item.returning.contains(.data) ? item.data : nil))
     }
 
@@ -421,7 +421,7 @@ public struct Keychain: Sendable {
                     throw KeychainError(.duplicateItem, "the update would give two matched items the same primary key; nothing was changed.")
                 }
                 let sealed = SealedRow.seal(
-                    header: header, metadata: updated, secret: secret, classKey: newKeys.classKey,
+                    header: header, metadata: updated, secret: secret, keys: newKeys,
                     random: device.entropy.bytes(SealedRow.entropyPerRow))
                 if madeLocal {
                     try ItemTable.bury(db, id: row.id, at: updated.modificationDate, changeSequence: device.database.nextChangeSequence())

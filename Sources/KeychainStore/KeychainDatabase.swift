@@ -168,6 +168,18 @@ struct KeychainDatabase: Sendable {
                     CREATE INDEX item_format1 ON item (pdmn) WHERE wrapped_key IS NULL;
                     """ + uniqueItemIndexes)
         }
+        migrator.registerMigration("v9: two tiers of keys") { db in
+            // Which keys open a row (SealedRow.Format). Every row written before is format 1 or
+            // 2 and is sealed again in format 3 once its class key is in memory: the partial
+            // index holds only those, so finding none costs nothing.
+            try db.execute(
+                sql: """
+                    ALTER TABLE item ADD COLUMN format INTEGER NOT NULL DEFAULT 2;
+                    UPDATE item SET format = 1 WHERE wrapped_key IS NULL;
+                    DROP INDEX item_format1;
+                    CREATE INDEX item_earlier_format ON item (pdmn) WHERE format < 3;
+                    """)
+        }
         return migrator
     }
 

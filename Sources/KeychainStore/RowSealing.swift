@@ -77,8 +77,8 @@ extension ItemMetadata.Fields<EncodedAttributes> {
 }
 
 /// The plaintext columns of an item row. All of them are bound into the wrap of the row's item
-/// key as associated data, so editing any of them, or swapping keys or blobs between rows, is
-/// detected.
+/// key, and in format 3 into its metadata's seal too, so editing any of them, or swapping keys or
+/// blobs between rows, is detected.
 struct RowHeader: Equatable, Sendable {
     var uuid: UUID
     var itemClass: ItemClass
@@ -88,10 +88,21 @@ struct RowHeader: Equatable, Sendable {
     var primaryKeyHash: [UInt8]
     var tokens: [UInt8]
 
-    /// Format 2 binds the item key's wrap; format 1 bound both of the row's ciphertexts.
+    /// What the item key's wrap binds (formats 2 and 3); format 1 bound both of the row's
+    /// ciphertexts to it.
     func associatedData(format: SealedRow.Format) -> [UInt8] {
-        var w = ByteWriter(capacity: 96 + accessGroupHash.count + primaryKeyHash.count + tokens.count)
-        w.raw(format == .itemKey ? "keyferry.row.v2".utf8 : "keyferry.row.v1".utf8)
+        associatedData(label: format == .classKeys ? "keyferry.row.v1" : "keyferry.row.v2")
+    }
+
+    /// What format 3's metadata binds: the columns, and the wrapped item key of the same write,
+    /// so the attributes of one version never pass for another's beside its secret.
+    func metadataAssociatedData(wrappedKey: Data) -> [UInt8] {
+        associatedData(label: "keyferry.meta.v3", wrappedKey: wrappedKey)
+    }
+
+    private func associatedData(label: String, wrappedKey: Data? = nil) -> [UInt8] {
+        var w = ByteWriter(capacity: 96 + accessGroupHash.count + primaryKeyHash.count + tokens.count + (wrappedKey?.count ?? 0))
+        w.raw(label.utf8)
         w.uuid(uuid)
         w.string(itemClass.rawValue)
         w.string(protection.rawValue)
@@ -99,14 +110,15 @@ struct RowHeader: Equatable, Sendable {
         w.lengthPrefixed(accessGroupHash)
         w.lengthPrefixed(primaryKeyHash)
         w.lengthPrefixed(tokens)
+        if let wrappedKey { w.lengthPrefixed(wrappedKey) }
         return w.bytes
     }
 }
 
-/// An item sealed under a random key of its own, as Apple's keychain seals it: the metadata and
-/// the secret, each its own ciphertext under that key. A row keeps the key wrapped under its
-/// class key; an archive under its backup keys. Moving an item re-wraps 32 bytes and carries the
-/// two ciphertexts as they are.
+/// An item as it travels (in an archive, an envelope): the metadata and the secret, each its own
+/// ciphertext under the item's random key, which an archive wraps under its backup keys. A row
+/// keeps the same key and secret ciphertext, its metadata under the class's metadata key
+/// instead: moving an item re-wraps 32 bytes and seals its metadata, never opening its secret.
 package struct ItemSeal: Sendable {
     package let key: SymmetricKey
     /// `AEAD(key, metadata, ad = Tier.metadata.associatedData(uuid, class))`.
@@ -167,156 +179,208 @@ package struct ItemSeal: Sendable {
                 ? Data() : AEAD.seal(record.data ?? Data(), key: key, associatedData: Tier.secret.associatedData(uuid, itemClass), entropy: entropy))
     }
 
-    /// The secret, for the one arrival that cannot keep the seal as it is.
-    func secret(of record: ItemRecord) throws -> Data {
-        try AEAD.open(secret, key: key, associatedData: Tier.secret.associatedData(record.uuid, record.itemClass))
-    }
-
     /// A seal whose metadata was read: the item as calls return it (no data), and the seal to
     /// store it by (`Keychain.sealedForRestore`).
     package struct Opened: Sendable {
         package var record: ItemRecord
         let seal: ItemSeal
-        /// Bound to a biometry enrollment: the metadata is sealed again without the binding on
-        /// arrival, since enrollments never travel.
+        /// Bound to a biometry enrollment, which never travels: a restore writes the metadata
+        /// without it; sync refuses it (access control does not sync).
         package let biometryBound: Bool
 
         /// The secret, opened.
-        package func secret() throws -> Data { try seal.secret(of: record) }
+        package func secret() throws -> Data {
+            try AEAD.open(seal.secret, key: seal.key, associatedData: Tier.secret.associatedData(record.uuid, record.itemClass))
+        }
     }
 }
 
-/// An item at rest.
+/// An item at rest, in one of three formats (the row's `format` column).
 ///
-/// Format 2 (`itemKey`): the metadata and the secret are sealed under a random item key, which
-/// is wrapped under the class key with the row's columns as associated data.
-/// Format 1 (`classKeys`, rows written before it): the metadata under the class's metadata key,
-/// the secret under a per-row key stored at the front of the secret column; both bound to the
-/// row's columns. Read as long as a row of it remains; rewritten in format 2 as soon as its
-/// class key is in memory (`FormatUpgrade`).
+/// Format 3 (`twoTiers`), Apple's: the metadata sealed under the class's metadata key, which
+/// stays in memory while the class is open, so a search reads attributes without a key unwrap
+/// per row; the secret under a random item key wrapped under the class key, opened only for
+/// the items a call returns with data. Written since store schema v9.
+/// Format 2 (`itemKey`): the metadata and the secret both under the item key.
+/// Format 1 (`classKeys`): the metadata under the metadata key, the secret under a per-row key
+/// stored at the front of the secret column; both bound to the row's columns.
+/// Formats 1 and 2 are read as long as a row of them remains, and rewritten in format 3 as
+/// soon as their class key is in memory (`FormatUpgrade`).
 struct SealedRow: Sendable {
-    enum Format: Sendable { case classKeys, itemKey }
+    enum Format: Int64, Sendable {
+        case classKeys = 1
+        case itemKey = 2
+        case twoTiers = 3
+    }
 
     var header: RowHeader
+    var format: Format
     /// The item key wrapped under the class key; nil for a format 1 row.
     var wrappedKey: Data?
     var metadata: Data
     /// nil for a tombstone.
     var secret: Data?
 
-    var format: Format { wrappedKey == nil ? .classKeys : .itemKey }
-
     static let wrappedKeyCount = SymmetricKey.byteCount + AEAD.overhead
     /// Random bytes one sealing consumes: three nonces and the item key.
     static let entropyPerRow = 3 * AEAD.nonceByteCount + SymmetricKey.byteCount
 
-    /// Seals in format 2 with randomness taken from `random` (`entropyPerRow` bytes: metadata
+    /// Seals in format 3 with randomness taken from `random` (`entropyPerRow` bytes: metadata
     /// nonce, key-wrap nonce, secret nonce, item key), so test vectors can fix every byte.
     /// `secret` nil seals a tombstone.
-    static func seal(header: RowHeader, metadata: ItemMetadata, secret: Data?, classKey: SymmetricKey, random: [UInt8]) -> SealedRow {
+    static func seal(header: RowHeader, metadata: ItemMetadata, secret: Data?, keys: ClassKeys, random: [UInt8]) -> SealedRow {
         precondition(random.count == entropyPerRow)
         let n = AEAD.nonceByteCount
         let itemKey = try! SymmetricKey(bytes: random[(3 * n)...])
-        var plain = metadata.encoded
-        defer { SymmetricKey.wipe(&plain) }
-        let sealedMetadata = AEAD.seal(
-            plain, key: itemKey, nonce: Array(random[0..<n]), associatedData: ItemSeal.Tier.metadata.associatedData(header.uuid, header.itemClass))
+        let wrapped = AEAD.wrap(itemKey, under: keys.classKey, nonce: Array(random[n..<(2 * n)]), associatedData: header.associatedData(format: .itemKey))
         let sealedSecret = secret.map {
             AEAD.seal(
                 $0, key: itemKey, nonce: Array(random[(2 * n)..<(3 * n)]), associatedData: ItemSeal.Tier.secret.associatedData(header.uuid, header.itemClass))
         }
-        let wrapped = AEAD.wrap(itemKey, under: classKey, nonce: Array(random[n..<(2 * n)]), associatedData: header.associatedData(format: .itemKey))
-        return SealedRow(header: header, wrappedKey: wrapped, metadata: sealedMetadata, secret: sealedSecret)
+        var plain = metadata.encoded
+        defer { SymmetricKey.wipe(&plain) }
+        return SealedRow(
+            header: header, format: .twoTiers, wrappedKey: wrapped,
+            metadata: sealMetadata(plain, header: header, wrappedKey: wrapped, keys: keys, nonce: Array(random[0..<n])), secret: sealedSecret)
     }
 
-    /// A row that stores `seal` as it is, its key wrapped under `classKey`: what a restored
-    /// item becomes, without its secret being opened.
-    static func wrapping(_ seal: ItemSeal, header: RowHeader, classKey: SymmetricKey, nonce: [UInt8]) -> SealedRow {
-        let wrapped = AEAD.wrap(seal.key, under: classKey, nonce: nonce, associatedData: header.associatedData(format: .itemKey))
-        return SealedRow(header: header, wrappedKey: wrapped, metadata: seal.metadata, secret: seal.secret)
+    /// A row that stores `seal`'s secret as it is, its key wrapped under `keys`' class key, and
+    /// `metadata` under their metadata key: what a restored or replicated item becomes, without
+    /// its secret being opened. `nonces`: the wrap's, then the metadata's.
+    static func wrapping(_ seal: ItemSeal, metadata: ItemMetadata, header: RowHeader, keys: ClassKeys, nonces: ArraySlice<UInt8>) -> SealedRow {
+        precondition(nonces.count == 2 * AEAD.nonceByteCount)
+        let split = nonces.startIndex + AEAD.nonceByteCount
+        let wrapped = AEAD.wrap(seal.key, under: keys.classKey, nonce: Array(nonces[..<split]), associatedData: header.associatedData(format: .itemKey))
+        var plain = metadata.encoded
+        defer { SymmetricKey.wipe(&plain) }
+        return SealedRow(
+            header: header, format: .twoTiers, wrappedKey: wrapped,
+            metadata: sealMetadata(plain, header: header, wrappedKey: wrapped, keys: keys, nonce: Array(nonces[split...])), secret: seal.secret)
     }
 
-    /// The keys that open this row's ciphertexts, unwrapped once for both.
+    /// Format 3's metadata: `AEAD(metadata key, plaintext, header.metadataAssociatedData)`.
+    private static func sealMetadata(_ plain: [UInt8], header: RowHeader, wrappedKey: Data, keys: ClassKeys, nonce: [UInt8]) -> Data {
+        AEAD.seal(plain, key: keys.metadataKey, nonce: nonce, associatedData: header.metadataAssociatedData(wrappedKey: wrappedKey))
+    }
+
+    /// What opens this row's ciphertexts; format 2's item key unwrapped once for both.
     func opener(_ keys: ClassKeys) throws -> Opener {
-        guard let wrappedKey else {
-            return Opener(row: self, key: .classKeys(keys, header.associatedData(format: .classKeys)))
-        }
-        return Opener(row: self, key: .item(try AEAD.unwrap(wrappedKey, under: keys.classKey, associatedData: header.associatedData(format: .itemKey))))
+        Opener(row: self, keys: keys, itemKey: format == .itemKey ? try unwrapItemKey(keys) : nil)
+    }
+
+    fileprivate func unwrapItemKey(_ keys: ClassKeys) throws -> SymmetricKey {
+        guard let wrappedKey else { throw CryptoError.authenticationFailed }
+        return try AEAD.unwrap(wrappedKey, under: keys.classKey, associatedData: header.associatedData(format: .itemKey))
     }
 
     /// Opens a row's metadata and secret.
     struct Opener {
-        enum Key {
-            case item(SymmetricKey)
-            /// Format 1: the class's keys, and the row's associated data.
-            case classKeys(ClassKeys, [UInt8])
-        }
-
         let row: SealedRow
-        let key: Key
+        let keys: ClassKeys
+        /// Format 2's item key; format 3 unwraps its own only for the secret.
+        let itemKey: SymmetricKey?
 
         /// `decode` reads the metadata whole (`ItemMetadata`) or leaves its attributes coded
         /// (`ItemMetadata.Fields<EncodedAttributes>`).
         func metadata<Metadata>(_ decode: ([UInt8]) throws -> Metadata) throws -> Metadata {
-            var plain: [UInt8]
-            switch key {
-            case .item(let itemKey):
-                plain = [UInt8](
-                    try AEAD.open(row.metadata, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(row.header.uuid, row.header.itemClass)))
-            case .classKeys(let keys, let ad):
-                plain = [UInt8](try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: ad))
-            }
+            var plain = try plaintextMetadata()
             defer { SymmetricKey.wipe(&plain) }
             return try decode(plain)
         }
 
         func metadata() throws -> ItemMetadata { try metadata(ItemMetadata.init(decoding:)) }
 
+        private func plaintextMetadata() throws -> [UInt8] {
+            let h = row.header
+            switch row.format {
+            case .twoTiers:
+                return [UInt8](
+                    try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: h.metadataAssociatedData(wrappedKey: row.wrappedKey ?? Data())))
+            case .itemKey:
+                return [UInt8](try AEAD.open(row.metadata, key: try key(), associatedData: ItemSeal.Tier.metadata.associatedData(h.uuid, h.itemClass)))
+            case .classKeys:
+                return [UInt8](try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: h.associatedData(format: .classKeys)))
+            }
+        }
+
+        /// The item key: format 2's, unwrapped already; format 3's, unwrapped now.
+        private func key() throws -> SymmetricKey { try itemKey ?? row.unwrapItemKey(keys) }
+
         func secret() throws -> Data {
             guard let secret = row.secret else { throw CryptoError.authenticationFailed }
-            switch key {
-            case .item(let itemKey):
-                return try AEAD.open(secret, key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(row.header.uuid, row.header.itemClass))
-            case .classKeys(let keys, let ad):
+            switch row.format {
+            case .twoTiers, .itemKey:
+                return try AEAD.open(secret, key: try key(), associatedData: ItemSeal.Tier.secret.associatedData(row.header.uuid, row.header.itemClass))
+            case .classKeys:
+                let ad = row.header.associatedData(format: .classKeys)
                 guard secret.count >= SealedRow.wrappedKeyCount else { throw CryptoError.authenticationFailed }
                 let rowKey = try AEAD.unwrap(secret.prefix(SealedRow.wrappedKeyCount), under: keys.classKey, associatedData: ad)
                 return try AEAD.open(secret.dropFirst(SealedRow.wrappedKeyCount), key: rowKey, associatedData: ad)
             }
         }
 
-        /// The item as it travels: its key and both ciphertexts, a format 1 row sealed anew. A
-        /// tombstone's (`withSecret` false) has an empty secret.
-        func seal(entropy: any EntropySource, withSecret: Bool = true) throws -> ItemSeal {
-            switch key {
-            case .item(let itemKey):
-                guard withSecret else { return ItemSeal(key: itemKey, metadata: row.metadata, secret: Data()) }
+        /// The metadata, decoded with `decode`, and the item as it travels (`ItemSeal`): its key,
+        /// the metadata sealed under it (format 3's sealed from the plaintext just read, format
+        /// 2's as it is) and the secret as it is; a format 1 row sealed anew. A tombstone's
+        /// (`withSecret` false) has an empty secret.
+        func travelling<Metadata>(
+            _ decode: ([UInt8]) throws -> Metadata, entropy: any EntropySource, withSecret: Bool = true
+        ) throws -> (Metadata, ItemSeal) {
+            var plain = try plaintextMetadata()
+            defer { SymmetricKey.wipe(&plain) }
+            let metadata = try decode(plain)
+            let (uuid, itemClass) = (row.header.uuid, row.header.itemClass)
+            func secretAsStored() throws -> Data {
+                guard withSecret else { return Data() }
                 guard let secret = row.secret else { throw CryptoError.authenticationFailed }
-                return ItemSeal(key: itemKey, metadata: row.metadata, secret: secret)
+                return secret
+            }
+            switch row.format {
+            case .itemKey:
+                return (metadata, ItemSeal(key: try key(), metadata: row.metadata, secret: try secretAsStored()))
+            case .twoTiers:
+                // One write travels as the same bytes every time (sync's version digest covers
+                // them): the nonce is a keyed hash of what is new on every write.
+                let itemKey = try key()
+                var context = Array("keyferry.travel.v3".utf8)
+                context += row.wrappedKey ?? Data()
+                let nonce = KeyedHash.digest(of: context, key: keys.metadataKey, length: AEAD.nonceByteCount)
+                let sealed = AEAD.seal(plain, key: itemKey, nonce: nonce, associatedData: ItemSeal.Tier.metadata.associatedData(uuid, itemClass))
+                return (metadata, ItemSeal(key: itemKey, metadata: sealed, secret: try secretAsStored()))
             case .classKeys:
                 let itemKey = SymmetricKey(randomFrom: entropy)
-                let (uuid, itemClass) = (row.header.uuid, row.header.itemClass)
-                var plain = try metadata { $0 }
-                defer { SymmetricKey.wipe(&plain) }
-                return ItemSeal(
-                    key: itemKey,
-                    metadata: AEAD.seal(plain, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(uuid, itemClass), entropy: entropy),
-                    secret: withSecret
-                        ? AEAD.seal(try secret(), key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(uuid, itemClass), entropy: entropy)
-                        : Data())
+                return (
+                    metadata,
+                    ItemSeal(
+                        key: itemKey,
+                        metadata: AEAD.seal(plain, key: itemKey, associatedData: ItemSeal.Tier.metadata.associatedData(uuid, itemClass), entropy: entropy),
+                        secret: withSecret
+                            ? AEAD.seal(try secret(), key: itemKey, associatedData: ItemSeal.Tier.secret.associatedData(uuid, itemClass), entropy: entropy)
+                            : Data())
+                )
             }
         }
     }
 
-    /// This row in format 2, its ciphertexts opened and sealed again under a new item key.
+    /// This row in format 3. A format 2 row keeps its item key and secret and has only its
+    /// metadata sealed again, under the metadata key; a format 1 row is sealed anew.
     func upgraded(_ keys: ClassKeys, random: [UInt8]) throws -> SealedRow {
         let opener = try opener(keys)
-        return Self.seal(
-            header: header, metadata: try opener.metadata(), secret: try secret.map { _ in try opener.secret() }, classKey: keys.classKey, random: random)
+        let metadata = try opener.metadata()
+        if format == .itemKey, let wrappedKey {
+            var plain = metadata.encoded
+            defer { SymmetricKey.wipe(&plain) }
+            let nonce = Array(random[0..<AEAD.nonceByteCount])
+            return SealedRow(
+                header: header, format: .twoTiers, wrappedKey: wrappedKey,
+                metadata: Self.sealMetadata(plain, header: header, wrappedKey: wrappedKey, keys: keys, nonce: nonce), secret: secret)
+        }
+        return Self.seal(header: header, metadata: metadata, secret: try secret.map { _ in try opener.secret() }, keys: keys, random: random)
     }
 }
 
-/// A class key and the metadata key it unwraps, as held in memory while available. The
-/// metadata key opens format 1 rows only.
+/// A class key and the metadata key it unwraps, as held in memory while available: the
+/// metadata key opens the attributes of the class's items, the class key their item keys.
 struct ClassKeys: Sendable {
     var classKey: SymmetricKey
     var metadataKey: SymmetricKey

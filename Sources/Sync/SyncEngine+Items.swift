@@ -54,7 +54,7 @@ extension SyncEngine {
     }
 
     /// Seals and pushes the pending changes of one page that replicate, a batch at a time: each
-    /// item's key re-wrapped, its ciphertexts as the keychain holds them.
+    /// item's key re-wrapped, its secret's ciphertext as the keychain holds it.
     private func push(_ changes: [Keychain.SealedItemChange], keys: CircleKeys, _ report: inout SyncReport, as identity: DeviceIdentity) async throws {
         let author = identity.signingKey
         let replicating = changes.filter { sealed in

@@ -63,6 +63,13 @@ struct SyncBench: AsyncParsableCommand {
 /// One fresh circle of three; the seconds from the add of `items` items on the first until the
 /// others hold every one.
 func convergence(of items: Int, in directory: URL) async throws -> Double {
+    try await convergence(of: items, in: directory, thenJoining: false).converged
+}
+
+/// As `convergence(of:in:)`; with `thenJoining`, a fourth device then joins the circle, and
+/// `firstSync` is the seconds from its first sync until it holds every item: a new member's
+/// first sync into an empty keychain.
+func convergence(of items: Int, in directory: URL, thenJoining: Bool) async throws -> (converged: Double, firstSync: Double?) {
     let storage = try SQLiteRelayStorage(directory: directory.appendingPathComponent("relay"))
     let (ports, announce) = AsyncStream<Int>.makeStream()
     let server = Task {
@@ -120,5 +127,23 @@ func convergence(of items: Int, in directory: URL) async throws -> Double {
         let held = try device.status().itemCount
         guard held == items else { throw CommandFailure("\(device.info.name) holds \(held) of \(items) items") }
     }
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    guard thenJoining else { return (elapsed.seconds, nil) }
+
+    let newcomer = try Device.create(at: directory.appendingPathComponent("new-member"), options: DeviceOptions(name: "new member", passcode: "123456"))
+    defer { newcomer.powerOff() }
+    try newcomer.install(app)
+    let voucher = try await phone.vouch(for: SyncEngine.peerIdentity(of: newcomer, name: "new member"))
+    let member = try await SyncEngine.join(voucher, device: newcomer, transport: RelayClient(url: relay))
+    let joined = ContinuousClock.now
+    var applied = 0
+    while applied < items {
+        let report = try await member.sync()
+        applied += report.applied
+        guard report.applied > 0 || report.more else { throw CommandFailure("the new member stopped at \(applied) of \(items) items") }
+    }
+    return (elapsed.seconds, (ContinuousClock.now - joined).seconds)
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -80,7 +80,8 @@ struct ReplicaVersionTests {
     }
 
     @Test(
-        "a version that comes sealed is stored as it came: its two ciphertexts become the row's, its key re-wrapped; the push feed hands a row's own seal out")
+        "a version that comes sealed keeps its secret as it came, its key re-wrapped and its metadata under the class's metadata key; the push feed hands out a row's own secret and key, the same bytes on every push"
+    )
     func sealedVersionsKeepTheirCiphertexts() throws {
         let (t, local) = try deviceWithOneItem()
         let keychain = t.device.deviceKeychain
@@ -98,7 +99,8 @@ struct ReplicaVersionTests {
             try Row.fetchAll(db, sql: "SELECT uuid, metadata, secret FROM item ORDER BY id")
         }
         let stored = try #require(rows.first { ($0["uuid"] as Data) == Data(item.record.uuid.bytes) })
-        #expect(stored["metadata"] as Data == seal.metadata && stored["secret"] as Data == seal.secret)
+        #expect(stored["secret"] as Data == seal.secret)
+        #expect(stored["metadata"] as Data != seal.metadata, "sealed under this device's metadata key, not the item key")
         let buried = try #require(rows.first { ($0["uuid"] as Data) == Data(tombstone.record.uuid.bytes) })
         #expect(buried["secret"] as Data? == nil)
         let read = try t.keychain().copy(ItemQuery(.genericPassword, attributes: [.account: .string("sealed")], synchronizable: .yes, returning: [.data]))
@@ -107,7 +109,11 @@ struct ReplicaVersionTests {
         let pushed = try #require(try keychain.changesToPush(since: 0, limit: 10).open.first)
         let own = try #require(rows.first { ($0["uuid"] as Data) == Data(local.uuid.bytes) })
         #expect(pushed.change.record.data == nil)
-        #expect(pushed.seal.metadata == own["metadata"] as Data && pushed.seal.secret == own["secret"] as Data)
+        #expect(pushed.seal.secret == own["secret"] as Data)
+        let opened = try pushed.seal.opened(uuid: local.uuid, itemClass: .genericPassword, protection: local.protection, synchronizable: true)
+        #expect(opened.record.attributes == local.attributes)
+        let again = try #require(try keychain.changesToPush(since: 0, limit: 10).open.first)
+        #expect(again.seal.metadata == pushed.seal.metadata && again.seal.secret == pushed.seal.secret)
     }
 
     @Test("a fork of the device (what survival paths start from) is in no circle: it holds no versions, the device keeps its own")

@@ -1,5 +1,6 @@
 /// Expected bytes of the Protocol/store.md vector (hex). They were reproduced independently
-/// from the document alone (BLAKE2b and XChaCha20-Poly1305 from other libraries).
+/// from the document alone (BLAKE2b and XChaCha20-Poly1305 from other libraries; format 3's
+/// metadata with PyNaCl 1.6.2).
 enum StoreVector {
     static let expected: [String: String] = [
         "uidWrappingKey": "f7c687541ab1d3790bcfaeb56988802520d348f43f6de16ba6e43543310937d5",
@@ -15,9 +16,19 @@ enum StoreVector {
         "wrappedItemKey":
             "98999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeaff94f0ef0415d9a1b30eb13939841294ca74ea9b9965972437437ea1bed3307d73e8f5f6261198d58c9d78592513df466",
         "sealedMetadata":
-            "808182838485868788898a8b8c8d8e8f90919293949596972917419e097acb7a4f2b3801e0e52ca726bd74b0cd4976fe439294127969f4bcd118c06efaa83f4a881bd8776ff1b2405da0e2dfb59426e169516721baf5061f61ae33c6e46d0ebb6a36d64d764ba4dfe62fe5a51a8ef85be9a87a5a489c05c2d703877ff2b6ae6609d20d",
+            "808182838485868788898a8b8c8d8e8f90919293949596976f40c5c27ffddb37d410d1649b54433a9cc9dfe9cd6fb10698be5f2c8eb63b33a0b2dbf5b38396fb8fe30e35873beb5efb92c4606e2f444b568ed70623212024557c3ac821c6758f36217bada7b0e9923d5b97a32ff695f43c049ce25e59dc585cea7cf545f196ad3d9a43",
         "secret": "b0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c76fedae815cab46e936d859e2cfb99bbc07a2ab2c2aeacb",
     ]
+
+    /// The metadata as it travels (an archive, an envelope): under the item key `c8…e7` with item
+    /// ad(1), its nonce `H_24(metadata key, "keyferry.travel.v3" ‖ wrapped_key)`.
+    static let travellingMetadata =
+        "8b6e565e896dea21cc8f121d8248a9ccacf47dc0f1e0ace226cb833c7933ef6ada6999337a48dd6f73010e9f23123d335602c95971c1ec1d1f1e4dd2ffed3fc16715ac37f5f4b9830290e73216af9f9633ef42b29eab09937eb128f8a597a372c30973f87a3f485e3559e50becd0efde67bb5b78d20cc2d5618b61dac5b91498329d3d"
+
+    /// Format 2's metadata of the same item: under the item key `c8…e7`, with the item ad of
+    /// Protocol/store.md; its wrapped key and secret are format 3's.
+    static let formatTwoMetadata =
+        "808182838485868788898a8b8c8d8e8f90919293949596972917419e097acb7a4f2b3801e0e52ca726bd74b0cd4976fe439294127969f4bcd118c06efaa83f4a881bd8776ff1b2405da0e2dfb59426e169516721baf5061f61ae33c6e46d0ebb6a36d64d764ba4dfe62fe5a51a8ef85be9a87a5a489c05c2d703877ff2b6ae6609d20d"
 
     /// Format 1's ciphertexts of the same item: the metadata under the metadata key `60…7f`, the
     /// secret under a row key wrapped by the class key (Protocol/store.md, "Format 1").
