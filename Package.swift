@@ -103,11 +103,7 @@ let package = Package(
 
         // HTTP/1.1 over a Unix socket (how a node's callers reach it), and why a call got no answer.
         .target(
-            name: "KeyferryHTTP",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]),
+            name: "KeyferryHTTP", dependencies: ["KeyferryThreads", .product(name: "NIOCore", package: "swift-nio")]),
 
         // The untrusted relay between members, without a network: logs of records per circle
         // kept by the keeper's rules, on embedded SQLite or any storage, and a relay in process.
@@ -262,6 +258,7 @@ let package = Package(
         .testTarget(name: "KeyferryCryptoTests", dependencies: ["KeyferryCrypto"]),
         .testTarget(name: "KeyferryCompressionTests", dependencies: ["KeyferryCompression"]),
         .testTarget(name: "KeyferrySystemTests", dependencies: ["KeyferrySystem", "KeychainTesting"]),
+        .testTarget(name: "KeyferryHTTPTests", dependencies: ["KeyferryHTTP"]),
         // Reproduction/ is a program of its own, compiled optimized by LockedTests.
         .testTarget(name: "KeyferryThreadsTests", dependencies: ["KeyferryThreads", "KeychainTesting"], exclude: ["Reproduction"]),
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),

@@ -63,11 +63,17 @@ public struct ByteReader {
 }
 
 extension String {
-    /// The bytes as a string when they are valid UTF-8. Through a buffer pointer, which takes
-    /// the standard library's fast validation; an array slice takes a generic, slower one.
+    /// The bytes as a string when they are valid UTF-8. Decoding repairs invalid input with
+    /// U+FFFD, which changes its bytes, so equal bytes mean valid input: the standard library's
+    /// UTF-8 decoding is specialized at the call, where `String(validating:as:)` looks up its
+    /// encoding's generic metadata on every call (a row read decodes a dozen strings).
     init?(validUTF8 bytes: ArraySlice<UInt8>) {
-        guard let s = bytes.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else { return nil }
-        self = s
+        let matched: String? = bytes.withUnsafeBufferPointer { buffer in
+            var decoded = String(decoding: buffer, as: UTF8.self)
+            return decoded.withUTF8 { $0.elementsEqual(buffer) } ? decoded : nil
+        }
+        guard let matched else { return nil }
+        self = matched
     }
 }
 

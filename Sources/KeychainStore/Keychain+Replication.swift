@@ -74,7 +74,7 @@ extension Keychain {
             let metadata = Self.metadata(of: record)
             let header = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true, metadata: metadata)
             return SealedRow.wrapping(
-                seal, metadata: metadata, header: header, keys: classKeys, nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
+                seal, metadata: metadata.encoded, header: header, keys: classKeys, nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
         }
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)

@@ -83,12 +83,13 @@ extension Keychain {
                 case .whole(let record):
                     return sealedRow(for: record, keys: classKeys)
                 case .sealed(let opened):
-                    let metadata = Self.metadata(of: record)
                     let header = header(
                         uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                        synchronizable: record.synchronizable, metadata: metadata)
+                        synchronizable: record.synchronizable, accessGroup: record.accessGroup,
+                        attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
                     return SealedRow.wrapping(
-                        opened.seal, metadata: metadata, header: header, keys: classKeys, nonces: nonces[(index * perItem)..<((index + 1) * perItem)])
+                        opened.seal, metadata: opened.storableMetadata ?? Self.metadata(of: record).encoded, header: header, keys: classKeys,
+                        nonces: nonces[(index * perItem)..<((index + 1) * perItem)])
                 }
             }
         }

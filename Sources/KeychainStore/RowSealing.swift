@@ -152,14 +152,14 @@ package struct ItemSeal: Sendable {
     /// The item the seal holds, its secret left sealed. Fails with
     /// `CryptoError.authenticationFailed` unless the seal is this item's (`uuid`, `itemClass`).
     package func opened(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool) throws -> Opened {
-        var plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: Tier.metadata.associatedData(uuid, itemClass)))
-        defer { SymmetricKey.wipe(&plain) }
+        let plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: Tier.metadata.associatedData(uuid, itemClass)))
         guard let metadata = try? ItemMetadata(decoding: plain) else { throw CryptoError.authenticationFailed }
         let record = ItemRecord(
             itemClass: itemClass, uuid: uuid, accessGroup: metadata.accessGroup, protection: protection,
             synchronizable: synchronizable, accessControl: metadata.accessControl, creationDate: metadata.creationDate,
             modificationDate: metadata.modificationDate, attributes: metadata.attributes, data: nil)
-        return Opened(record: record, seal: self, biometryBound: !metadata.biometryBinding.isEmpty)
+        let storable = metadata.biometryBinding.isEmpty && itemClass.primaryKey.allSatisfy { metadata.attributes[$0] != nil }
+        return Opened(record: record, seal: self, biometryBound: !metadata.biometryBinding.isEmpty, storableMetadata: storable ? plain : nil)
     }
 
     /// `record` sealed under a fresh key as a row of this keychain seals it: its metadata (no
@@ -182,11 +182,15 @@ package struct ItemSeal: Sendable {
     /// A seal whose metadata was read: the item as calls return it (no data), and the seal to
     /// store it by (`Keychain.sealedForRestore`).
     package struct Opened: Sendable {
-        package var record: ItemRecord
+        package let record: ItemRecord
         let seal: ItemSeal
         /// Bound to a biometry enrollment, which never travels: a restore writes the metadata
         /// without it; sync refuses it (access control does not sync).
         package let biometryBound: Bool
+        /// The metadata as it opened, when a row may keep it as it is: bound to no enrollment,
+        /// with every primary-key attribute an add writes. Else nil, and the row's metadata is
+        /// encoded again from `record` (`Keychain.metadata(of:)`).
+        let storableMetadata: [UInt8]?
 
         /// The secret, opened.
         package func secret() throws -> Data {
@@ -245,14 +249,13 @@ struct SealedRow: Sendable {
     }
 
     /// A row that stores `seal`'s secret as it is, its key wrapped under `keys`' class key, and
-    /// `metadata` under their metadata key: what a restored or replicated item becomes, without
-    /// its secret being opened. `nonces`: the wrap's, then the metadata's.
-    static func wrapping(_ seal: ItemSeal, metadata: ItemMetadata, header: RowHeader, keys: ClassKeys, nonces: ArraySlice<UInt8>) -> SealedRow {
+    /// `metadata` (`ItemMetadata.encoded`) under their metadata key: what a restored or
+    /// replicated item becomes, without its secret being opened. `nonces`: the wrap's, then the
+    /// metadata's.
+    static func wrapping(_ seal: ItemSeal, metadata plain: [UInt8], header: RowHeader, keys: ClassKeys, nonces: ArraySlice<UInt8>) -> SealedRow {
         precondition(nonces.count == 2 * AEAD.nonceByteCount)
         let split = nonces.startIndex + AEAD.nonceByteCount
         let wrapped = AEAD.wrap(seal.key, under: keys.classKey, nonce: Array(nonces[..<split]), associatedData: header.associatedData(format: .itemKey))
-        var plain = metadata.encoded
-        defer { SymmetricKey.wipe(&plain) }
         return SealedRow(
             header: header, format: .twoTiers, wrappedKey: wrapped,
             metadata: sealMetadata(plain, header: header, wrappedKey: wrapped, keys: keys, nonce: Array(nonces[split...])), secret: seal.secret)
@@ -340,11 +343,10 @@ struct SealedRow: Sendable {
                 return (metadata, ItemSeal(key: try key(), metadata: row.metadata, secret: try secretAsStored()))
             case .twoTiers:
                 // One write travels as the same bytes every time (sync's version digest covers
-                // them): the nonce is a keyed hash of what is new on every write.
+                // them): the nonce is the item key's wrap's, random and new on every write, and
+                // under the item key only ever used for this plaintext.
                 let itemKey = try key()
-                var context = Array("keyferry.travel.v3".utf8)
-                context += row.wrappedKey ?? Data()
-                let nonce = KeyedHash.digest(of: context, key: keys.metadataKey, length: AEAD.nonceByteCount)
+                let nonce = Array((row.wrappedKey ?? Data()).prefix(AEAD.nonceByteCount))
                 let sealed = AEAD.seal(plain, key: itemKey, nonce: nonce, associatedData: ItemSeal.Tier.metadata.associatedData(uuid, itemClass))
                 return (metadata, ItemSeal(key: itemKey, metadata: sealed, secret: try secretAsStored()))
             case .classKeys:

@@ -11,6 +11,14 @@ package enum ConnectionFailure {
             "nothing is listening there"
         case let error as IOError where error.errnoCode == POSIXErrorCode.ENOENT.rawValue:
             "there is no socket there"
+        case UnixSocketHTTP.Failure.system(_, let code) where code == ECONNREFUSED:
+            "nothing is listening there"
+        case UnixSocketHTTP.Failure.system(_, let code) where code == ENOENT:
+            "there is no socket there"
+        case UnixSocketHTTP.Failure.system(let call, let code):
+            "the connection failed: \(call): \(String(cString: strerror(code)))"
+        case UnixSocketHTTP.Failure.malformed(let what):
+            "the answer is not HTTP: \(what)"
         case UnixSocketHTTP.Failure.timedOut:
             "no answer in time"
         case let error as ChannelError where error.isConnectTimeout:

@@ -1,11 +1,15 @@
-import NIOCore
-import NIOHTTP1
-import NIOPosix
+import Glibc
+import KeyferryThreads
+import Synchronization
 
 /// HTTP/1.1 over a Unix domain socket, one connection per exchange: how a node's callers reach
 /// its control API. A connection costs little on a local socket, and closing it is how a caller
-/// that leaves tells the node (which then drops a backup it was writing for it). Plain NIO, so
-/// that a user's package that only calls nodes compiles no TLS stack.
+/// that leaves tells the node (which then drops a backup it was writing for it).
+///
+/// Plain blocking socket calls, no event loop: a command that makes one call and exits (`item
+/// get`) spends most of its life starting up, and bringing up an event loop group and a channel
+/// pipeline cost more than the exchange itself. The blocking part runs on `BlockingPool`, never
+/// on Swift's cooperative pool.
 package enum UnixSocketHTTP {
     package enum Method: Sendable {
         case get, post
@@ -38,103 +42,262 @@ package enum UnixSocketHTTP {
         package let body: [UInt8]
     }
 
-    /// Why an exchange ended without a response, besides the socket's own errors.
+    /// Why an exchange ended without a response.
     package enum Failure: Error, Equatable, Sendable {
         case timedOut
         case closedEarly
         case tooLarge(limit: Int)
+        /// A socket call failed with `errno`.
+        case system(call: String, errno: Int32)
+        /// What came back is not an HTTP/1.1 response.
+        case malformed(String)
     }
 
     /// The exchange, waiting on the calling thread: for synchronous APIs such as Keychain
-    /// Services, which block their caller as `securityd` does. The exchange itself runs on NIO's
-    /// event loops, never on Swift's cooperative pool, so a caller blocked here cannot starve it.
+    /// Services, which block their caller as `securityd` does.
     package static func exchangeWaiting(socketPath: String, _ request: Request) throws -> Response {
-        try start(socketPath: socketPath, request).futureResult.wait()
+        let connection = try Connection(path: socketPath, deadline: .now + request.timeout)
+        defer { connection.close() }
+        return try connection.exchange(request)
     }
 
     /// The exchange; cancelling the task closes the connection.
     package static func exchange(socketPath: String, _ request: Request) async throws -> Response {
-        let response = start(socketPath: socketPath, request)
+        let deadline = ContinuousClock.now + request.timeout
+        let connection = try await BlockingPool.shared.run { _ in try Connection(path: socketPath, deadline: deadline) }
+        defer { connection.close() }
         return try await withTaskCancellationHandler {
-            try await response.futureResult.get()
+            do {
+                return try await BlockingPool.shared.run { _ in try connection.exchange(request) }
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                throw error
+            }
         } onCancel: {
-            response.fail(CancellationError())
+            connection.shutDown()
         }
     }
 
-    private static func start(socketPath: String, _ request: Request) -> EventLoopPromise<Response> {
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let promise = eventLoop.makePromise(of: Response.self)
-        // Whatever ends the exchange first wins: a promise ignores the later outcomes, and its
-        // end closes the connection.
-        let timeout = TimeAmount(request.timeout)
-        let deadline = eventLoop.scheduleTask(in: timeout) { promise.fail(Failure.timedOut) }
-        promise.futureResult.whenComplete { _ in deadline.cancel() }
-        let limit = request.maximumResponseBytes
-        ClientBootstrap(group: eventLoop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandlers([
-                        NIOHTTPClientResponseAggregator(maxContentLength: limit), ResponseHandler(promise: promise, limit: limit),
-                    ])
-                }
+    /// One connected socket and its deadline.
+    private final class Connection: Sendable {
+        private let descriptor: Int32
+        private let deadline: ContinuousClock.Instant
+        private let closed = Atomic(false)
+
+        init(path: String, deadline: ContinuousClock.Instant) throws {
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(path.utf8)
+            let capacity = MemoryLayout.size(ofValue: address.sun_path)
+            guard bytes.count < capacity else { throw Failure.system(call: "connect", errno: ENAMETOOLONG) }
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                raw.copyBytes(from: bytes)
+                raw[bytes.count] = 0
             }
-            .connect(unixDomainSocketPath: socketPath)
-            .whenComplete { connected in
-                switch connected {
-                case .failure(let error): promise.fail(error)
-                case .success(let channel):
-                    promise.futureResult.whenComplete { _ in channel.close(promise: nil) }
-                    send(request, on: channel).whenFailure { promise.fail($0) }
-                }
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { throw Failure.system(call: "socket", errno: errno) }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
-        return promise
+            guard connected == 0 else {
+                let code = errno
+                _ = Glibc.close(descriptor)
+                throw Failure.system(call: "connect", errno: code)
+            }
+            self.descriptor = descriptor
+            self.deadline = deadline
+        }
+
+        /// Ends both directions, waking a call blocked on the socket; the descriptor stays
+        /// open until `close`, so it cannot be reused under the blocked call.
+        func shutDown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+        func close() {
+            guard !closed.exchange(true, ordering: .relaxed) else { return }
+            _ = Glibc.close(descriptor)
+        }
+
+        func exchange(_ request: Request) throws -> Response {
+            try sendAll(Self.encoded(request))
+            var reader = ResponseReader(limit: request.maximumResponseBytes)
+            var buffer = [UInt8](repeating: 0, count: 64 << 10)
+            while true {
+                try wait(for: Int16(POLLIN))
+                let count = buffer.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, $0.count, 0) }
+                if count < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    throw Failure.system(call: "recv", errno: errno)
+                }
+                if let response = try reader.take(buffer[0..<count], atEnd: count == 0) { return response }
+                if count == 0 { throw Failure.closedEarly }
+            }
+        }
+
+        private static func encoded(_ request: Request) -> [UInt8] {
+            var head = "\(request.method == .get ? "GET" : "POST") \(request.uri) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            if request.method == .post {
+                head += "Content-Length: \(request.body?.count ?? 0)\r\n"
+                if request.body != nil { head += "Content-Type: application/json\r\n" }
+            }
+            head += "\r\n"
+            return Array(head.utf8) + (request.body ?? [])
+        }
+
+        private func sendAll(_ bytes: [UInt8]) throws {
+            var sent = 0
+            while sent < bytes.count {
+                try wait(for: Int16(POLLOUT))
+                let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                if count < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    // The other side closed: its answer, if it sent one, is still to be read.
+                    if errno == EPIPE || errno == ECONNRESET { return }
+                    throw Failure.system(call: "send", errno: errno)
+                }
+                sent += count
+            }
+        }
+
+        /// Waits until the socket is ready for `events`, or throws `timedOut` at the deadline.
+        private func wait(for events: Int16) throws {
+            while true {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else { throw Failure.timedOut }
+                let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                var poll = pollfd(fd: descriptor, events: events, revents: 0)
+                let ready = Glibc.poll(&poll, 1, milliseconds)
+                if ready > 0 { return }
+                if ready < 0 && errno != EINTR { throw Failure.system(call: "poll", errno: errno) }
+            }
+        }
+    }
+}
+
+/// Reads one HTTP/1.1 response from the bytes as they arrive: the status line and headers, then
+/// a body of `Content-Length` bytes, chunked, or to the end of the connection.
+struct ResponseReader {
+    let limit: Int
+    private var received: [UInt8] = []
+    /// Where the search for the end of the head goes on from.
+    private var scanned = 0
+    private var head: Head?
+
+    struct Head {
+        var status: Int
+        var statusLine: String
+        var framing: Framing
+        var bodyStart: Int
     }
 
-    private static func send(_ request: Request, on channel: any Channel) -> EventLoopFuture<Void> {
-        var head = HTTPRequestHead(version: .http1_1, method: request.method == .get ? .GET : .POST, uri: request.uri)
-        head.headers.add(name: "Host", value: "localhost")
-        head.headers.add(name: "Connection", value: "close")
-        if request.method == .post {
-            head.headers.add(name: "Content-Length", value: "\(request.body?.count ?? 0)")
-            if request.body != nil { head.headers.add(name: "Content-Type", value: "application/json") }
-        }
-        channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        if let body = request.body, !body.isEmpty {
-            channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil)
-        }
-        return channel.writeAndFlush(HTTPClientRequestPart.end(nil))
+    enum Framing: Equatable {
+        case length(Int)
+        case chunked
+        case toEnd
     }
 
-    /// The one response of the connection, whole.
-    private final class ResponseHandler: ChannelInboundHandler {
-        typealias InboundIn = NIOHTTPClientResponseFull
-        let promise: EventLoopPromise<Response>
-        let limit: Int
+    init(limit: Int) { self.limit = limit }
 
-        init(promise: EventLoopPromise<Response>, limit: Int) {
-            self.promise = promise
-            self.limit = limit
+    /// The response once `bytes` complete it; nil while more is to come.
+    mutating func take(_ bytes: ArraySlice<UInt8>, atEnd: Bool) throws -> UnixSocketHTTP.Response? {
+        received += bytes
+        if head == nil {
+            guard let end = endOfHead() else {
+                // A head is a few hundred bytes; one larger than the limit is not an answer.
+                guard received.count <= max(limit, 64 << 10) else { throw UnixSocketHTTP.Failure.tooLarge(limit: limit) }
+                return nil
+            }
+            head = try Self.parseHead(received[..<end], bodyStart: end + 4)
         }
+        guard let head else { return nil }
+        let body = received[head.bodyStart...]
+        func response(_ bytes: [UInt8]) throws -> UnixSocketHTTP.Response {
+            guard bytes.count <= limit else { throw UnixSocketHTTP.Failure.tooLarge(limit: limit) }
+            return UnixSocketHTTP.Response(status: head.status, statusLine: head.statusLine, body: bytes)
+        }
+        switch head.framing {
+        case .length(let length):
+            guard length <= limit else { throw UnixSocketHTTP.Failure.tooLarge(limit: limit) }
+            return body.count >= length ? try response(Array(body.prefix(length))) : nil
+        case .toEnd:
+            guard body.count <= limit else { throw UnixSocketHTTP.Failure.tooLarge(limit: limit) }
+            return atEnd ? try response(Array(body)) : nil
+        case .chunked:
+            // Each chunk costs a size line: a body this much larger than the limit holds more.
+            guard body.count <= limit + limit / 8 + 1024 else { throw UnixSocketHTTP.Failure.tooLarge(limit: limit) }
+            // Decoded once, when the last chunk and the empty trailer have arrived.
+            guard atEnd || body.suffix(5).elementsEqual("0\r\n\r\n".utf8) else { return nil }
+            guard let decoded = try Self.dechunked(body, limit: limit) else { return nil }
+            return try response(decoded)
+        }
+    }
 
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            let response = unwrapInboundIn(data)
-            promise.succeed(
-                Response(
-                    status: Int(response.head.status.code), statusLine: "\(response.head.status.code) \(response.head.status.reasonPhrase)",
-                    body: response.body.map { Array(buffer: $0) } ?? []))
+    private mutating func endOfHead() -> Int? {
+        guard received.count >= 4 else { return nil }
+        for index in scanned...(received.count - 4)
+        where received[index] == 13 && received[index + 1] == 10 && received[index + 2] == 13 && received[index + 3] == 10 {
+            return index
         }
+        scanned = received.count - 3
+        return nil
+    }
 
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            promise.fail(error as? NIOHTTPObjectAggregatorError == .frameTooLong ? Failure.tooLarge(limit: limit) : error)
-            context.close(promise: nil)
+    private static func parseHead(_ bytes: ArraySlice<UInt8>, bodyStart: Int) throws -> Head {
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.first ?? ""
+        let words = statusLine.split(separator: " ", maxSplits: 2)
+        guard words.count >= 2, words[0].hasPrefix("HTTP/1."), let status = Int(words[1]), (100...599).contains(status) else {
+            throw UnixSocketHTTP.Failure.malformed("the status line \"\(statusLine.prefix(80))\"")
         }
+        var framing = Framing.toEnd
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmed
+            if name == "transfer-encoding", value.lowercased().contains("chunked") {
+                framing = .chunked
+            } else if name == "content-length", framing != .chunked {
+                guard let length = Int(value), length >= 0 else {
+                    throw UnixSocketHTTP.Failure.malformed("the Content-Length \"\(value.prefix(40))\"")
+                }
+                framing = .length(length)
+            }
+        }
+        return Head(status: status, statusLine: words.dropFirst().joined(separator: " "), framing: framing, bodyStart: bodyStart)
+    }
 
-        func channelInactive(context: ChannelHandlerContext) {
-            promise.fail(Failure.closedEarly)
-            context.fireChannelInactive()
+    /// The body a chunked encoding carries once its last chunk arrived; nil before.
+    private static func dechunked(_ bytes: ArraySlice<UInt8>, limit: Int) throws -> [UInt8]? {
+        var body: [UInt8] = []
+        var index = bytes.startIndex
+        while true {
+            guard let lineEnd = lineEnd(bytes, from: index) else { return nil }
+            let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";").first.map { String($0).trimmed } ?? ""
+            guard let size = Int(sizeText, radix: 16), size >= 0 else {
+                throw UnixSocketHTTP.Failure.malformed("the chunk size \"\(sizeText.prefix(20))\"")
+            }
+            guard body.count + size <= limit else { throw UnixSocketHTTP.Failure.tooLarge(limit: limit) }
+            let start = lineEnd + 2
+            if size == 0 { return body }
+            guard bytes.endIndex >= start + size + 2 else { return nil }
+            body += bytes[start..<(start + size)]
+            index = start + size + 2
         }
+    }
+
+    private static func lineEnd(_ bytes: ArraySlice<UInt8>, from start: Int) -> Int? {
+        var index = start
+        while index + 1 < bytes.endIndex {
+            if bytes[index] == 13 && bytes[index + 1] == 10 { return index }
+            index += 1
+        }
+        return nil
+    }
+}
+
+extension StringProtocol {
+    /// Without the spaces and tabs around it, as HTTP reads a header's value.
+    fileprivate var trimmed: String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        return String(String(drop(while: blank).reversed().drop(while: blank).reversed()))
     }
 }

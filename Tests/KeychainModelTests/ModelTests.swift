@@ -130,10 +130,18 @@ struct ModelTests {
         #expect(Hex.decode("") == [])
         for bad in ["0", "0g", "zz", "12 3"] { #expect(Hex.decode(bad) == nil, "\(bad)") }
 
-        var bad = ByteWriter()
-        bad.lengthPrefixed([0x61, 0xFF, 0x62])
-        var badReader = ByteReader(bad.bytes)
-        #expect(throws: ByteReader.Malformed.self) { try badReader.string() }
+        // Invalid UTF-8 of every kind, including a truncated sequence that repairs to as many
+        // bytes as it had (F0 90 80 becomes one U+FFFD), an encoded surrogate and an overlong form.
+        for invalid: [UInt8] in [[0x61, 0xFF, 0x62], [0xF0, 0x90, 0x80, 0x41], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0xE2, 0x82]] {
+            var bad = ByteWriter()
+            bad.lengthPrefixed(invalid)
+            var badReader = ByteReader(bad.bytes)
+            #expect(throws: ByteReader.Malformed.self, "\(invalid)") { try badReader.string() }
+        }
+        var replacement = ByteWriter()
+        replacement.string("\u{FFFD}")
+        var replacementReader = ByteReader(replacement.bytes)
+        #expect(try replacementReader.string() == "\u{FFFD}", "a U+FFFD that was sent is valid")
         var good = ByteWriter()
         good.string("caf\u{E9} \u{1F511}")
         var goodReader = ByteReader(Array([9, 9] + good.bytes)[2...])

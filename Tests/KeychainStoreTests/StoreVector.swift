@@ -21,9 +21,9 @@ enum StoreVector {
     ]
 
     /// The metadata as it travels (an archive, an envelope): under the item key `c8…e7` with item
-    /// ad(1), its nonce `H_24(metadata key, "keyferry.travel.v3" ‖ wrapped_key)`.
+    /// ad(1), its nonce the key wrap's, `98…af`.
     static let travellingMetadata =
-        "8b6e565e896dea21cc8f121d8248a9ccacf47dc0f1e0ace226cb833c7933ef6ada6999337a48dd6f73010e9f23123d335602c95971c1ec1d1f1e4dd2ffed3fc16715ac37f5f4b9830290e73216af9f9633ef42b29eab09937eb128f8a597a372c30973f87a3f485e3559e50becd0efde67bb5b78d20cc2d5618b61dac5b91498329d3d"
+        "98999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafbdb27e4030faa015e7c03cc77345e795535d8ecb68c377a82b61a4f366675c62fe9190f5e33d32b9cfb800f42aff7a33cee2004d7d85f08226baf50855fba2ace86783416d198c56754348cca31247e1cb100f18a2fb0555a04c44c2169e65d11aae3b36e066502fc7f16b"
 
     /// Format 2's metadata of the same item: under the item key `c8…e7`, with the item ad of
     /// Protocol/store.md; its wrapped key and secret are format 3's.
