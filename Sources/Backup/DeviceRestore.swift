@@ -213,6 +213,8 @@ package enum DeviceRestore {
                 try write(try last.result(), into: load)
             }
             report.localItemsLost += DeviceRestore.lost(localOnTarget, restored: restoredVersions)
+            // One item twice in a backup: the later took the earlier's place, as on a phone.
+            report.items.replace(load.displaced, with: .replacedInBackup)
         }
 
         /// Waits out a section still being opened, on the way out of a restore that stopped.

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 extension RestoreReport {
     /// Every item's outcome, packed: about 40 bytes an item where outcomes as values took about
@@ -77,6 +77,21 @@ extension RestoreReport {
         }
 
         public static func += (outcomes: inout ItemOutcomes, more: some Sequence<ItemOutcome>) { outcomes.append(contentsOf: more) }
+
+        /// Not restored after all, for `reason`: the first restored outcome of each of `uuids`,
+        /// once for each time it is named, in order (what a later item of the same backup
+        /// replaced). One pass over the outcomes.
+        package mutating func replace(_ uuids: [UUID], with reason: RestoreReport.Reason) {
+            var left = uuids.reduce(into: [UUID: Int]()) { $0[$1, default: 0] += 1 }
+            let code = UInt8(Self.reasons.firstIndex(of: reason)! + 1)
+            for start in starts where !left.isEmpty {
+                let uuid = packed.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(fromByteOffset: start, as: uuid_t.self)) }
+                guard let count = left[uuid], packed[start + 18] & Flag.restored != 0 else { continue }
+                packed[start + 18] &= ~(Flag.restored | Flag.waitingForApp)
+                packed[start + 19] = code
+                left[uuid] = count == 1 ? nil : count - 1
+            }
+        }
 
         public init(from decoder: any Decoder) throws {
             append(contentsOf: try [ItemOutcome](from: decoder))

@@ -196,11 +196,12 @@ enum ItemTable {
         return uuid
     }
 
-    /// The UUID and primary key of the row `id`, for a bulk load that replaces it.
-    static func keys(_ db: Database, id: Int64) throws -> (uuid: UUID, primaryKeyHash: Data)? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT uuid, pk_hash FROM item WHERE id = ?"), arguments: [id]) else { return nil }
+    /// The UUID, primary key and change sequence of the row `id`, for a bulk load that replaces it.
+    static func keys(_ db: Database, id: Int64) throws -> (uuid: UUID, primaryKeyHash: Data, changeSequence: Int64)? {
+        let sql = "SELECT uuid, pk_hash, change_seq FROM item WHERE id = ?"
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [id]) else { return nil }
         let uuid = try storedUUID(row[0])
-        return (uuid, row[1])
+        return (uuid, row[1], row[2])
     }
 
     static func replace(_ db: Database, id: Int64, with row: SealedRow, changeSequence: Int64) throws {

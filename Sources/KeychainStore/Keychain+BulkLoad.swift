@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import GRDB
 import KeychainModel
 
@@ -28,9 +28,15 @@ extension Keychain {
 package final class BulkLoad {
     private var byUUID = Fingerprints()
     private var byPrimaryKey = Fingerprints()
+    /// The change sequence before the load: a row with a later one is the load's own.
+    let startSequence: Int64
+    /// The UUIDs of rows this load wrote that a later row of the same load took the place of
+    /// (its UUID or primary key), in the order they went: a backup that holds one item twice.
+    package private(set) var displaced: [UUID] = []
 
     /// Sets the indexes aside and reads who holds what, in one transaction.
     fileprivate init(_ database: KeychainDatabase) throws {
+        startSequence = database.latestChangeSequence
         try database.write { db in
             try db.execute(sql: KeychainDatabase.dropUniqueItemIndexes)
             let rows = try Row.fetchCursor(db, sql: "SELECT id, uuid, pk_hash FROM item")
@@ -54,6 +60,11 @@ package final class BulkLoad {
     func forget(uuid: UUID, primaryKeyHash: some Sequence<UInt8>, id: Int64) {
         byUUID.remove(uuid.hashValue, id)
         byPrimaryKey.remove(Self.fingerprint(primaryKeyHash), id)
+    }
+
+    /// A row gave way to a later one of the load: noted when the load wrote it.
+    func gaveWay(uuid: UUID, changeSequence: Int64) {
+        if changeSequence > startSequence { displaced.append(uuid) }
     }
 
     private static func fingerprint(_ bytes: some Sequence<UInt8>) -> Int {

@@ -117,6 +117,7 @@ extension Keychain {
                         }
                         try ItemTable.delete(db, id: id)
                         load.forget(uuid: held.uuid, primaryKeyHash: held.primaryKeyHash, id: id)
+                        load.gaveWay(uuid: held.uuid, changeSequence: held.changeSequence)
                     }
                     load.record(
                         uuid: h.uuid, primaryKeyHash: h.primaryKeyHash,

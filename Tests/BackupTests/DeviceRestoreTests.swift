@@ -498,3 +498,64 @@ struct DeviceRestoreTests {
         #expect(back["user4"] == "secret-whenUnlockedThisDeviceOnly" && back["user6"] == "secret-alwaysThisDeviceOnly" && back["user7"] == nil)
     }
 }
+
+@Suite("Restore of a backup that holds one item twice")
+struct DuplicateItemRestoreTests {
+    /// The device's items as an export hands them out now: what a backup seals.
+    func exported(_ device: Device) throws -> [ExportedItem] {
+        var items: [ExportedItem] = []
+        _ = try device.deviceKeychain.forEachExportBatch(secrets: .sealed) {
+            $0
+        } consume: { batches, _, _ in
+            items += batches.flatMap { $0 }
+        }
+        return items
+    }
+
+    @Test("an item written twice, in two sections, by UUID or by primary key: the later takes its place, the earlier is reported replacedInBackup")
+    func laterReplacesEarlier() throws {
+        let fixture = try TestDevice(seed: 41)
+        let keychain = try fixture.keychain()
+        try keychain.add(.password(account: "same-uuid", value: "first"))
+        try keychain.add(.password(account: "same-key", value: "first"))
+        let before = try exported(fixture.device)
+        // The same UUID with a new secret; the same primary key under a new UUID.
+        func item(_ account: String) -> ItemQuery {
+            var query = ItemQuery.password(account: account)
+            query.returning = []
+            return query
+        }
+        try keychain.update(item("same-uuid"), with: ItemChanges(data: Data("second".utf8)))
+        try keychain.delete(item("same-key"))
+        try keychain.add(.password(account: "same-key", value: "second"))
+        let after = try exported(fixture.device)
+        #expect(Set(before.map(\.uuid)).intersection(after.map(\.uuid)).count == 1, "one UUID in both, one replaced")
+
+        // An archive of this device, as a writer that wrote every version it saw would make it.
+        let url = fixture.directory.deletingLastPathComponent().appendingPathComponent("twice-\(UUID().uuidString.prefix(6)).kfbackup")
+        let writer = try ArchiveWriter(to: url, mode: .unencrypted, device: fixture.device.backupKeys, deviceName: fixture.device.info.name)
+        try writer.append(.apps, try JSONEncoder.archive.encode(fixture.device.installedApps()))
+        for items in [before, after] {
+            let entries = items.map { item -> [UInt8] in
+                guard case .sealed(let seal) = item.secret else { preconditionFailure("exported sealed") }
+                return ArchivedItem(
+                    item, seal: seal, wrapping: .device, key: fixture.device.backupKeys.items, binding: writer.itemBinding, named: false,
+                    nonce: SystemEntropy().bytes(AEAD.nonceByteCount)
+                ).encoded
+            }
+            try writer.append(.keychain, EntryList.encode(entries))
+        }
+        try writer.finish(ArchiveManifest())
+        fixture.device.powerOff()
+
+        let report = try DeviceRestore.restore(url, password: nil, to: fixture.directory, passcode: TestDevice.defaultPasscode)
+        let replaced = report.items.filter { $0.reason == .replacedInBackup }
+        #expect(Set(replaced.map(\.uuid)) == Set(before.map(\.uuid)), "both first versions: one by its UUID, one by its primary key")
+        let restoredUUIDs: Set<UUID> = Set(report.items.filter(\.restored).map(\.uuid))
+        #expect(restoredUUIDs == Set(after.map(\.uuid)))
+        #expect(report.restoredCount == 2 && report.items.count == 4)
+
+        let contents = try DeviceRestoreTests().contents(fixture.directory)
+        #expect(contents["same-uuid"] == "second" && contents["same-key"] == "second")
+    }
+}
