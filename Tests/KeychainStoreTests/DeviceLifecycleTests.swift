@@ -179,6 +179,30 @@ struct DeviceLifecycleTests {
         #expect(status { _ = try t.keychain().copy(.password(account: "a")) } == .interactionNotAllowed)
     }
 
+    @Test(
+        "two tiers of keys, one lock: while locked a class A item's attributes are as unreadable as its secret, a class C item's read with the metadata key alone, and a delete needs neither"
+    )
+    func attributesFollowTheLock() throws {
+        let t = try TestDevice()
+        let keychain = try t.keychain()
+        try keychain.add(.password(account: "a", protection: .whenUnlocked))
+        try keychain.add(.password(account: "c", protection: .afterFirstUnlock))
+        func attributes(_ account: String) -> ItemQuery {
+            var query = ItemQuery.password(account: account)
+            query.returning = .attributes
+            return query
+        }
+        try t.device.lock(immediately: true)
+        #expect(status { _ = try keychain.copy(attributes("a")) } == .interactionNotAllowed)
+        #expect(status { _ = try keychain.copy(.password(account: "a")) } == .interactionNotAllowed)
+        #expect(try keychain.copy(attributes("c")).first?.attributes[.account] == .string("c"))
+        var delete = attributes("a")
+        delete.returning = []
+        try keychain.delete(delete)
+        try t.device.unlock(passcode: TestDevice.defaultPasscode)
+        #expect(status { _ = try keychain.copy(attributes("a")) } == .itemNotFound)
+    }
+
     @Test("a device without a passcode boots unlocked and keeps its keys when locked")
     func noPasscode() throws {
         let t = try TestDevice(passcode: nil)

@@ -154,7 +154,7 @@ struct EncryptionAtRestTests {
                             (SELECT wrapped_key, metadata, secret FROM item WHERE id = (SELECT MAX(id) FROM item))
                         WHERE id = (SELECT MIN(id) FROM item)
                         """)
-                // Read as format 1, a format 2 row opens under no key.
+                // Its wrap removed, a row's metadata (which binds it) opens under no key.
                 try db.execute(sql: "UPDATE item SET wrapped_key = NULL WHERE id = (SELECT MAX(id) FROM item)")
             }
         }
