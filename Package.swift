@@ -103,7 +103,7 @@ let package = Package(
 
         // HTTP/1.1 over a Unix socket (how a node's callers reach it), and why a call got no answer.
         .target(
-            name: "KeyferryHTTP", dependencies: ["KeyferryThreads", .product(name: "NIOCore", package: "swift-nio")]),
+            name: "KeyferryHTTP", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
 
         // The untrusted relay between members, without a network: logs of records per circle
         // kept by the keeper's rules, on embedded SQLite or any storage, and a relay in process.

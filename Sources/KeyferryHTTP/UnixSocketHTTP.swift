@@ -1,5 +1,5 @@
+import Foundation
 import Glibc
-import KeyferryThreads
 import Synchronization
 
 /// HTTP/1.1 over a Unix domain socket, one connection per exchange: how a node's callers reach
@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// Plain blocking socket calls, no event loop: a command that makes one call and exits (`item
 /// get`) spends most of its life starting up, and bringing up an event loop group and a channel
-/// pipeline cost more than the exchange itself. The blocking part runs on `BlockingPool`, never
-/// on Swift's cooperative pool.
+/// pipeline cost more than the exchange itself. An async exchange waits on a thread of its own,
+/// never on Swift's cooperative pool, nor on a shared pool whose threads long work may hold
+/// past the exchange's deadline.
 package enum UnixSocketHTTP {
     package enum Method: Sendable {
         case get, post
@@ -56,35 +57,51 @@ package enum UnixSocketHTTP {
     /// The exchange, waiting on the calling thread: for synchronous APIs such as Keychain
     /// Services, which block their caller as `securityd` does.
     package static func exchangeWaiting(socketPath: String, _ request: Request) throws -> Response {
-        let connection = try Connection(path: socketPath, deadline: .now + request.timeout)
+        let connection = try Connection(deadline: .now + request.timeout)
         defer { connection.close() }
+        try connection.connect(to: socketPath)
         return try connection.exchange(request)
     }
 
     /// The exchange; cancelling the task closes the connection.
     package static func exchange(socketPath: String, _ request: Request) async throws -> Response {
-        let deadline = ContinuousClock.now + request.timeout
-        let connection = try await BlockingPool.shared.run { _ in try Connection(path: socketPath, deadline: deadline) }
+        let connection = try Connection(deadline: .now + request.timeout)
         defer { connection.close() }
-        return try await withTaskCancellationHandler {
-            do {
-                return try await BlockingPool.shared.run { _ in try connection.exchange(request) }
-            } catch {
-                if Task.isCancelled { throw CancellationError() }
-                throw error
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    Thread.detachNewThread {
+                        continuation.resume(
+                            with: Result {
+                                try connection.connect(to: socketPath)
+                                return try connection.exchange(request)
+                            })
+                    }
+                }
+            } onCancel: {
+                connection.shutDown()
             }
-        } onCancel: {
-            connection.shutDown()
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
         }
     }
 
-    /// One connected socket and its deadline.
+    /// One socket and its deadline.
     private final class Connection: Sendable {
         private let descriptor: Int32
         private let deadline: ContinuousClock.Instant
         private let closed = Atomic(false)
+        private let cancelled = Atomic(false)
 
-        init(path: String, deadline: ContinuousClock.Instant) throws {
+        init(deadline: ContinuousClock.Instant) throws {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { throw Failure.system(call: "socket", errno: errno) }
+            self.descriptor = descriptor
+            self.deadline = deadline
+        }
+
+        func connect(to path: String) throws {
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
             let bytes = Array(path.utf8)
@@ -94,23 +111,19 @@ package enum UnixSocketHTTP {
                 raw.copyBytes(from: bytes)
                 raw[bytes.count] = 0
             }
-            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard descriptor >= 0 else { throw Failure.system(call: "socket", errno: errno) }
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
-            guard connected == 0 else {
-                let code = errno
-                _ = Glibc.close(descriptor)
-                throw Failure.system(call: "connect", errno: code)
-            }
-            self.descriptor = descriptor
-            self.deadline = deadline
+            guard connected == 0 else { throw Failure.system(call: "connect", errno: errno) }
         }
 
         /// Ends both directions, waking a call blocked on the socket; the descriptor stays
-        /// open until `close`, so it cannot be reused under the blocked call.
-        func shutDown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+        /// open until `close`, so it cannot be reused under the blocked call. An exchange not
+        /// yet waiting stops at its first wait.
+        func shutDown() {
+            cancelled.store(true, ordering: .relaxed)
+            _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
+        }
 
         func close() {
             guard !closed.exchange(true, ordering: .relaxed) else { return }
@@ -161,6 +174,7 @@ package enum UnixSocketHTTP {
         /// Waits until the socket is ready for `events`, or throws `timedOut` at the deadline.
         private func wait(for events: Int16) throws {
             while true {
+                guard !cancelled.load(ordering: .relaxed) else { throw Failure.closedEarly }
                 let left = ContinuousClock.now.duration(to: deadline)
                 guard left > .zero else { throw Failure.timedOut }
                 let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
