@@ -136,7 +136,7 @@ struct CompactionBench: AsyncParsableCommand {
                 let start = ContinuousClock.now
                 try await relay.push(bodies, circle: circle, stream: .envelopes, proof: proof)
                 let took = ContinuousClock.now - start
-                seconds += Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+                seconds += took.seconds
                 let size = bodies.reduce(0) { $0 + $1.count }
                 pushed += size
                 lastRound += size

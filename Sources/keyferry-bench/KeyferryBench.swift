@@ -76,6 +76,11 @@ func alternating(_ run: Int, _ keyferry: () throws -> Void, _ peer: () throws ->
 /// The middle sample (the upper one of an even count).
 func median(_ samples: [Double]) -> Double { samples.sorted()[samples.count / 2] }
 
+extension Duration {
+    /// The duration in seconds, as the figures print them.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
 /// Runs a program as `runQuietly` does, through GNU time when it is installed (scripts/bench
 /// installs it): how long it took, and the most memory it held (peak resident set, in bytes).
 func measuredRun(_ executable: URL, _ arguments: [String]) throws -> (seconds: Double, peakBytes: Int?) {

@@ -154,6 +154,6 @@ struct RelaysBench: AsyncParsableCommand {
             try await group.waitForAll()
         }
         let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return elapsed.seconds
     }
 }

@@ -342,7 +342,7 @@ struct HonestCircles: Sendable {
                             }
                         }
                         let took = ContinuousClock.now - start
-                        latencies.append(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15)
+                        latencies.append(took.seconds * 1e3)
                         progress(done.add(), total)
                     }
                     return latencies

@@ -143,7 +143,3 @@ func convergence(of items: Int, in directory: URL, thenJoining: Bool) async thro
     }
     return (elapsed.seconds, (ContinuousClock.now - joined).seconds)
 }
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
