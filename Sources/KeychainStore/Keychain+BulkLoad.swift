@@ -48,16 +48,16 @@ package final class BulkLoad {
 
     /// The rows that may hold this UUID or primary key: every one that does, and rarely one
     /// whose fingerprint merely matches.
-    func candidates(uuid: UUID, primaryKeyHash: some Sequence<UInt8>) -> Set<Int64> {
+    func candidates(uuid: UUID, primaryKeyHash: some ContiguousBytes) -> Set<Int64> {
         Set(byUUID.ids(uuid.hashValue) + byPrimaryKey.ids(Self.fingerprint(primaryKeyHash)))
     }
 
-    func record(uuid: UUID, primaryKeyHash: some Sequence<UInt8>, id: Int64) {
+    func record(uuid: UUID, primaryKeyHash: some ContiguousBytes, id: Int64) {
         byUUID.insert(uuid.hashValue, id)
         byPrimaryKey.insert(Self.fingerprint(primaryKeyHash), id)
     }
 
-    func forget(uuid: UUID, primaryKeyHash: some Sequence<UInt8>, id: Int64) {
+    func forget(uuid: UUID, primaryKeyHash: some ContiguousBytes, id: Int64) {
         byUUID.remove(uuid.hashValue, id)
         byPrimaryKey.remove(Self.fingerprint(primaryKeyHash), id)
     }
@@ -67,9 +67,10 @@ package final class BulkLoad {
         if changeSequence > startSequence { displaced.append(uuid) }
     }
 
-    private static func fingerprint(_ bytes: some Sequence<UInt8>) -> Int {
+    /// Hashed whole, not byte by byte: each restored row takes two.
+    private static func fingerprint(_ bytes: some ContiguousBytes) -> Int {
         var hasher = Hasher()
-        for byte in bytes { hasher.combine(byte) }
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
         return hasher.finalize()
     }
 

@@ -309,7 +309,8 @@ struct ResponseReader {
 }
 
 extension StringProtocol {
-    /// Without the spaces and tabs around it, as HTTP reads a header's value.
+    /// Without the spaces and tabs around it, as HTTP reads a header's value (its optional
+    /// whitespace; Foundation's `.whitespaces` would take every Unicode space as well).
     fileprivate var trimmed: String {
         let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
         return String(String(drop(while: blank).reversed().drop(while: blank).reversed()))
