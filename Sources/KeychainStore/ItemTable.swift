@@ -28,7 +28,7 @@ struct StoredRow: Sendable {
         else {
             throw KeychainError(.decode, "item row \(id) has an unreadable class, protection, UUID or format; the database was edited.")
         }
-        func bytes(_ index: CInt) -> [UInt8] { Data.fromStatement(s, atUncheckedIndex: index).map { [UInt8]($0) } ?? [] }
+        func bytes(_ index: CInt) -> [UInt8] { statement.bytes(at: index) ?? [] }
         self.id = id
         let header = RowHeader(
             uuid: uuid, itemClass: itemClass, protection: protection,
@@ -52,7 +52,15 @@ struct StoredRow: Sendable {
     /// Whether the row `statement` stands on holds every one of `tokens`, read before the rest
     /// of the row so that a scan builds only the rows that match.
     static func hasTokens(_ tokens: [[UInt8]], _ statement: Statement) -> Bool {
-        tokens.isEmpty || ItemIndex.tokens(Data.fromStatement(statement.sqliteStatement, atUncheckedIndex: 9).map { [UInt8]($0) } ?? [], include: tokens)
+        tokens.isEmpty || ItemIndex.tokens(statement.bytes(at: 9) ?? [], include: tokens)
+    }
+}
+
+extension Statement {
+    /// The blob in column `index` of the row the statement stands on, copied as one block
+    /// (`[UInt8](Data)` copies byte by byte through Data's iterator).
+    func bytes(at index: CInt) -> [UInt8]? {
+        Data.fromStatement(sqliteStatement, atUncheckedIndex: index).map { $0.withUnsafeBytes { [UInt8]($0) } }
     }
 }
 
@@ -75,22 +83,24 @@ enum ItemTable {
     static func rows(_ db: Database, _ filter: Filter) throws -> [StoredRow] {
         // A primary-key hash pins the class, the group and sync already: then it is the only
         // clause that needs arguments, and the lookup binds one value instead of four.
-        var values: [(any DatabaseValueConvertible)?] = []
+        // Values, not existentials, and bound unchecked: `Shape` wrote a placeholder for each,
+        // and checking them again cost as much as the lookup's SQL.
+        var values: [DatabaseValue] = []
         values.reserveCapacity(4 + (filter.primaryKeyHashes?.count ?? 0) + (filter.accessGroupHashes?.count ?? 0))
         if let hashes = filter.primaryKeyHashes {
-            for hash in hashes { values.append(Data(hash)) }
+            for hash in hashes { values.append(Data(hash).databaseValue) }
         } else {
-            values.append(filter.itemClass.rawValue)
-            for hash in filter.accessGroupHashes ?? [] { values.append(Data(hash)) }
-            if filter.synchronizable.count == 1 { values.append(filter.synchronizable[0]) }
+            values.append(filter.itemClass.rawValue.databaseValue)
+            for hash in filter.accessGroupHashes ?? [] { values.append(Data(hash).databaseValue) }
+            if filter.synchronizable.count == 1 { values.append(filter.synchronizable[0].databaseValue) }
         }
-        if let protection = filter.protection { values.append(protection.rawValue) }
-        if let uuid = filter.uuid { values.append(uuid.bytes) }
-        let arguments = StatementArguments(values)
+        if let protection = filter.protection { values.append(protection.rawValue.databaseValue) }
+        if let uuid = filter.uuid { values.append(uuid.bytes.databaseValue) }
         // The same query shapes repeat endlessly; compiling each once is most of the speed.
         let statement = try db.cachedStatement(sql: Shape(filter).sql)
+        statement.setUncheckedArguments(StatementArguments(values))
         var found = [StoredRow]()
-        let ids = try Int64.fetchCursor(statement, arguments: arguments)
+        let ids = try Int64.fetchCursor(statement)
         while found.count < filter.limit ?? .max, let id = try ids.next() {
             guard StoredRow.hasTokens(filter.tokens, statement) else { continue }
             found.append(try StoredRow(id: id, of: statement))

@@ -13,15 +13,15 @@ extension Keychain {
         package var tombstoneDate: Date?
         /// The version as sync names it, kept with the write (`replicaVersions`).
         package var version: [UInt8]
-        /// The item as its author's keychain sealed it: stored as it came, its key wrapped under
-        /// this device's class key. nil seals `record` here.
-        package var seal: ItemSeal?
+        /// The item as its author's keychain sealed it, opened: its secret stored as it came, its
+        /// key wrapped under this device's class key. nil seals `record` here.
+        package var sealed: ItemSeal.Opened?
 
-        package init(record: ItemRecord, tombstoneDate: Date?, version: [UInt8], seal: ItemSeal? = nil) {
+        package init(record: ItemRecord, tombstoneDate: Date?, version: [UInt8], sealed: ItemSeal.Opened? = nil) {
             self.record = record
             self.tombstoneDate = tombstoneDate
             self.version = version
-            self.seal = seal
+            self.sealed = sealed
         }
     }
 
@@ -69,12 +69,15 @@ extension Keychain {
                 throw KeychainError(.param, "only synchronizable items without access control replicate.")
             }
             guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
-            guard let seal = version.seal else { return sealedRow(for: record, keys: classKeys) }
-            // The secret stored as it came; the metadata, with what an add would have written.
-            let metadata = Self.metadata(of: record)
-            let header = header(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true, metadata: metadata)
+            guard let opened = version.sealed else { return sealedRow(for: record, keys: classKeys) }
+            // The secret stored as it came; the metadata as it opened, or with what an add
+            // would have written.
+            let header = header(
+                uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true,
+                accessGroup: record.accessGroup, attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
             return SealedRow.wrapping(
-                seal, metadata: metadata.encoded, header: header, keys: classKeys, nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
+                opened.seal, metadata: opened.storableMetadata ?? Self.metadata(of: record).encoded, header: header, keys: classKeys,
+                nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
         }
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
@@ -196,7 +199,7 @@ enum ReplicaTable {
         let statement = try db.cachedStatement(sql: "SELECT change_seq, version FROM replica WHERE uuid = ?")
         let cursor = try Int64.fetchCursor(statement, arguments: [uuid.bytes]).map { sequence in
             Keychain.ReplicaVersion(
-                version: Data.fromStatement(statement.sqliteStatement, atUncheckedIndex: 1).map { [UInt8]($0) } ?? [], changeSequence: sequence)
+                version: statement.bytes(at: 1) ?? [], changeSequence: sequence)
         }
         return try Array(cursor).first
     }

@@ -152,7 +152,7 @@ package struct ItemSeal: Sendable {
     /// The item the seal holds, its secret left sealed. Fails with
     /// `CryptoError.authenticationFailed` unless the seal is this item's (`uuid`, `itemClass`).
     package func opened(uuid: UUID, itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool) throws -> Opened {
-        let plain = [UInt8](try AEAD.open(metadata, key: key, associatedData: Tier.metadata.associatedData(uuid, itemClass)))
+        let plain = try AEAD.openBytes(metadata, key: key, associatedData: Tier.metadata.associatedData(uuid, itemClass))
         guard let metadata = try? ItemMetadata(decoding: plain) else { throw CryptoError.authenticationFailed }
         let record = ItemRecord(
             itemClass: itemClass, uuid: uuid, accessGroup: metadata.accessGroup, protection: protection,
@@ -183,14 +183,14 @@ package struct ItemSeal: Sendable {
     /// store it by (`Keychain.sealedForRestore`).
     package struct Opened: Sendable {
         package let record: ItemRecord
-        let seal: ItemSeal
+        package let seal: ItemSeal
         /// Bound to a biometry enrollment, which never travels: a restore writes the metadata
         /// without it; sync refuses it (access control does not sync).
         package let biometryBound: Bool
         /// The metadata as it opened, when a row may keep it as it is: bound to no enrollment,
         /// with every primary-key attribute an add writes. Else nil, and the row's metadata is
         /// encoded again from `record` (`Keychain.metadata(of:)`).
-        let storableMetadata: [UInt8]?
+        package let storableMetadata: [UInt8]?
 
         /// The secret, opened.
         package func secret() throws -> Data {
@@ -297,12 +297,11 @@ struct SealedRow: Sendable {
             let h = row.header
             switch row.format {
             case .twoTiers:
-                return [UInt8](
-                    try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: h.metadataAssociatedData(wrappedKey: row.wrappedKey ?? Data())))
+                return try AEAD.openBytes(row.metadata, key: keys.metadataKey, associatedData: h.metadataAssociatedData(wrappedKey: row.wrappedKey ?? Data()))
             case .itemKey:
-                return [UInt8](try AEAD.open(row.metadata, key: try key(), associatedData: ItemSeal.Tier.metadata.associatedData(h.uuid, h.itemClass)))
+                return try AEAD.openBytes(row.metadata, key: try key(), associatedData: ItemSeal.Tier.metadata.associatedData(h.uuid, h.itemClass))
             case .classKeys:
-                return [UInt8](try AEAD.open(row.metadata, key: keys.metadataKey, associatedData: h.associatedData(format: .classKeys)))
+                return try AEAD.openBytes(row.metadata, key: keys.metadataKey, associatedData: h.associatedData(format: .classKeys))
             }
         }
 

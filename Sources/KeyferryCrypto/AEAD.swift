@@ -43,6 +43,26 @@ package enum AEAD {
         }
     }
 
+    /// `open`, into an array: for plaintext that is decoded as bytes at once (a row's metadata),
+    /// where a `Data` would be one more allocation and copy per row.
+    @inlinable
+    package static func openBytes(
+        _ box: some ContiguousBytes, key: SymmetricKey, associatedData: some ContiguousBytes
+    ) throws -> [UInt8] {
+        try box.withUnsafeBytes { sealed in
+            guard sealed.count >= overhead else { throw CryptoError.authenticationFailed }
+            var opened = false
+            let plain = associatedData.withUnsafeBytes { ad in
+                [UInt8](unsafeUninitializedCapacity: sealed.count - overhead) { buffer, count in
+                    opened = openRaw(sealed, key: key, associatedData: ad, into: UnsafeMutableRawBufferPointer(buffer))
+                    count = buffer.count
+                }
+            }
+            guard opened else { throw CryptoError.authenticationFailed }
+            return plain
+        }
+    }
+
     @usableFromInline
     static func sealRaw(_ message: UnsafeRawBufferPointer, key: SymmetricKey, nonce: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) -> Data
     {
@@ -65,20 +85,28 @@ package enum AEAD {
 
     @usableFromInline
     static func openRaw(_ sealed: UnsafeRawBufferPointer, key: SymmetricKey, associatedData ad: UnsafeRawBufferPointer) throws -> Data {
-        _ = Sodium.ready
         guard sealed.count >= overhead else { throw CryptoError.authenticationFailed }
-        let base = sealed.sodiumBase
         var out = Data(count: sealed.count - overhead)
-        var written: UInt64 = 0
-        let status = out.withUnsafeMutableBytes { buffer in
-            key.withUnsafeBytes { k in
-                crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    buffer.sodiumBase, &written, nil, base + nonceByteCount, UInt64(sealed.count - nonceByteCount),
-                    ad.sodiumBase, UInt64(ad.count), base, k.sodiumBase)
-            }
-        }
-        guard status == 0 else { throw CryptoError.authenticationFailed }
+        guard out.withUnsafeMutableBytes({ openRaw(sealed, key: key, associatedData: ad, into: $0) }) else { throw CryptoError.authenticationFailed }
         return out
+    }
+
+    /// Opens `sealed` (at least `overhead` bytes) into `out` (`overhead` fewer); false when it
+    /// does not authenticate.
+    @usableFromInline
+    static func openRaw(
+        _ sealed: UnsafeRawBufferPointer, key: SymmetricKey, associatedData ad: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        _ = Sodium.ready
+        precondition(sealed.count >= overhead && out.count == sealed.count - overhead, "an opened box is its sealed form less the overhead")
+        let base = sealed.sodiumBase
+        var written: UInt64 = 0
+        let status = key.withUnsafeBytes { k in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(
+                out.sodiumBase, &written, nil, base + nonceByteCount, UInt64(sealed.count - nonceByteCount),
+                ad.sodiumBase, UInt64(ad.count), base, k.sodiumBase)
+        }
+        return status == 0
     }
 }
 

@@ -9,8 +9,8 @@ struct Received: Sendable {
     /// The item; its data only from a format 1 envelope, which carries it opened.
     var item: SyncedItem
     var stamp: VersionStamp
-    /// The item as its author's keychain sealed it (format 2), stored as it came.
-    var seal: ItemSeal?
+    /// The item as its author's keychain sealed it (format 2), opened: stored as it came.
+    var sealed: ItemSeal.Opened?
 
     /// Format 2: the metadata is opened, and the secret checked, before anything is written.
     /// A seal that does not open, or that carries access control or a biometry binding (which
@@ -20,7 +20,7 @@ struct Received: Sendable {
         case .whole(let item):
             self.item = item
             stamp = item.stamp
-            seal = nil
+            sealed = nil
         case .keyed(let keyed):
             let seal = ItemSeal(key: keyed.key, metadata: keyed.metadata, secret: keyed.secret)
             let what = "item \(keyed.uuid)"
@@ -32,7 +32,7 @@ struct Received: Sendable {
             guard keyed.isTombstone || (try? opened.secret()) != nil else { throw .inconsistent("\(what): its secret does not open under its item key") }
             item = SyncedItem(version: keyed.version, isTombstone: keyed.isTombstone, record: opened.record)
             stamp = keyed.stamp
-            self.seal = seal
+            sealed = opened
         }
     }
 }

@@ -237,7 +237,7 @@ extension SyncEngine {
             return Keychain.ReplicatedVersion(
                 record: item.record,
                 tombstoneDate: item.isTombstone ? Date(timeIntervalSince1970: Double(item.version.milliseconds) / 1000) : nil,
-                version: choice.received.stamp.stored, seal: choice.received.seal)
+                version: choice.received.stamp.stored, sealed: choice.received.sealed)
         }
         let stamps = chosen.map(\.received.stamp)
         do {

@@ -80,20 +80,35 @@ struct ReplicaVersionTests {
     }
 
     @Test(
-        "a version that comes sealed keeps its secret as it came, its key re-wrapped and its metadata under the class's metadata key; the push feed hands out a row's own secret and key, the same bytes on every push"
+        "a version that comes sealed keeps its secret as it came, its key re-wrapped and its metadata under the class's metadata key (as it opened, or with the primary key's defaults it lacked); the push feed hands out a row's own secret and key, the same bytes on every push"
     )
     func sealedVersionsKeepTheirCiphertexts() throws {
         let (t, local) = try deviceWithOneItem()
         let keychain = t.device.deviceKeychain
+        func opened(_ seal: ItemSeal, _ record: ItemRecord) throws -> ItemSeal.Opened {
+            try seal.opened(uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true)
+        }
         var item = replicated(local, account: "sealed", version: [5])
         item.record.data = Data("sent-secret".utf8)
         let seal = ItemSeal.sealing(item.record)
-        item.seal = seal
         item.record.data = nil
+        item.sealed = try opened(seal, item.record)
+        #expect(item.sealed?.storableMetadata != nil, "every primary-key attribute is there: the metadata is stored as it opened")
+        var bare = replicated(local, account: "bare", version: [7])
+        bare.record.attributes[.service] = nil
+        bare.record.data = Data("bare-secret".utf8)
+        let bareSeal = ItemSeal.sealing(bare.record)
+        bare.record.data = nil
+        bare.sealed = try opened(bareSeal, bare.record)
+        #expect(bare.sealed?.storableMetadata == nil, "a primary-key attribute is missing: the metadata is written again, with its default")
         var tombstone = replicated(local, account: "buried", version: [6])
-        tombstone.seal = ItemSeal.sealing(tombstone.record, isTombstone: true)
+        tombstone.sealed = try opened(ItemSeal.sealing(tombstone.record, isTombstone: true), tombstone.record)
         tombstone.tombstoneDate = Date()
-        _ = try keychain.applyReplicated([item, tombstone]) { _, _ in true }
+        _ = try keychain.applyReplicated([item, bare, tombstone]) { _, _ in true }
+        let bareRead = try t.keychain().copy(
+            ItemQuery(.genericPassword, attributes: [.account: .string("bare")], synchronizable: .yes, returning: [.data, .attributes]))
+        #expect(bareRead.first?.data == Data("bare-secret".utf8))
+        #expect(bareRead.first?.attributes[.service] == .string(""))
 
         let rows = try DatabaseQueue(path: t.directory.appendingPathComponent("keychain.db").path).read { db in
             try Row.fetchAll(db, sql: "SELECT uuid, metadata, secret FROM item ORDER BY id")

@@ -30,6 +30,9 @@ struct CryptoTests {
             + "c0875924c1c7987947deafd8780acf49"
         #expect(hex(sealed.dropFirst(AEAD.nonceByteCount)) == expected)
         #expect(try AEAD.open(sealed, key: key, associatedData: ad) == Data(plaintext))
+        #expect(try AEAD.openBytes(sealed, key: key, associatedData: ad) == plaintext)
+        let empty = AEAD.seal([UInt8](), key: key, nonce: nonce, associatedData: ad)
+        #expect(try AEAD.openBytes(empty, key: key, associatedData: ad) == [])
     }
 
     @Test("any edited byte, other associated data or another key fails authentication")
@@ -40,10 +43,19 @@ struct CryptoTests {
             var edited = sealed
             edited[index] ^= 0x80
             #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(edited, key: key, associatedData: Array("row-1".utf8)) }
+            #expect(throws: CryptoError.authenticationFailed) { try AEAD.openBytes(edited, key: key, associatedData: Array("row-1".utf8)) }
         }
-        #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(sealed, key: key, associatedData: Array("row-2".utf8)) }
-        #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(sealed, key: SymmetricKey(), associatedData: Array("row-1".utf8)) }
-        #expect(throws: CryptoError.authenticationFailed) { try AEAD.open(sealed.prefix(10), key: key, associatedData: Array("row-1".utf8)) }
+        let opens: [(Data, SymmetricKey, [UInt8]) throws -> [UInt8]] = [
+            { [UInt8](try AEAD.open($0, key: $1, associatedData: $2)) }, { try AEAD.openBytes($0, key: $1, associatedData: $2) },
+        ]
+        for open in opens {
+            // A box shorter than its nonce and tag, empty included, is refused before the cipher.
+            for length in [0, 10, AEAD.overhead - 1] {
+                #expect(throws: CryptoError.authenticationFailed) { try open(sealed.prefix(length), key, Array("row-1".utf8)) }
+            }
+            #expect(throws: CryptoError.authenticationFailed) { try open(sealed, key, Array("row-2".utf8)) }
+            #expect(throws: CryptoError.authenticationFailed) { try open(sealed, SymmetricKey(), Array("row-1".utf8)) }
+        }
     }
 
     @Test("subkeys depend on context and id; keyed hashes on the key")
