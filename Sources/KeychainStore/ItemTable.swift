@@ -83,8 +83,7 @@ enum ItemTable {
     static func rows(_ db: Database, _ filter: Filter) throws -> [StoredRow] {
         // A primary-key hash pins the class, the group and sync already: then it is the only
         // clause that needs arguments, and the lookup binds one value instead of four.
-        // Values, not existentials, and bound unchecked: `Shape` wrote a placeholder for each,
-        // and checking them again cost as much as the lookup's SQL.
+        // Bound unchecked: `Shape` wrote one placeholder for each value.
         var values: [DatabaseValue] = []
         values.reserveCapacity(4 + (filter.primaryKeyHashes?.count ?? 0) + (filter.accessGroupHashes?.count ?? 0))
         if let hashes = filter.primaryKeyHashes {
