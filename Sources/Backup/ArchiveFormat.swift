@@ -110,7 +110,7 @@ package struct ArchiveManifest: Codable, Equatable, Sendable {
 /// The keys a header leads to. Encrypted: the archive key, opened with the password.
 /// Unencrypted: a checksum key anyone can compute from the header, and on the device that
 /// wrote it, that device's section key.
-struct SectionKeys {
+struct SectionKeys: Sendable {
     /// nil for unencrypted archives.
     let sealing: SymmetricKey?
     /// Encrypted: the manifest's digest key. Unencrypted: the checksum key.

@@ -6,7 +6,7 @@ import KeyferryCrypto
 
 /// Reads an archive front to back, one section in memory at a time, authenticating each before
 /// handing it out. Every kind of damage is its own `ArchiveError`.
-package struct ArchiveReader {
+package struct ArchiveReader: Sendable {
     package let header: ArchiveHeader
     /// The format it was written in (`ArchiveFormat.oldestReadableVersion` or later).
     package let version: UInt16

@@ -21,28 +21,48 @@ package enum DeviceRestore {
         _ archive: URL, password: Data?, to target: URL, passcode: String?, acceptingUnauthenticated: Bool = false,
         progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
-        // Everything that can be refused is refused before the target is touched.
+        // Everything that can be refused is refused before anything is written to the target.
         let reader = try ArchiveReader(contentsOf: archive)
         // Reading the target's backup keys also requires it to be a device.
         let targetKeys = try Device.backupKeys(at: target)
         if !acceptingUnauthenticated { try requireAuthenticatable(reader, target: targetKeys) }
-        let keys = try reader.sectionKeys(password: password, device: targetKeys)
-
-        return try intoCopy(of: target, passcode: passcode) { device in try restore(reader, keys: keys, into: device, progress: progress) }
+        // The archive's key and the target's passcode key are each an Argon2id: derived side
+        // by side, the passcode's verdict waiting for the password's, so a wrong password still
+        // leaves the target as it was, no attempt counted.
+        let opening = BackgroundWork { try reader.sectionKeys(password: password, device: targetKeys) }
+        var opened: Result<SectionKeys, any Error>?
+        func archiveKeys() throws -> SectionKeys {
+            if opened == nil { opened = Result { try opening.result() } }
+            return try opened!.get()
+        }
+        do {
+            return try intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try archiveKeys() }) { device in
+                try restore(reader, keys: try archiveKeys(), into: device, progress: progress)
+            }
+        } catch {
+            // Refused before the verdict (no passcode given, the target in use or waiting): the
+            // password's verdict, waited out, still comes first.
+            _ = try archiveKeys()
+            throw error
+        }
     }
 
     /// Runs `restore` on an unlocked copy of the device in `target`, built beside it, and swaps
     /// the copy in once `restore` returns; whatever it throws leaves the target as it was and
     /// the copy removed. `passcode` is the target's own. The target is held throughout, so no
     /// node starts on it meanwhile, and one that runs makes the restore fail with `inUse`.
-    package static func intoCopy(of target: URL, passcode: String?, _ restore: (Device) throws -> RestoreReport) throws -> RestoreReport {
+    /// `beforeVerdict` runs once the passcode is stretched, before anything is recorded of it:
+    /// what it throws leaves the target as it was.
+    package static func intoCopy(
+        of target: URL, passcode: String?, beforeVerdict: () throws -> Void = {}, _ restore: (Device) throws -> RestoreReport
+    ) throws -> RestoreReport {
         let hold = try DeviceHold.take(target)
         defer { hold.release() }
         let staging = Device.stagingDirectory(for: target)
         var swapped = false
         defer { if !swapped { try? FileManager.default.removeItem(at: staging) } }
         let device = try Device.unlockedCopy(
-            of: hold, at: staging, passcode: passcode,
+            of: hold, at: staging, passcode: passcode, beforeVerdict: beforeVerdict,
             missingPasscode: "\(target.path) has a passcode; give it to restore onto it.")
         defer { device.powerOff() }
         let report = try restore(device)

@@ -20,7 +20,7 @@ extension Device {
     /// opened: one passcode derivation for both. `missingPasscode` is the refusal when the
     /// device has a passcode and none is given.
     package static func unlockedCopy(
-        of hold: DeviceHold, at staging: URL, passcode: String?, missingPasscode: @autoclosure () -> String
+        of hold: DeviceHold, at staging: URL, passcode: String?, beforeVerdict: () throws -> Void = {}, missingPasscode: @autoclosure () -> String
     ) throws -> Device {
         let directory = hold.directory
         let original = try powerOn(holding: hold)
@@ -28,7 +28,7 @@ extension Device {
         do {
             defer { original.powerOff() }
             if passcode == nil, try original.passcodeIsSet() { throw KeychainError(.authFailed, missingPasscode()) }
-            try original.unlock(passcode: passcode)
+            try original.unlock(passcode: passcode, beforeVerdict: beforeVerdict)
             keys = try original.availableKeys()
         }
         do {

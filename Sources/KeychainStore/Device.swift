@@ -330,13 +330,19 @@ public final class Device: Sendable {
 
     /// Unlocks with the passcode (nil on a device without one). A wrong passcode is
     /// `errSecAuthFailed` and counts a failed attempt (`PasscodeAttempts`).
-    public func unlock(passcode: String?) throws {
+    public func unlock(passcode: String?) throws { try unlock(passcode: passcode, beforeVerdict: {}) }
+
+    /// `unlock(passcode:)`, running `beforeVerdict` once the passcode is stretched and before
+    /// anything is recorded of it: what it throws leaves the device as it was (a restore waits
+    /// there for its archive's key, derived meanwhile).
+    package func unlock(passcode: String?, beforeVerdict: () throws -> Void) throws {
         guard try passcodeIsSet() else {
+            try beforeVerdict()
             let keys = try database.unsafeRead { db in try keybag.unwrap(db, passcode: nil) }
             return try unlock(with: keys)
         }
         guard let passcode else { throw KeychainError(.authFailed, "this device has a passcode; give it to unlock the device.") }
-        try unlock(with: try verifyPasscode(passcode))
+        try unlock(with: try verifyPasscode(passcode, beforeVerdict: beforeVerdict))
     }
 
     /// Checks a passcode without unlocking anything, counted and delayed as an unlock is: for
@@ -351,7 +357,7 @@ public final class Device: Sendable {
     /// device waits after failed attempts, nothing is tried. The check and its record are one
     /// write transaction, so concurrent checks run one after another, each seeing the failures
     /// recorded before it: no more guesses than the schedule allows.
-    func verifyPasscode(_ passcode: String) throws -> [ProtectionClass: ClassKeys] {
+    func verifyPasscode(_ passcode: String, beforeVerdict: () throws -> Void = {}) throws -> [ProtectionClass: ClassKeys] {
         try saveAttempts()
         let now = attemptClock.now()
         let outcome = try database.write { db -> Result<[ProtectionClass: ClassKeys], KeychainError> in
@@ -359,6 +365,8 @@ public final class Device: Sendable {
             var attempts = settings.attempts
             if let wait = attempts.retryAfter(at: now) { return .failure(KeychainError(.authFailed, attempts.disabledMessage(wait))) }
             let key = try keybag.passcodeKey(passcode, settings: settings)
+            // Thrown here, the transaction rolls back: nothing recorded, no attempt counted.
+            try beforeVerdict()
             let hash = keybag.attemptHash(key)
             if hash != attempts.lastWrong, let keys = try? keybag.unwrap(db, passcodeKey: key) {
                 if attempts != PasscodeAttempts() { try Keybag.save(PasscodeAttempts(), db) }

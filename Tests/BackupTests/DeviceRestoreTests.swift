@@ -198,7 +198,9 @@ struct DeviceRestoreTests {
         }
     }
 
-    @Test("a wrong password or a damaged archive leaves the target exactly as it was; a wrong target passcode counts there, and nothing else changes")
+    @Test(
+        "a wrong password or a damaged archive leaves the target exactly as it was, whatever passcode came with it; a wrong target passcode counts there, and nothing else changes"
+    )
     func refusals() throws {
         let fixture = try source()
         let url = try archive(fixture, encrypted: true)
@@ -210,6 +212,10 @@ struct DeviceRestoreTests {
         #expect(throws: ArchiveError.wrongPassword) {
             try DeviceRestore.restore(url, password: Data("nope".utf8), to: target.directory, passcode: TestDevice.defaultPasscode)
         }
+        // The password's key and the passcode's are derived side by side; the password's verdict
+        // still comes first: a wrong passcode beside it is not counted, a missing one not named.
+        #expect(throws: ArchiveError.wrongPassword) { try DeviceRestore.restore(url, password: Data("nope".utf8), to: target.directory, passcode: "000009") }
+        #expect(throws: ArchiveError.wrongPassword) { try DeviceRestore.restore(url, password: Data("nope".utf8), to: target.directory, passcode: nil) }
         var bytes = try Data(contentsOf: url)
         bytes[bytes.count - 40] ^= 1
         let damaged = url.deletingLastPathComponent().appendingPathComponent("damaged.kfb")
