@@ -21,7 +21,7 @@ package enum DeviceRestore {
         _ archive: URL, password: Data?, to target: URL, passcode: String?, acceptingUnauthenticated: Bool = false,
         progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
-        // Everything that can be refused is refused before anything is written to the target.
+        // Everything that can be refused is refused before anything of the target changes.
         let reader = try ArchiveReader(contentsOf: archive)
         // Reading the target's backup keys also requires it to be a device.
         let targetKeys = try Device.backupKeys(at: target)

@@ -17,31 +17,51 @@ package enum PhoneRestore {
     /// any device), is refused unless `acceptingUnauthenticated`.
     package static func restore(
         _ backup: URL, password: Data?, to target: URL, passcode: String?, acceptingUnauthenticated: Bool = false,
-        checkpoint: () throws -> Void = {}, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
+        checkpoint: @escaping @Sendable () throws -> Void = {}, progress: (_ done: Int, _ total: Int) throws -> Void = { _, _ in }
     ) throws -> RestoreReport {
-        // What can be refused is refused before the target is touched: the password, Manifest.db,
-        // every path to be written.
+        // What can be refused is refused before anything of the target changes: the password,
+        // Manifest.db, every path to be written.
         let reader = try PhoneBackupReader(folder: backup)
         let targetKeys = try Device.backupKeys(at: target)
         let sameDevice = reader.wasWritten(by: targetKeys.deviceID)
         if !reader.isEncrypted, !acceptingUnauthenticated { throw PhoneBackupError.unauthenticated(sameDevice: sameDevice) }
-        let opened = try reader.open(password: password, device: targetKeys, checkpoint: checkpoint)
-        let plan = try SandboxPlan(opened)
-        // The keychain is read and opened while the target's passcode is checked (one core's
-        // work) and the target is copied; a keychain that does not read stops the restore in
-        // the copy, which is removed, and the target is left as it was.
-        let keychain = BackgroundWork { try opened.keychain() }
+        // The backup is opened (the password's key, Manifest.db) while the target's passcode is
+        // stretched, and the passcode's verdict waits for it: a wrong password or a bad
+        // Manifest.db still leaves the target as it was, no attempt counted. The keychain is
+        // then read and opened while the target is copied; a keychain that does not read stops
+        // the restore in the copy, which is removed.
+        let opening = BackgroundWork { () throws -> Opening in
+            let opened = try reader.open(password: password, device: targetKeys, checkpoint: checkpoint)
+            return Opening(opened: opened, plan: try SandboxPlan(opened), keychain: BackgroundWork { try opened.keychain() })
+        }
+        var result: Result<Opening, any Error>?
+        func backupOpened() throws -> Opening {
+            if result == nil { result = Result { try opening.result() } }
+            return try result!.get()
+        }
         var collected = false
         do {
-            return try DeviceRestore.intoCopy(of: target, passcode: passcode) { device in
+            return try DeviceRestore.intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try backupOpened() }) { device in
+                let open = try backupOpened()
                 collected = true
-                return try restore(opened, keychain: try keychain.result(), plan: plan, sameDevice: sameDevice, into: device, progress: progress)
+                return try restore(
+                    open.opened, keychain: try open.keychain.result(), plan: open.plan, sameDevice: sameDevice, into: device, progress: progress)
             }
         } catch {
-            // Refused before the copy (a wrong passcode): the keychain's reading is waited out.
-            if !collected { _ = try? keychain.result() }
+            // Refused before the verdict (no passcode given, the target in use or waiting): the
+            // backup's own verdict, waited out, still comes first; a keychain being read is
+            // waited out too.
+            let open = try backupOpened()
+            if !collected { _ = try? open.keychain.result() }
             throw error
         }
+    }
+
+    /// A backup opened, its files planned, and its keychain being read.
+    private struct Opening: Sendable {
+        let opened: OpenedPhoneBackup
+        let plan: SandboxPlan
+        let keychain: BackgroundWork<[OpenedPhoneBackup.KeychainEntry]>
     }
 
     private static func restore(
@@ -201,7 +221,7 @@ package enum PhoneRestore {
 
 /// Which files of a backup a restore writes: each installed app's UserDefaults and Documents,
 /// by paths checked before anything is touched.
-struct SandboxPlan {
+struct SandboxPlan: Sendable {
     struct File {
         var bundleID: String
         var row: ManifestRow

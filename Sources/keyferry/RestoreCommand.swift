@@ -57,7 +57,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let report: RestoreReport
         var shown = -1
         do {
-            let checkpoint = { if interrupted.withLock({ $0 }) { throw CancellationError() } }
+            let checkpoint: @Sendable () throws -> Void = { if interrupted.withLock({ $0 }) { throw CancellationError() } }
             let progress = { (done: Int, total: Int) throws in
                 try checkpoint()
                 if done != shown, done == total || done % 500 == 0 {

@@ -173,20 +173,25 @@ struct PhoneBackupTests {
         #expect(report.sandboxFiles == 3)
     }
 
-    @Test("a wrong or missing password is refused before the target is touched")
+    @Test(
+        "a wrong or missing password is refused and the target left as it was, whatever passcode comes with it (a wrong one is not counted)"
+    )
     func wrongPassword() throws {
         let fixture = try Self.source()
         let url = try Self.write(fixture)
         let target = try TestDevice(seed: 9)
         target.device.powerOff()
-        let before = try target.allBytesOnDisk().map(\.bytes)
-        #expect {
-            try PhoneRestore.restore(url, password: Data("wrong".utf8), to: target.directory, passcode: TestDevice.defaultPasscode)
-        } throws: { "\($0)".contains("wrong password") }
+        let before = try deviceSnapshot(target.directory)
+        for passcode in [TestDevice.defaultPasscode, "000009", nil] {
+            #expect {
+                try PhoneRestore.restore(url, password: Data("wrong".utf8), to: target.directory, passcode: passcode)
+            } throws: { "\($0)".contains("wrong password") }
+        }
         #expect {
             try PhoneRestore.restore(url, password: nil, to: target.directory, passcode: TestDevice.defaultPasscode)
         } throws: { "\($0)".contains("is encrypted") }
-        #expect(try target.allBytesOnDisk().map(\.bytes) == before)
+        let after = try deviceSnapshot(target.directory)
+        #expect(after == before, "changed: \(after.filter { before[$0.key] != $0.value }.keys.sorted()), \(Set(before.keys).symmetricDifference(after.keys))")
     }
 
     @Test("the writer refuses an existing folder and leaves nothing behind when stopped")
