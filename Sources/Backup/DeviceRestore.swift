@@ -29,20 +29,15 @@ package enum DeviceRestore {
         // The archive's key and the target's passcode key are each an Argon2id: derived side
         // by side, the passcode's verdict waiting for the password's, so a wrong password still
         // leaves the target as it was, no attempt counted.
-        let opening = BackgroundWork { try reader.sectionKeys(password: password, device: targetKeys) }
-        var opened: Result<SectionKeys, any Error>?
-        func archiveKeys() throws -> SectionKeys {
-            if opened == nil { opened = Result { try opening.result() } }
-            return try opened!.get()
-        }
+        let keys = BackgroundWork { try reader.sectionKeys(password: password, device: targetKeys) }
         do {
-            return try intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try archiveKeys() }) { device in
-                try restore(reader, keys: try archiveKeys(), into: device, progress: progress)
+            return try intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try keys.result() }) { device in
+                try restore(reader, keys: try keys.result(), into: device, progress: progress)
             }
         } catch {
             // Refused before the verdict (no passcode given, the target in use or waiting): the
             // password's verdict, waited out, still comes first.
-            _ = try archiveKeys()
+            _ = try keys.result()
             throw error
         }
     }

@@ -17,9 +17,10 @@ package final class BackgroundWork<Result: Sendable>: Sendable {
         }.start()
     }
 
-    /// Waits for the work to finish. Call it once.
+    /// Waits for the work to finish; once it has, every call returns its outcome at once.
     package func result() throws -> Result {
         finished.wait()
+        finished.signal()
         return try outcome.withLock { $0! }.get()
     }
 }

@@ -34,15 +34,10 @@ package enum PhoneRestore {
             let opened = try reader.open(password: password, device: targetKeys, checkpoint: checkpoint)
             return Opening(opened: opened, plan: try SandboxPlan(opened), keychain: BackgroundWork { try opened.keychain() })
         }
-        var result: Result<Opening, any Error>?
-        func backupOpened() throws -> Opening {
-            if result == nil { result = Result { try opening.result() } }
-            return try result!.get()
-        }
         var collected = false
         do {
-            return try DeviceRestore.intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try backupOpened() }) { device in
-                let open = try backupOpened()
+            return try DeviceRestore.intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try opening.result() }) { device in
+                let open = try opening.result()
                 collected = true
                 return try restore(
                     open.opened, keychain: try open.keychain.result(), plan: open.plan, sameDevice: sameDevice, into: device, progress: progress)
@@ -51,7 +46,7 @@ package enum PhoneRestore {
             // Refused before the verdict (no passcode given, the target in use or waiting): the
             // backup's own verdict, waited out, still comes first; a keychain being read is
             // waited out too.
-            let open = try backupOpened()
+            let open = try opening.result()
             if !collected { _ = try? open.keychain.result() }
             throw error
         }
