@@ -8,8 +8,7 @@ import KeychainStore
 /// A keychain or sandbox section: a count, then each entry length-prefixed.
 enum EntryList {
     static func encode(_ entries: [[UInt8]]) -> Data {
-        // Sized once: a section of a few thousand items grew its buffer a dozen times.
-        var w = ByteWriter(capacity: entries.reduce(4) { $0 + 4 + $1.count })
+        var w = ByteWriter()
         w.uint32(UInt32(entries.count))
         for entry in entries { w.lengthPrefixed(entry) }
         return Data(w.bytes)

@@ -133,18 +133,14 @@ struct ItemBinding: Sendable {
         var w = ByteWriter(capacity: 128)
         w.raw(prefix)
         w.uuidText(item.uuid)
-        func field(_ text: String) {
+        let parts =
+            version >= 3
+            ? [item.itemClass.rawValue, item.protection.rawValue, item.synchronizable ? "1" : "0", item.wrapping.rawValue]
+            : [item.protection.rawValue, item.wrapping.rawValue]
+        for part in parts {
             w.uint8(UInt8(ascii: "|"))
-            w.raw(text.utf8)
+            w.raw(part.utf8)
         }
-        if version >= 3 {
-            field(item.itemClass.rawValue)
-            field(item.protection.rawValue)
-            field(item.synchronizable ? "1" : "0")
-        } else {
-            field(item.protection.rawValue)
-        }
-        field(item.wrapping.rawValue)
         return w.bytes
     }
 }

@@ -97,13 +97,16 @@ extension ByteWriter {
     /// length: Foundation formats through `sprintf`, once per archived item.
     public mutating func uuidText(_ uuid: UUID) {
         func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10 }
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
         withUnsafeBytes(of: uuid.uuid) { bytes in
             for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { storage.append(UInt8(ascii: "-")) }
-                storage.append(digit(byte >> 4))
-                storage.append(digit(byte & 0x0F))
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(digit(byte >> 4))
+                text.append(digit(byte & 0x0F))
             }
         }
+        raw(text)
     }
 
     /// A count, then each attribute sorted by key as (key, canonical value).
