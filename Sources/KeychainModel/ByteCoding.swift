@@ -238,6 +238,13 @@ extension UUID {
     /// The sixteen bytes, as the store, archives and relays keep a UUID.
     public var bytes: Data { withUnsafeBytes(of: uuid) { Data($0) } }
 
+    /// Whether this UUID sorts before `other` as their `uuidString`s do: uppercase hex with
+    /// dashes in fixed places orders as the bytes do, so neither is formatted (Foundation
+    /// formats through `snprintf`, twice per comparison of a sort).
+    public func precedesInTextOrder(_ other: UUID) -> Bool {
+        withUnsafeBytes(of: uuid) { mine in withUnsafeBytes(of: other.uuid) { mine.lexicographicallyPrecedes($0) } }
+    }
+
     /// A UUID read back as it was stored, whatever its version: an imported item may carry a
     /// name-based (version 5) or time-based (version 1) one, and its sealed header names it so.
     /// Nil unless there are sixteen bytes.

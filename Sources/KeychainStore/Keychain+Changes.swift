@@ -237,7 +237,7 @@ extension Keychain {
                 )
             }
         }
-        return damaged.withLock { $0 }.sorted { $0.uuid.uuidString < $1.uuid.uuidString }
+        return damaged.withLock { $0 }.sorted { $0.uuid.precedesInTextOrder($1.uuid) }
     }
 
     /// How an export hands out secrets.

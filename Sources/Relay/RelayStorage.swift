@@ -91,7 +91,7 @@ package struct BatchFacts: Sendable, Equatable {
             if let held = newest[header.item], held.version >= header.version { continue }
             newest[header.item] = Version(item: header.item, version: header.version, isTombstone: header.isTombstone, epoch: header.epoch)
         }
-        versions = newest.values.sorted { $0.item.uuidString < $1.item.uuidString }
+        versions = newest.values.sorted { $0.item.precedesInTextOrder($1.item) }
     }
 
     /// The note that names `author`'s compacted batches, as `CompactedBatches` writes it.

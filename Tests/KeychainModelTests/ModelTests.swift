@@ -4,6 +4,19 @@ import Testing
 
 @Suite("Keychain model")
 struct ModelTests {
+    @Test("UUIDs sort by their bytes exactly as by their text, Foundation's uppercase uuidString")
+    func uuidTextOrder() {
+        // Random ones, and ones that differ only where digits meet letters (9 against A) or
+        // only in their last byte.
+        var uuids = (0..<200).map { _ in UUID() }
+        uuids += [
+            "00000000-0000-0000-0000-000000000009", "00000000-0000-0000-0000-00000000000A", "90000000-0000-0000-0000-000000000000",
+            "A0000000-0000-0000-0000-000000000000", "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFE", "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF",
+        ].map { UUID(uuidString: $0)! }
+        #expect(uuids.sorted { $0.precedesInTextOrder($1) } == uuids.sorted { $0.uuidString < $1.uuidString })
+        #expect(!uuids[0].precedesInTextOrder(uuids[0]))
+    }
+
     @Test("protection classes carry Apple's codes and rules")
     func protectionClasses() {
         #expect(ProtectionClass.allCases.map(\.rawValue) == ["ak", "ck", "dk", "aku", "cku", "dku", "akpu"])
