@@ -35,8 +35,8 @@ package enum DeviceRestore {
                 try restore(reader, keys: try keys.result(), into: device, progress: progress)
             }
         } catch {
-            // Refused before the verdict (no passcode given, the target in use or waiting): the
-            // password's verdict, waited out, still comes first.
+            // Whatever stopped it, the derivation is waited out; refused before the passcode's
+            // verdict (none given, the target in use or waiting), the password's comes first.
             _ = try keys.result()
             throw error
         }

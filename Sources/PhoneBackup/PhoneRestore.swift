@@ -43,9 +43,9 @@ package enum PhoneRestore {
                     open.opened, keychain: try open.keychain.result(), plan: open.plan, sameDevice: sameDevice, into: device, progress: progress)
             }
         } catch {
-            // Refused before the verdict (no passcode given, the target in use or waiting): the
-            // backup's own verdict, waited out, still comes first; a keychain being read is
-            // waited out too.
+            // Whatever stopped it, the opening is waited out, and a keychain being read; refused
+            // before the passcode's verdict (none given, the target in use or waiting), the
+            // backup's own comes first.
             let open = try opening.result()
             if !collected { _ = try? open.keychain.result() }
             throw error
