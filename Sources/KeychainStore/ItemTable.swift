@@ -58,7 +58,7 @@ struct StoredRow: Sendable {
 
 extension Statement {
     /// The blob in column `index` of the row the statement stands on, copied as one block
-    /// (`[UInt8](Data)` copies byte by byte through Data's iterator).
+    /// rather than through Data's iterator.
     func bytes(at index: CInt) -> [UInt8]? {
         Data.fromStatement(sqliteStatement, atUncheckedIndex: index).map { $0.withUnsafeBytes { [UInt8]($0) } }
     }

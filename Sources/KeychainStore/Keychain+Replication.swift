@@ -70,14 +70,7 @@ extension Keychain {
             }
             guard let classKeys = keys[record.protection] else { throw unavailable(record.protection) }
             guard let opened = version.sealed else { return sealedRow(for: record, keys: classKeys) }
-            // The secret stored as it came; the metadata as it opened, or with what an add
-            // would have written.
-            let header = header(
-                uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: true,
-                accessGroup: record.accessGroup, attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
-            return SealedRow.wrapping(
-                opened.seal, metadata: opened.storableMetadata ?? Self.metadata(of: record).encoded, header: header, keys: classKeys,
-                nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
+            return sealedRow(for: opened, keys: classKeys, nonces: device.entropy.bytes(2 * AEAD.nonceByteCount)[...])
         }
         return try device.database.write { db in
             try device.database.saveChangeCounter(db)
@@ -180,6 +173,19 @@ extension Keychain {
         return SealedRow.seal(
             header: header, metadata: metadata, secret: secret ?? record.data ?? Data(), keys: keys,
             random: device.entropy.bytes(SealedRow.entropyPerRow))
+    }
+
+    /// The row an item that arrived sealed (restored, replicated) becomes on this device: its
+    /// secret as it came, its key wrapped under this device's class key (the first of `nonces`'
+    /// two); its metadata under the metadata key, as it opened when it may stay so, else with
+    /// what an add writes.
+    func sealedRow(for opened: ItemSeal.Opened, keys: ClassKeys, nonces: ArraySlice<UInt8>) -> SealedRow {
+        let record = opened.record
+        let header = header(
+            uuid: record.uuid, itemClass: record.itemClass, protection: record.protection, synchronizable: record.synchronizable,
+            accessGroup: record.accessGroup, attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
+        return SealedRow.wrapping(
+            opened.seal, metadata: opened.storableMetadata ?? Self.metadata(of: record).encoded, header: header, keys: keys, nonces: nonces)
     }
 
     /// A record's metadata as written on arrival: biometry bindings never travel.

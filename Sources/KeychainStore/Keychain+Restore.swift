@@ -83,13 +83,7 @@ extension Keychain {
                 case .whole(let record):
                     return sealedRow(for: record, keys: classKeys)
                 case .sealed(let opened):
-                    let header = header(
-                        uuid: record.uuid, itemClass: record.itemClass, protection: record.protection,
-                        synchronizable: record.synchronizable, accessGroup: record.accessGroup,
-                        attributes: record.itemClass.withPrimaryKeyDefaults(record.attributes))
-                    return SealedRow.wrapping(
-                        opened.seal, metadata: opened.storableMetadata ?? Self.metadata(of: record).encoded, header: header, keys: classKeys,
-                        nonces: nonces[(index * perItem)..<((index + 1) * perItem)])
+                    return sealedRow(for: opened, keys: classKeys, nonces: nonces[(index * perItem)..<((index + 1) * perItem)])
                 }
             }
         }
