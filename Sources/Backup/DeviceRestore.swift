@@ -2,7 +2,7 @@ package import Foundation
 package import KeychainModel
 package import KeychainStore
 import KeyferryCrypto
-import KeyferryThreads
+package import KeyferryThreads
 
 /// Restores an archive onto a powered-off device, the same one or a new one, as iOS does: the
 /// target keeps its hardware UID and passcode; items come back only where their wrapping
@@ -27,18 +27,10 @@ package enum DeviceRestore {
         let targetKeys = try Device.backupKeys(at: target)
         if !acceptingUnauthenticated { try requireAuthenticatable(reader, target: targetKeys) }
         // The archive's key and the target's passcode key are each an Argon2id: derived side
-        // by side, the passcode's verdict waiting for the password's, so a wrong password still
-        // leaves the target as it was, no attempt counted.
+        // by side.
         let keys = BackgroundWork { try reader.sectionKeys(password: password, device: targetKeys) }
-        do {
-            return try intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try keys.result() }) { device in
-                try restore(reader, keys: try keys.result(), into: device, progress: progress)
-            }
-        } catch {
-            // Whatever stopped it, the derivation is waited out; refused before the passcode's
-            // verdict (none given, the target in use or waiting), the password's comes first.
-            _ = try keys.result()
-            throw error
+        return try intoCopy(of: target, passcode: passcode, after: keys) { device, keys in
+            try restore(reader, keys: keys, into: device, progress: progress)
         }
     }
 
@@ -46,10 +38,27 @@ package enum DeviceRestore {
     /// the copy in once `restore` returns; whatever it throws leaves the target as it was and
     /// the copy removed. `passcode` is the target's own. The target is held throughout, so no
     /// node starts on it meanwhile, and one that runs makes the restore fail with `inUse`.
-    /// `beforeVerdict` runs once the passcode is stretched, before anything is recorded of it:
-    /// what it throws leaves the target as it was.
-    package static func intoCopy(
-        of target: URL, passcode: String?, beforeVerdict: () throws -> Void = {}, _ restore: (Device) throws -> RestoreReport
+    ///
+    /// `opening` is the backup's own opening (its password's key), run meanwhile: the
+    /// passcode's verdict (an attempt counted, or the count cleared) waits for it, so a wrong
+    /// password leaves the target as it was and counts no attempt; and whatever else stops the
+    /// restore, the opening is waited out and its refusal comes first. `restore` gets what it
+    /// opened.
+    package static func intoCopy<Opened: Sendable>(
+        of target: URL, passcode: String?, after opening: BackgroundWork<Opened>, _ restore: (Device, Opened) throws -> RestoreReport
+    ) throws -> RestoreReport {
+        do {
+            return try intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try opening.result() }) { device in
+                try restore(device, try opening.result())
+            }
+        } catch {
+            _ = try opening.result()
+            throw error
+        }
+    }
+
+    private static func intoCopy(
+        of target: URL, passcode: String?, beforeVerdict: () throws -> Void, _ restore: (Device) throws -> RestoreReport
     ) throws -> RestoreReport {
         let hold = try DeviceHold.take(target)
         defer { hold.release() }

@@ -26,28 +26,20 @@ package enum PhoneRestore {
         let sameDevice = reader.wasWritten(by: targetKeys.deviceID)
         if !reader.isEncrypted, !acceptingUnauthenticated { throw PhoneBackupError.unauthenticated(sameDevice: sameDevice) }
         // The backup is opened (the password's key, Manifest.db) while the target's passcode is
-        // stretched, and the passcode's verdict waits for it: a wrong password or a bad
-        // Manifest.db still leaves the target as it was, no attempt counted. The keychain is
-        // then read and opened while the target is copied; a keychain that does not read stops
+        // stretched (`DeviceRestore.intoCopy` has the verdict wait for it); the keychain is then
+        // read and opened while the target is copied, and a keychain that does not read stops
         // the restore in the copy, which is removed.
         let opening = BackgroundWork { () throws -> Opening in
             let opened = try reader.open(password: password, device: targetKeys, checkpoint: checkpoint)
             return Opening(opened: opened, plan: try SandboxPlan(opened), keychain: BackgroundWork { try opened.keychain() })
         }
-        var collected = false
         do {
-            return try DeviceRestore.intoCopy(of: target, passcode: passcode, beforeVerdict: { _ = try opening.result() }) { device in
-                let open = try opening.result()
-                collected = true
-                return try restore(
-                    open.opened, keychain: try open.keychain.result(), plan: open.plan, sameDevice: sameDevice, into: device, progress: progress)
+            return try DeviceRestore.intoCopy(of: target, passcode: passcode, after: opening) { device, open in
+                try restore(open.opened, keychain: try open.keychain.result(), plan: open.plan, sameDevice: sameDevice, into: device, progress: progress)
             }
         } catch {
-            // Whatever stopped it, the opening is waited out, and a keychain being read; refused
-            // before the passcode's verdict (none given, the target in use or waiting), the
-            // backup's own comes first.
-            let open = try opening.result()
-            if !collected { _ = try? open.keychain.result() }
+            // A keychain still being read is waited out.
+            if let open = try? opening.result() { _ = try? open.keychain.result() }
             throw error
         }
     }
